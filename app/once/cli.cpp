@@ -1,0 +1,142 @@
+#include "cli.h"
+
+#include "database.h"
+#include "store.h"
+
+#include <QCoreApplication>
+#include <QSocketNotifier>
+
+#include <csignal>
+#include <cstdio>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace once::cli {
+
+namespace {
+
+int signalPipe[2] = {-1, -1};
+
+void onTerminationSignal(int)
+{
+    const char byte = 1;
+    [[maybe_unused]] const auto written = ::write(signalPipe[1], &byte, 1);
+}
+
+} // namespace
+
+// A signal handler may do almost nothing itself: it writes a byte that the event loop
+// reads.
+void watchTerminationSignals(QObject *context, std::function<void()> onSignal)
+{
+    if (::socketpair(AF_UNIX, SOCK_STREAM, 0, signalPipe) != 0)
+        return;
+    auto *notifier = new QSocketNotifier(signalPipe[0], QSocketNotifier::Read, context);
+    QObject::connect(notifier, &QSocketNotifier::activated, context, [onSignal = std::move(onSignal)] {
+        char byte;
+        [[maybe_unused]] const auto read = ::read(signalPipe[0], &byte, 1);
+        onSignal();
+    });
+    struct sigaction action = {};
+    action.sa_handler = onTerminationSignal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &action, nullptr);
+    sigaction(SIGINT, &action, nullptr);
+}
+
+Command::Command(const QString &name, const QString &description, const QString &synopsis) : m_name(name)
+{
+    m_parser.setApplicationDescription(description);
+    m_parser.addHelpOption();
+    m_parser.addOption({QStringLiteral("store"),
+                        QStringLiteral("The store: a SQLite file or sqlite:PATH (default: $ONCE_STORE, else %1).")
+                            .arg(defaultStoreUrl()),
+                        QStringLiteral("url")});
+    if (!synopsis.isEmpty())
+        m_parser.addPositionalArgument(QStringLiteral("arguments"), synopsis, synopsis);
+}
+
+int Command::parse(const QStringList &arguments)
+{
+    // The first argument is the program, the second the subcommand; QCommandLineParser
+    // wants the program name first.
+    QStringList forParser = arguments;
+    forParser.removeAt(1);
+    if (!m_parser.parse(forParser))
+        return usageError(m_parser.errorText());
+    if (m_parser.isSet(QStringLiteral("help"))) {
+        QString help = m_parser.helpText();
+        help.replace(QCoreApplication::applicationName() + QStringLiteral(" [options]"),
+                     QCoreApplication::applicationName() + QLatin1Char(' ') + m_name + QStringLiteral(" [options]"));
+        std::fputs(qPrintable(help), stdout);
+        return Ok;
+    }
+    return -1;
+}
+
+QString Command::storeUrl() const
+{
+    return m_parser.isSet(QStringLiteral("store")) ? m_parser.value(QStringLiteral("store")) : defaultStoreUrl();
+}
+
+std::unique_ptr<Store> Command::openStore() const
+{
+    QString error;
+    auto store = Store::open(storeUrl(), &error);
+    if (!store)
+        failure(error);
+    return store;
+}
+
+std::optional<qint64> Command::integer(const QString &option, qint64 min, qint64 max) const
+{
+    bool ok = false;
+    const qint64 value = m_parser.value(option).toLongLong(&ok);
+    if (!ok || value < min || value > max) {
+        usageError(QStringLiteral("--%1 must be a whole number from %2 to %3, not \"%4\"")
+                       .arg(option)
+                       .arg(min)
+                       .arg(max)
+                       .arg(m_parser.value(option)));
+        return std::nullopt;
+    }
+    return value;
+}
+
+std::optional<double> Command::rate(const QString &option) const
+{
+    bool ok = false;
+    const double value = m_parser.value(option).toDouble(&ok);
+    if (!ok || value < 0.0 || value > 1.0) {
+        usageError(QStringLiteral("--%1 must be a number from 0 to 1, not \"%2\"").arg(option, m_parser.value(option)));
+        return std::nullopt;
+    }
+    return value;
+}
+
+int Command::usageError(const QString &message) const
+{
+    std::fprintf(stderr, "once %s: %s (see once %s --help)\n", qPrintable(m_name), qPrintable(message),
+                 qPrintable(m_name));
+    return Usage;
+}
+
+void printJson(const QJsonDocument &document)
+{
+    std::fputs(document.toJson(QJsonDocument::Indented).constData(), stdout);
+}
+
+void printLine(const QString &line)
+{
+    std::fputs(qPrintable(line + QLatin1Char('\n')), stdout);
+    std::fflush(stdout);
+}
+
+int failure(const QString &message)
+{
+    std::fprintf(stderr, "once: %s\n", qPrintable(message));
+    return Failure;
+}
+
+} // namespace once::cli

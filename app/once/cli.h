@@ -1,0 +1,62 @@
+#pragma once
+
+#include <QCommandLineParser>
+#include <QJsonDocument>
+#include <QStringList>
+
+#include <functional>
+#include <memory>
+
+namespace once {
+class Store;
+}
+
+namespace once::cli {
+
+// Exit codes shared by every subcommand.
+enum Exit { Ok = 0, Failure = 1, Usage = 2 };
+
+// A subcommand's parser with the options every subcommand has (--store, --help).
+// parse() prints help or a one-line usage error itself and tells the caller to exit.
+class Command final
+{
+public:
+    Command(const QString &name, const QString &description, const QString &synopsis);
+
+    QCommandLineParser &parser() { return m_parser; }
+    // Returns -1 to go on, or the exit code to return.
+    int parse(const QStringList &arguments);
+    QString storeUrl() const;
+    std::unique_ptr<Store> openStore() const; // prints the error itself
+
+    // Integer option in [min, max]; prints a usage error and returns nullopt when not.
+    std::optional<qint64> integer(const QString &option, qint64 min, qint64 max) const;
+    std::optional<double> rate(const QString &option) const; // in [0, 1]
+
+    int usageError(const QString &message) const;
+
+private:
+    QString m_name;
+    QCommandLineParser m_parser;
+};
+
+void printJson(const QJsonDocument &document);
+void printLine(const QString &line);
+int failure(const QString &message);
+// Turns SIGTERM and SIGINT into a call on the event loop.
+void watchTerminationSignals(QObject *context, std::function<void()> onSignal);
+
+int runInit(const QStringList &arguments);
+int runEnqueue(const QStringList &arguments);
+int runStats(const QStringList &arguments);
+int runHistory(const QStringList &arguments);
+int runEvents(const QStringList &arguments);
+int runDeadLetters(const QStringList &arguments);
+int runRedrive(const QStringList &arguments);
+int runInDoubt(const QStringList &arguments);
+int runResolve(const QStringList &arguments);
+int runWorker(const QStringList &arguments);
+int runPartnerSim(const QStringList &arguments);
+int runBench(const QStringList &arguments);
+
+} // namespace once::cli

@@ -1,0 +1,78 @@
+#include "cli.h"
+
+#include <QCoreApplication>
+
+#include <cstdio>
+#include <functional>
+#include <map>
+
+namespace {
+
+struct Subcommand
+{
+    const char *summary;
+    std::function<int(const QStringList &)> run;
+};
+
+const std::map<QString, Subcommand> &subcommands()
+{
+    using namespace once::cli;
+    static const std::map<QString, Subcommand> table{
+        {QStringLiteral("init"), {"create or upgrade a store", runInit}},
+        {QStringLiteral("enqueue"), {"put reminders (JSON Lines) on the queue", runEnqueue}},
+        {QStringLiteral("worker"), {"deliver reminders to a partner", runWorker}},
+        {QStringLiteral("stats"), {"queue and ledger counts", runStats}},
+        {QStringLiteral("history"), {"the whole story of one event", runHistory}},
+        {QStringLiteral("events"), {"list events by user or state", runEvents}},
+        {QStringLiteral("dlq"), {"list dead letters", runDeadLetters}},
+        {QStringLiteral("redrive"), {"put dead letters back on the queue", runRedrive}},
+        {QStringLiteral("in-doubt"), {"list events whose send outcome is unknown", runInDoubt}},
+        {QStringLiteral("resolve"), {"decide an in-doubt event", runResolve}},
+        {QStringLiteral("partner-sim"), {"run the partner simulator", runPartnerSim}},
+        {QStringLiteral("bench"), {"measure throughput and latency", runBench}},
+    };
+    return table;
+}
+
+void printUsage(FILE *to)
+{
+    std::fputs("Usage: once <command> [options]\n\n"
+               "Delivers reminders from an at-least-once queue to a partner exactly once.\n\nCommands:\n",
+               to);
+    for (const auto &[name, command] : subcommands())
+        std::fprintf(to, "  %-12s %s\n", qPrintable(name), command.summary);
+    std::fputs("\nEvery command takes --help and --store. Exit status: 0 ok, 1 failure, 2 usage.\n", to);
+}
+
+} // namespace
+
+int main(int argc, char *argv[])
+{
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setOrganizationName(QStringLiteral("once"));
+    QCoreApplication::setApplicationName(QStringLiteral("once"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(ONCE_VERSION));
+
+    const QStringList arguments = QCoreApplication::arguments();
+    const QString command = arguments.value(1);
+    if (command == QLatin1String("--version") || command == QLatin1String("-v")) {
+        std::printf("once %s\n", ONCE_VERSION);
+        return 0;
+    }
+    if (command.isEmpty() || command == QLatin1String("--help") || command == QLatin1String("-h")
+        || command == QLatin1String("help")) {
+        printUsage(command.isEmpty() ? stderr : stdout);
+        return command.isEmpty() ? once::cli::Usage : once::cli::Ok;
+    }
+    const auto found = subcommands().find(command);
+    if (found == subcommands().end()) {
+        std::fprintf(stderr, "once: unknown command \"%s\" (see once --help)\n", qPrintable(command));
+        return once::cli::Usage;
+    }
+    try {
+        return found->second.run(arguments);
+    } catch (const std::exception &exception) {
+        std::fprintf(stderr, "once: %s\n", exception.what());
+        return once::cli::Failure;
+    }
+}

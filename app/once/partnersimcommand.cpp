@@ -1,0 +1,66 @@
+#include "cli.h"
+
+#include "partnersimulator.h"
+
+#include <QCoreApplication>
+
+#include <cstdio>
+
+namespace once::cli {
+
+int runPartnerSim(const QStringList &arguments)
+{
+    Command command(QStringLiteral("partner-sim"),
+                    QStringLiteral("A partner HTTP API on 127.0.0.1 for demos, tests and outage rehearsals. POST "
+                                   "/reminders applies one effect per Idempotency-Key; GET /stats counts them."),
+                    {});
+    auto &parser = command.parser();
+    parser.addOptions({
+        {QStringLiteral("port"), QStringLiteral("Port to listen on (0: any free one, printed)."), QStringLiteral("P"), QStringLiteral("8080")},
+        {QStringLiteral("fail-rate"), QStringLiteral("Share of requests answered 503."), QStringLiteral("R"), QStringLiteral("0")},
+        {QStringLiteral("throttle-rate"), QStringLiteral("Share of requests answered 429."), QStringLiteral("R"), QStringLiteral("0")},
+        {QStringLiteral("retry-after"), QStringLiteral("Retry-After seconds on a 429."), QStringLiteral("S"), QStringLiteral("1")},
+        {QStringLiteral("latency-ms"), QStringLiteral("Time to answer each request."), QStringLiteral("MS"), QStringLiteral("0")},
+        {QStringLiteral("outage-after"), QStringLiteral("Start an outage after N requests (0: never)."), QStringLiteral("N"), QStringLiteral("0")},
+        {QStringLiteral("outage-seconds"), QStringLiteral("How long the outage lasts."), QStringLiteral("S"), QStringLiteral("0")},
+        {QStringLiteral("outage-every"), QStringLiteral("Repeat the outage every S seconds (0: once)."), QStringLiteral("S"), QStringLiteral("0")},
+        {QStringLiteral("drop-after-accept-rate"), QStringLiteral("Share of requests applied and then left without an answer."), QStringLiteral("R"), QStringLiteral("0")},
+        {QStringLiteral("no-idempotency"), QStringLiteral("Ignore Idempotency-Key: every request is an effect.")},
+    });
+    if (const int exit = command.parse(arguments); exit >= 0)
+        return exit;
+    const auto port = command.integer(QStringLiteral("port"), 0, 65535);
+    const auto failRate = command.rate(QStringLiteral("fail-rate"));
+    const auto throttleRate = command.rate(QStringLiteral("throttle-rate"));
+    const auto retryAfter = command.integer(QStringLiteral("retry-after"), 0, 86400);
+    const auto latency = command.integer(QStringLiteral("latency-ms"), 0, 600000);
+    const auto outageAfter = command.integer(QStringLiteral("outage-after"), 0, 1LL << 40);
+    const auto outageSeconds = command.integer(QStringLiteral("outage-seconds"), 0, 86400);
+    const auto outageEvery = command.integer(QStringLiteral("outage-every"), 0, 86400);
+    const auto dropRate = command.rate(QStringLiteral("drop-after-accept-rate"));
+    if (!port || !failRate || !throttleRate || !retryAfter || !latency || !outageAfter || !outageSeconds || !outageEvery
+        || !dropRate)
+        return Usage;
+
+    PartnerProfile profile;
+    profile.failRate = *failRate;
+    profile.throttleRate = *throttleRate;
+    profile.retryAfterSeconds = int(*retryAfter);
+    profile.latencyMs = int(*latency);
+    profile.outageAfterRequests = int(*outageAfter);
+    profile.outageSeconds = int(*outageSeconds);
+    profile.outageEverySeconds = int(*outageEvery);
+    profile.dropAfterAcceptRate = *dropRate;
+    profile.idempotent = !parser.isSet(QStringLiteral("no-idempotency"));
+    PartnerSimulator simulator(profile);
+    QString error;
+    if (!simulator.listen(QHostAddress::LocalHost, quint16(*port), &error))
+        return failure(error);
+    // Scripts read this line to learn the port.
+    std::printf("partner simulator listening on http://127.0.0.1:%u/reminders\n", unsigned(simulator.port()));
+    std::fflush(stdout);
+    watchTerminationSignals(&simulator, [] { QCoreApplication::exit(0); });
+    return QCoreApplication::exec();
+}
+
+} // namespace once::cli

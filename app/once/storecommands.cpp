@@ -1,0 +1,415 @@
+// The subcommands that read or change a store without running a worker.
+#include "cli.h"
+
+#include "reminder.h"
+#include "store.h"
+
+#include <QDateTime>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonArray>
+#include <QThread>
+
+#include <cstdio>
+
+namespace once::cli {
+
+namespace {
+
+QString or_(const QString &text, const QString &fallback)
+{
+    return text.isEmpty() ? fallback : text;
+}
+
+QString describe(const EventRow &row)
+{
+    return QStringLiteral("%1  %2  user=%3 reminder=%4 sends=%5%6")
+        .arg(row.state, -9)
+        .arg(QString::fromLatin1(row.sendKey))
+        .arg(row.userId, row.reminderId)
+        .arg(row.sends)
+        .arg(row.duplicates ? QStringLiteral(" duplicates_suppressed=%1").arg(row.duplicates) : QString());
+}
+
+} // namespace
+
+int runInit(const QStringList &arguments)
+{
+    Command command(QStringLiteral("init"), QStringLiteral("Creates the store, or upgrades its schema."), {});
+    if (const int exit = command.parse(arguments); exit >= 0)
+        return exit;
+    const auto store = command.openStore();
+    if (!store)
+        return Failure;
+    printLine(QStringLiteral("store %1 ready (schema version %2)")
+                  .arg(store->database().location().displayName())
+                  .arg(store->database().schemaVersion()));
+    return Ok;
+}
+
+int runEnqueue(const QStringList &arguments)
+{
+    Command command(QStringLiteral("enqueue"),
+                    QStringLiteral("Puts reminders on the queue: one JSON object per line, from FILE or standard "
+                                   "input. Every rejected line is reported with its number and reason; the valid "
+                                   "ones are enqueued, and the exit status is 1 if any line was rejected."),
+                    QStringLiteral("[FILE|-]"));
+    auto &parser = command.parser();
+    parser.addOption({QStringLiteral("delay"), QStringLiteral("Deliver no earlier than S seconds from now (at most 7 days)."),
+                      QStringLiteral("S"), QStringLiteral("0")});
+    parser.addOption({QStringLiteral("unchecked"),
+                      QStringLiteral("Enqueue lines as they are, without validation (rehearsing bad producers).")});
+    if (const int exit = command.parse(arguments); exit >= 0)
+        return exit;
+    const auto delay = command.integer(QStringLiteral("delay"), 0, MaxDelaySeconds);
+    if (!delay)
+        return Usage;
+    const QStringList files = parser.positionalArguments();
+    if (files.size() > 1)
+        return command.usageError(QStringLiteral("give one FILE, or - for standard input"));
+    QFile input;
+    const QString name = files.value(0, QStringLiteral("-"));
+    if (name == QLatin1String("-") ? !input.open(stdin, QIODevice::ReadOnly) : (input.setFileName(name), !input.open(QIODevice::ReadOnly)))
+        return failure(QStringLiteral("cannot read %1: %2").arg(name, input.errorString()));
+    const auto store = command.openStore();
+    if (!store)
+        return Failure;
+
+    const bool unchecked = parser.isSet(QStringLiteral("unchecked"));
+    QList<OutgoingMessage> batch;
+    qint64 lineNumber = 0, accepted = 0, rejected = 0;
+    const auto flushBatch = [&]() {
+        QString error;
+        if (!batch.isEmpty() && !store->queue().enqueue(batch, &error)) {
+            failure(QStringLiteral("enqueue failed after %1 reminders: %2").arg(accepted).arg(error));
+            return false;
+        }
+        accepted += batch.size();
+        batch.clear();
+        return true;
+    };
+    while (!input.atEnd()) {
+        // Read a bounded line so that one huge line cannot exhaust memory.
+        QByteArray line = input.readLine(MaxMessageBytes + 2);
+        ++lineNumber;
+        bool overLong = line.size() > MaxMessageBytes && !line.endsWith('\n');
+        while (overLong && !input.atEnd()) {
+            const QByteArray rest = input.readLine(1 << 20);
+            if (rest.endsWith('\n'))
+                break;
+        }
+        line = line.trimmed();
+        if (line.isEmpty())
+            continue;
+        if (overLong) {
+            std::fprintf(stderr, "line %lld: message is over the 256 KiB limit\n", lineNumber);
+            ++rejected;
+            continue;
+        }
+        if (unchecked) {
+            batch.append(OutgoingMessage{line, {}, {}, *delay * 1000, 0});
+        } else {
+            const auto parsed = parseReminder(line);
+            if (!parsed.reminder) {
+                std::fprintf(stderr, "line %lld: %s\n", lineNumber, qPrintable(parsed.error));
+                ++rejected;
+                continue;
+            }
+            batch.append(OutgoingMessage{line, parsed.reminder->sendKey, parsed.reminder->eventId, *delay * 1000, 0});
+        }
+        if (batch.size() >= 2000 && !flushBatch())
+            return Failure;
+    }
+    if (!flushBatch())
+        return Failure;
+    std::fprintf(stderr, "enqueued %lld, rejected %lld\n", accepted, rejected);
+    return rejected ? Failure : Ok;
+}
+
+int runStats(const QStringList &arguments)
+{
+    Command command(QStringLiteral("stats"), QStringLiteral("Queue and ledger counts."), {});
+    command.parser().addOption({QStringLiteral("json"), QStringLiteral("Print JSON.")});
+    if (const int exit = command.parse(arguments); exit >= 0)
+        return exit;
+    const auto store = command.openStore();
+    if (!store)
+        return Failure;
+    QString error;
+    const auto stats = store->inspector().stats(&error);
+    if (!stats)
+        return failure(error);
+    const QJsonObject json = stats->toJson();
+    if (command.parser().isSet(QStringLiteral("json"))) {
+        printJson(QJsonDocument(json));
+        return Ok;
+    }
+    for (auto it = json.begin(); it != json.end(); ++it)
+        printLine(QStringLiteral("%1 %2").arg(it.key() + QLatin1Char(':'), -24).arg(it.value().toVariant().toString()));
+    return Ok;
+}
+
+int runHistory(const QStringList &arguments)
+{
+    Command command(QStringLiteral("history"),
+                    QStringLiteral("The whole story of one event: every delivery, claim, send and ack."),
+                    QStringLiteral("KEY|EVENT_ID"));
+    command.parser().addOption({QStringLiteral("json"), QStringLiteral("Print JSON.")});
+    if (const int exit = command.parse(arguments); exit >= 0)
+        return exit;
+    if (command.parser().positionalArguments().size() != 1)
+        return command.usageError(QStringLiteral("give one send key or event id"));
+    const auto store = command.openStore();
+    if (!store)
+        return Failure;
+    QString error;
+    const auto event = store->inspector().event(command.parser().positionalArguments().constFirst(), &error);
+    if (!event)
+        return failure(error);
+    const auto attempts = store->inspector().attempts(event->sendKey, &error);
+    if (!attempts)
+        return failure(error);
+    if (command.parser().isSet(QStringLiteral("json"))) {
+        QJsonObject json = event->toJson();
+        QJsonArray rows;
+        for (const auto &attempt : *attempts)
+            rows.append(attemptToJson(attempt));
+        json.insert(QStringLiteral("attempts"), rows);
+        printJson(QJsonDocument(json));
+        return Ok;
+    }
+    printLine(describe(*event));
+    for (const auto &attempt : *attempts) {
+        QString line = QStringLiteral("  %1  %2 %3").arg(formatTime(attempt.atMs), attempt.step, attempt.outcome);
+        if (!attempt.messageId.isEmpty())
+            line += QStringLiteral("  message=%1 delivery=%2 worker=%3").arg(attempt.messageId).arg(attempt.delivery).arg(attempt.workerId);
+        if (attempt.httpStatus)
+            line += QStringLiteral("  http=%1").arg(attempt.httpStatus);
+        if (attempt.latencyMs >= 0)
+            line += QStringLiteral("  %1ms").arg(attempt.latencyMs);
+        if (!attempt.providerRequestId.isEmpty())
+            line += QStringLiteral("  request=%1").arg(attempt.providerRequestId);
+        if (!attempt.error.isEmpty())
+            line += QStringLiteral("  (%1)").arg(attempt.error);
+        printLine(line);
+    }
+    return Ok;
+}
+
+int runEvents(const QStringList &arguments)
+{
+    Command command(QStringLiteral("events"), QStringLiteral("Lists events, newest first."), {});
+    auto &parser = command.parser();
+    parser.addOption({QStringLiteral("user"), QStringLiteral("Only this user's events."), QStringLiteral("U")});
+    parser.addOption({QStringLiteral("state"),
+                      QStringLiteral("Only events in state S: claimed, retrying, applied, in_doubt, dead."), QStringLiteral("S")});
+    parser.addOption({QStringLiteral("limit"), QStringLiteral("At most N events."), QStringLiteral("N"), QStringLiteral("100")});
+    parser.addOption({QStringLiteral("json"), QStringLiteral("Print JSON.")});
+    if (const int exit = command.parse(arguments); exit >= 0)
+        return exit;
+    const auto limit = command.integer(QStringLiteral("limit"), 1, 1000000);
+    if (!limit)
+        return Usage;
+    const QString state = parser.value(QStringLiteral("state"));
+    const QStringList states{LedgerState::Claimed, LedgerState::Retrying, LedgerState::Applied, LedgerState::InDoubt,
+                             LedgerState::Dead};
+    if (!state.isEmpty() && !states.contains(state))
+        return command.usageError(QStringLiteral("unknown state \"%1\" (one of %2)").arg(state, states.join(QLatin1String(", "))));
+    const auto store = command.openStore();
+    if (!store)
+        return Failure;
+    EventFilter filter;
+    filter.userId = parser.value(QStringLiteral("user"));
+    filter.state = state;
+    filter.limit = int(*limit);
+    QString error;
+    const auto rows = store->inspector().events(filter, &error);
+    if (!rows)
+        return failure(error);
+    if (parser.isSet(QStringLiteral("json"))) {
+        QJsonArray array;
+        for (const auto &row : *rows)
+            array.append(row.toJson());
+        printJson(QJsonDocument(array));
+        return Ok;
+    }
+    for (const auto &row : *rows)
+        printLine(describe(row));
+    return Ok;
+}
+
+int runDeadLetters(const QStringList &arguments)
+{
+    Command command(QStringLiteral("dlq"), QStringLiteral("Lists dead letters without consuming them."), {});
+    auto &parser = command.parser();
+    parser.addOption({QStringLiteral("error-class"), QStringLiteral("Only this error class."), QStringLiteral("C")});
+    parser.addOption({QStringLiteral("json"), QStringLiteral("Print JSON.")});
+    if (const int exit = command.parse(arguments); exit >= 0)
+        return exit;
+    const auto store = command.openStore();
+    if (!store)
+        return Failure;
+    DeadLetterFilter filter;
+    filter.errorClass = parser.value(QStringLiteral("error-class"));
+    QString error;
+    const auto letters = store->inspector().deadLetters(filter, &error);
+    if (!letters)
+        return failure(error);
+    if (parser.isSet(QStringLiteral("json"))) {
+        QJsonArray array;
+        for (const auto &letter : *letters)
+            array.append(letter.toJson());
+        printJson(QJsonDocument(array));
+        return Ok;
+    }
+    for (const auto &letter : *letters)
+        printLine(QStringLiteral("%1  %2  %3  attempts=%4 redrives=%5  %6")
+                      .arg(letter.id, or_(QString::fromLatin1(letter.sendKey), QStringLiteral("(no key)")),
+                           letter.errorClass)
+                      .arg(letter.attempts)
+                      .arg(letter.redriveCount)
+                      .arg(letter.lastError));
+    return Ok;
+}
+
+int runRedrive(const QStringList &arguments)
+{
+    Command command(QStringLiteral("redrive"),
+                    QStringLiteral("Puts dead letters back on the queue, keeping their send key and event id. "
+                                   "Audited."),
+                    {});
+    auto &parser = command.parser();
+    parser.addOption({QStringLiteral("all"), QStringLiteral("Every dead letter.")});
+    parser.addOption({QStringLiteral("key"), QStringLiteral("This send key (repeatable)."), QStringLiteral("K")});
+    parser.addOption({QStringLiteral("error-class"), QStringLiteral("Dead letters of this class."), QStringLiteral("C")});
+    parser.addOption({QStringLiteral("since"), QStringLiteral("Dead letters that died at or after T (RFC 3339)."),
+                      QStringLiteral("T")});
+    parser.addOption({QStringLiteral("rate"), QStringLiteral("At most N messages per second (0: no limit)."),
+                      QStringLiteral("N"), QStringLiteral("0")});
+    parser.addOption({QStringLiteral("dry-run"), QStringLiteral("List what would move; move nothing.")});
+    if (const int exit = command.parse(arguments); exit >= 0)
+        return exit;
+    const auto rate = command.integer(QStringLiteral("rate"), 0, 1000000);
+    if (!rate)
+        return Usage;
+    DeadLetterFilter filter;
+    const bool all = parser.isSet(QStringLiteral("all"));
+    for (const auto &key : parser.values(QStringLiteral("key")))
+        filter.sendKeys.append(key.toLatin1());
+    filter.errorClass = parser.value(QStringLiteral("error-class"));
+    if (parser.isSet(QStringLiteral("since"))) {
+        const auto since = parseRfc3339(parser.value(QStringLiteral("since")));
+        if (!since)
+            return command.usageError(QStringLiteral("--since needs an RFC 3339 time with an offset"));
+        filter.sinceMs = since->utc.toMSecsSinceEpoch();
+    }
+    if (!all && filter.sendKeys.isEmpty() && filter.errorClass.isEmpty() && !filter.sinceMs)
+        return command.usageError(QStringLiteral("choose what to redrive: --all, --key, --error-class or --since"));
+    const auto store = command.openStore();
+    if (!store)
+        return Failure;
+    QString error;
+    const auto letters = store->inspector().deadLetters(filter, &error);
+    if (!letters)
+        return failure(error);
+    if (parser.isSet(QStringLiteral("dry-run"))) {
+        for (const auto &letter : *letters)
+            printLine(QStringLiteral("would redrive %1  %2  %3%4")
+                          .arg(letter.id, or_(QString::fromLatin1(letter.sendKey), QStringLiteral("(no key)")), letter.errorClass,
+                               letter.redriveCount ? QStringLiteral("  (redriven %1 times before)").arg(letter.redriveCount)
+                                                   : QString()));
+        printLine(QStringLiteral("dry run: %1 dead letters would be redriven").arg(letters->size()));
+        return Ok;
+    }
+    // Batches a tenth of a second's worth at a time, so the rate holds without a burst.
+    const qsizetype batchSize = *rate > 0 ? std::max<qint64>(1, *rate / 10) : 500;
+    QElapsedTimer clock;
+    clock.start();
+    qint64 moved = 0;
+    int exit = Ok;
+    for (qsizetype start = 0; start < letters->size(); start += batchSize) {
+        const auto result = store->operations().redrive(letters->mid(start, batchSize), &error);
+        if (!result) {
+            exit = failure(QStringLiteral("redrive stopped after %1 messages: %2").arg(moved).arg(error));
+            break;
+        }
+        moved += *result;
+        if (*rate > 0) {
+            const qint64 due = (start + batchSize) * 1000 / *rate;
+            if (due > clock.elapsed())
+                QThread::msleep(quint64(due - clock.elapsed()));
+        }
+    }
+    QString detail = all ? QStringLiteral("all") : QString();
+    if (!filter.errorClass.isEmpty())
+        detail += QStringLiteral(" error-class=") + filter.errorClass;
+    if (filter.sinceMs)
+        detail += QStringLiteral(" since=") + formatTime(filter.sinceMs);
+    if (!filter.sendKeys.isEmpty())
+        detail += QStringLiteral(" keys=%1").arg(filter.sendKeys.size());
+    if (*rate)
+        detail += QStringLiteral(" rate=%1/s").arg(*rate);
+    if (!store->operations().audit(QStringLiteral("redrive"), detail.trimmed(), moved, &error))
+        return failure(error);
+    printLine(QStringLiteral("redrove %1 dead letters").arg(moved));
+    return exit;
+}
+
+int runInDoubt(const QStringList &arguments)
+{
+    Command command(QStringLiteral("in-doubt"),
+                    QStringLiteral("Lists events whose send outcome is unknown and that wait for an operator."), {});
+    command.parser().addOption({QStringLiteral("json"), QStringLiteral("Print JSON.")});
+    if (const int exit = command.parse(arguments); exit >= 0)
+        return exit;
+    const auto store = command.openStore();
+    if (!store)
+        return Failure;
+    QString error;
+    const auto rows = store->inspector().inDoubt(&error);
+    if (!rows)
+        return failure(error);
+    if (command.parser().isSet(QStringLiteral("json"))) {
+        QJsonArray array;
+        for (const auto &row : *rows)
+            array.append(row.toJson());
+        printJson(QJsonDocument(array));
+        return Ok;
+    }
+    for (const auto &row : *rows)
+        printLine(QStringLiteral("%1  since %2  event=%3  first sent %4")
+                      .arg(QString::fromLatin1(row.sendKey), formatTime(row.updatedAtMs), or_(row.eventId, QStringLiteral("-")),
+                           or_(formatTime(row.firstSentAtMs), QStringLiteral("never"))));
+    return Ok;
+}
+
+int runResolve(const QStringList &arguments)
+{
+    Command command(QStringLiteral("resolve"),
+                    QStringLiteral("Decides an in-doubt event: resend with the same Idempotency-Key, or mark it "
+                                   "delivered. Audited."),
+                    QStringLiteral("KEY"));
+    auto &parser = command.parser();
+    parser.addOption({QStringLiteral("resend"), QStringLiteral("Queue it again under the same send key.")});
+    parser.addOption({QStringLiteral("mark-delivered"), QStringLiteral("Record that the partner did deliver it.")});
+    if (const int exit = command.parse(arguments); exit >= 0)
+        return exit;
+    if (parser.positionalArguments().size() != 1)
+        return command.usageError(QStringLiteral("give one send key"));
+    const bool resend = parser.isSet(QStringLiteral("resend"));
+    if (resend == parser.isSet(QStringLiteral("mark-delivered")))
+        return command.usageError(QStringLiteral("choose one of --resend and --mark-delivered"));
+    const auto store = command.openStore();
+    if (!store)
+        return Failure;
+    const QByteArray key = parser.positionalArguments().constFirst().toLatin1();
+    QString error;
+    const bool done = resend ? store->operations().resend(key, &error) : store->operations().markDelivered(key, &error);
+    if (!done)
+        return failure(error);
+    printLine(resend ? QStringLiteral("%1 queued again under the same key").arg(QString::fromLatin1(key))
+                     : QStringLiteral("%1 marked delivered").arg(QString::fromLatin1(key)));
+    return Ok;
+}
+
+} // namespace once::cli

@@ -1,0 +1,102 @@
+#include "cli.h"
+
+#include "engine.h"
+
+#include <QCoreApplication>
+#include <QHostInfo>
+#include <QTimer>
+
+#include <cstdio>
+
+namespace once::cli {
+
+int runWorker(const QStringList &arguments)
+{
+    Command command(QStringLiteral("worker"),
+                    QStringLiteral("Delivers queued reminders to the partner: claim the send key, send with it as "
+                                   "Idempotency-Key, record, ack. The bearer token comes from ONCE_PARTNER_TOKEN. "
+                                   "SIGTERM or SIGINT: stop consuming, finish what is in flight, exit 0."),
+                    {});
+    auto &parser = command.parser();
+    parser.addOptions({
+        {QStringLiteral("partner"), QStringLiteral("The partner's endpoint, e.g. http://127.0.0.1:8080/reminders."), QStringLiteral("URL")},
+        {QStringLiteral("concurrency"), QStringLiteral("Sends in flight at once."), QStringLiteral("N"), QStringLiteral("16")},
+        {QStringLiteral("max-attempts"), QStringLiteral("Sends before a reminder is dead-lettered."), QStringLiteral("N"), QStringLiteral("8")},
+        {QStringLiteral("lease"), QStringLiteral("Seconds a delivery is held before the queue offers it again."), QStringLiteral("S"), QStringLiteral("30")},
+        {QStringLiteral("timeout"), QStringLiteral("Seconds one partner request may take."), QStringLiteral("S"), QStringLiteral("10")},
+        {QStringLiteral("in-doubt"), QStringLiteral("When a send's outcome is unknown: resend (same key) or hold (for an operator)."), QStringLiteral("POLICY"), QStringLiteral("resend")},
+        {QStringLiteral("backoff-base-ms"), QStringLiteral("First retry delay ceiling, doubled per try (full jitter)."), QStringLiteral("MS"), QStringLiteral("1000")},
+        {QStringLiteral("backoff-cap-s"), QStringLiteral("Longest retry delay."), QStringLiteral("S"), QStringLiteral("300")},
+        {QStringLiteral("retention-days"), QStringLiteral("Keep finished records this long."), QStringLiteral("D"), QStringLiteral("30")},
+        {QStringLiteral("until-idle"), QStringLiteral("Exit once nothing is ready, in flight or due within a minute.")},
+        {QStringLiteral("worker-id"), QStringLiteral("This worker's name in the history (default host:pid)."), QStringLiteral("ID")},
+        {QStringLiteral("progress"), QStringLiteral("Print live counts every second.")},
+    });
+    if (const int exit = command.parse(arguments); exit >= 0)
+        return exit;
+    if (!parser.isSet(QStringLiteral("partner")))
+        return command.usageError(QStringLiteral("--partner URL is required"));
+    const QUrl partner = QUrl::fromUserInput(parser.value(QStringLiteral("partner")));
+    if (!partner.isValid() || (partner.scheme() != QLatin1String("http") && partner.scheme() != QLatin1String("https")))
+        return command.usageError(QStringLiteral("--partner must be an http:// or https:// URL"));
+    const auto concurrency = command.integer(QStringLiteral("concurrency"), 1, 1024);
+    const auto maxAttempts = command.integer(QStringLiteral("max-attempts"), 1, 100);
+    const auto lease = command.integer(QStringLiteral("lease"), 1, 12 * 3600);
+    const auto timeout = command.integer(QStringLiteral("timeout"), 1, 900);
+    const auto backoffBase = command.integer(QStringLiteral("backoff-base-ms"), 0, 3600 * 1000);
+    const auto backoffCap = command.integer(QStringLiteral("backoff-cap-s"), 0, 24 * 3600);
+    const auto retention = command.integer(QStringLiteral("retention-days"), 1, 3650);
+    if (!concurrency || !maxAttempts || !lease || !timeout || !backoffBase || !backoffCap || !retention)
+        return Usage;
+    const QString policy = parser.value(QStringLiteral("in-doubt"));
+    if (policy != QLatin1String("resend") && policy != QLatin1String("hold"))
+        return command.usageError(QStringLiteral("--in-doubt must be resend or hold"));
+    if (*timeout >= *lease)
+        return command.usageError(QStringLiteral("--lease must be longer than --timeout, or a slow send looks like a crash"));
+
+    EngineConfig config;
+    config.storeUrl = command.storeUrl();
+    config.partnerUrl = partner;
+    config.partnerToken = qgetenv("ONCE_PARTNER_TOKEN");
+    config.workerId = parser.isSet(QStringLiteral("worker-id"))
+                          ? parser.value(QStringLiteral("worker-id"))
+                          : QStringLiteral("%1:%2").arg(QHostInfo::localHostName()).arg(QCoreApplication::applicationPid());
+    config.concurrency = int(*concurrency);
+    config.maxAttempts = int(*maxAttempts);
+    config.leaseMs = *lease * 1000;
+    config.requestTimeoutMs = int(*timeout * 1000);
+    config.inDoubtPolicy = policy == QLatin1String("hold") ? InDoubtPolicy::Hold : InDoubtPolicy::Resend;
+    config.backoffBaseMs = *backoffBase;
+    config.backoffCapMs = *backoffCap * 1000;
+    config.retentionMs = *retention * 24 * 3600 * 1000;
+    config.untilIdle = parser.isSet(QStringLiteral("until-idle"));
+
+    Engine engine(config);
+    int exitCode = Ok;
+    QObject::connect(&engine, &Engine::finished, &engine, [&exitCode](int code) {
+        exitCode = code;
+        QCoreApplication::exit(code);
+    });
+    watchTerminationSignals(&engine, [&engine] {
+        std::fputs("once worker: stopping, finishing what is in flight\n", stderr);
+        engine.stop();
+    });
+    QTimer progress;
+    if (parser.isSet(QStringLiteral("progress"))) {
+        QObject::connect(&progress, &QTimer::timeout, &engine, [&engine] {
+            const auto c = engine.counters();
+            std::fprintf(stderr, "applied %lld  duplicates %lld  retries %lld  dead %lld  held %lld  in flight %d\n",
+                         c.applied, c.duplicates, c.retries, c.deadLettered, c.held, c.inFlight);
+        });
+        progress.start(1000);
+    }
+    QTimer::singleShot(0, &engine, &Engine::start);
+    QCoreApplication::exec();
+    const auto c = engine.counters();
+    std::fprintf(stderr, "once worker %s: applied %lld, duplicates suppressed %lld, retries %lld, dead-lettered %lld, "
+                         "held in doubt %lld\n",
+                 qPrintable(config.workerId), c.applied, c.duplicates, c.retries, c.deadLettered, c.held);
+    return exitCode;
+}
+
+} // namespace once::cli

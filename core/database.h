@@ -1,0 +1,91 @@
+#pragma once
+
+#include <QSqlDatabase>
+#include <QSqlQuery>
+#include <QString>
+
+#include <memory>
+#include <unordered_map>
+#include <optional>
+
+namespace once {
+
+// Where a store lives: "sqlite:PATH", a plain PATH, or (later) "postgres://...".
+struct StoreLocation
+{
+    enum class Kind { Sqlite, Postgres };
+    Kind kind = Kind::Sqlite;
+    QString path; // Sqlite
+
+    static std::optional<StoreLocation> parse(const QString &text, QString *error);
+    // What may be shown to a person: never a password.
+    QString displayName() const;
+};
+
+// The default store: ONCE_STORE if set, else a file under AppDataLocation.
+QString defaultStoreUrl();
+
+// One SQL connection, opened in the thread that uses it and closed there (Qt's rule for
+// QSqlDatabase). Owns the schema: open() creates or upgrades it.
+class Database final
+{
+    Q_DISABLE_COPY_MOVE(Database)
+
+public:
+    ~Database();
+
+    static std::unique_ptr<Database> open(const StoreLocation &location, QString *error);
+
+    QSqlDatabase &connection() { return m_db; }
+    const StoreLocation &location() const { return m_location; }
+    int schemaVersion() const { return m_schemaVersion; }
+
+    // Prepares (and caches) a statement on this connection.
+    QSqlQuery &prepared(const QString &sql);
+    bool exec(QSqlQuery &query, QString *error);
+    bool exec(const QString &sql, QString *error);
+
+    // A write transaction. SQLite takes the write lock at BEGIN, so two processes never
+    // deadlock upgrading a read lock.
+    bool begin(QString *error);
+    bool commit(QString *error);
+    void rollback();
+
+private:
+    Database() = default;
+    bool migrate(QString *error);
+
+    QSqlDatabase m_db;
+    QString m_connectionName;
+    StoreLocation m_location;
+    int m_schemaVersion = 0;
+    std::unordered_map<QString, std::unique_ptr<QSqlQuery>> m_statements;
+};
+
+// Rolls back unless committed: early returns on error leave no open transaction.
+class Transaction final
+{
+    Q_DISABLE_COPY_MOVE(Transaction)
+
+public:
+    explicit Transaction(Database &db) : m_db(db) {}
+    ~Transaction()
+    {
+        if (m_open)
+            m_db.rollback();
+    }
+    bool begin(QString *error) { return m_open = m_db.begin(error); }
+    bool commit(QString *error)
+    {
+        m_open = false;
+        return m_db.commit(error);
+    }
+
+private:
+    Database &m_db;
+    bool m_open = false;
+};
+
+qint64 nowMs();
+
+} // namespace once

@@ -1,0 +1,146 @@
+#pragma once
+
+#include "circuitbreaker.h"
+#include "ledger.h"
+#include "messagequeue.h"
+
+#include <QObject>
+#include <QTimer>
+#include <QUrl>
+
+#include <memory>
+#include <vector>
+
+namespace once {
+
+class PartnerSender;
+class Store;
+struct SendOutcome;
+
+struct EngineConfig
+{
+    QString storeUrl;
+    QUrl partnerUrl;
+    QByteArray partnerToken; // kept in memory only
+    QString workerId;
+    int concurrency = 16;
+    int maxAttempts = 8;
+    qint64 leaseMs = 30000;
+    int requestTimeoutMs = 10000;
+    InDoubtPolicy inDoubtPolicy = InDoubtPolicy::Resend;
+    qint64 backoffBaseMs = 1000;
+    qint64 backoffCapMs = 5 * 60 * 1000;
+    qint64 idlePollMs = 100;
+    bool untilIdle = false;       // finish once nothing is ready, in flight or due within a minute
+    qint64 untilIdleHorizonMs = 60000;
+    int breakerThreshold = 5;
+    qint64 retentionMs = 30LL * 24 * 3600 * 1000;
+    bool recordLatencies = false; // enqueue-to-ack latency of every applied message, for `once bench`
+};
+
+struct EngineCounters
+{
+    qint64 leased = 0;
+    qint64 applied = 0;
+    qint64 duplicates = 0;
+    qint64 retries = 0;
+    qint64 deadLettered = 0;
+    qint64 held = 0;
+    qint64 resent = 0;
+    qint64 invalid = 0;
+    qint64 failures = 0; // partner calls that did not succeed
+    int inFlight = 0;
+    CircuitBreaker::State breaker = CircuitBreaker::State::Closed;
+    bool paused = false;
+    bool running = false;
+};
+
+// The delivery state machine (docs/state-machine.md). For every message:
+//
+//   lease (consume) -> claim the send key in the ledger (atomic insert, committed)
+//     -> send with Idempotency-Key = send key -> record the outcome (committed) -> ack
+//
+// Nothing is acked before its outcome is recorded, and nothing is sent before its claim
+// is committed, so a crash anywhere leaves either a message that comes back (its lease
+// expires) or a recorded outcome. The one window no store can close, partner accepted
+// but outcome not recorded, shows up as a claim that expired without an outcome: the
+// next delivery finds it in doubt and resends with the same key, or holds it for an
+// operator when the partner has no idempotency.
+//
+// Many sends are in flight at once on this object's thread; ledger and queue writes are
+// grouped into one transaction per batch (group commit). Lives on one thread: call the
+// slots through queued connections from elsewhere.
+class Engine final : public QObject
+{
+    Q_OBJECT
+    Q_DISABLE_COPY_MOVE(Engine)
+
+public:
+    explicit Engine(const EngineConfig &config, QObject *parent = nullptr);
+    ~Engine() override;
+
+    EngineCounters counters() const;
+    const std::vector<qint64> &latenciesMs() const { return m_latenciesMs; }
+
+public slots:
+    void start();
+    void pause();
+    void resume();
+    // Stops consuming, lets what is in flight finish and record, then emits finished(0).
+    void stop();
+
+signals:
+    void started();
+    void countersChanged(const once::EngineCounters &counters);
+    void errorOccurred(const QString &message);
+    void finished(int exitCode);
+
+private:
+    struct Delivery
+    {
+        QueueMessage message;
+        Reminder reminder;
+        int sendsThisRound = 0;
+        qint64 firstSentAtMs = 0;
+    };
+
+    void schedulePump(qint64 delayMs);
+    void pump();
+    void consume(int room);
+    void sendNow(const Delivery &delivery);
+    void onSent(const Delivery &delivery, const SendOutcome &outcome, qint64 sentAtMs);
+    void deadLetter(const Delivery &delivery, const QString &errorClass, const QString &error, int attempts);
+    void scheduleFlush();
+    void flush();
+    void checkIdle();
+    void fail(const QString &message);
+    void finish(int exitCode);
+    void publishCounters();
+    void purgeExpired();
+
+    EngineConfig m_config;
+    std::unique_ptr<Store> m_store;
+    MessageQueue *m_queue = nullptr;
+    Ledger *m_ledger = nullptr;
+    PartnerSender *m_sender = nullptr;
+    CircuitBreaker m_breaker;
+    QTimer m_pumpTimer;
+    QTimer m_countersTimer;
+    QTimer m_retentionTimer;
+    bool m_flushScheduled = false;
+    bool m_running = false;
+    bool m_paused = false;
+    bool m_stopping = false;
+
+    int m_inFlight = 0; // leased and not yet settled
+    QList<LedgerUpdate> m_pendingUpdates;
+    QList<Attempt> m_pendingAttempts;
+    QList<Settlement> m_pendingSettlements;
+    std::vector<qint64> m_pendingAckedEnqueueTimes;
+    std::vector<qint64> m_latenciesMs;
+    EngineCounters m_counters;
+};
+
+} // namespace once
+
+Q_DECLARE_METATYPE(once::EngineCounters)

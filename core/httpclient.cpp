@@ -1,0 +1,874 @@
+#include "httpclient.h"
+
+#include <QElapsedTimer>
+#include <QHash>
+#include <QLoggingCategory>
+#include <QPointer>
+#include <QSslSocket>
+#include <QTcpSocket>
+#include <QTimer>
+
+#include <algorithm>
+#include <deque>
+#include <vector>
+
+namespace {
+Q_LOGGING_CATEGORY(lcHttp, "once.core.http")
+}
+
+namespace once {
+
+QByteArray HttpResult::header(const QByteArray &name) const
+{
+    for (const auto &h : headers) {
+        if (h.first.compare(name, Qt::CaseInsensitive) == 0)
+            return h.second;
+    }
+    return {};
+}
+
+namespace {
+
+// Bounds that keep a misbehaving server from growing our buffers without limit.
+constexpr qsizetype kMaxLineLength = 64 * 1024;
+constexpr qsizetype kMaxHeaderBytes = 256 * 1024;
+constexpr int kMaxHeaderCount = 256;
+
+bool equalsCi(QByteArrayView a, QByteArrayView b)
+{
+    return a.compare(b, Qt::CaseInsensitive) == 0;
+}
+
+// Connection and Transfer-Encoding are comma-separated token lists.
+bool hasToken(QByteArrayView list, QByteArrayView token)
+{
+    while (!list.isEmpty()) {
+        const qsizetype comma = list.indexOf(',');
+        const QByteArrayView item = (comma < 0 ? list : list.first(comma)).trimmed();
+        if (equalsCi(item, token))
+            return true;
+        if (comma < 0)
+            break;
+        list = list.sliced(comma + 1);
+    }
+    return false;
+}
+
+bool isToken(QByteArrayView s)
+{
+    if (s.isEmpty())
+        return false;
+    for (const char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c <= 32 || c >= 127 || ch == ':' || ch == '(' || ch == ')' || ch == ',' || ch == ';' ||
+            ch == '"' || ch == '/' || ch == '[' || ch == ']' || ch == '{' || ch == '}' || ch == '\\' ||
+            ch == '<' || ch == '>' || ch == '=' || ch == '?' || ch == '@')
+            return false;
+    }
+    return true;
+}
+
+bool isSafeValue(QByteArrayView s)
+{
+    return !s.contains('\r') && !s.contains('\n') && !s.contains('\0');
+}
+
+// Incremental HTTP/1.x response parser. Bytes are appended to an internal buffer and
+// consumed from a read position, so a response split over many reads is parsed once.
+class ResponseParser
+{
+public:
+    enum class Progress { NeedMore, Done, Error };
+
+    void reset(bool headRequest)
+    {
+        m_state = State::StatusLine;
+        m_headRequest = headRequest;
+        m_result = HttpResult();
+        m_error.clear();
+        m_remaining = 0;
+        m_headerBytes = 0;
+        m_minorVersion = 1;
+        m_connectionClose = false;
+        m_connectionKeepAlive = false;
+        // Any leftover bytes of a previous exchange would be a protocol violation; the
+        // connection is not reused in that case, so dropping them here is safe.
+        m_buffer.resize(0);
+        m_pos = 0;
+    }
+
+    void readFrom(QIODevice *device)
+    {
+        const qint64 available = device->bytesAvailable();
+        if (available <= 0)
+            return;
+        if (m_pos > 0 && m_pos == m_buffer.size()) {
+            m_buffer.resize(0);
+            m_pos = 0;
+        }
+        const qsizetype old = m_buffer.size();
+        m_buffer.resize(old + available);
+        const qint64 got = device->read(m_buffer.data() + old, available);
+        m_buffer.resize(old + std::max<qint64>(got, 0));
+    }
+
+    Progress parse();
+
+    // The server closed the connection: a body delimited by the close is complete now.
+    Progress finishAtEof()
+    {
+        if (m_state == State::Done)
+            return Progress::Done;
+        if (m_state == State::UntilClose) {
+            m_state = State::Done;
+            return Progress::Done;
+        }
+        return Progress::NeedMore;
+    }
+
+    bool hasTrailingData() const { return m_pos < m_buffer.size(); }
+    bool keepAlive() const
+    {
+        if (m_bodyUntilClose || m_connectionClose)
+            return false;
+        return m_minorVersion >= 1 || m_connectionKeepAlive;
+    }
+    const QString &error() const { return m_error; }
+    HttpResult takeResult() { return std::move(m_result); }
+
+private:
+    enum class State { StatusLine, Headers, Body, ChunkSize, ChunkData, ChunkEnd, Trailers, UntilClose, Done };
+
+    enum class Line { Got, NeedMore, TooLong };
+    Line takeLine(QByteArrayView *line)
+    {
+        const qsizetype nl = m_buffer.indexOf('\n', m_pos);
+        if (nl < 0)
+            return m_buffer.size() - m_pos > kMaxLineLength ? Line::TooLong : Line::NeedMore;
+        qsizetype end = nl;
+        if (end > m_pos && m_buffer.at(end - 1) == '\r')
+            --end;
+        *line = QByteArrayView(m_buffer.constData() + m_pos, end - m_pos);
+        m_headerBytes += nl + 1 - m_pos;
+        m_pos = nl + 1;
+        return Line::Got;
+    }
+
+    Progress fail(const QString &why)
+    {
+        m_error = why;
+        return Progress::Error;
+    }
+
+    Progress parseStatusLine(QByteArrayView line);
+    Progress parseHeader(QByteArrayView line);
+    Progress headersComplete();
+
+    QByteArray m_buffer;
+    qsizetype m_pos = 0;
+    State m_state = State::StatusLine;
+    HttpResult m_result;
+    QString m_error;
+    qint64 m_remaining = 0;
+    qsizetype m_headerBytes = 0;
+    int m_minorVersion = 1;
+    qint64 m_contentLength = -1;
+    bool m_chunked = false;
+    bool m_headRequest = false;
+    bool m_connectionClose = false;
+    bool m_connectionKeepAlive = false;
+    bool m_bodyUntilClose = false;
+};
+
+ResponseParser::Progress ResponseParser::parseStatusLine(QByteArrayView line)
+{
+    // "HTTP/1.1 200 OK"; the reason phrase is optional.
+    if (line.size() < 12 || !line.startsWith("HTTP/1.") || line.at(8) != ' ')
+        return fail(QStringLiteral("malformed status line"));
+    const char minor = line.at(7);
+    if (minor < '0' || minor > '9')
+        return fail(QStringLiteral("malformed status line"));
+    bool ok = false;
+    const int code = line.sliced(9, 3).toInt(&ok);
+    if (!ok || code < 100 || code > 999 || (line.size() > 12 && line.at(12) != ' '))
+        return fail(QStringLiteral("malformed status line"));
+    m_minorVersion = minor - '0';
+    m_result.httpStatus = code;
+    m_result.headers.clear();
+    m_contentLength = -1;
+    m_chunked = false;
+    m_connectionClose = false;
+    m_connectionKeepAlive = false;
+    m_bodyUntilClose = false;
+    m_state = State::Headers;
+    return Progress::NeedMore;
+}
+
+ResponseParser::Progress ResponseParser::parseHeader(QByteArrayView line)
+{
+    const qsizetype colon = line.indexOf(':');
+    if (colon <= 0)
+        return fail(QStringLiteral("malformed response header"));
+    if (m_result.headers.size() >= kMaxHeaderCount)
+        return fail(QStringLiteral("too many response headers"));
+    const QByteArrayView name = line.first(colon).trimmed();
+    const QByteArrayView value = line.sliced(colon + 1).trimmed();
+    if (equalsCi(name, "content-length")) {
+        bool ok = false;
+        const qint64 length = value.toLongLong(&ok);
+        if (!ok || length < 0 || (m_contentLength >= 0 && m_contentLength != length))
+            return fail(QStringLiteral("invalid Content-Length"));
+        m_contentLength = length;
+    } else if (equalsCi(name, "transfer-encoding")) {
+        m_chunked = hasToken(value, "chunked");
+    } else if (equalsCi(name, "connection")) {
+        m_connectionClose = m_connectionClose || hasToken(value, "close");
+        m_connectionKeepAlive = m_connectionKeepAlive || hasToken(value, "keep-alive");
+    }
+    m_result.headers.append({name.toByteArray(), value.toByteArray()});
+    return Progress::NeedMore;
+}
+
+ResponseParser::Progress ResponseParser::headersComplete()
+{
+    const int code = m_result.httpStatus;
+    if (code >= 100 && code < 200 && code != 101) {
+        // Interim response (100 Continue, 103 Early Hints): the real one follows.
+        m_state = State::StatusLine;
+        return Progress::NeedMore;
+    }
+    if (m_headRequest || code == 204 || code == 304 || code == 101) {
+        m_state = State::Done;
+        m_bodyUntilClose = code == 101;
+        return Progress::Done;
+    }
+    if (m_chunked) {
+        m_state = State::ChunkSize;
+        return Progress::NeedMore;
+    }
+    if (m_contentLength >= 0) {
+        m_remaining = m_contentLength;
+        m_result.body.reserve(m_contentLength);
+        m_state = m_remaining > 0 ? State::Body : State::Done;
+        return m_state == State::Done ? Progress::Done : Progress::NeedMore;
+    }
+    m_bodyUntilClose = true;
+    m_state = State::UntilClose;
+    return Progress::NeedMore;
+}
+
+ResponseParser::Progress ResponseParser::parse()
+{
+    for (;;) {
+        switch (m_state) {
+        case State::StatusLine:
+        case State::Headers:
+        case State::Trailers: {
+            QByteArrayView line;
+            const Line got = takeLine(&line);
+            if (got == Line::TooLong)
+                return fail(QStringLiteral("response header line too long"));
+            if (got == Line::NeedMore)
+                return Progress::NeedMore;
+            if (m_headerBytes > kMaxHeaderBytes)
+                return fail(QStringLiteral("response headers too large"));
+            if (m_state == State::StatusLine) {
+                if (line.isEmpty())
+                    continue; // tolerate stray CRLF between responses (RFC 9112 2.2)
+                if (parseStatusLine(line) == Progress::Error)
+                    return Progress::Error;
+            } else if (m_state == State::Headers) {
+                if (line.isEmpty()) {
+                    const Progress p = headersComplete();
+                    if (p != Progress::NeedMore)
+                        return p;
+                } else if (parseHeader(line) == Progress::Error) {
+                    return Progress::Error;
+                }
+            } else if (line.isEmpty()) {
+                m_state = State::Done;
+                return Progress::Done;
+            }
+            break;
+        }
+        case State::Body:
+        case State::ChunkData: {
+            const qint64 available = m_buffer.size() - m_pos;
+            if (available == 0)
+                return Progress::NeedMore;
+            const qint64 take = std::min(available, m_remaining);
+            m_result.body.append(m_buffer.constData() + m_pos, take);
+            m_pos += take;
+            m_remaining -= take;
+            if (m_remaining > 0)
+                return Progress::NeedMore;
+            if (m_state == State::Body) {
+                m_state = State::Done;
+                return Progress::Done;
+            }
+            m_state = State::ChunkEnd;
+            break;
+        }
+        case State::ChunkEnd: {
+            QByteArrayView line;
+            const Line got = takeLine(&line);
+            if (got == Line::NeedMore)
+                return Progress::NeedMore;
+            if (got == Line::TooLong || !line.isEmpty())
+                return fail(QStringLiteral("malformed chunk terminator"));
+            m_state = State::ChunkSize;
+            break;
+        }
+        case State::ChunkSize: {
+            QByteArrayView line;
+            const Line got = takeLine(&line);
+            if (got == Line::TooLong)
+                return fail(QStringLiteral("chunk size line too long"));
+            if (got == Line::NeedMore)
+                return Progress::NeedMore;
+            const qsizetype semicolon = line.indexOf(';'); // chunk extensions are ignored
+            const QByteArrayView hex = (semicolon < 0 ? line : line.first(semicolon)).trimmed();
+            bool ok = false;
+            const qint64 size = hex.toLongLong(&ok, 16);
+            if (!ok || size < 0 || hex.size() > 15)
+                return fail(QStringLiteral("malformed chunk size"));
+            if (size == 0) {
+                m_state = State::Trailers;
+            } else {
+                m_remaining = size;
+                m_state = State::ChunkData;
+            }
+            break;
+        }
+        case State::UntilClose:
+            if (m_pos < m_buffer.size()) {
+                m_result.body.append(m_buffer.constData() + m_pos, m_buffer.size() - m_pos);
+                m_pos = m_buffer.size();
+            }
+            return Progress::NeedMore;
+        case State::Done:
+            return Progress::Done;
+        }
+    }
+}
+
+struct Pending
+{
+    QByteArray wire; // the serialized request, written once
+    QPointer<QObject> context;
+    bool hasContext = false;
+    HttpClient::Callback callback;
+    QElapsedTimer started;
+    int timeoutMs = 0;
+    bool headRequest = false;
+};
+
+struct Completed
+{
+    QPointer<QObject> context;
+    bool hasContext = false;
+    HttpClient::Callback callback;
+    HttpResult result;
+};
+
+struct Host;
+
+// One pooled socket plus its exchange timer. A plain QObject (no Q_OBJECT needed) so it
+// can be the context of the socket connections and be disconnected in one call. It is a
+// child of the client, and socket and timer are its children, so that moveToThread() on
+// the client takes everything along.
+class Connection final : public QObject
+{
+    Q_DISABLE_COPY_MOVE(Connection)
+
+public:
+    enum class State { Connecting, Idle, Busy, Closed };
+
+    Connection(Host *host, bool tls, QObject *parent)
+        : QObject(parent)
+        , m_host(host)
+    {
+        if (tls)
+            m_socket = new QSslSocket(this);
+        else
+            m_socket = new QTcpSocket(this);
+        m_timer.setSingleShot(true);
+    }
+
+    Host *m_host = nullptr;
+    QTcpSocket *m_socket = nullptr;
+    QTimer m_timer{this};
+    State m_state = State::Connecting;
+    Pending m_pending; // meaningful while Connecting or Busy
+    ResponseParser m_parser;
+};
+
+struct Host
+{
+    QString name; // ACE form, used for DNS and TLS peer verification
+    quint16 port = 0;
+    bool tls = false;
+    QByteArray hostHeader;
+    std::vector<Connection *> all;
+    std::vector<Connection *> idle;
+    std::deque<Pending> queue;
+    bool dispatching = false;
+};
+
+QString schemeName(bool tls)
+{
+    return tls ? QStringLiteral("https") : QStringLiteral("http");
+}
+
+} // namespace
+
+class HttpConnectionPool
+{
+    Q_DISABLE_COPY_MOVE(HttpConnectionPool)
+
+public:
+    explicit HttpConnectionPool(HttpClient *client)
+        : m_client(client)
+    {
+    }
+    ~HttpConnectionPool();
+
+    void send(const HttpRequest &request, QObject *context, HttpClient::Callback &&callback);
+    int openConnections() const;
+
+private:
+    Host *hostFor(const QUrl &url, QString *error);
+    bool serialize(const HttpRequest &request, const Host &host, QByteArray *out, QString *error) const;
+    void dispatch(Host *host);
+    void openConnection(Host *host, Pending &&pending);
+    void startExchange(Connection *c);
+    void onReady(Connection *c);
+    void onReadyRead(Connection *c);
+    void onSocketDown(Connection *c, const QString &why);
+    void onTimeout(Connection *c);
+    void finishResponse(Connection *c);
+    void failExchange(Connection *c, HttpResult::Status status, const QString &error);
+    void discard(Connection *c);
+    void complete(Pending &&pending, HttpResult &&result);
+    void flush();
+    QString describe(const Host *host) const;
+
+    HttpClient *m_client = nullptr;
+    QHash<QString, Host *> m_hosts;
+    // Almost every request of a run goes to the same partner: skip the hash lookup.
+    Host *m_lastHost = nullptr;
+    QString m_lastHostName;
+    int m_lastPort = -1;
+    bool m_lastTls = false;
+    std::vector<Completed> m_completed;
+    bool m_flushScheduled = false;
+};
+
+HttpConnectionPool::~HttpConnectionPool()
+{
+    // Results are only ever delivered from flush(), never from inside a socket signal, so
+    // no socket is emitting right now and the connections can be deleted directly.
+    for (Host *host : std::as_const(m_hosts)) {
+        for (Connection *c : host->all) {
+            QObject::disconnect(c->m_socket, nullptr, c, nullptr);
+            c->m_timer.stop();
+            c->m_socket->abort();
+            delete c;
+        }
+        delete host;
+    }
+}
+
+int HttpConnectionPool::openConnections() const
+{
+    int count = 0;
+    for (const Host *host : m_hosts)
+        count += int(host->all.size());
+    return count;
+}
+
+QString HttpConnectionPool::describe(const Host *host) const
+{
+    return host->name % u':' % QString::number(host->port);
+}
+
+Host *HttpConnectionPool::hostFor(const QUrl &url, QString *error)
+{
+    const QString scheme = url.scheme();
+    bool tls = false;
+    if (scheme == QLatin1String("https")) {
+        tls = true;
+    } else if (scheme != QLatin1String("http")) {
+        *error = QStringLiteral("unsupported URL scheme '%1'").arg(scheme);
+        return nullptr;
+    }
+    const QString name = url.host(QUrl::FullyEncoded);
+    if (name.isEmpty()) {
+        *error = QStringLiteral("URL has no host");
+        return nullptr;
+    }
+    const int port = url.port(tls ? 443 : 80);
+    if (m_lastHost && m_lastPort == port && m_lastTls == tls && m_lastHostName == name)
+        return m_lastHost;
+
+    const QString key = schemeName(tls) % u'/' % name % u':' % QString::number(port);
+    Host *host = m_hosts.value(key);
+    if (!host) {
+        if (tls && !QSslSocket::supportsSsl()) {
+            *error = QStringLiteral("TLS is not available in this build");
+            return nullptr;
+        }
+        host = new Host;
+        host->name = name;
+        host->port = quint16(port);
+        host->tls = tls;
+        if (name.contains(u':')) { // IPv6 literal
+            host->hostHeader.append('[').append(name.toLatin1()).append(']');
+        } else {
+            host->hostHeader = name.toLatin1();
+        }
+        if (port != (tls ? 443 : 80))
+            host->hostHeader.append(':').append(QByteArray::number(port));
+        m_hosts.insert(key, host);
+    }
+    m_lastHost = host;
+    m_lastHostName = name;
+    m_lastPort = port;
+    m_lastTls = tls;
+    return host;
+}
+
+bool HttpConnectionPool::serialize(const HttpRequest &request, const Host &host, QByteArray *out,
+                                   QString *error) const
+{
+    if (!isToken(request.method)) {
+        *error = QStringLiteral("invalid HTTP method");
+        return false;
+    }
+    QByteArray target =
+        request.url.toEncoded(QUrl::RemoveScheme | QUrl::RemoveAuthority | QUrl::RemoveFragment);
+    if (!target.startsWith('/'))
+        target.prepend('/'); // "http://host" or "http://host?q=1"
+    if (!isSafeValue(target) || target.contains(' ')) {
+        *error = QStringLiteral("invalid request target");
+        return false;
+    }
+
+    qsizetype size = request.method.size() + target.size() + host.hostHeader.size() + request.body.size() + 96;
+    for (const auto &h : request.headers) {
+        // Error texts name the header position only: values may be credentials.
+        if (!isToken(h.first) || !isSafeValue(h.second)) {
+            *error = QStringLiteral("invalid request header #%1").arg(&h - request.headers.constData() + 1);
+            return false;
+        }
+        size += h.first.size() + h.second.size() + 4;
+    }
+
+    QByteArray &wire = *out;
+    wire.reserve(size);
+    wire.append(request.method).append(' ').append(target).append(" HTTP/1.1\r\nHost: ");
+    wire.append(host.hostHeader).append("\r\nContent-Length: ").append(QByteArray::number(request.body.size()));
+    wire.append("\r\nConnection: keep-alive\r\n");
+    for (const auto &h : request.headers) {
+        // The client owns framing and connection management.
+        if (equalsCi(h.first, "host") || equalsCi(h.first, "content-length") ||
+            equalsCi(h.first, "connection") || equalsCi(h.first, "transfer-encoding"))
+            continue;
+        wire.append(h.first).append(": ").append(h.second).append("\r\n");
+    }
+    wire.append("\r\n").append(request.body);
+    return true;
+}
+
+void HttpConnectionPool::send(const HttpRequest &request, QObject *context, HttpClient::Callback &&callback)
+{
+    Pending pending;
+    pending.started.start();
+    pending.context = context;
+    pending.hasContext = context != nullptr;
+    pending.callback = std::move(callback);
+    pending.timeoutMs = request.timeoutMs;
+    pending.headRequest = request.method == "HEAD";
+
+    QString error;
+    Host *host = hostFor(request.url, &error);
+    if (!host || !serialize(request, *host, &pending.wire, &error)) {
+        HttpResult result;
+        result.status = HttpResult::Status::NotSent;
+        result.error = error;
+        complete(std::move(pending), std::move(result));
+        return;
+    }
+    host->queue.push_back(std::move(pending));
+    dispatch(host);
+}
+
+void HttpConnectionPool::dispatch(Host *host)
+{
+    // A socket may fail synchronously inside connectToHost() and land here again; the
+    // outer loop re-checks capacity on every turn, so the nested call can return at once
+    // instead of recursing once per queued request.
+    if (host->dispatching)
+        return;
+    host->dispatching = true;
+    while (!host->queue.empty()) {
+        if (!host->idle.empty()) {
+            Connection *c = host->idle.back();
+            host->idle.pop_back();
+            // The close of an idle connection may not have been processed yet; a socket
+            // that is visibly dead or has unsolicited data must not carry a request.
+            if (c->m_socket->state() != QAbstractSocket::ConnectedState || c->m_socket->bytesAvailable() > 0) {
+                discard(c);
+                continue;
+            }
+            c->m_pending = std::move(host->queue.front());
+            host->queue.pop_front();
+            startExchange(c);
+        } else if (int(host->all.size()) < m_client->m_maxConnections) {
+            Pending pending = std::move(host->queue.front());
+            host->queue.pop_front();
+            openConnection(host, std::move(pending));
+        } else {
+            break;
+        }
+    }
+    host->dispatching = false;
+}
+
+void HttpConnectionPool::openConnection(Host *host, Pending &&pending)
+{
+    auto *c = new Connection(host, host->tls, m_client);
+    host->all.push_back(c);
+    c->m_state = Connection::State::Connecting;
+    c->m_pending = std::move(pending);
+
+    QTcpSocket *socket = c->m_socket;
+    // Requests are small and latency matters more than packet count.
+    socket->setSocketOption(QAbstractSocket::LowDelayOption, 1);
+    QObject::connect(socket, &QAbstractSocket::connected, c, [this, c] {
+        ++m_client->m_connectionsOpened;
+        if (!c->m_host->tls)
+            onReady(c);
+    });
+    if (host->tls) {
+        auto *ssl = static_cast<QSslSocket *>(socket);
+        QObject::connect(ssl, &QSslSocket::encrypted, c, [this, c] { onReady(c); });
+    }
+    QObject::connect(socket, &QIODevice::readyRead, c, [this, c] { onReadyRead(c); });
+    QObject::connect(socket, &QAbstractSocket::errorOccurred, c,
+                     [this, c](QAbstractSocket::SocketError) { onSocketDown(c, c->m_socket->errorString()); });
+    QObject::connect(socket, &QAbstractSocket::disconnected, c,
+                     [this, c] { onSocketDown(c, QStringLiteral("connection closed by the server")); });
+    QObject::connect(&c->m_timer, &QTimer::timeout, c, [this, c] { onTimeout(c); });
+
+    if (c->m_pending.timeoutMs > 0)
+        c->m_timer.start(c->m_pending.timeoutMs);
+    qCDebug(lcHttp) << "connecting to" << describe(host);
+    // Last statement: a synchronous failure may already have discarded c.
+    if (host->tls)
+        static_cast<QSslSocket *>(socket)->connectToHostEncrypted(host->name, host->port);
+    else
+        socket->connectToHost(host->name, host->port);
+}
+
+void HttpConnectionPool::onReady(Connection *c)
+{
+    if (c->m_state != Connection::State::Connecting)
+        return;
+    startExchange(c);
+}
+
+void HttpConnectionPool::startExchange(Connection *c)
+{
+    c->m_state = Connection::State::Busy;
+    c->m_parser.reset(c->m_pending.headRequest);
+    if (c->m_pending.timeoutMs > 0)
+        c->m_timer.start(c->m_pending.timeoutMs);
+    else
+        c->m_timer.stop();
+    // From here on the request counts as possibly sent: it is written exactly once and
+    // never replayed on another connection, whatever happens next.
+    const qint64 written = c->m_socket->write(c->m_pending.wire);
+    c->m_pending.wire = QByteArray();
+    if (written < 0) {
+        // write() refused the data outright: not a single byte reached the socket.
+        failExchange(c, HttpResult::Status::NotSent,
+                     QStringLiteral("could not write to %1: %2").arg(describe(c->m_host), c->m_socket->errorString()));
+    }
+}
+
+void HttpConnectionPool::onReadyRead(Connection *c)
+{
+    switch (c->m_state) {
+    case Connection::State::Busy:
+        break;
+    case Connection::State::Idle: {
+        // Unsolicited bytes (e.g. a 408) mean the server is about to drop the connection.
+        Host *host = c->m_host;
+        discard(c);
+        dispatch(host);
+        return;
+    }
+    case Connection::State::Connecting:
+    case Connection::State::Closed:
+        return;
+    }
+    c->m_parser.readFrom(c->m_socket);
+    switch (c->m_parser.parse()) {
+    case ResponseParser::Progress::NeedMore:
+        return;
+    case ResponseParser::Progress::Done:
+        finishResponse(c);
+        return;
+    case ResponseParser::Progress::Error:
+        qCWarning(lcHttp) << "protocol error from" << describe(c->m_host) << c->m_parser.error();
+        failExchange(c, HttpResult::Status::InDoubt,
+                     QStringLiteral("invalid response from %1: %2").arg(describe(c->m_host), c->m_parser.error()));
+        return;
+    }
+}
+
+void HttpConnectionPool::finishResponse(Connection *c)
+{
+    c->m_timer.stop();
+    Host *host = c->m_host;
+    const bool reuse = c->m_parser.keepAlive() && !c->m_parser.hasTrailingData() &&
+                       c->m_socket->state() == QAbstractSocket::ConnectedState;
+    HttpResult result = c->m_parser.takeResult();
+    result.status = HttpResult::Status::Response;
+    Pending pending = std::move(c->m_pending);
+    if (reuse) {
+        c->m_state = Connection::State::Idle;
+        host->idle.push_back(c);
+    } else {
+        discard(c);
+    }
+    complete(std::move(pending), std::move(result));
+    dispatch(host);
+}
+
+void HttpConnectionPool::onSocketDown(Connection *c, const QString &why)
+{
+    switch (c->m_state) {
+    case Connection::State::Closed:
+        return;
+    case Connection::State::Idle: {
+        Host *host = c->m_host;
+        qCDebug(lcHttp) << "idle connection to" << describe(host) << "closed:" << why;
+        discard(c);
+        dispatch(host);
+        return;
+    }
+    case Connection::State::Connecting:
+        failExchange(c, HttpResult::Status::NotSent,
+                     QStringLiteral("could not connect to %1: %2").arg(describe(c->m_host), why));
+        return;
+    case Connection::State::Busy:
+        break;
+    }
+    // The answer may have arrived together with the close: use every byte first.
+    c->m_parser.readFrom(c->m_socket);
+    ResponseParser::Progress progress = c->m_parser.parse();
+    if (progress == ResponseParser::Progress::NeedMore)
+        progress = c->m_parser.finishAtEof();
+    if (progress == ResponseParser::Progress::Done) {
+        finishResponse(c);
+        return;
+    }
+    const QString detail = progress == ResponseParser::Progress::Error ? c->m_parser.error() : why;
+    failExchange(c, HttpResult::Status::InDoubt,
+                 QStringLiteral("connection to %1 lost before a complete response: %2")
+                     .arg(describe(c->m_host), detail));
+}
+
+void HttpConnectionPool::onTimeout(Connection *c)
+{
+    if (c->m_state == Connection::State::Connecting) {
+        failExchange(c, HttpResult::Status::NotSent,
+                     QStringLiteral("could not connect to %1 within %2 ms")
+                         .arg(describe(c->m_host))
+                         .arg(c->m_pending.timeoutMs));
+    } else if (c->m_state == Connection::State::Busy) {
+        failExchange(c, HttpResult::Status::InDoubt,
+                     QStringLiteral("no complete response from %1 within %2 ms")
+                         .arg(describe(c->m_host))
+                         .arg(c->m_pending.timeoutMs));
+    }
+}
+
+void HttpConnectionPool::failExchange(Connection *c, HttpResult::Status status, const QString &error)
+{
+    Host *host = c->m_host;
+    Pending pending = std::move(c->m_pending);
+    discard(c);
+    HttpResult result;
+    result.status = status;
+    result.error = error;
+    complete(std::move(pending), std::move(result));
+    dispatch(host);
+}
+
+void HttpConnectionPool::discard(Connection *c)
+{
+    Host *host = c->m_host;
+    c->m_state = Connection::State::Closed;
+    host->all.erase(std::remove(host->all.begin(), host->all.end(), c), host->all.end());
+    host->idle.erase(std::remove(host->idle.begin(), host->idle.end(), c), host->idle.end());
+    QObject::disconnect(c->m_socket, nullptr, c, nullptr);
+    c->m_timer.stop();
+    c->m_socket->abort();
+    // We are usually inside one of this socket's signals.
+    c->deleteLater();
+}
+
+void HttpConnectionPool::complete(Pending &&pending, HttpResult &&result)
+{
+    result.latencyMs = pending.started.elapsed();
+    if (!pending.callback || (pending.hasContext && !pending.context))
+        return;
+    m_completed.push_back(
+        Completed{std::move(pending.context), pending.hasContext, std::move(pending.callback), std::move(result)});
+    if (!m_flushScheduled) {
+        // One queued call delivers every result completed in this event-loop turn. Running
+        // callbacks from there (never from socket signals or send()) lets a callback call
+        // send() or delete the client safely.
+        m_flushScheduled = true;
+        QMetaObject::invokeMethod(m_client, [this] { flush(); }, Qt::QueuedConnection);
+    }
+}
+
+void HttpConnectionPool::flush()
+{
+    m_flushScheduled = false;
+    std::vector<Completed> batch;
+    batch.swap(m_completed);
+    const QPointer<HttpClient> alive(m_client);
+    for (Completed &done : batch) {
+        if (!alive)
+            return; // the client was destroyed by an earlier callback: stay silent
+        if (done.hasContext && !done.context)
+            continue;
+        done.callback(done.result);
+    }
+}
+
+HttpClient::HttpClient(int maxConnectionsPerHost, QObject *parent)
+    : QObject(parent)
+    , m_maxConnections(std::max(1, maxConnectionsPerHost))
+    , m_pool(std::make_unique<HttpConnectionPool>(this))
+{
+}
+
+HttpClient::~HttpClient() = default;
+
+void HttpClient::send(const HttpRequest &request, QObject *context, Callback onFinished)
+{
+    m_pool->send(request, context, std::move(onFinished));
+}
+
+int HttpClient::openConnections() const
+{
+    return m_pool->openConnections();
+}
+
+} // namespace once

@@ -1,0 +1,378 @@
+#include "inspector.h"
+
+#include "database.h"
+
+#include <QDateTime>
+#include <QTimeZone>
+#include <QSqlRecord>
+#include <QVariant>
+
+namespace once {
+
+QString formatTime(qint64 msSinceEpoch)
+{
+    if (msSinceEpoch <= 0)
+        return {};
+    return QDateTime::fromMSecsSinceEpoch(msSinceEpoch, Qt::UTC).toString(Qt::ISODateWithMs);
+}
+
+namespace {
+
+QJsonValue timeOrNull(qint64 ms)
+{
+    return ms > 0 ? QJsonValue(formatTime(ms)) : QJsonValue(QJsonValue::Null);
+}
+
+QJsonValue textOrNull(const QString &text)
+{
+    return text.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(text);
+}
+
+const QString EventColumns = QStringLiteral(
+    "send_key, event_id, user_id, reminder_id, destination, channel, state, scheduled_at, created_at, updated_at, "
+    "first_sent_at, applied_at, sends, duplicates, redrives, last_http_status, last_error_class, last_error, "
+    "provider_request_id, payload");
+
+EventRow readEvent(const QSqlQuery &query)
+{
+    EventRow row;
+    row.sendKey = query.value(0).toString().toLatin1();
+    row.eventId = query.value(1).toString();
+    row.userId = query.value(2).toString();
+    row.reminderId = query.value(3).toString();
+    row.destination = query.value(4).toString();
+    row.channel = query.value(5).toString();
+    row.state = query.value(6).toString();
+    row.scheduledAtMs = query.value(7).toLongLong();
+    row.createdAtMs = query.value(8).toLongLong();
+    row.updatedAtMs = query.value(9).toLongLong();
+    row.firstSentAtMs = query.value(10).toLongLong();
+    row.appliedAtMs = query.value(11).toLongLong();
+    row.sends = query.value(12).toInt();
+    row.duplicates = query.value(13).toInt();
+    row.redrives = query.value(14).toInt();
+    row.lastHttpStatus = query.value(15).toInt();
+    row.lastErrorClass = query.value(16).toString();
+    row.lastError = query.value(17).toString();
+    row.providerRequestId = query.value(18).toString();
+    row.payload = query.value(19).toByteArray();
+    return row;
+}
+
+// The WHERE clause of an event filter and its bound values, shared by the list and the count.
+QString eventWhere(const EventFilter &filter, QVariantList *values)
+{
+    QStringList conditions;
+    if (!filter.text.isEmpty()) {
+        conditions << QStringLiteral("(user_id = ? OR destination = ? OR reminder_id = ? OR send_key = ? OR event_id = ?)");
+        for (int i = 0; i < 5; ++i)
+            values->append(filter.text);
+    }
+    if (!filter.userId.isEmpty()) {
+        conditions << QStringLiteral("user_id = ?");
+        values->append(filter.userId);
+    }
+    if (!filter.state.isEmpty()) {
+        conditions << QStringLiteral("state = ?");
+        values->append(filter.state);
+    }
+    return conditions.isEmpty() ? QString() : QStringLiteral(" WHERE ") + conditions.join(QLatin1String(" AND "));
+}
+
+} // namespace
+
+QJsonObject DeliveryStats::toJson() const
+{
+    QJsonObject object{
+        {QStringLiteral("ready"), queue.ready},
+        {QStringLiteral("in_flight"), queue.inFlight},
+        {QStringLiteral("delayed"), queue.delayed},
+        {QStringLiteral("dead"), queue.dead},
+        {QStringLiteral("acked"), acked},
+        {QStringLiteral("in_doubt"), inDoubt},
+        {QStringLiteral("claimed"), claimed},
+        {QStringLiteral("retrying"), retrying},
+        {QStringLiteral("dead_keys"), deadKeys},
+        {QStringLiteral("duplicates_suppressed"), duplicatesSuppressed},
+        {QStringLiteral("duplicate_deliveries"), duplicateDeliveries},
+        {QStringLiteral("applied_last_5m"), appliedLast5Min},
+        {QStringLiteral("sends_last_5m"), sendsLast5Min},
+        {QStringLiteral("failed_sends_last_5m"), failedSendsLast5Min},
+    };
+    object.insert(QStringLiteral("oldest_ready_age_s"),
+                  queue.oldestReadyAgeMs ? QJsonValue(double(*queue.oldestReadyAgeMs) / 1000.0) : QJsonValue(0));
+    object.insert(QStringLiteral("lateness_p50_s"),
+                  latenessP50Ms ? QJsonValue(double(*latenessP50Ms) / 1000.0) : QJsonValue(QJsonValue::Null));
+    object.insert(QStringLiteral("lateness_p95_s"),
+                  latenessP95Ms ? QJsonValue(double(*latenessP95Ms) / 1000.0) : QJsonValue(QJsonValue::Null));
+    return object;
+}
+
+QJsonObject EventRow::toJson() const
+{
+    return QJsonObject{
+        {QStringLiteral("key"), QString::fromLatin1(sendKey)},
+        {QStringLiteral("event_id"), textOrNull(eventId)},
+        {QStringLiteral("user_id"), userId},
+        {QStringLiteral("reminder_id"), reminderId},
+        {QStringLiteral("scheduled_at"), timeOrNull(scheduledAtMs)},
+        {QStringLiteral("destination"), destination},
+        {QStringLiteral("channel"), textOrNull(channel)},
+        {QStringLiteral("state"), state},
+        {QStringLiteral("created_at"), timeOrNull(createdAtMs)},
+        {QStringLiteral("updated_at"), timeOrNull(updatedAtMs)},
+        {QStringLiteral("since"), timeOrNull(updatedAtMs)},
+        {QStringLiteral("first_sent_at"), timeOrNull(firstSentAtMs)},
+        {QStringLiteral("applied_at"), timeOrNull(appliedAtMs)},
+        {QStringLiteral("sends"), sends},
+        {QStringLiteral("duplicates_suppressed"), duplicates},
+        {QStringLiteral("redrives"), redrives},
+        {QStringLiteral("last_http_status"), lastHttpStatus ? QJsonValue(lastHttpStatus) : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("last_error_class"), textOrNull(lastErrorClass)},
+        {QStringLiteral("last_error"), textOrNull(lastError)},
+        {QStringLiteral("provider_request_id"), textOrNull(providerRequestId)},
+    };
+}
+
+QJsonObject DeadLetter::toJson() const
+{
+    return QJsonObject{
+        {QStringLiteral("message_id"), id},
+        {QStringLiteral("key"), sendKey.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(QString::fromLatin1(sendKey))},
+        {QStringLiteral("event_id"), textOrNull(eventId)},
+        {QStringLiteral("error_class"), errorClass},
+        {QStringLiteral("last_error"), textOrNull(lastError)},
+        {QStringLiteral("attempts"), attempts},
+        {QStringLiteral("deliveries"), receiveCount},
+        {QStringLiteral("redrives"), redriveCount},
+        {QStringLiteral("first_attempt_at"), timeOrNull(firstAttemptAtMs)},
+        {QStringLiteral("last_attempt_at"), timeOrNull(lastAttemptAtMs)},
+        {QStringLiteral("dead_at"), timeOrNull(deadAtMs)},
+        {QStringLiteral("enqueued_at"), timeOrNull(enqueuedAtMs)},
+    };
+}
+
+QJsonObject AuditEntry::toJson() const
+{
+    return QJsonObject{{QStringLiteral("at"), formatTime(atMs)}, {QStringLiteral("actor"), actor},
+                       {QStringLiteral("action"), action},   {QStringLiteral("detail"), detail},
+                       {QStringLiteral("count"), count}};
+}
+
+QJsonObject attemptToJson(const Attempt &attempt)
+{
+    return QJsonObject{
+        {QStringLiteral("at"), formatTime(attempt.atMs)},
+        {QStringLiteral("step"), attempt.step},
+        {QStringLiteral("outcome"), attempt.outcome},
+        {QStringLiteral("message_id"), textOrNull(attempt.messageId)},
+        {QStringLiteral("delivery"), attempt.delivery},
+        {QStringLiteral("worker"), textOrNull(attempt.workerId)},
+        {QStringLiteral("http_status"), attempt.httpStatus ? QJsonValue(attempt.httpStatus) : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("latency_ms"), attempt.latencyMs >= 0 ? QJsonValue(attempt.latencyMs) : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("error_class"), textOrNull(attempt.errorClass)},
+        {QStringLiteral("error"), textOrNull(attempt.error)},
+        {QStringLiteral("provider_request_id"), textOrNull(attempt.providerRequestId)},
+    };
+}
+
+std::optional<DeliveryStats> Inspector::stats(QString *error)
+{
+    DeliveryStats stats;
+    const auto counts = m_queue.counts(error);
+    if (!counts)
+        return std::nullopt;
+    stats.queue = *counts;
+    const qint64 now = nowMs();
+    auto &query = m_db.prepared(QStringLiteral(
+        "SELECT"
+        " (SELECT COUNT(*) FROM ledger WHERE state = 'applied'),"
+        " (SELECT COUNT(*) FROM ledger WHERE state = 'in_doubt'),"
+        " (SELECT COUNT(*) FROM ledger WHERE state = 'claimed'),"
+        " (SELECT COUNT(*) FROM ledger WHERE state = 'retrying'),"
+        " (SELECT COUNT(*) FROM ledger WHERE state = 'dead'),"
+        " (SELECT COUNT(*) FROM ledger WHERE duplicates > 0),"
+        " (SELECT COALESCE(SUM(duplicates), 0) FROM ledger WHERE duplicates > 0),"
+        " (SELECT COUNT(*) FROM ledger WHERE state = 'applied' AND updated_at >= ?),"
+        " (SELECT COUNT(*) FROM attempts WHERE at >= ? AND step = 'send'),"
+        " (SELECT COUNT(*) FROM attempts WHERE at >= ? AND step = 'send' AND outcome <> 'applied')"));
+    for (int i = 0; i < 3; ++i)
+        query.addBindValue(now - 5 * 60 * 1000);
+    if (!m_db.exec(query, error) || !query.next())
+        return std::nullopt;
+    stats.acked = query.value(0).toLongLong();
+    stats.inDoubt = query.value(1).toLongLong();
+    stats.claimed = query.value(2).toLongLong();
+    stats.retrying = query.value(3).toLongLong();
+    stats.deadKeys = query.value(4).toLongLong();
+    stats.duplicatesSuppressed = query.value(5).toLongLong();
+    stats.duplicateDeliveries = query.value(6).toLongLong();
+    stats.appliedLast5Min = query.value(7).toLongLong();
+    stats.sendsLast5Min = query.value(8).toLongLong();
+    stats.failedSendsLast5Min = query.value(9).toLongLong();
+    query.finish();
+
+    auto &lateness = m_db.prepared(QStringLiteral(
+        "SELECT applied_at - scheduled_at FROM ledger WHERE state = 'applied' AND updated_at >= ? "
+        "ORDER BY updated_at DESC LIMIT 20000"));
+    lateness.addBindValue(now - 3600 * 1000);
+    if (!m_db.exec(lateness, error))
+        return std::nullopt;
+    std::vector<qint64> values;
+    while (lateness.next())
+        values.push_back(lateness.value(0).toLongLong());
+    lateness.finish();
+    if (!values.empty()) {
+        std::sort(values.begin(), values.end());
+        stats.latenessP50Ms = values[values.size() / 2];
+        stats.latenessP95Ms = values[std::min(values.size() - 1, values.size() * 95 / 100)];
+    }
+    return stats;
+}
+
+std::optional<EventRow> Inspector::event(const QString &keyOrEventId, QString *error)
+{
+    auto &query = m_db.prepared(QStringLiteral("SELECT ") + EventColumns
+                                + QStringLiteral(" FROM ledger WHERE send_key = ? OR event_id = ? LIMIT 1"));
+    query.addBindValue(keyOrEventId);
+    query.addBindValue(keyOrEventId);
+    if (!m_db.exec(query, error))
+        return std::nullopt;
+    if (!query.next()) {
+        *error = QStringLiteral("no event with send key or event id \"%1\"").arg(keyOrEventId);
+        return std::nullopt;
+    }
+    EventRow row = readEvent(query);
+    query.finish();
+    return row;
+}
+
+std::optional<QList<Attempt>> Inspector::attempts(const QByteArray &sendKey, QString *error)
+{
+    auto &query = m_db.prepared(QStringLiteral(
+        "SELECT send_key, event_id, message_id, delivery, worker_id, at, step, outcome, http_status, latency_ms, "
+        "error_class, error, provider_request_id FROM attempts WHERE send_key = ? ORDER BY id"));
+    query.addBindValue(QString::fromLatin1(sendKey));
+    if (!m_db.exec(query, error))
+        return std::nullopt;
+    QList<Attempt> attempts;
+    while (query.next()) {
+        attempts.append(Attempt{query.value(0).toString().toLatin1(), query.value(1).toString(),
+                                query.value(2).toString(), query.value(3).toInt(), query.value(4).toString(),
+                                query.value(5).toLongLong(), query.value(6).toString(), query.value(7).toString(),
+                                query.value(8).toInt(), query.value(9).isNull() ? -1 : query.value(9).toLongLong(),
+                                query.value(10).toString(), query.value(11).toString(), query.value(12).toString()});
+    }
+    query.finish();
+    return attempts;
+}
+
+std::optional<QList<EventRow>> Inspector::events(const EventFilter &filter, QString *error)
+{
+    QVariantList values;
+    const QString where = eventWhere(filter, &values);
+    QSqlQuery query(m_db.connection());
+    query.setForwardOnly(true);
+    query.prepare(QStringLiteral("SELECT ") + EventColumns + QStringLiteral(" FROM ledger") + where
+                  + QStringLiteral(" ORDER BY created_at DESC, send_key LIMIT ? OFFSET ?"));
+    for (const auto &value : std::as_const(values))
+        query.addBindValue(value);
+    query.addBindValue(filter.limit);
+    query.addBindValue(filter.offset);
+    if (!m_db.exec(query, error))
+        return std::nullopt;
+    QList<EventRow> rows;
+    while (query.next())
+        rows.append(readEvent(query));
+    return rows;
+}
+
+std::optional<qint64> Inspector::countEvents(const EventFilter &filter, QString *error)
+{
+    QVariantList values;
+    const QString where = eventWhere(filter, &values);
+    QSqlQuery query(m_db.connection());
+    query.prepare(QStringLiteral("SELECT COUNT(*) FROM ledger") + where);
+    for (const auto &value : std::as_const(values))
+        query.addBindValue(value);
+    if (!m_db.exec(query, error) || !query.next())
+        return std::nullopt;
+    return query.value(0).toLongLong();
+}
+
+std::optional<QList<DeadLetter>> Inspector::deadLetters(const DeadLetterFilter &filter, QString *error)
+{
+    QStringList conditions;
+    QVariantList values;
+    if (!filter.errorClass.isEmpty()) {
+        conditions << QStringLiteral("error_class = ?");
+        values << filter.errorClass;
+    }
+    if (filter.sinceMs > 0) {
+        conditions << QStringLiteral("dead_at >= ?");
+        values << filter.sinceMs;
+    }
+    if (!filter.sendKeys.isEmpty()) {
+        QStringList marks;
+        for (const auto &key : filter.sendKeys) {
+            marks << QStringLiteral("?");
+            values << QString::fromLatin1(key);
+        }
+        conditions << QStringLiteral("send_key IN (%1)").arg(marks.join(QLatin1Char(',')));
+    }
+    QSqlQuery query(m_db.connection());
+    query.setForwardOnly(true);
+    query.prepare(QStringLiteral("SELECT id, payload, send_key, event_id, error_class, last_error, attempts, "
+                                 "receive_count, redrive_count, first_attempt_at, last_attempt_at, dead_at, enqueued_at "
+                                 "FROM dead_letters")
+                  + (conditions.isEmpty() ? QString() : QStringLiteral(" WHERE ") + conditions.join(QLatin1String(" AND ")))
+                  + QStringLiteral(" ORDER BY dead_at, id LIMIT ?"));
+    for (const auto &value : std::as_const(values))
+        query.addBindValue(value);
+    query.addBindValue(filter.limit);
+    if (!m_db.exec(query, error))
+        return std::nullopt;
+    QList<DeadLetter> letters;
+    while (query.next()) {
+        DeadLetter letter;
+        letter.id = query.value(0).toString();
+        letter.payload = query.value(1).toByteArray();
+        letter.sendKey = query.value(2).toString().toLatin1();
+        letter.eventId = query.value(3).toString();
+        letter.errorClass = query.value(4).toString();
+        letter.lastError = query.value(5).toString();
+        letter.attempts = query.value(6).toInt();
+        letter.receiveCount = query.value(7).toInt();
+        letter.redriveCount = query.value(8).toInt();
+        letter.firstAttemptAtMs = query.value(9).toLongLong();
+        letter.lastAttemptAtMs = query.value(10).toLongLong();
+        letter.deadAtMs = query.value(11).toLongLong();
+        letter.enqueuedAtMs = query.value(12).toLongLong();
+        letters.append(std::move(letter));
+    }
+    return letters;
+}
+
+std::optional<QList<EventRow>> Inspector::inDoubt(QString *error)
+{
+    EventFilter filter;
+    filter.state = LedgerState::InDoubt;
+    filter.limit = -1;
+    return events(filter, error);
+}
+
+std::optional<QList<AuditEntry>> Inspector::auditLog(int limit, QString *error)
+{
+    QSqlQuery query(m_db.connection());
+    query.prepare(QStringLiteral("SELECT id, at, actor, action, detail, count FROM audit_log ORDER BY id DESC LIMIT ?"));
+    query.addBindValue(limit);
+    if (!m_db.exec(query, error))
+        return std::nullopt;
+    QList<AuditEntry> entries;
+    while (query.next())
+        entries.append(AuditEntry{query.value(0).toLongLong(), query.value(1).toLongLong(), query.value(2).toString(),
+                                  query.value(3).toString(), query.value(4).toString(), query.value(5).toLongLong()});
+    return entries;
+}
+
+} // namespace once

@@ -1,0 +1,133 @@
+#pragma once
+
+#include "ledger.h"
+#include "messagequeue.h"
+
+#include <QJsonArray>
+#include <QJsonObject>
+
+#include <optional>
+
+namespace once {
+
+class Database;
+
+struct DeliveryStats
+{
+    QueueCounts queue;
+    qint64 acked = 0;          // keys applied (a key published twice counts once)
+    qint64 inDoubt = 0;        // keys held for an operator
+    qint64 claimed = 0;        // keys a worker is sending now
+    qint64 retrying = 0;       // keys waiting for a retry
+    qint64 deadKeys = 0;       // keys dead-lettered
+    qint64 duplicatesSuppressed = 0; // keys that had at least one duplicate delivery suppressed
+    qint64 duplicateDeliveries = 0;  // deliveries suppressed in all
+    qint64 appliedLast5Min = 0;
+    qint64 sendsLast5Min = 0;
+    qint64 failedSendsLast5Min = 0;
+    std::optional<qint64> latenessP50Ms; // applied_at - scheduled_at, over the last hour
+    std::optional<qint64> latenessP95Ms;
+
+    QJsonObject toJson() const;
+};
+
+struct EventRow
+{
+    QByteArray sendKey;
+    QString eventId;
+    QString userId;
+    QString reminderId;
+    QString destination;
+    QString channel;
+    QString state;
+    qint64 scheduledAtMs = 0;
+    qint64 createdAtMs = 0;
+    qint64 updatedAtMs = 0;
+    qint64 firstSentAtMs = 0;
+    qint64 appliedAtMs = 0;
+    int sends = 0;
+    int duplicates = 0;
+    int redrives = 0;
+    int lastHttpStatus = 0;
+    QString lastErrorClass;
+    QString lastError;
+    QString providerRequestId;
+    QByteArray payload;
+
+    QJsonObject toJson() const;
+};
+
+struct EventFilter
+{
+    QString text;   // user id, destination, reminder id, send key or event id (exact)
+    QString userId; // exact
+    QString state;  // a LedgerState, or empty for all
+    int limit = 100;
+    int offset = 0;
+};
+
+struct DeadLetter
+{
+    QString id;
+    QByteArray payload;
+    QByteArray sendKey;
+    QString eventId;
+    QString errorClass;
+    QString lastError;
+    int attempts = 0;
+    int receiveCount = 0;
+    int redriveCount = 0;
+    qint64 firstAttemptAtMs = 0;
+    qint64 lastAttemptAtMs = 0;
+    qint64 deadAtMs = 0;
+    qint64 enqueuedAtMs = 0;
+
+    QJsonObject toJson() const;
+};
+
+struct DeadLetterFilter
+{
+    QString errorClass;
+    qint64 sinceMs = 0;           // dead at or after
+    QList<QByteArray> sendKeys;   // empty: any
+    int limit = -1;
+};
+
+struct AuditEntry
+{
+    qint64 id = 0;
+    qint64 atMs = 0;
+    QString actor;
+    QString action;
+    QString detail;
+    qint64 count = 0;
+
+    QJsonObject toJson() const;
+};
+
+QJsonObject attemptToJson(const Attempt &attempt);
+QString formatTime(qint64 msSinceEpoch); // RFC 3339 UTC, empty for 0
+
+// Read-only questions about a store, for `once stats`, `history`, `events`, `dlq`,
+// `in-doubt` and the console. Never writes.
+class Inspector final
+{
+public:
+    Inspector(Database &db, MessageQueue &queue) : m_db(db), m_queue(queue) {}
+
+    std::optional<DeliveryStats> stats(QString *error);
+    // Finds an event by send key or event id.
+    std::optional<EventRow> event(const QString &keyOrEventId, QString *error);
+    std::optional<QList<Attempt>> attempts(const QByteArray &sendKey, QString *error);
+    std::optional<QList<EventRow>> events(const EventFilter &filter, QString *error);
+    std::optional<qint64> countEvents(const EventFilter &filter, QString *error);
+    std::optional<QList<DeadLetter>> deadLetters(const DeadLetterFilter &filter, QString *error);
+    std::optional<QList<EventRow>> inDoubt(QString *error);
+    std::optional<QList<AuditEntry>> auditLog(int limit, QString *error);
+
+private:
+    Database &m_db;
+    MessageQueue &m_queue;
+};
+
+} // namespace once

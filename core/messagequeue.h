@@ -1,0 +1,82 @@
+#pragma once
+
+#include <QByteArray>
+#include <QList>
+#include <QString>
+
+#include <optional>
+
+namespace once {
+
+// A message to put on the queue. sendKey and eventId are copies of what the payload
+// says, kept beside it so operators can search a queue without parsing every body;
+// both are empty for a payload that does not parse.
+struct OutgoingMessage
+{
+    QByteArray payload;
+    QByteArray sendKey;
+    QString eventId;
+    qint64 delayMs = 0;
+    int redriveCount = 0;
+};
+
+// One delivery of a message to one worker. A redelivery of the same message has the
+// same id and a higher delivery number.
+struct QueueMessage
+{
+    QString id;
+    QByteArray payload;
+    int delivery = 0;
+    qint64 enqueuedAtMs = 0;
+    qint64 leaseUntilMs = 0;
+    int redriveCount = 0;
+};
+
+struct DeadLetterInfo
+{
+    QString errorClass;
+    QString lastError;
+    int attempts = 0;
+    qint64 firstAttemptAtMs = 0;
+    qint64 lastAttemptAtMs = 0;
+    QByteArray sendKey;
+    QString eventId;
+};
+
+// What becomes of a leased message. Only the lease holder may settle it: a settlement
+// for a delivery whose lease was lost (expired and taken by another worker) is ignored.
+struct Settlement
+{
+    enum class Kind { Ack, Retry, DeadLetter };
+    Kind kind = Kind::Ack;
+    QString messageId;
+    int delivery = 0;
+    qint64 delayMs = 0;  // Retry: when the message becomes visible again
+    DeadLetterInfo deadLetter; // DeadLetter only
+};
+
+struct QueueCounts
+{
+    qint64 ready = 0;
+    qint64 inFlight = 0;
+    qint64 delayed = 0;
+    qint64 dead = 0;
+    std::optional<qint64> oldestReadyAgeMs;
+    std::optional<qint64> nextVisibleInMs; // earliest delayed or leased message, from now
+};
+
+// The queue side of the store. The engine speaks only this interface, so the queue can
+// live in the embedded store or in a broker while the ledger stays where it is.
+class MessageQueue
+{
+public:
+    virtual ~MessageQueue() = default;
+
+    virtual bool enqueue(const QList<OutgoingMessage> &messages, QString *error) = 0;
+    // Leases up to max visible messages for leaseMs; each lease is one delivery.
+    virtual QList<QueueMessage> lease(int max, qint64 leaseMs, const QString &workerId, QString *error) = 0;
+    virtual bool settle(const QList<Settlement> &settlements, QString *error) = 0;
+    virtual std::optional<QueueCounts> counts(QString *error) = 0;
+};
+
+} // namespace once

@@ -1,0 +1,143 @@
+#include "operations.h"
+
+#include "database.h"
+#include "sqlledger.h"
+#include "sqlqueue.h"
+
+#include <QVariant>
+
+#include <pwd.h>
+#include <unistd.h>
+
+namespace once {
+
+QString currentUserName()
+{
+    if (const passwd *entry = getpwuid(geteuid()))
+        return QString::fromLocal8Bit(entry->pw_name);
+    return qEnvironmentVariable("USER", QStringLiteral("unknown"));
+}
+
+std::optional<int> Operations::redrive(const QList<DeadLetter> &letters, QString *error)
+{
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return std::nullopt;
+    auto &remove = m_db.prepared(QStringLiteral("DELETE FROM dead_letters WHERE id = ?"));
+    QList<OutgoingMessage> messages;
+    QList<QByteArray> keys;
+    for (const auto &letter : letters) {
+        remove.addBindValue(letter.id);
+        if (!m_db.exec(remove, error))
+            return std::nullopt;
+        if (remove.numRowsAffected() != 1)
+            continue;
+        messages.append(OutgoingMessage{letter.payload, letter.sendKey, letter.eventId, 0, letter.redriveCount + 1});
+        if (!letter.sendKey.isEmpty())
+            keys.append(letter.sendKey);
+    }
+    if (!m_queue.insert(messages, error))
+        return std::nullopt;
+    if (!m_ledger.reopen(keys, error) || !transaction.commit(error))
+        return std::nullopt;
+    return int(messages.size());
+}
+
+std::optional<int> Operations::discard(const QList<DeadLetter> &letters, QString *error)
+{
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return std::nullopt;
+    auto &remove = m_db.prepared(QStringLiteral("DELETE FROM dead_letters WHERE id = ?"));
+    int removed = 0;
+    for (const auto &letter : letters) {
+        remove.addBindValue(letter.id);
+        if (!m_db.exec(remove, error))
+            return std::nullopt;
+        removed += remove.numRowsAffected() == 1 ? 1 : 0;
+    }
+    if (!transaction.commit(error))
+        return std::nullopt;
+    return removed;
+}
+
+std::optional<QByteArray> Operations::inDoubtPayload(const QByteArray &sendKey, QString *error)
+{
+    auto &select = m_db.prepared(QStringLiteral("SELECT state, payload FROM ledger WHERE send_key = ?"));
+    select.addBindValue(QString::fromLatin1(sendKey));
+    if (!m_db.exec(select, error))
+        return std::nullopt;
+    if (!select.next()) {
+        *error = QStringLiteral("no event with send key \"%1\"").arg(QString::fromLatin1(sendKey));
+        return std::nullopt;
+    }
+    const QString state = select.value(0).toString();
+    const QByteArray payload = select.value(1).toByteArray();
+    select.finish();
+    if (state != LedgerState::InDoubt) {
+        *error = QStringLiteral("event \"%1\" is %2, not in doubt").arg(QString::fromLatin1(sendKey), state);
+        return std::nullopt;
+    }
+    return payload;
+}
+
+bool Operations::resend(const QByteArray &sendKey, QString *error)
+{
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return false;
+    const auto payload = inDoubtPayload(sendKey, error);
+    if (!payload)
+        return false;
+    const auto reminder = parseReminder(*payload).reminder;
+    const qint64 now = nowMs();
+    const OutgoingMessage message{*payload, sendKey, reminder ? reminder->eventId : QString(), 0, 0};
+    if (!m_queue.insert({message}, error) || !m_ledger.reopen({sendKey}, error))
+        return false;
+    const Attempt note{sendKey, reminder ? reminder->eventId : QString(), {}, 0, {}, now, QStringLiteral("operator"),
+                       QStringLiteral("resend"), 0, -1, {}, QStringLiteral("%1 chose to resend with the same key").arg(m_actor), {}};
+    if (!m_ledger.insertAttempts({note}, error)
+        || !audit(QStringLiteral("resolve-resend"), QString::fromLatin1(sendKey), 1, error))
+        return false;
+    return transaction.commit(error);
+}
+
+bool Operations::markDelivered(const QByteArray &sendKey, QString *error)
+{
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return false;
+    const auto payload = inDoubtPayload(sendKey, error);
+    if (!payload)
+        return false;
+    const qint64 now = nowMs();
+    auto &update = m_db.prepared(QStringLiteral(
+        "UPDATE ledger SET state = 'applied', applied_at = ?, updated_at = ? WHERE send_key = ?"));
+    update.addBindValue(now);
+    update.addBindValue(now);
+    update.addBindValue(QString::fromLatin1(sendKey));
+    if (!m_db.exec(update, error))
+        return false;
+    const auto reminder = parseReminder(*payload).reminder;
+    const Attempt note{sendKey, reminder ? reminder->eventId : QString(), {}, 0, {}, now, QStringLiteral("operator"),
+                       QStringLiteral("marked-delivered"), 0, -1, {},
+                       QStringLiteral("%1 marked it delivered").arg(m_actor), {}};
+    if (!m_ledger.insertAttempts({note}, error)
+        || !audit(QStringLiteral("resolve-mark-delivered"), QString::fromLatin1(sendKey), 1, error))
+        return false;
+    return transaction.commit(error);
+}
+
+bool Operations::audit(const QString &action, const QString &detail, qint64 count, QString *error)
+{
+    auto &insert = m_db.prepared(
+        QStringLiteral("INSERT INTO audit_log (at, actor, action, detail, count) VALUES (?, ?, ?, ?, ?)"));
+    insert.addBindValue(nowMs());
+    insert.addBindValue(m_actor);
+    insert.addBindValue(action);
+    insert.addBindValue(detail);
+    insert.addBindValue(count);
+    return m_db.exec(insert, error);
+}
+
+} // namespace once

@@ -1,0 +1,48 @@
+#pragma once
+
+#include "inspector.h"
+
+#include <QString>
+
+#include <optional>
+
+namespace once {
+
+class Database;
+class SqlLedger;
+class SqlQueue;
+
+// The OS user running this process; the audit log's "who".
+QString currentUserName();
+
+// Operator decisions: redrive and discard dead letters, resolve in-doubt events. Each
+// is one transaction and leaves a line in the audit log.
+class Operations final
+{
+public:
+    Operations(Database &db, SqlQueue &queue, SqlLedger &ledger, const QString &actor = currentUserName())
+        : m_db(db), m_queue(queue), m_ledger(ledger), m_actor(actor)
+    {
+    }
+
+    // Puts dead letters back on the queue unchanged (same payload, so the same send key
+    // and event id) and reopens their keys with a fresh attempt budget. Returns how many
+    // moved; letters already gone (another operator) are skipped.
+    std::optional<int> redrive(const QList<DeadLetter> &letters, QString *error);
+    std::optional<int> discard(const QList<DeadLetter> &letters, QString *error);
+    // In-doubt decisions. Resend queues the stored payload again under the same key.
+    bool resend(const QByteArray &sendKey, QString *error);
+    bool markDelivered(const QByteArray &sendKey, QString *error);
+
+    bool audit(const QString &action, const QString &detail, qint64 count, QString *error);
+
+private:
+    std::optional<QByteArray> inDoubtPayload(const QByteArray &sendKey, QString *error);
+
+    Database &m_db;
+    SqlQueue &m_queue;
+    SqlLedger &m_ledger;
+    QString m_actor;
+};
+
+} // namespace once

@@ -1,0 +1,259 @@
+#include "sqlledger.h"
+
+#include "database.h"
+
+#include <QVariant>
+
+namespace once {
+
+namespace {
+
+QVariant nullIfEmpty(const QString &text)
+{
+    return text.isEmpty() ? QVariant() : QVariant(text);
+}
+
+} // namespace
+
+QList<ClaimResult> SqlLedger::claim(const QList<ClaimRequest> &requests, const QString &workerId,
+                                    InDoubtPolicy policy, QString *error)
+{
+    QList<ClaimResult> results;
+    QList<Attempt> attempts;
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return {};
+    const qint64 now = nowMs();
+    for (const auto &request : requests) {
+        ClaimResult result;
+        Attempt attempt;
+        if (!claimOne(request, workerId, policy, now, &result, &attempt, error))
+            return {};
+        results.append(result);
+        attempts.append(std::move(attempt));
+    }
+    if (!insertAttempts(attempts, error) || !transaction.commit(error))
+        return {};
+    return results;
+}
+
+// The claim is the INSERT: the unique key decides the winner, never a prior read. Only
+// when the insert finds the key taken does the existing row say which path to take.
+bool SqlLedger::claimOne(const ClaimRequest &request, const QString &workerId, InDoubtPolicy policy, qint64 now,
+                         ClaimResult *result, Attempt *attempt, QString *error)
+{
+    const Reminder &reminder = request.reminder;
+    const QString key = QString::fromLatin1(reminder.sendKey);
+    *attempt = Attempt{reminder.sendKey, reminder.eventId, request.messageId, request.delivery, workerId, now,
+                       QStringLiteral("claim"), QString(), 0, -1, {}, {}, {}};
+
+    auto &insert = m_db.prepared(QStringLiteral(
+        "INSERT INTO ledger (send_key, event_id, user_id, reminder_id, scheduled_at, destination, channel, payload, "
+        "state, owner_message, owner_worker, claim_expires_at, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'claimed', ?, ?, ?, ?, ?) ON CONFLICT (send_key) DO NOTHING"));
+    insert.addBindValue(key);
+    insert.addBindValue(nullIfEmpty(reminder.eventId));
+    insert.addBindValue(reminder.userId);
+    insert.addBindValue(reminder.reminderId);
+    insert.addBindValue(reminder.scheduledAt.toMSecsSinceEpoch());
+    insert.addBindValue(reminder.destination);
+    insert.addBindValue(nullIfEmpty(reminder.channel));
+    insert.addBindValue(reminder.payload);
+    insert.addBindValue(request.messageId);
+    insert.addBindValue(workerId);
+    insert.addBindValue(request.leaseUntilMs);
+    insert.addBindValue(now);
+    insert.addBindValue(now);
+    if (!m_db.exec(insert, error))
+        return false;
+    if (insert.numRowsAffected() == 1) {
+        result->outcome = ClaimResult::Outcome::Claimed;
+        attempt->outcome = QStringLiteral("claimed");
+        return true;
+    }
+
+    auto &select = m_db.prepared(QStringLiteral(
+        "SELECT state, owner_message, claim_expires_at, round_sends, first_sent_at FROM ledger WHERE send_key = ?"));
+    select.addBindValue(key);
+    if (!m_db.exec(select, error))
+        return false;
+    if (!select.next()) {
+        *error = QStringLiteral("ledger row for a taken key vanished");
+        return false;
+    }
+    const QString state = select.value(0).toString();
+    const QVariant owner = select.value(1);
+    const qint64 expiresAt = select.value(2).toLongLong();
+    result->sendsThisRound = select.value(3).toInt();
+    result->firstSentAtMs = select.value(4).toLongLong();
+    select.finish();
+    const bool ownedByThisMessage = owner.isNull() || owner.toString() == request.messageId;
+
+    // Takes the key over for this delivery, guarded by the state it was read in.
+    const auto takeOver = [&](QLatin1String newState) {
+        auto &update = m_db.prepared(QStringLiteral(
+            "UPDATE ledger SET state = ?, owner_message = ?, owner_worker = ?, claim_expires_at = ?, updated_at = ? "
+            "WHERE send_key = ? AND state = ?"));
+        update.addBindValue(QString(newState));
+        update.addBindValue(request.messageId);
+        update.addBindValue(workerId);
+        update.addBindValue(request.leaseUntilMs);
+        update.addBindValue(now);
+        update.addBindValue(key);
+        update.addBindValue(state);
+        return m_db.exec(update, error);
+    };
+    const auto countDuplicate = [&](const QString &why) {
+        result->outcome = ClaimResult::Outcome::Duplicate;
+        attempt->outcome = QStringLiteral("duplicate");
+        attempt->error = why;
+        auto &update = m_db.prepared(QStringLiteral("UPDATE ledger SET duplicates = duplicates + 1 WHERE send_key = ?"));
+        update.addBindValue(key);
+        return m_db.exec(update, error);
+    };
+
+    if (state == LedgerState::Applied)
+        return countDuplicate(QStringLiteral("already applied"));
+    if (state == LedgerState::InDoubt)
+        return countDuplicate(QStringLiteral("held in doubt for an operator"));
+    if (state == LedgerState::Dead)
+        return countDuplicate(QStringLiteral("dead-lettered; an operator may redrive it"));
+    if (state == LedgerState::Retrying) {
+        if (!ownedByThisMessage)
+            return countDuplicate(QStringLiteral("another message carries this key"));
+        result->outcome = ClaimResult::Outcome::Claimed;
+        attempt->outcome = QStringLiteral("claimed");
+        return takeOver(LedgerState::Claimed);
+    }
+    // Claimed: a live claim belongs to a worker that is still sending.
+    if (expiresAt > now) {
+        if (!ownedByThisMessage)
+            return countDuplicate(QStringLiteral("another message holds a live claim"));
+        result->outcome = ClaimResult::Outcome::Busy;
+        result->busyForMs = expiresAt - now;
+        attempt->outcome = QStringLiteral("busy");
+        return true;
+    }
+    // The holder's claim expired without an outcome: it died between claim and record,
+    // perhaps after the partner accepted. That is the in-doubt window.
+    attempt->errorClass = QStringLiteral("in-doubt");
+    attempt->error = QStringLiteral("a previous claim ended without a recorded outcome");
+    if (policy == InDoubtPolicy::Hold) {
+        result->outcome = ClaimResult::Outcome::Held;
+        attempt->outcome = QStringLiteral("held");
+        return takeOver(LedgerState::InDoubt);
+    }
+    result->outcome = ClaimResult::Outcome::Resend;
+    attempt->outcome = QStringLiteral("resend");
+    return takeOver(LedgerState::Claimed);
+}
+
+bool SqlLedger::insertAttempts(const QList<Attempt> &attempts, QString *error)
+{
+    auto &insert = m_db.prepared(QStringLiteral(
+        "INSERT INTO attempts (send_key, event_id, message_id, delivery, worker_id, at, step, outcome, http_status, "
+        "latency_ms, error_class, error, provider_request_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    for (const auto &attempt : attempts) {
+        insert.addBindValue(attempt.sendKey.isEmpty() ? QVariant() : QVariant(QString::fromLatin1(attempt.sendKey)));
+        insert.addBindValue(nullIfEmpty(attempt.eventId));
+        insert.addBindValue(nullIfEmpty(attempt.messageId));
+        insert.addBindValue(attempt.delivery);
+        insert.addBindValue(nullIfEmpty(attempt.workerId));
+        insert.addBindValue(attempt.atMs);
+        insert.addBindValue(attempt.step);
+        insert.addBindValue(attempt.outcome);
+        insert.addBindValue(attempt.httpStatus ? QVariant(attempt.httpStatus) : QVariant());
+        insert.addBindValue(attempt.latencyMs >= 0 ? QVariant(attempt.latencyMs) : QVariant());
+        insert.addBindValue(nullIfEmpty(attempt.errorClass));
+        insert.addBindValue(nullIfEmpty(attempt.error));
+        insert.addBindValue(nullIfEmpty(attempt.providerRequestId));
+        if (!m_db.exec(insert, error))
+            return false;
+    }
+    return true;
+}
+
+bool SqlLedger::record(const QList<LedgerUpdate> &updates, const QList<Attempt> &attempts, QString *error)
+{
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return false;
+    const qint64 now = nowMs();
+    auto &update = m_db.prepared(QStringLiteral(
+        "UPDATE ledger SET state = ?, updated_at = ?, sends = sends + ?, round_sends = round_sends + ?, "
+        "first_sent_at = COALESCE(first_sent_at, ?), "
+        "applied_at = CASE WHEN ? = 'applied' THEN ? ELSE applied_at END, claim_expires_at = NULL, "
+        "last_http_status = COALESCE(?, last_http_status), last_error_class = ?, last_error = ?, "
+        "provider_request_id = COALESCE(?, provider_request_id) WHERE send_key = ?"));
+    for (const auto &change : updates) {
+        const int sends = change.countsAsSend ? 1 : 0;
+        update.addBindValue(QString(change.state));
+        update.addBindValue(now);
+        update.addBindValue(sends);
+        update.addBindValue(sends);
+        update.addBindValue(change.sentAtMs ? QVariant(change.sentAtMs) : QVariant());
+        update.addBindValue(QString(change.state));
+        update.addBindValue(now);
+        update.addBindValue(change.httpStatus ? QVariant(change.httpStatus) : QVariant());
+        update.addBindValue(nullIfEmpty(change.errorClass));
+        update.addBindValue(nullIfEmpty(change.error));
+        update.addBindValue(nullIfEmpty(change.providerRequestId));
+        update.addBindValue(QString::fromLatin1(change.sendKey));
+        if (!m_db.exec(update, error))
+            return false;
+    }
+    if (!insertAttempts(attempts, error))
+        return false;
+    return transaction.commit(error);
+}
+
+bool SqlLedger::reopen(const QList<QByteArray> &keys, QString *error)
+{
+    auto &update = m_db.prepared(QStringLiteral(
+        "UPDATE ledger SET state = 'retrying', owner_message = NULL, round_sends = 0, redrives = redrives + 1, "
+        "updated_at = ? WHERE send_key = ? AND state IN ('dead', 'in_doubt')"));
+    const qint64 now = nowMs();
+    for (const auto &key : keys) {
+        update.addBindValue(now);
+        update.addBindValue(QString::fromLatin1(key));
+        if (!m_db.exec(update, error))
+            return false;
+    }
+    return true;
+}
+
+bool SqlLedger::purgeFinished(qint64 beforeMs, QString *error)
+{
+    constexpr int BatchSize = 500;
+    for (;;) {
+        Transaction transaction(m_db);
+        if (!transaction.begin(error))
+            return false;
+        auto &select = m_db.prepared(QStringLiteral(
+            "SELECT send_key FROM ledger WHERE state = 'applied' AND updated_at < ? LIMIT ?"));
+        select.addBindValue(beforeMs);
+        select.addBindValue(BatchSize);
+        if (!m_db.exec(select, error))
+            return false;
+        QStringList keys;
+        while (select.next())
+            keys.append(select.value(0).toString());
+        select.finish();
+        if (keys.isEmpty())
+            return transaction.commit(error);
+        auto &removeAttempts = m_db.prepared(QStringLiteral("DELETE FROM attempts WHERE send_key = ?"));
+        auto &removeKey = m_db.prepared(QStringLiteral("DELETE FROM ledger WHERE send_key = ?"));
+        for (const auto &key : std::as_const(keys)) {
+            removeAttempts.addBindValue(key);
+            removeKey.addBindValue(key);
+            if (!m_db.exec(removeAttempts, error) || !m_db.exec(removeKey, error))
+                return false;
+        }
+        if (!transaction.commit(error))
+            return false;
+        if (keys.size() < BatchSize)
+            return true;
+    }
+}
+
+} // namespace once

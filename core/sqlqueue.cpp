@@ -1,0 +1,144 @@
+#include "sqlqueue.h"
+
+#include "database.h"
+#include "failpoint.h"
+
+#include <QVariant>
+
+namespace once {
+
+bool SqlQueue::enqueue(const QList<OutgoingMessage> &messages, QString *error)
+{
+    Transaction transaction(m_db);
+    return transaction.begin(error) && insert(messages, error) && transaction.commit(error);
+}
+
+bool SqlQueue::insert(const QList<OutgoingMessage> &messages, QString *error)
+{
+    auto &statement = m_db.prepared(QStringLiteral(
+        "INSERT INTO queue (payload, send_key, event_id, enqueued_at, visible_at, redrive_count) "
+        "VALUES (?, ?, ?, ?, ?, ?)"));
+    const qint64 now = nowMs();
+    for (const auto &message : messages) {
+        statement.addBindValue(message.payload);
+        statement.addBindValue(message.sendKey.isEmpty() ? QVariant() : QVariant(QString::fromLatin1(message.sendKey)));
+        statement.addBindValue(message.eventId.isEmpty() ? QVariant() : QVariant(message.eventId));
+        statement.addBindValue(now);
+        statement.addBindValue(now + message.delayMs);
+        statement.addBindValue(message.redriveCount);
+        if (!m_db.exec(statement, error))
+            return false;
+    }
+    return true;
+}
+
+QList<QueueMessage> SqlQueue::lease(int max, qint64 leaseMs, const QString &workerId, QString *error)
+{
+    QList<QueueMessage> leased;
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return leased;
+    const qint64 now = nowMs();
+    auto &update = m_db.prepared(QStringLiteral(
+        "UPDATE queue SET lease_owner = ?, visible_at = ?, receive_count = receive_count + 1 "
+        "WHERE id IN (SELECT id FROM queue WHERE visible_at <= ? ORDER BY visible_at LIMIT ?) "
+        "RETURNING id, payload, receive_count, enqueued_at, redrive_count"));
+    update.addBindValue(workerId);
+    update.addBindValue(now + leaseMs);
+    update.addBindValue(now);
+    update.addBindValue(max);
+    if (!m_db.exec(update, error))
+        return leased;
+    while (update.next()) {
+        QueueMessage message;
+        message.id = update.value(0).toString();
+        message.payload = update.value(1).toByteArray();
+        message.delivery = update.value(2).toInt();
+        message.enqueuedAtMs = update.value(3).toLongLong();
+        message.leaseUntilMs = now + leaseMs;
+        message.redriveCount = update.value(4).toInt();
+        leased.append(std::move(message));
+    }
+    update.finish();
+    if (!transaction.commit(error))
+        leased.clear();
+    return leased;
+}
+
+bool SqlQueue::settle(const QList<Settlement> &settlements, QString *error)
+{
+    if (settlements.isEmpty())
+        return true;
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return false;
+    const qint64 now = nowMs();
+    auto &remove = m_db.prepared(QStringLiteral("DELETE FROM queue WHERE id = ? AND receive_count = ?"));
+    auto &retry = m_db.prepared(QStringLiteral(
+        "UPDATE queue SET visible_at = ?, lease_owner = NULL WHERE id = ? AND receive_count = ?"));
+    auto &bury = m_db.prepared(QStringLiteral(
+        "INSERT OR REPLACE INTO dead_letters (id, payload, send_key, event_id, error_class, last_error, attempts, "
+        "first_attempt_at, last_attempt_at, dead_at, enqueued_at, receive_count, redrive_count) "
+        "SELECT id, payload, send_key, event_id, ?, ?, ?, ?, ?, ?, enqueued_at, receive_count, redrive_count "
+        "FROM queue WHERE id = ? AND receive_count = ?"));
+    for (const auto &settlement : settlements) {
+        if (settlement.kind == Settlement::Kind::Ack)
+            failpoint("before-ack");
+        if (settlement.kind == Settlement::Kind::Retry) {
+            retry.addBindValue(now + settlement.delayMs);
+            retry.addBindValue(settlement.messageId);
+            retry.addBindValue(settlement.delivery);
+            if (!m_db.exec(retry, error))
+                return false;
+            continue;
+        }
+        if (settlement.kind == Settlement::Kind::DeadLetter) {
+            const auto &info = settlement.deadLetter;
+            bury.addBindValue(info.errorClass);
+            bury.addBindValue(info.lastError);
+            bury.addBindValue(info.attempts);
+            bury.addBindValue(info.firstAttemptAtMs ? QVariant(info.firstAttemptAtMs) : QVariant());
+            bury.addBindValue(info.lastAttemptAtMs ? QVariant(info.lastAttemptAtMs) : QVariant());
+            bury.addBindValue(now);
+            bury.addBindValue(settlement.messageId);
+            bury.addBindValue(settlement.delivery);
+            if (!m_db.exec(bury, error))
+                return false;
+        }
+        remove.addBindValue(settlement.messageId);
+        remove.addBindValue(settlement.delivery);
+        if (!m_db.exec(remove, error))
+            return false;
+    }
+    return transaction.commit(error);
+}
+
+std::optional<QueueCounts> SqlQueue::counts(QString *error)
+{
+    const qint64 now = nowMs();
+    auto &query = m_db.prepared(QStringLiteral(
+        "SELECT "
+        " (SELECT COUNT(*) FROM queue WHERE visible_at <= ?),"
+        " (SELECT COUNT(*) FROM queue WHERE visible_at > ? AND lease_owner IS NOT NULL),"
+        " (SELECT COUNT(*) FROM queue WHERE visible_at > ? AND lease_owner IS NULL),"
+        " (SELECT COUNT(*) FROM dead_letters),"
+        " (SELECT MIN(enqueued_at) FROM queue WHERE visible_at <= ?),"
+        " (SELECT MIN(visible_at) FROM queue WHERE visible_at > ?)"));
+    for (int i = 0; i < 5; ++i)
+        query.addBindValue(now);
+    if (!m_db.exec(query, error) || !query.next())
+        return std::nullopt;
+    QueueCounts counts;
+    counts.ready = query.value(0).toLongLong();
+    counts.inFlight = query.value(1).toLongLong();
+    counts.delayed = query.value(2).toLongLong();
+    counts.dead = query.value(3).toLongLong();
+    if (!query.value(4).isNull())
+        counts.oldestReadyAgeMs = now - query.value(4).toLongLong();
+    if (!query.value(5).isNull())
+        counts.nextVisibleInMs = query.value(5).toLongLong() - now;
+    query.finish();
+    return counts;
+}
+
+} // namespace once
