@@ -172,8 +172,7 @@ void Engine::consume(int room)
                 ++m_counters.duplicates;
             else
                 ++m_counters.held;
-            m_pendingSettlements.append({Settlement::Kind::Ack, delivery.message.id, delivery.message.delivery, 0, {}});
-            scheduleFlush();
+            acknowledge(delivery);
             break;
         case ClaimResult::Outcome::Busy:
             m_pendingSettlements.append(
@@ -211,10 +210,9 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
         attempt.outcome = QStringLiteral("applied");
         m_pendingAttempts.append(attempt);
         m_pendingUpdates.append(update);
-        m_pendingSettlements.append({Settlement::Kind::Ack, delivery.message.id, delivery.message.delivery, 0, {}});
+        acknowledge(delivery);
         if (m_config.recordLatencies)
             m_pendingAckedEnqueueTimes.push_back(delivery.message.enqueuedAtMs);
-        scheduleFlush();
         return;
     }
 
@@ -228,15 +226,11 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
         // No idempotency to lean on: a resend could be a second effect. The message leaves
         // the queue; the event waits in the ledger for an operator.
         ++m_counters.held;
-        attempt.outcome = QStringLiteral("in-doubt");
+        attempt.outcome = QStringLiteral("held");
         update.state = LedgerState::InDoubt;
         m_pendingAttempts.append(attempt);
-        m_pendingAttempts.append(Attempt{reminder.sendKey, reminder.eventId, delivery.message.id,
-                                         delivery.message.delivery, m_config.workerId, now, QStringLiteral("ack"),
-                                         QStringLiteral("held"), 0, -1, {}, QStringLiteral("held for an operator"), {}});
         m_pendingUpdates.append(update);
-        m_pendingSettlements.append({Settlement::Kind::Ack, delivery.message.id, delivery.message.delivery, 0, {}});
-        scheduleFlush();
+        acknowledge(delivery);
         return;
     }
 
@@ -289,6 +283,15 @@ void Engine::deadLetter(const Delivery &delivery, const QString &errorClass, con
     scheduleFlush();
 }
 
+void Engine::acknowledge(const Delivery &delivery)
+{
+    m_pendingSettlements.append({Settlement::Kind::Ack, delivery.message.id, delivery.message.delivery, 0, {}});
+    m_pendingAckRows.append(Attempt{delivery.reminder.sendKey, delivery.reminder.eventId, delivery.message.id,
+                                    delivery.message.delivery, m_config.workerId, 0, QStringLiteral("ack"),
+                                    QStringLiteral("acked"), 0, -1, {}, {}, {}});
+    scheduleFlush();
+}
+
 void Engine::scheduleFlush()
 {
     if (m_flushScheduled)
@@ -313,6 +316,7 @@ void Engine::flush()
             m_pendingAttempts.clear();
             m_pendingSettlements.clear();
             m_pendingAckedEnqueueTimes.clear();
+            m_pendingAckRows.clear();
             schedulePump(1000);
             return;
         }
@@ -322,16 +326,22 @@ void Engine::flush()
     if (!m_queue->settle(m_pendingSettlements, &error)) {
         qCWarning(lcEngine).noquote() << "settling messages failed:" << error;
         emit errorOccurred(QStringLiteral("settling messages failed: ") + error);
-    } else if (m_config.recordLatencies) {
+    } else {
         const qint64 now = nowMs();
         for (const qint64 enqueuedAt : m_pendingAckedEnqueueTimes)
             m_latenciesMs.push_back(now - enqueuedAt);
+        // The history learns of an ack only once it has happened.
+        for (auto &row : m_pendingAckRows)
+            row.atMs = now;
+        if (!m_pendingAckRows.isEmpty() && !m_ledger->record({}, m_pendingAckRows, &error))
+            qCWarning(lcEngine).noquote() << "recording acks in the history failed:" << error;
     }
     m_inFlight -= settled;
     m_pendingUpdates.clear();
     m_pendingAttempts.clear();
     m_pendingSettlements.clear();
     m_pendingAckedEnqueueTimes.clear();
+    m_pendingAckRows.clear();
     if (m_stopping) {
         if (m_inFlight == 0)
             finish(0);

@@ -110,6 +110,7 @@ private:
     void sendNow(const Delivery &delivery);
     void onSent(const Delivery &delivery, const SendOutcome &outcome, qint64 sentAtMs);
     void deadLetter(const Delivery &delivery, const QString &errorClass, const QString &error, int attempts);
+    void acknowledge(const Delivery &delivery);
     void scheduleFlush();
     void flush();
     void checkIdle();
@@ -136,6 +137,7 @@ private:
     QList<LedgerUpdate> m_pendingUpdates;
     QList<Attempt> m_pendingAttempts;
     QList<Settlement> m_pendingSettlements;
+    QList<Attempt> m_pendingAckRows; // written once the acks are committed
     std::vector<qint64> m_pendingAckedEnqueueTimes;
     std::vector<qint64> m_latenciesMs;
     EngineCounters m_counters;
