@@ -262,16 +262,44 @@ bool Database::exec(const QString &sql, QString *error)
 
 bool Database::begin(QString *error)
 {
-    return exec(QStringLiteral("BEGIN IMMEDIATE"), error);
+    if (m_transactionDepth > 0) {
+        ++m_transactionDepth;
+        return true;
+    }
+    if (!exec(QStringLiteral("BEGIN IMMEDIATE"), error))
+        return false;
+    m_transactionDepth = 1;
+    m_rollbackOnly = false;
+    return true;
 }
 
 bool Database::commit(QString *error)
 {
-    return exec(QStringLiteral("COMMIT"), error);
+    if (m_transactionDepth > 1) {
+        --m_transactionDepth;
+        return true;
+    }
+    m_transactionDepth = 0;
+    if (m_rollbackOnly) {
+        exec(QStringLiteral("ROLLBACK"), nullptr);
+        if (error)
+            *error = QStringLiteral("an inner step failed; the whole transaction was rolled back");
+        return false;
+    }
+    if (exec(QStringLiteral("COMMIT"), error))
+        return true;
+    exec(QStringLiteral("ROLLBACK"), nullptr);
+    return false;
 }
 
 void Database::rollback()
 {
+    if (m_transactionDepth > 1) {
+        --m_transactionDepth;
+        m_rollbackOnly = true;
+        return;
+    }
+    m_transactionDepth = 0;
     exec(QStringLiteral("ROLLBACK"), nullptr);
 }
 

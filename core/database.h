@@ -46,7 +46,9 @@ public:
     bool exec(const QString &sql, QString *error);
 
     // A write transaction. SQLite takes the write lock at BEGIN, so two processes never
-    // deadlock upgrading a read lock.
+    // deadlock upgrading a read lock. Transactions nest: an inner one joins the outer,
+    // and only the outermost commit reaches the disk (how the engine groups a whole
+    // turn's writes into one commit). An inner rollback dooms the outer transaction.
     bool begin(QString *error);
     bool commit(QString *error);
     void rollback();
@@ -59,6 +61,8 @@ private:
     QString m_connectionName;
     StoreLocation m_location;
     int m_schemaVersion = 0;
+    int m_transactionDepth = 0;
+    bool m_rollbackOnly = false;
     std::unordered_map<QString, std::unique_ptr<QSqlQuery>> m_statements;
 };
 

@@ -18,8 +18,8 @@ Engine::Engine(const EngineConfig &config, QObject *parent)
     : QObject(parent), m_config(config), m_breaker(config.breakerThreshold)
 {
     qRegisterMetaType<once::EngineCounters>();
-    m_pumpTimer.setSingleShot(true);
-    connect(&m_pumpTimer, &QTimer::timeout, this, &Engine::pump);
+    m_cycleTimer.setSingleShot(true);
+    connect(&m_cycleTimer, &QTimer::timeout, this, &Engine::cycle);
     m_countersTimer.setInterval(250);
     connect(&m_countersTimer, &QTimer::timeout, this, &Engine::publishCounters);
     m_retentionTimer.setInterval(60 * 1000);
@@ -59,7 +59,7 @@ void Engine::start()
                                << "from" << m_store->database().location().displayName();
     emit started();
     purgeExpired();
-    schedulePump(0);
+    scheduleCycle(0);
 }
 
 void Engine::pause()
@@ -72,7 +72,7 @@ void Engine::resume()
 {
     m_paused = false;
     publishCounters();
-    schedulePump(0);
+    scheduleCycle(0);
 }
 
 void Engine::stop()
@@ -80,80 +80,116 @@ void Engine::stop()
     if (!m_running)
         return;
     m_stopping = true;
-    m_pumpTimer.stop();
-    if (m_inFlight == 0 && !m_flushScheduled)
-        finish(0);
+    scheduleCycle(0);
 }
 
-void Engine::schedulePump(qint64 delayMs)
+void Engine::scheduleCycle(qint64 delayMs)
 {
-    if (!m_running || m_stopping)
+    if (!m_running)
         return;
     const int delay = int(std::clamp<qint64>(delayMs, 0, 60000));
-    if (m_pumpTimer.isActive() && m_pumpTimer.remainingTime() <= delay)
+    if (m_cycleTimer.isActive() && m_cycleTimer.remainingTime() <= delay)
         return;
-    m_pumpTimer.start(delay);
+    m_cycleTimer.start(delay);
 }
 
-void Engine::pump()
+bool Engine::hasPendingWrites() const
 {
-    if (!m_running || m_stopping || m_paused)
+    return !m_pendingUpdates.isEmpty() || !m_pendingAttempts.isEmpty() || !m_pendingSettlements.isEmpty();
+}
+
+// One turn of the engine, one durable commit (group commit): record every outcome that
+// arrived since the last turn, settle those messages on the queue, then lease and claim
+// new work. Sends start only after the commit, so every claim is on disk before its
+// partner call, and no ack is committed without its outcome. The embedded queue shares
+// the ledger's database, so settling happens inside the same transaction; a queue on a
+// broker would settle after the commit instead.
+void Engine::cycle()
+{
+    if (!m_running)
         return;
     const qint64 now = nowMs();
-    const int room = m_breaker.allowance(now, m_config.concurrency, m_inFlight);
-    if (room <= 0) {
-        if (m_breaker.state(now) == CircuitBreaker::State::Open)
-            schedulePump(m_breaker.reopensInMs(now) + 1);
-        return; // a finishing send pumps again
+    const int settling = int(m_pendingSettlements.size());
+    const bool consuming = !m_stopping && !m_paused;
+    const int room = consuming ? std::min(MaxLeaseBatch, m_breaker.allowance(now, m_config.concurrency, m_inFlight - settling))
+                               : 0;
+    if (!hasPendingWrites() && room <= 0) {
+        if (m_stopping && m_inFlight == 0)
+            finish(0);
+        else if (consuming && m_breaker.state(now) == CircuitBreaker::State::Open)
+            scheduleCycle(m_breaker.reopensInMs(now) + 1);
+        return; // a finishing send schedules the next turn
     }
-    consume(std::min(room, MaxLeaseBatch));
-}
 
-void Engine::consume(int room)
-{
+    QList<LedgerUpdate> updates;
+    QList<Attempt> attempts;
+    QList<Settlement> settlements;
+    std::vector<qint64> ackedEnqueueTimes;
+    updates.swap(m_pendingUpdates);
+    attempts.swap(m_pendingAttempts);
+    settlements.swap(m_pendingSettlements);
+    ackedEnqueueTimes.swap(m_pendingAckedEnqueueTimes);
+
     QString error;
-    const QList<QueueMessage> leased = m_queue->lease(room, m_config.leaseMs, m_config.workerId, &error);
-    if (!error.isEmpty()) {
-        qCWarning(lcEngine).noquote() << "lease failed:" << error;
-        schedulePump(1000);
-        return;
-    }
-    if (leased.isEmpty()) {
-        if (m_inFlight == 0 && m_config.untilIdle)
-            checkIdle();
-        schedulePump(m_config.idlePollMs);
-        return;
-    }
-    failpoint("after-consume");
-    m_counters.leased += leased.size();
-    m_inFlight += int(leased.size());
-
+    Transaction batch(m_store->database());
+    QList<QueueMessage> leased;
     QList<ClaimRequest> claims;
     QList<const QueueMessage *> claimedMessages;
-    claims.reserve(leased.size());
-    claimedMessages.reserve(leased.size());
-    for (const auto &message : leased) {
-        auto parsed = parseReminder(message.payload);
-        if (!parsed.reminder) {
-            ++m_counters.invalid;
-            deadLetter(Delivery{message, {}, 0, 0}, QStringLiteral("invalid-message"), parsed.error, 0);
-            continue;
-        }
-        claims.append(ClaimRequest{std::move(*parsed.reminder), message.id, message.delivery, message.leaseUntilMs});
-        claimedMessages.append(&message);
+    QList<ClaimResult> results;
+    QList<QPair<QueueMessage, QString>> invalid; // with the reason it does not parse
+    bool ok = batch.begin(&error);
+    if (ok && (!updates.isEmpty() || !attempts.isEmpty())) {
+        ok = m_ledger->record(updates, attempts, &error);
+        failpoint("after-record");
     }
-    const QList<ClaimResult> results =
-        claims.isEmpty() ? QList<ClaimResult>() : m_ledger->claim(claims, m_config.workerId, m_config.inDoubtPolicy, &error);
-    if (results.size() != claims.size()) {
-        // Nothing was claimed; the leases run out and the messages come back.
-        qCWarning(lcEngine).noquote() << "claim failed:" << error;
-        m_inFlight -= int(claims.size());
-        scheduleFlush();
-        schedulePump(1000);
+    ok = ok && m_queue->settle(settlements, &error);
+    if (ok && room > 0) {
+        leased = m_queue->lease(room, m_config.leaseMs, m_config.workerId, &error);
+        ok = error.isEmpty();
+    }
+    if (ok && !leased.isEmpty()) {
+        failpoint("after-consume");
+        for (const auto &message : std::as_const(leased)) {
+            auto parsed = parseReminder(message.payload);
+            if (!parsed.reminder) {
+                invalid.append({message, parsed.error});
+                continue;
+            }
+            claims.append(ClaimRequest{std::move(*parsed.reminder), message.id, message.delivery, message.leaseUntilMs});
+            claimedMessages.append(&message);
+        }
+        if (!claims.isEmpty()) {
+            results = m_ledger->claim(claims, m_config.workerId, m_config.inDoubtPolicy, &error);
+            ok = results.size() == claims.size();
+        }
+    }
+    ok = ok && batch.commit(&error);
+    if (!ok) {
+        // Nothing of this turn happened: keep the outcomes for the next one. Leases and
+        // claims were rolled back too, so those messages stay on the queue.
+        qCWarning(lcEngine).noquote() << "store write failed, retrying:" << error;
+        emit errorOccurred(QStringLiteral("store write failed: ") + error);
+        m_pendingUpdates = updates + m_pendingUpdates;
+        m_pendingAttempts = attempts + m_pendingAttempts;
+        m_pendingSettlements = settlements + m_pendingSettlements;
+        m_pendingAckedEnqueueTimes.insert(m_pendingAckedEnqueueTimes.begin(), ackedEnqueueTimes.begin(),
+                                          ackedEnqueueTimes.end());
+        scheduleCycle(1000);
         return;
     }
-    failpoint("after-claim");
+    if (!claims.isEmpty())
+        failpoint("after-claim");
 
+    m_inFlight -= settling;
+    const qint64 committedAt = nowMs();
+    for (const qint64 enqueuedAt : ackedEnqueueTimes)
+        m_latenciesMs.push_back(committedAt - enqueuedAt);
+    m_counters.leased += leased.size();
+    m_inFlight += int(leased.size());
+    for (const auto &[message, reason] : std::as_const(invalid)) {
+        ++m_counters.invalid;
+        deadLetter(Delivery{message, {}, 0, 0}, QStringLiteral("invalid-message"), reason, 0);
+    }
     for (qsizetype i = 0; i < claims.size(); ++i) {
         const ClaimResult &result = results.at(i);
         const Delivery delivery{*claimedMessages.at(i), claims.at(i).reminder, result.sendsThisRound,
@@ -166,23 +202,33 @@ void Engine::consume(int room)
             sendNow(delivery);
             break;
         case ClaimResult::Outcome::Duplicate:
+            // Recognised as already handled: ack without sending.
+            ++m_counters.duplicates;
+            acknowledge(delivery);
+            break;
         case ClaimResult::Outcome::Held:
-            // Recognised as already handled (or handed to an operator): ack without sending.
-            if (result.outcome == ClaimResult::Outcome::Duplicate)
-                ++m_counters.duplicates;
-            else
-                ++m_counters.held;
+            // Handed to an operator: the message leaves the queue without a send.
+            ++m_counters.held;
             acknowledge(delivery);
             break;
         case ClaimResult::Outcome::Busy:
             m_pendingSettlements.append(
                 {Settlement::Kind::Retry, delivery.message.id, delivery.message.delivery, result.busyForMs + 100, {}});
-            scheduleFlush();
             break;
         }
     }
-    if (leased.size() == room)
-        schedulePump(0);
+
+    if (m_stopping && m_inFlight == 0 && !hasPendingWrites()) {
+        finish(0);
+        return;
+    }
+    if (hasPendingWrites() || (room > 0 && leased.size() == room)) {
+        scheduleCycle(0);
+    } else if (room > 0 && leased.isEmpty()) {
+        if (m_inFlight == 0 && m_config.untilIdle)
+            checkIdle();
+        scheduleCycle(m_config.idlePollMs);
+    }
 }
 
 void Engine::sendNow(const Delivery &delivery)
@@ -252,7 +298,7 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
                                          {}});
         m_pendingUpdates.append(update);
         m_pendingSettlements.append({Settlement::Kind::Retry, delivery.message.id, delivery.message.delivery, delay, {}});
-        scheduleFlush();
+        scheduleCycle(0);
         return;
     }
 
@@ -280,74 +326,18 @@ void Engine::deadLetter(const Delivery &delivery, const QString &errorClass, con
     m_pendingAttempts.append(Attempt{reminder.sendKey, reminder.eventId, delivery.message.id,
                                      delivery.message.delivery, m_config.workerId, now,
                                      QStringLiteral("dead-letter"), errorClass, 0, -1, errorClass, error, {}});
-    scheduleFlush();
+    scheduleCycle(0);
 }
 
 void Engine::acknowledge(const Delivery &delivery)
 {
+    // The ack and its history row commit together, so the history never claims an ack
+    // that did not happen.
     m_pendingSettlements.append({Settlement::Kind::Ack, delivery.message.id, delivery.message.delivery, 0, {}});
-    m_pendingAckRows.append(Attempt{delivery.reminder.sendKey, delivery.reminder.eventId, delivery.message.id,
-                                    delivery.message.delivery, m_config.workerId, 0, QStringLiteral("ack"),
-                                    QStringLiteral("acked"), 0, -1, {}, {}, {}});
-    scheduleFlush();
-}
-
-void Engine::scheduleFlush()
-{
-    if (m_flushScheduled)
-        return;
-    m_flushScheduled = true;
-    QMetaObject::invokeMethod(this, &Engine::flush, Qt::QueuedConnection);
-}
-
-// Group commit: every outcome gathered since the last flush is recorded in one
-// transaction, and only then are the messages settled on the queue.
-void Engine::flush()
-{
-    m_flushScheduled = false;
-    QString error;
-    if (!m_pendingUpdates.isEmpty() || !m_pendingAttempts.isEmpty()) {
-        if (!m_ledger->record(m_pendingUpdates, m_pendingAttempts, &error)) {
-            // Not recorded means not acked: the leases expire and the claims are found in doubt.
-            qCWarning(lcEngine).noquote() << "recording outcomes failed:" << error;
-            emit errorOccurred(QStringLiteral("recording outcomes failed: ") + error);
-            m_inFlight -= int(m_pendingSettlements.size());
-            m_pendingUpdates.clear();
-            m_pendingAttempts.clear();
-            m_pendingSettlements.clear();
-            m_pendingAckedEnqueueTimes.clear();
-            m_pendingAckRows.clear();
-            schedulePump(1000);
-            return;
-        }
-        failpoint("after-record");
-    }
-    const int settled = int(m_pendingSettlements.size());
-    if (!m_queue->settle(m_pendingSettlements, &error)) {
-        qCWarning(lcEngine).noquote() << "settling messages failed:" << error;
-        emit errorOccurred(QStringLiteral("settling messages failed: ") + error);
-    } else {
-        const qint64 now = nowMs();
-        for (const qint64 enqueuedAt : m_pendingAckedEnqueueTimes)
-            m_latenciesMs.push_back(now - enqueuedAt);
-        // The history learns of an ack only once it has happened.
-        for (auto &row : m_pendingAckRows)
-            row.atMs = now;
-        if (!m_pendingAckRows.isEmpty() && !m_ledger->record({}, m_pendingAckRows, &error))
-            qCWarning(lcEngine).noquote() << "recording acks in the history failed:" << error;
-    }
-    m_inFlight -= settled;
-    m_pendingUpdates.clear();
-    m_pendingAttempts.clear();
-    m_pendingSettlements.clear();
-    m_pendingAckedEnqueueTimes.clear();
-    m_pendingAckRows.clear();
-    if (m_stopping) {
-        if (m_inFlight == 0)
-            finish(0);
-        return;
-    }
-    schedulePump(0);
+    m_pendingAttempts.append(Attempt{delivery.reminder.sendKey, delivery.reminder.eventId, delivery.message.id,
+                                     delivery.message.delivery, m_config.workerId, nowMs(), QStringLiteral("ack"),
+                                     QStringLiteral("acked"), 0, -1, {}, {}, {}});
+    scheduleCycle(0);
 }
 
 void Engine::checkIdle()
@@ -385,7 +375,7 @@ void Engine::finish(int exitCode)
 {
     m_running = false;
     m_stopping = false;
-    m_pumpTimer.stop();
+    m_cycleTimer.stop();
     m_countersTimer.stop();
     m_retentionTimer.stop();
     publishCounters();

@@ -104,15 +104,13 @@ private:
         qint64 firstSentAtMs = 0;
     };
 
-    void schedulePump(qint64 delayMs);
-    void pump();
-    void consume(int room);
+    void scheduleCycle(qint64 delayMs);
+    void cycle();
+    bool hasPendingWrites() const;
     void sendNow(const Delivery &delivery);
     void onSent(const Delivery &delivery, const SendOutcome &outcome, qint64 sentAtMs);
     void deadLetter(const Delivery &delivery, const QString &errorClass, const QString &error, int attempts);
     void acknowledge(const Delivery &delivery);
-    void scheduleFlush();
-    void flush();
     void checkIdle();
     void fail(const QString &message);
     void finish(int exitCode);
@@ -125,19 +123,18 @@ private:
     Ledger *m_ledger = nullptr;
     PartnerSender *m_sender = nullptr;
     CircuitBreaker m_breaker;
-    QTimer m_pumpTimer;
+    QTimer m_cycleTimer;
     QTimer m_countersTimer;
     QTimer m_retentionTimer;
-    bool m_flushScheduled = false;
     bool m_running = false;
     bool m_paused = false;
     bool m_stopping = false;
 
     int m_inFlight = 0; // leased and not yet settled
+    // Written by the next cycle, in one transaction.
     QList<LedgerUpdate> m_pendingUpdates;
     QList<Attempt> m_pendingAttempts;
     QList<Settlement> m_pendingSettlements;
-    QList<Attempt> m_pendingAckRows; // written once the acks are committed
     std::vector<qint64> m_pendingAckedEnqueueTimes;
     std::vector<qint64> m_latenciesMs;
     EngineCounters m_counters;

@@ -1,0 +1,36 @@
+# Shared by scripts/demo and scripts/test: install what is missing, then build.
+# Sourced, not run.
+
+ONCE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+ONCE_BUILD=${ONCE_BUILD_DIR:-$ONCE_ROOT/build}
+
+# Debian 12 packages the build and the tests need.
+ONCE_PACKAGES=(
+    cmake ninja-build g++ pkg-config
+    qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libgl-dev
+    qt6-charts-dev qt6-svg-dev libqt6svg6
+    xvfb xauth
+)
+
+ensure_packages() {
+    local missing=()
+    local package
+    for package in "$@"; do
+        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || missing+=("$package")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "once: these Debian packages are missing: ${missing[*]}" >&2
+        echo "once: run this script as root, or install them with: sudo apt-get install ${missing[*]}" >&2
+        exit 1
+    fi
+    echo "once: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q >/dev/null
+    apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+build_once() {
+    cmake -S "$ONCE_ROOT" -B "$ONCE_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake --build "$ONCE_BUILD" --parallel "$(nproc)"
+}
