@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include <QCoreApplication>
+#include <QLoggingCategory>
 
 #include <cstdio>
 #include <functional>
@@ -49,6 +50,8 @@ void printUsage(FILE *to)
 int main(int argc, char *argv[])
 {
     QCoreApplication app(argc, argv);
+    // Per-connection chatter stays off unless QT_LOGGING_RULES asks for it.
+    QLoggingCategory::setFilterRules(QStringLiteral("once.*.debug=false"));
     QCoreApplication::setOrganizationName(QStringLiteral("once"));
     QCoreApplication::setApplicationName(QStringLiteral("once"));
     QCoreApplication::setApplicationVersion(QStringLiteral(ONCE_VERSION));

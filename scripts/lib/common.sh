@@ -30,7 +30,10 @@ ensure_packages() {
     apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# build_once [TARGET...]: configures once, then builds the targets (default: all).
 build_once() {
     cmake -S "$ONCE_ROOT" -B "$ONCE_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-    cmake --build "$ONCE_BUILD" --parallel "$(nproc)"
+    local targets=()
+    [ $# -gt 0 ] && targets=(--target "$@")
+    cmake --build "$ONCE_BUILD" --parallel "$(nproc)" "${targets[@]}"
 }
