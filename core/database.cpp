@@ -149,7 +149,9 @@ QString defaultStoreUrl()
     const QString fromEnvironment = qEnvironmentVariable("ONCE_STORE");
     if (!fromEnvironment.isEmpty())
         return fromEnvironment;
-    return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/once.sqlite");
+    // Not AppDataLocation: that differs between `once` and `once-console`, and both must
+    // find the same store.
+    return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + QStringLiteral("/once/once.sqlite");
 }
 
 Database::~Database()

@@ -22,7 +22,7 @@ struct StoreLocation
     QString displayName() const;
 };
 
-// The default store: ONCE_STORE if set, else a file under AppDataLocation.
+// The default store: ONCE_STORE if set, else once/once.sqlite in the user's data folder.
 QString defaultStoreUrl();
 
 // One SQL connection, opened in the thread that uses it and closed there (Qt's rule for
