@@ -78,7 +78,12 @@ bool isSafeValue(QByteArrayView s)
 class ResponseParser
 {
 public:
-    enum class Progress { NeedMore, Done, Error };
+    enum class Progress
+    {
+        NeedMore,
+        Done,
+        Error
+    };
 
     void reset(bool headRequest)
     {
@@ -137,9 +142,25 @@ public:
     HttpResult takeResult() { return std::move(m_result); }
 
 private:
-    enum class State { StatusLine, Headers, Body, ChunkSize, ChunkData, ChunkEnd, Trailers, UntilClose, Done };
+    enum class State
+    {
+        StatusLine,
+        Headers,
+        Body,
+        ChunkSize,
+        ChunkData,
+        ChunkEnd,
+        Trailers,
+        UntilClose,
+        Done
+    };
 
-    enum class Line { Got, NeedMore, TooLong };
+    enum class Line
+    {
+        Got,
+        NeedMore,
+        TooLong
+    };
     Line takeLine(QByteArrayView *line)
     {
         const qsizetype nl = m_buffer.indexOf('\n', m_pos);
@@ -382,11 +403,15 @@ class Connection final : public QObject
     Q_DISABLE_COPY_MOVE(Connection)
 
 public:
-    enum class State { Connecting, Idle, Busy, Closed };
+    enum class State
+    {
+        Connecting,
+        Idle,
+        Busy,
+        Closed
+    };
 
-    Connection(Host *host, bool tls, QObject *parent)
-        : QObject(parent)
-        , m_host(host)
+    Connection(Host *host, bool tls, QObject *parent) : QObject(parent), m_host(host)
     {
         if (tls)
             m_socket = new QSslSocket(this);
@@ -427,10 +452,7 @@ class HttpConnectionPool
     Q_DISABLE_COPY_MOVE(HttpConnectionPool)
 
 public:
-    explicit HttpConnectionPool(HttpClient *client)
-        : m_client(client)
-    {
-    }
+    explicit HttpConnectionPool(HttpClient *client) : m_client(client) {}
     ~HttpConnectionPool();
 
     void send(const HttpRequest &request, QObject *context, HttpClient::Callback &&callback);
@@ -554,7 +576,8 @@ bool HttpConnectionPool::serialize(const HttpRequest &request, const Host &host,
         return false;
     }
 
-    qsizetype size = request.method.size() + target.size() + host.hostHeader.size() + request.body.size() + 96;
+    qsizetype size =
+        request.method.size() + target.size() + host.hostHeader.size() + request.body.size() + 96;
     for (const auto &h : request.headers) {
         // Error texts name the header position only: values may be credentials.
         if (!isToken(h.first) || !isSafeValue(h.second)) {
@@ -567,7 +590,9 @@ bool HttpConnectionPool::serialize(const HttpRequest &request, const Host &host,
     QByteArray &wire = *out;
     wire.reserve(size);
     wire.append(request.method).append(' ').append(target).append(" HTTP/1.1\r\nHost: ");
-    wire.append(host.hostHeader).append("\r\nContent-Length: ").append(QByteArray::number(request.body.size()));
+    wire.append(host.hostHeader)
+        .append("\r\nContent-Length: ")
+        .append(QByteArray::number(request.body.size()));
     wire.append("\r\nConnection: keep-alive\r\n");
     for (const auto &h : request.headers) {
         // The client owns framing and connection management.
@@ -617,7 +642,8 @@ void HttpConnectionPool::dispatch(Host *host)
             host->idle.pop_back();
             // The close of an idle connection may not have been processed yet; a socket
             // that is visibly dead or has unsolicited data must not carry a request.
-            if (c->m_socket->state() != QAbstractSocket::ConnectedState || c->m_socket->bytesAvailable() > 0) {
+            if (c->m_socket->state() != QAbstractSocket::ConnectedState ||
+                c->m_socket->bytesAvailable() > 0) {
                 discard(c);
                 continue;
             }
@@ -655,8 +681,9 @@ void HttpConnectionPool::openConnection(Host *host, Pending &&pending)
         QObject::connect(ssl, &QSslSocket::encrypted, c, [this, c] { onReady(c); });
     }
     QObject::connect(socket, &QIODevice::readyRead, c, [this, c] { onReadyRead(c); });
-    QObject::connect(socket, &QAbstractSocket::errorOccurred, c,
-                     [this, c](QAbstractSocket::SocketError) { onSocketDown(c, c->m_socket->errorString()); });
+    QObject::connect(socket, &QAbstractSocket::errorOccurred, c, [this, c](QAbstractSocket::SocketError) {
+        onSocketDown(c, c->m_socket->errorString());
+    });
     QObject::connect(socket, &QAbstractSocket::disconnected, c,
                      [this, c] { onSocketDown(c, QStringLiteral("connection closed by the server")); });
     QObject::connect(&c->m_timer, &QTimer::timeout, c, [this, c] { onTimeout(c); });
@@ -692,8 +719,9 @@ void HttpConnectionPool::startExchange(Connection *c)
     c->m_pending.wire = QByteArray();
     if (written < 0) {
         // write() refused the data outright: not a single byte reached the socket.
-        failExchange(c, HttpResult::Status::NotSent,
-                     QStringLiteral("could not write to %1: %2").arg(describe(c->m_host), c->m_socket->errorString()));
+        failExchange(
+            c, HttpResult::Status::NotSent,
+            QStringLiteral("could not write to %1: %2").arg(describe(c->m_host), c->m_socket->errorString()));
     }
 }
 
@@ -722,8 +750,9 @@ void HttpConnectionPool::onReadyRead(Connection *c)
         return;
     case ResponseParser::Progress::Error:
         qCWarning(lcHttp) << "protocol error from" << describe(c->m_host) << c->m_parser.error();
-        failExchange(c, HttpResult::Status::InDoubt,
-                     QStringLiteral("invalid response from %1: %2").arg(describe(c->m_host), c->m_parser.error()));
+        failExchange(
+            c, HttpResult::Status::InDoubt,
+            QStringLiteral("invalid response from %1: %2").arg(describe(c->m_host), c->m_parser.error()));
         return;
     }
 }
@@ -826,14 +855,15 @@ void HttpConnectionPool::complete(Pending &&pending, HttpResult &&result)
     result.latencyMs = pending.started.elapsed();
     if (!pending.callback || (pending.hasContext && !pending.context))
         return;
-    m_completed.push_back(
-        Completed{std::move(pending.context), pending.hasContext, std::move(pending.callback), std::move(result)});
+    m_completed.push_back(Completed{std::move(pending.context), pending.hasContext,
+                                    std::move(pending.callback), std::move(result)});
     if (!m_flushScheduled) {
         // One queued call delivers every result completed in this event-loop turn. Running
         // callbacks from there (never from socket signals or send()) lets a callback call
         // send() or delete the client safely.
         m_flushScheduled = true;
-        QMetaObject::invokeMethod(m_client, [this] { flush(); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            m_client, [this] { flush(); }, Qt::QueuedConnection);
     }
 }
 
@@ -853,9 +883,8 @@ void HttpConnectionPool::flush()
 }
 
 HttpClient::HttpClient(int maxConnectionsPerHost, QObject *parent)
-    : QObject(parent)
-    , m_maxConnections(std::max(1, maxConnectionsPerHost))
-    , m_pool(std::make_unique<HttpConnectionPool>(this))
+    : QObject(parent), m_maxConnections(std::max(1, maxConnectionsPerHost)),
+      m_pool(std::make_unique<HttpConnectionPool>(this))
 {
 }
 

@@ -112,11 +112,7 @@ struct PartnerSimulator::Private
 {
     // The server is a child of the simulator so that moveToThread() takes it (and the
     // client sockets, its children) along.
-    explicit Private(PartnerSimulator *owner)
-        : q(owner)
-        , server(new QTcpServer(owner))
-    {
-    }
+    explicit Private(PartnerSimulator *owner) : q(owner), server(new QTcpServer(owner)) {}
 
     ~Private()
     {
@@ -133,7 +129,12 @@ struct PartnerSimulator::Private
     void onNewConnection();
     void onReadyRead(const ConnectionPtr &conn);
     void processBuffer(const ConnectionPtr &conn);
-    enum class Parse { Incomplete, Ready, Bad };
+    enum class Parse
+    {
+        Incomplete,
+        Ready,
+        Bad
+    };
     Parse parseRequest(ServerConnection &conn, ServerRequest *request, int *badStatus);
     void handle(const ConnectionPtr &conn, ServerRequest &&request);
     void handleReminder(const ConnectionPtr &conn, ServerRequest &&request);
@@ -234,8 +235,8 @@ void PartnerSimulator::Private::processBuffer(const ConnectionPtr &conn)
     }
 }
 
-PartnerSimulator::Private::Parse PartnerSimulator::Private::parseRequest(ServerConnection &conn,
-                                                                          ServerRequest *request, int *badStatus)
+PartnerSimulator::Private::Parse
+PartnerSimulator::Private::parseRequest(ServerConnection &conn, ServerRequest *request, int *badStatus)
 {
     QByteArray &buf = conn.buffer;
     if (conn.bodyOffset < 0) {
@@ -376,7 +377,8 @@ void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, Server
         return;
     }
     if (hit(profile.throttleRate)) {
-        const QByteArray retryAfter = "Retry-After: " + QByteArray::number(profile.retryAfterSeconds) + "\r\n";
+        const QByteArray retryAfter =
+            "Retry-After: " + QByteArray::number(profile.retryAfterSeconds) + "\r\n";
         respond(*conn, 429, R"({"error":"rate limited"})", request.keepAlive, retryAfter);
         return;
     }
@@ -437,7 +439,8 @@ void PartnerSimulator::Private::accept(const ConnectionPtr &conn, const QByteArr
         ++count;
     }
     const QByteArray requestId = "req_" + n;
-    const QByteArray body = R"({"id":"msg_)" + n + R"(","request_id":")" + requestId + R"(","status":"accepted"})";
+    const QByteArray body =
+        R"({"id":"msg_)" + n + R"(","request_id":")" + requestId + R"(","status":"accepted"})";
     if (keyed) {
         const auto it = records.find(key);
         if (it != records.end()) {
@@ -461,8 +464,9 @@ void PartnerSimulator::Private::accept(const ConnectionPtr &conn, const QByteArr
     emit q->effectApplied(key);
 }
 
-void PartnerSimulator::Private::respond(ServerConnection &conn, int status, const QByteArray &body, bool keepAlive,
-                                        QByteArrayView extraHeaders, QByteArrayView contentType)
+void PartnerSimulator::Private::respond(ServerConnection &conn, int status, const QByteArray &body,
+                                        bool keepAlive, QByteArrayView extraHeaders,
+                                        QByteArrayView contentType)
 {
     QTcpSocket *socket = conn.socket;
     if (!socket || conn.closing)
@@ -502,9 +506,7 @@ QByteArray PartnerSimulator::Private::effectsJson() const
 }
 
 PartnerSimulator::PartnerSimulator(const PartnerProfile &profile, QObject *parent)
-    : QObject(parent)
-    , m_profile(profile)
-    , d(std::make_unique<Private>(this))
+    : QObject(parent), m_profile(profile), d(std::make_unique<Private>(this))
 {
     // Hundreds of clients may connect in the same instant.
     d->server->setListenBacklogSize(1024);

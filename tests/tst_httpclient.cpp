@@ -77,8 +77,7 @@ public:
     // Called once per complete request; `number` counts requests over all connections.
     using Handler = std::function<void(QTcpSocket *socket, int number)>;
 
-    explicit ScriptedServer(Handler handler)
-        : m_handler(std::move(handler))
+    explicit ScriptedServer(Handler handler) : m_handler(std::move(handler))
     {
         QObject::connect(&m_server, &QTcpServer::newConnection, &m_server, [this] {
             while (QTcpSocket *socket = m_server.nextPendingConnection()) {
@@ -163,7 +162,8 @@ private slots:
 void tst_HttpClient::headerLookupIsCaseInsensitive()
 {
     HttpResult result;
-    result.headers = {{"Content-Type", "application/json"}, {"X-Request-Id", "req_1"}, {"x-request-id", "req_2"}};
+    result.headers = {
+        {"Content-Type", "application/json"}, {"X-Request-Id", "req_1"}, {"x-request-id", "req_2"}};
     QCOMPARE(result.header("x-request-id"), QByteArray("req_1"));
     QCOMPARE(result.header("CONTENT-TYPE"), QByteArray("application/json"));
     QVERIFY(result.header("Retry-After").isNull());
@@ -195,7 +195,8 @@ void tst_HttpClient::keepAliveReusesOneConnectionForSequentialRequests()
     HttpClient client;
 
     for (int i = 0; i < 50; ++i) {
-        const HttpResult result = exchange(client, reminderPost(partner.port(), "seq-" + QByteArray::number(i)));
+        const HttpResult result =
+            exchange(client, reminderPost(partner.port(), "seq-" + QByteArray::number(i)));
         QCOMPARE(result.status, HttpResult::Status::Response);
         QCOMPARE(result.httpStatus, 200);
     }
@@ -406,7 +407,8 @@ void tst_HttpClient::timeoutIsInDoubtAndAbandonsTheConnection()
     const HttpResult result = exchange(client, request);
     QCOMPARE(result.status, HttpResult::Status::InDoubt);
     QVERIFY(!leaksSecret(result));
-    QVERIFY2(result.latencyMs >= 150 && result.latencyMs < 1500, qPrintable(QString::number(result.latencyMs)));
+    QVERIFY2(result.latencyMs >= 150 && result.latencyMs < 1500,
+             qPrintable(QString::number(result.latencyMs)));
     QCOMPARE(client.openConnections(), 0);
 
     // In doubt indeed: the partner still applies the effect later.
@@ -518,7 +520,8 @@ void tst_HttpClient::callbackSkippedWhenContextIsDestroyed()
 
     bool called = false;
     auto *context = new QObject;
-    client.send(reminderPost(partner.port(), "orphan"), context, [&called](const HttpResult &) { called = true; });
+    client.send(reminderPost(partner.port(), "orphan"), context,
+                [&called](const HttpResult &) { called = true; });
     delete context;
 
     const HttpResult later = exchange(client, reminderPost(partner.port(), "witness"));

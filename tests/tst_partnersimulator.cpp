@@ -140,7 +140,8 @@ void tst_PartnerSimulator::newKeyIsAcceptedWithRequestId()
     const QJsonObject body = jsonOf(result);
     QVERIFY(body.value(QLatin1String("id")).toString().startsWith(QLatin1String("msg_")));
     QCOMPARE(body.value(QLatin1String("status")).toString(), QStringLiteral("accepted"));
-    QCOMPARE(body.value(QLatin1String("request_id")).toString(), QString::fromLatin1(result.header("X-Request-Id")));
+    QCOMPARE(body.value(QLatin1String("request_id")).toString(),
+             QString::fromLatin1(result.header("X-Request-Id")));
     QVERIFY(result.header("Idempotent-Replayed").isEmpty());
     QCOMPARE(effects.size(), 1);
     QCOMPARE(effects.at(0).at(0).toByteArray(), QByteArray("k-new"));
@@ -425,8 +426,9 @@ void tst_PartnerSimulator::pipelinedRequestsAreAnsweredInOrder()
     socket.connectToHost(QHostAddress::LocalHost, partner.port());
     QVERIFY(socket.waitForConnected(5000));
     const QByteArray body = R"({"reminder":1})";
-    const QByteArray post = "POST /reminders HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k-pipe\r\nContent-Length: " +
-                            QByteArray::number(body.size()) + "\r\n\r\n" + body;
+    const QByteArray post =
+        "POST /reminders HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k-pipe\r\nContent-Length: " +
+        QByteArray::number(body.size()) + "\r\n\r\n" + body;
     socket.write(post + "GET /health HTTP/1.1\r\nHost: x\r\n\r\n" + post);
 
     QList<QByteArray> responses;
