@@ -42,6 +42,7 @@ CREATE TABLE ledger (
     payload BLOB NOT NULL,
     state TEXT NOT NULL,
     owner_message TEXT,
+    owner_delivery INTEGER,
     owner_worker TEXT,
     claim_expires_at INTEGER,
     sends INTEGER NOT NULL DEFAULT 0,
@@ -241,6 +242,11 @@ QSqlQuery &Database::prepared(const QString &sql)
             qCWarning(lcDatabase) << "cannot prepare" << sql << slot->lastError().text();
     }
     return *slot;
+}
+
+QString Database::repeatRows(const QString &row, qsizetype rows)
+{
+    return QStringList(rows, row).join(QStringLiteral(", "));
 }
 
 bool Database::exec(QSqlQuery &query, QString *error)

@@ -222,8 +222,11 @@ void Engine::cycle()
         finish(0);
         return;
     }
+    const qint64 after = nowMs();
     if (hasPendingWrites() || (room > 0 && leased.size() == room)) {
         scheduleCycle(0);
+    } else if (consuming && m_breaker.state(after) == CircuitBreaker::State::Open) {
+        scheduleCycle(m_breaker.reopensInMs(after) + 1); // the probe
     } else if (room > 0 && leased.isEmpty()) {
         if (m_inFlight == 0 && m_config.untilIdle)
             checkIdle();
@@ -246,8 +249,9 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
     Attempt attempt{reminder.sendKey, reminder.eventId, delivery.message.id, delivery.message.delivery,
                     m_config.workerId, sentAtMs, QStringLiteral("send"), QString(), outcome.httpStatus,
                     outcome.latencyMs, outcome.errorClass, outcome.error, outcome.providerRequestId};
-    LedgerUpdate update{reminder.sendKey, LedgerState::Applied, true, sentAtMs, outcome.httpStatus,
-                        outcome.errorClass, outcome.error, outcome.providerRequestId};
+    LedgerUpdate update{reminder.sendKey, delivery.message.id, delivery.message.delivery, LedgerState::Applied,
+                        true, sentAtMs, outcome.httpStatus, outcome.errorClass, outcome.error,
+                        outcome.providerRequestId};
 
     if (outcome.kind == SendOutcome::Kind::Applied) {
         failpoint("after-send");

@@ -62,10 +62,14 @@ struct Attempt
     QString providerRequestId;
 };
 
-// The new state of a key after a send or a decision.
+// The new state of a key after a send. It applies only while the delivery that
+// claimed the key still holds the claim: a holder that stalled past its lease, and whose
+// key another delivery has since taken over, must not overwrite that delivery's outcome.
 struct LedgerUpdate
 {
     QByteArray sendKey;
+    QString messageId; // the claim holder
+    int delivery = 0;
     QLatin1String state = LedgerState::Applied;
     bool countsAsSend = false; // a request reached (or may have reached) the partner
     qint64 sentAtMs = 0;
@@ -84,7 +88,8 @@ public:
 
     virtual QList<ClaimResult> claim(const QList<ClaimRequest> &requests, const QString &workerId,
                                      InDoubtPolicy policy, QString *error) = 0;
-    // Writes state changes and history rows in one durable step.
+    // Writes state changes and history rows in one durable step. Updates from a delivery
+    // that no longer holds its claim are ignored; their history rows are kept.
     virtual bool record(const QList<LedgerUpdate> &updates, const QList<Attempt> &attempts, QString *error) = 0;
     // An operator put a dead key back on the queue: any delivery of it may claim it again,
     // with a fresh attempt budget.

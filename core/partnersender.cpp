@@ -11,21 +11,27 @@ namespace once {
 
 std::optional<qint64> parseRetryAfterMs(const QByteArray &value, qint64 nowMs)
 {
+    // A partner that asks for more than a day is treated as asking for a day; the
+    // attempt budget and the operator take it from there.
+    constexpr qint64 MaxMs = 24 * 3600 * 1000;
     const QByteArray trimmed = value.trimmed();
     if (trimmed.isEmpty())
         return std::nullopt;
     bool isNumber = false;
     const qint64 seconds = trimmed.toLongLong(&isNumber);
     if (isNumber)
-        return seconds < 0 ? std::nullopt : std::optional<qint64>(seconds * 1000);
-    // IMF-fixdate, e.g. "Wed, 21 Oct 2015 07:28:00 GMT".
-    const QDateTime date = QLocale::c().toDateTime(QString::fromLatin1(trimmed).section(QLatin1Char(' '), 1, 4),
-                                                   QStringLiteral("dd MMM yyyy HH:mm:ss"));
-    if (!date.isValid())
+        return seconds < 0 ? std::nullopt : std::optional<qint64>(std::min(seconds, MaxMs / 1000) * 1000);
+    // IMF-fixdate, e.g. "Wed, 21 Oct 2015 07:28:00 GMT", always in GMT: parse date and
+    // time apart so that no local time zone (or its daylight-saving gap) is involved.
+    const QStringList parts = QString::fromLatin1(trimmed).split(QLatin1Char(' '), Qt::SkipEmptyParts);
+    if (parts.size() != 6 || parts.at(5) != QLatin1String("GMT"))
         return std::nullopt;
-    QDateTime utc = date;
-    utc.setTimeZone(QTimeZone::utc());
-    return std::max<qint64>(0, utc.toMSecsSinceEpoch() - nowMs);
+    const QDate date = QLocale::c().toDate(parts.mid(1, 3).join(QLatin1Char(' ')), QStringLiteral("dd MMM yyyy"));
+    const QTime time = QTime::fromString(parts.at(4), QStringLiteral("HH:mm:ss"));
+    if (!date.isValid() || !time.isValid())
+        return std::nullopt;
+    const qint64 at = QDateTime(date, time, Qt::UTC).toMSecsSinceEpoch();
+    return std::clamp<qint64>(at - nowMs, 0, MaxMs);
 }
 
 qint64 retryDelayMs(int sendsSoFar, qint64 baseMs, qint64 capMs, qint64 retryAfterMs)

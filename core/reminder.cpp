@@ -107,7 +107,7 @@ ReminderParseResult parseReminder(const QByteArray &line)
     reminder.channel = object.value(QLatin1String("channel")).toString();
     reminder.eventId = object.value(QLatin1String("event_id")).toString();
     reminder.sendKey = makeSendKey(*userId, *reminderId, *scheduledAt);
-    reminder.payload = document.toJson(QJsonDocument::Compact);
+    reminder.payload = line.trimmed();
     return {std::move(reminder), {}};
 }
 

@@ -25,7 +25,7 @@ struct Reminder
     QString channel;  // optional
     QString eventId;  // optional, producer-assigned, carried through every retry
     QByteArray sendKey;
-    QByteArray payload; // the JSON object, compact, as forwarded
+    QByteArray payload; // the JSON object exactly as the producer sent it, trimmed
 };
 
 struct ReminderParseResult

@@ -2,6 +2,7 @@
 
 #include "database.h"
 
+#include <QSet>
 #include <QVariant>
 
 namespace once {
@@ -24,11 +25,22 @@ QList<ClaimResult> SqlLedger::claim(const QList<ClaimRequest> &requests, const Q
     if (!transaction.begin(error))
         return {};
     const qint64 now = nowMs();
+    QSet<QByteArray> inserted;
+    if (!insertClaims(requests, workerId, now, &inserted, error))
+        return {};
+    results.reserve(requests.size());
+    attempts.reserve(requests.size());
     for (const auto &request : requests) {
         ClaimResult result;
-        Attempt attempt;
-        if (!claimOne(request, workerId, policy, now, &result, &attempt, error))
+        Attempt attempt{request.reminder.sendKey, request.reminder.eventId, request.messageId, request.delivery,
+                        workerId, now, QStringLiteral("claim"), QString(), 0, -1, {}, {}, {}};
+        // A key claimed twice in one batch: the first request won the insert, the
+        // second meets the first one's live claim like any other duplicate.
+        if (inserted.remove(request.reminder.sendKey)) {
+            attempt.outcome = QStringLiteral("claimed");
+        } else if (!resolveTakenKey(request, workerId, policy, now, &result, &attempt, error)) {
             return {};
+        }
         results.append(result);
         attempts.append(std::move(attempt));
     }
@@ -37,41 +49,51 @@ QList<ClaimResult> SqlLedger::claim(const QList<ClaimRequest> &requests, const Q
     return results;
 }
 
-// The claim is the INSERT: the unique key decides the winner, never a prior read. Only
-// when the insert finds the key taken does the existing row say which path to take.
-bool SqlLedger::claimOne(const ClaimRequest &request, const QString &workerId, InDoubtPolicy policy, qint64 now,
-                         ClaimResult *result, Attempt *attempt, QString *error)
+// The claim is the INSERT: the unique key decides the winner, never a prior read.
+bool SqlLedger::insertClaims(const QList<ClaimRequest> &requests, const QString &workerId, qint64 now,
+                             QSet<QByteArray> *inserted, QString *error)
 {
-    const Reminder &reminder = request.reminder;
-    const QString key = QString::fromLatin1(reminder.sendKey);
-    *attempt = Attempt{reminder.sendKey, reminder.eventId, request.messageId, request.delivery, workerId, now,
-                       QStringLiteral("claim"), QString(), 0, -1, {}, {}, {}};
-
-    auto &insert = m_db.prepared(QStringLiteral(
-        "INSERT INTO ledger (send_key, event_id, user_id, reminder_id, scheduled_at, destination, channel, payload, "
-        "state, owner_message, owner_worker, claim_expires_at, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'claimed', ?, ?, ?, ?, ?) ON CONFLICT (send_key) DO NOTHING"));
-    insert.addBindValue(key);
-    insert.addBindValue(nullIfEmpty(reminder.eventId));
-    insert.addBindValue(reminder.userId);
-    insert.addBindValue(reminder.reminderId);
-    insert.addBindValue(reminder.scheduledAt.toMSecsSinceEpoch());
-    insert.addBindValue(reminder.destination);
-    insert.addBindValue(nullIfEmpty(reminder.channel));
-    insert.addBindValue(reminder.payload);
-    insert.addBindValue(request.messageId);
-    insert.addBindValue(workerId);
-    insert.addBindValue(request.leaseUntilMs);
-    insert.addBindValue(now);
-    insert.addBindValue(now);
-    if (!m_db.exec(insert, error))
-        return false;
-    if (insert.numRowsAffected() == 1) {
-        result->outcome = ClaimResult::Outcome::Claimed;
-        attempt->outcome = QStringLiteral("claimed");
-        return true;
+    constexpr qsizetype ChunkRows = 100;
+    for (qsizetype start = 0; start < requests.size(); start += ChunkRows) {
+        const qsizetype rows = std::min(ChunkRows, requests.size() - start);
+        auto &insert = m_db.prepared(
+            QStringLiteral("INSERT INTO ledger (send_key, event_id, user_id, reminder_id, scheduled_at, destination, "
+                           "channel, payload, state, owner_message, owner_delivery, owner_worker, claim_expires_at, "
+                           "created_at, updated_at) VALUES ")
+            + Database::repeatRows(QStringLiteral("(?, ?, ?, ?, ?, ?, ?, ?, 'claimed', ?, ?, ?, ?, ?, ?)"), rows)
+            + QStringLiteral(" ON CONFLICT (send_key) DO NOTHING RETURNING send_key"));
+        for (qsizetype i = start; i < start + rows; ++i) {
+            const ClaimRequest &request = requests.at(i);
+            const Reminder &reminder = request.reminder;
+            insert.addBindValue(QString::fromLatin1(reminder.sendKey));
+            insert.addBindValue(nullIfEmpty(reminder.eventId));
+            insert.addBindValue(reminder.userId);
+            insert.addBindValue(reminder.reminderId);
+            insert.addBindValue(reminder.scheduledAt.toMSecsSinceEpoch());
+            insert.addBindValue(reminder.destination);
+            insert.addBindValue(nullIfEmpty(reminder.channel));
+            insert.addBindValue(reminder.payload);
+            insert.addBindValue(request.messageId);
+            insert.addBindValue(request.delivery);
+            insert.addBindValue(workerId);
+            insert.addBindValue(request.leaseUntilMs);
+            insert.addBindValue(now);
+            insert.addBindValue(now);
+        }
+        if (!m_db.exec(insert, error))
+            return false;
+        while (insert.next())
+            inserted->insert(insert.value(0).toString().toLatin1());
+        insert.finish();
     }
+    return true;
+}
 
+// Only when the insert finds the key taken does the existing row say which path to take.
+bool SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &workerId, InDoubtPolicy policy,
+                                qint64 now, ClaimResult *result, Attempt *attempt, QString *error)
+{
+    const QString key = QString::fromLatin1(request.reminder.sendKey);
     auto &select = m_db.prepared(QStringLiteral(
         "SELECT state, owner_message, claim_expires_at, round_sends, first_sent_at FROM ledger WHERE send_key = ?"));
     select.addBindValue(key);
@@ -92,10 +114,11 @@ bool SqlLedger::claimOne(const ClaimRequest &request, const QString &workerId, I
     // Takes the key over for this delivery, guarded by the state it was read in.
     const auto takeOver = [&](QLatin1String newState) {
         auto &update = m_db.prepared(QStringLiteral(
-            "UPDATE ledger SET state = ?, owner_message = ?, owner_worker = ?, claim_expires_at = ?, updated_at = ? "
-            "WHERE send_key = ? AND state = ?"));
+            "UPDATE ledger SET state = ?, owner_message = ?, owner_delivery = ?, owner_worker = ?, "
+            "claim_expires_at = ?, updated_at = ? WHERE send_key = ? AND state = ?"));
         update.addBindValue(QString(newState));
         update.addBindValue(request.messageId);
+        update.addBindValue(request.delivery);
         update.addBindValue(workerId);
         update.addBindValue(request.leaseUntilMs);
         update.addBindValue(now);
@@ -150,23 +173,29 @@ bool SqlLedger::claimOne(const ClaimRequest &request, const QString &workerId, I
 
 bool SqlLedger::insertAttempts(const QList<Attempt> &attempts, QString *error)
 {
-    auto &insert = m_db.prepared(QStringLiteral(
-        "INSERT INTO attempts (send_key, event_id, message_id, delivery, worker_id, at, step, outcome, http_status, "
-        "latency_ms, error_class, error, provider_request_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
-    for (const auto &attempt : attempts) {
-        insert.addBindValue(attempt.sendKey.isEmpty() ? QVariant() : QVariant(QString::fromLatin1(attempt.sendKey)));
-        insert.addBindValue(nullIfEmpty(attempt.eventId));
-        insert.addBindValue(nullIfEmpty(attempt.messageId));
-        insert.addBindValue(attempt.delivery);
-        insert.addBindValue(nullIfEmpty(attempt.workerId));
-        insert.addBindValue(attempt.atMs);
-        insert.addBindValue(attempt.step);
-        insert.addBindValue(attempt.outcome);
-        insert.addBindValue(attempt.httpStatus ? QVariant(attempt.httpStatus) : QVariant());
-        insert.addBindValue(attempt.latencyMs >= 0 ? QVariant(attempt.latencyMs) : QVariant());
-        insert.addBindValue(nullIfEmpty(attempt.errorClass));
-        insert.addBindValue(nullIfEmpty(attempt.error));
-        insert.addBindValue(nullIfEmpty(attempt.providerRequestId));
+    constexpr qsizetype ChunkRows = 100;
+    for (qsizetype start = 0; start < attempts.size(); start += ChunkRows) {
+        const qsizetype rows = std::min(ChunkRows, attempts.size() - start);
+        auto &insert = m_db.prepared(
+            QStringLiteral("INSERT INTO attempts (send_key, event_id, message_id, delivery, worker_id, at, step, "
+                           "outcome, http_status, latency_ms, error_class, error, provider_request_id) VALUES ")
+            + Database::repeatRows(QStringLiteral("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"), rows));
+        for (qsizetype i = start; i < start + rows; ++i) {
+            const Attempt &attempt = attempts.at(i);
+            insert.addBindValue(attempt.sendKey.isEmpty() ? QVariant() : QVariant(QString::fromLatin1(attempt.sendKey)));
+            insert.addBindValue(nullIfEmpty(attempt.eventId));
+            insert.addBindValue(nullIfEmpty(attempt.messageId));
+            insert.addBindValue(attempt.delivery);
+            insert.addBindValue(nullIfEmpty(attempt.workerId));
+            insert.addBindValue(attempt.atMs);
+            insert.addBindValue(attempt.step);
+            insert.addBindValue(attempt.outcome);
+            insert.addBindValue(attempt.httpStatus ? QVariant(attempt.httpStatus) : QVariant());
+            insert.addBindValue(attempt.latencyMs >= 0 ? QVariant(attempt.latencyMs) : QVariant());
+            insert.addBindValue(nullIfEmpty(attempt.errorClass));
+            insert.addBindValue(nullIfEmpty(attempt.error));
+            insert.addBindValue(nullIfEmpty(attempt.providerRequestId));
+        }
         if (!m_db.exec(insert, error))
             return false;
     }
@@ -184,7 +213,8 @@ bool SqlLedger::record(const QList<LedgerUpdate> &updates, const QList<Attempt> 
         "first_sent_at = COALESCE(first_sent_at, ?), "
         "applied_at = CASE WHEN ? = 'applied' THEN ? ELSE applied_at END, claim_expires_at = NULL, "
         "last_http_status = COALESCE(?, last_http_status), last_error_class = ?, last_error = ?, "
-        "provider_request_id = COALESCE(?, provider_request_id) WHERE send_key = ?"));
+        "provider_request_id = COALESCE(?, provider_request_id) "
+        "WHERE send_key = ? AND state = 'claimed' AND owner_message = ? AND owner_delivery = ?"));
     for (const auto &change : updates) {
         const int sends = change.countsAsSend ? 1 : 0;
         update.addBindValue(QString(change.state));
@@ -199,6 +229,8 @@ bool SqlLedger::record(const QList<LedgerUpdate> &updates, const QList<Attempt> 
         update.addBindValue(nullIfEmpty(change.error));
         update.addBindValue(nullIfEmpty(change.providerRequestId));
         update.addBindValue(QString::fromLatin1(change.sendKey));
+        update.addBindValue(change.messageId);
+        update.addBindValue(change.delivery);
         if (!m_db.exec(update, error))
             return false;
     }

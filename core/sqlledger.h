@@ -2,6 +2,8 @@
 
 #include "ledger.h"
 
+#include <QSet>
+
 namespace once {
 
 class Database;
@@ -21,8 +23,10 @@ public:
     bool insertAttempts(const QList<Attempt> &attempts, QString *error);
 
 private:
-    bool claimOne(const ClaimRequest &request, const QString &workerId, InDoubtPolicy policy, qint64 now,
-                  ClaimResult *result, Attempt *attempt, QString *error);
+    bool insertClaims(const QList<ClaimRequest> &requests, const QString &workerId, qint64 now,
+                      QSet<QByteArray> *inserted, QString *error);
+    bool resolveTakenKey(const ClaimRequest &request, const QString &workerId, InDoubtPolicy policy, qint64 now,
+                         ClaimResult *result, Attempt *attempt, QString *error);
 
     Database &m_db;
 };

@@ -73,7 +73,6 @@ bool SqlQueue::settle(const QList<Settlement> &settlements, QString *error)
     if (!transaction.begin(error))
         return false;
     const qint64 now = nowMs();
-    auto &remove = m_db.prepared(QStringLiteral("DELETE FROM queue WHERE id = ? AND receive_count = ?"));
     auto &retry = m_db.prepared(QStringLiteral(
         "UPDATE queue SET visible_at = ?, lease_owner = NULL WHERE id = ? AND receive_count = ?"));
     auto &bury = m_db.prepared(QStringLiteral(
@@ -81,18 +80,19 @@ bool SqlQueue::settle(const QList<Settlement> &settlements, QString *error)
         "first_attempt_at, last_attempt_at, dead_at, enqueued_at, receive_count, redrive_count) "
         "SELECT id, payload, send_key, event_id, ?, ?, ?, ?, ?, ?, enqueued_at, receive_count, redrive_count "
         "FROM queue WHERE id = ? AND receive_count = ?"));
+    // Acks and dead letters leave the queue; the receive count is the lease token, so a
+    // delivery whose lease was lost removes nothing.
+    QList<const Settlement *> removals;
     for (const auto &settlement : settlements) {
-        if (settlement.kind == Settlement::Kind::Ack)
-            failpoint("before-ack");
-        if (settlement.kind == Settlement::Kind::Retry) {
+        switch (settlement.kind) {
+        case Settlement::Kind::Retry:
             retry.addBindValue(now + settlement.delayMs);
-            retry.addBindValue(settlement.messageId);
+            retry.addBindValue(settlement.messageId.toLongLong());
             retry.addBindValue(settlement.delivery);
             if (!m_db.exec(retry, error))
                 return false;
-            continue;
-        }
-        if (settlement.kind == Settlement::Kind::DeadLetter) {
+            break;
+        case Settlement::Kind::DeadLetter: {
             const auto &info = settlement.deadLetter;
             bury.addBindValue(info.errorClass);
             bury.addBindValue(info.lastError);
@@ -100,13 +100,28 @@ bool SqlQueue::settle(const QList<Settlement> &settlements, QString *error)
             bury.addBindValue(info.firstAttemptAtMs ? QVariant(info.firstAttemptAtMs) : QVariant());
             bury.addBindValue(info.lastAttemptAtMs ? QVariant(info.lastAttemptAtMs) : QVariant());
             bury.addBindValue(now);
-            bury.addBindValue(settlement.messageId);
+            bury.addBindValue(settlement.messageId.toLongLong());
             bury.addBindValue(settlement.delivery);
             if (!m_db.exec(bury, error))
                 return false;
+            removals.append(&settlement);
+            break;
         }
-        remove.addBindValue(settlement.messageId);
-        remove.addBindValue(settlement.delivery);
+        case Settlement::Kind::Ack:
+            failpoint("before-ack");
+            removals.append(&settlement);
+            break;
+        }
+    }
+    constexpr qsizetype ChunkRows = 200;
+    for (qsizetype start = 0; start < removals.size(); start += ChunkRows) {
+        const qsizetype rows = std::min(ChunkRows, removals.size() - start);
+        auto &remove = m_db.prepared(QStringLiteral("DELETE FROM queue WHERE (id, receive_count) IN (VALUES ")
+                                     + Database::repeatRows(QStringLiteral("(?, ?)"), rows) + QLatin1Char(')'));
+        for (qsizetype i = start; i < start + rows; ++i) {
+            remove.addBindValue(removals.at(i)->messageId.toLongLong());
+            remove.addBindValue(removals.at(i)->delivery);
+        }
         if (!m_db.exec(remove, error))
             return false;
     }

@@ -259,7 +259,6 @@ void TestReminder::rejectsBadTimestamps_data()
     QTest::newRow("offset +01:60") << QStringLiteral("2026-12-01T09:00:00+01:60");
     QTest::newRow("offset without colon") << QStringLiteral("2026-12-01T09:00:00+0100");
     QTest::newRow("empty fraction") << QStringLiteral("2026-12-01T09:00:00.Z");
-    QTest::newRow("ten fraction digits") << QStringLiteral("2026-12-01T09:00:00.1234567890Z");
     QTest::newRow("trailing text") << QStringLiteral("2026-12-01T09:00:00Z tomorrow");
     QTest::newRow("leading space") << QStringLiteral(" 2026-12-01T09:00:00Z");
 }

@@ -1,0 +1,1304 @@
+// The embedded store against a real SQLite file: schema, queue leases and settlements,
+// the claim ledger, operator operations and the inspector.
+#include "store.h"
+
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QHash>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLoggingCategory>
+#include <QSqlError>
+#include <QSqlQuery>
+#include <QSet>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QThread>
+
+#include <latch>
+#include <memory>
+
+using namespace once;
+
+Q_DECLARE_METATYPE(once::InDoubtPolicy)
+Q_DECLARE_METATYPE(once::ClaimResult::Outcome)
+
+namespace {
+
+const QString Worker = QStringLiteral("worker-1");
+constexpr qint64 LongLease = 60000;
+
+QByteArray reminderLine(const QString &user, const QString &reminderId,
+                        const QString &scheduledAt = QStringLiteral("2026-12-01T09:00:00Z"),
+                        const QString &eventId = QString(), const QString &destination = QStringLiteral("+15550100"))
+{
+    QJsonObject object{
+        {QStringLiteral("user_id"), user},
+        {QStringLiteral("reminder_id"), reminderId},
+        {QStringLiteral("scheduled_at"), scheduledAt},
+        {QStringLiteral("destination"), destination},
+        {QStringLiteral("body"), QStringLiteral("Reminder %1 for %2").arg(reminderId, user)},
+    };
+    if (!eventId.isEmpty())
+        object.insert(QStringLiteral("event_id"), eventId);
+    return QJsonDocument(object).toJson(QJsonDocument::Compact);
+}
+
+Reminder makeReminder(const QString &user, const QString &reminderId,
+                      const QString &scheduledAt = QStringLiteral("2026-12-01T09:00:00Z"),
+                      const QString &eventId = QString(), const QString &destination = QStringLiteral("+15550100"))
+{
+    const auto parsed = parseReminder(reminderLine(user, reminderId, scheduledAt, eventId, destination));
+    if (!parsed.reminder)
+        qFatal("test reminder does not parse: %s", qPrintable(parsed.error));
+    return *parsed.reminder;
+}
+
+ClaimRequest claimRequest(const Reminder &reminder, const QString &messageId, int delivery = 1,
+                          qint64 leaseUntilMs = nowMs() + LongLease)
+{
+    return ClaimRequest{reminder, messageId, delivery, leaseUntilMs};
+}
+
+OutgoingMessage outgoing(const Reminder &reminder, qint64 delayMs = 0)
+{
+    return OutgoingMessage{reminder.payload, reminder.sendKey, reminder.eventId, delayMs, 0};
+}
+
+// A value the ledger never reports, so a failed call shows up as a comparison failure.
+constexpr auto ClaimFailed = ClaimResult::Outcome(-1);
+
+} // namespace
+
+class TestStore : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void initTestCase();
+    void init();
+    void cleanup();
+
+    // Schema
+    void schemaVersionIsSet();
+    void secondOpenOfSameFileWorks();
+    void reopenKeepsDataAndVersion();
+    void newerSchemaIsRefused();
+    void storeUrlIsValidated();
+
+    // Queue
+    void enqueueThenLeaseGivesFirstDelivery();
+    void leaseHonoursBatchSizeAndOrder();
+    void leasedMessageIsHiddenUntilLeaseExpires();
+    void staleAckIsIgnored();
+    void retryDelaysMessageThenMakesItReady();
+    void deadLetterKeepsItsInfo();
+    void countsReflectQueueState();
+
+    // Ledger
+    void firstClaimWins();
+    void duplicateDeliveryIsSuppressed();
+    void expiredClaimIsInDoubt_data();
+    void expiredClaimIsInDoubt();
+    void heldKeyWaitsForOperator();
+    void sameMessageWithLiveClaimIsBusy();
+    void appliedKeyIsDuplicate();
+    void retryingKeyBelongsToItsMessage();
+    void deadKeyIsDuplicate();
+    void claimBatchDecidesEachRequest();
+    void twoStoresInterleavedClaimEachKeyOnce();
+    void twoThreadsClaimEachKeyOnce();
+    void lateRecordFromExpiredClaimCannotOverwriteApplied();
+
+    // Operations
+    void redriveRequeuesDeadLetterAndReopensKey();
+    void redriveSkipsLettersAlreadyGone();
+    void discardRemovesDeadLetter();
+    void resendInDoubtQueuesPayloadAgain();
+    void markDeliveredAppliesInDoubtKey();
+    void resolveRefusesKeyNotInDoubt();
+    void auditRowsHaveActorActionCount();
+
+    // Inspector and retention
+    void statsCountEachKeyOnce();
+    void eventsFilterAndPage();
+    void purgeFinishedRemovesOldAppliedKeysOnly();
+
+private:
+    std::unique_ptr<Store> openStore(QString *error) const;
+    ClaimResult claim(Store &store, const ClaimRequest &request, InDoubtPolicy policy = InDoubtPolicy::Resend);
+    // Records an outcome as the key's current claim holder, or as the given one.
+    bool record(Store &store, const QByteArray &key, QLatin1String state, bool countsAsSend = true,
+                int httpStatus = 0, const QString &errorClass = QString(), qint64 sentAtMs = nowMs(),
+                const QString &holderMessage = QString(), int holderDelivery = 0);
+    QString stateOf(const QByteArray &key);
+    QVariant scalar(const QString &sql, const QVariantList &values = {});
+    QList<Attempt> attemptsOf(const QByteArray &key);
+    // Leases the one ready message, settles it as dead with the given info.
+    bool buryOne(const DeadLetterInfo &info, QueueMessage *buried);
+
+    QTemporaryDir m_dir;
+    QString m_path;
+    int m_stores = 0;
+    std::unique_ptr<Store> m_store;
+};
+
+void TestStore::initTestCase()
+{
+    QStandardPaths::setTestModeEnabled(true);
+    // Every test opens a fresh store; its "upgraded to schema version" line is noise here.
+    QLoggingCategory::setFilterRules(QStringLiteral("once.core.database.info=false"));
+    QVERIFY2(m_dir.isValid(), qPrintable(m_dir.errorString()));
+}
+
+void TestStore::init()
+{
+    m_path = m_dir.filePath(QStringLiteral("store-%1.sqlite").arg(++m_stores));
+    QString error;
+    m_store = openStore(&error);
+    QVERIFY2(m_store, qPrintable(error));
+}
+
+void TestStore::cleanup()
+{
+    m_store.reset();
+}
+
+std::unique_ptr<Store> TestStore::openStore(QString *error) const
+{
+    return Store::open(QStringLiteral("sqlite:") + m_path, error);
+}
+
+ClaimResult TestStore::claim(Store &store, const ClaimRequest &request, InDoubtPolicy policy)
+{
+    QString error;
+    const QList<ClaimResult> results = store.ledger().claim({request}, Worker, policy, &error);
+    if (results.size() != 1) {
+        qWarning("claim failed: %s", qPrintable(error));
+        ClaimResult failed;
+        failed.outcome = ClaimFailed;
+        return failed;
+    }
+    return results.constFirst();
+}
+
+bool TestStore::record(Store &store, const QByteArray &key, QLatin1String state, bool countsAsSend, int httpStatus,
+                       const QString &errorClass, qint64 sentAtMs, const QString &holderMessage, int holderDelivery)
+{
+    QString error;
+    const QString keyText = QString::fromLatin1(key);
+    const QString message = holderMessage.isEmpty()
+                                ? scalar(QStringLiteral("SELECT owner_message FROM ledger WHERE send_key = ?"), {keyText}).toString()
+                                : holderMessage;
+    const int delivery = holderDelivery ? holderDelivery
+                                        : scalar(QStringLiteral("SELECT owner_delivery FROM ledger WHERE send_key = ?"), {keyText}).toInt();
+    const LedgerUpdate update{key, message, delivery, state, countsAsSend, countsAsSend ? sentAtMs : 0, httpStatus, errorClass,
+                              errorClass.isEmpty() ? QString() : QStringLiteral("failed: ") + errorClass,
+                              QStringLiteral("req-") + QString::fromLatin1(key.left(8))};
+    const Attempt attempt{key, {}, QStringLiteral("m"), 1, Worker, sentAtMs, QStringLiteral("send"),
+                          state == LedgerState::Applied ? QStringLiteral("applied") : QStringLiteral("transient"),
+                          httpStatus, 12, errorClass, {}, {}};
+    if (!store.ledger().record({update}, countsAsSend ? QList<Attempt>{attempt} : QList<Attempt>{}, &error)) {
+        qWarning("record failed: %s", qPrintable(error));
+        return false;
+    }
+    return true;
+}
+
+QString TestStore::stateOf(const QByteArray &key)
+{
+    QString error;
+    const auto row = m_store->inspector().event(QString::fromLatin1(key), &error);
+    return row ? row->state : QStringLiteral("<%1>").arg(error);
+}
+
+QVariant TestStore::scalar(const QString &sql, const QVariantList &values)
+{
+    QSqlQuery query(m_store->database().connection());
+    if (!query.prepare(sql))
+        return QStringLiteral("<prepare failed: %1>").arg(query.lastError().text());
+    for (const auto &value : values)
+        query.addBindValue(value);
+    if (!query.exec())
+        return QStringLiteral("<exec failed: %1>").arg(query.lastError().text());
+    if (!query.next())
+        return QStringLiteral("<no row>");
+    return query.value(0);
+}
+
+QList<Attempt> TestStore::attemptsOf(const QByteArray &key)
+{
+    QString error;
+    const auto attempts = m_store->inspector().attempts(key, &error);
+    if (!attempts)
+        qWarning("attempts failed: %s", qPrintable(error));
+    return attempts.value_or(QList<Attempt>());
+}
+
+bool TestStore::buryOne(const DeadLetterInfo &info, QueueMessage *buried)
+{
+    QString error;
+    const auto leased = m_store->queue().lease(1, LongLease, Worker, &error);
+    if (leased.size() != 1)
+        return false;
+    *buried = leased.constFirst();
+    Settlement settlement{Settlement::Kind::DeadLetter, buried->id, buried->delivery, 0, info};
+    return m_store->queue().settle({settlement}, &error);
+}
+
+// --- Schema ----------------------------------------------------------------------
+
+void TestStore::schemaVersionIsSet()
+{
+    QVERIFY(m_store->database().schemaVersion() >= 1);
+    QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM schema_version")).toInt(), 1);
+    QCOMPARE(scalar(QStringLiteral("SELECT version FROM schema_version")).toInt(), m_store->database().schemaVersion());
+    for (const char *table : {"queue", "ledger", "attempts", "dead_letters", "audit_log"}) {
+        QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?"),
+                        {QString::fromLatin1(table)})
+                     .toInt(),
+                 1);
+    }
+    QCOMPARE(scalar(QStringLiteral("PRAGMA journal_mode")).toString(), QStringLiteral("wal"));
+    QCOMPARE(m_store->database().location().path, QFileInfo(m_path).absoluteFilePath());
+    QCOMPARE(m_store->database().location().displayName(), QStringLiteral("sqlite:") + QFileInfo(m_path).absoluteFilePath());
+}
+
+void TestStore::secondOpenOfSameFileWorks()
+{
+    QString error;
+    auto second = openStore(&error);
+    QVERIFY2(second, qPrintable(error));
+    QCOMPARE(second->database().schemaVersion(), m_store->database().schemaVersion());
+    // Each sees the other's writes: they are two connections to one file.
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"));
+    QVERIFY2(m_store->queue().enqueue({outgoing(reminder)}, &error), qPrintable(error));
+    const auto counts = second->queue().counts(&error);
+    QVERIFY2(counts, qPrintable(error));
+    QCOMPARE(counts->ready, qint64(1));
+    const auto leased = second->queue().lease(5, LongLease, QStringLiteral("worker-2"), &error);
+    QCOMPARE(leased.size(), 1);
+    QCOMPARE(leased.constFirst().payload, reminder.payload);
+    QCOMPARE(m_store->queue().counts(&error)->inFlight, qint64(1));
+}
+
+void TestStore::reopenKeepsDataAndVersion()
+{
+    QString error;
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"));
+    QVERIFY2(m_store->queue().enqueue({outgoing(reminder)}, &error), qPrintable(error));
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("1"))).outcome, ClaimResult::Outcome::Claimed);
+    const int version = m_store->database().schemaVersion();
+    m_store.reset();
+
+    m_store = openStore(&error);
+    QVERIFY2(m_store, qPrintable(error));
+    QCOMPARE(m_store->database().schemaVersion(), version);
+    QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM schema_version")).toInt(), 1);
+    QCOMPARE(m_store->queue().counts(&error)->ready, qint64(1));
+    QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::Claimed));
+}
+
+void TestStore::newerSchemaIsRefused()
+{
+    {
+        QSqlQuery query(m_store->database().connection());
+        QVERIFY2(query.exec(QStringLiteral("UPDATE schema_version SET version = 99")), qPrintable(query.lastError().text()));
+    }
+    m_store.reset();
+
+    QString error;
+    auto refused = openStore(&error);
+    QVERIFY(!refused);
+    QVERIFY2(error.contains(QLatin1String("schema version 99")), qPrintable(error));
+    QVERIFY2(error.contains(QLatin1String("newer than this program knows")), qPrintable(error));
+    QVERIFY2(error.contains(QFileInfo(m_path).absoluteFilePath()), qPrintable(error));
+    QVERIFY2(error.contains(QLatin1String("upgrade once")), qPrintable(error));
+
+    // The refused open left the file alone: the version is still 99.
+    {
+        auto raw = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("raw-check"));
+        raw.setDatabaseName(m_path);
+        QVERIFY(raw.open());
+        QSqlQuery query(raw);
+        QVERIFY(query.exec(QStringLiteral("SELECT version FROM schema_version")));
+        QVERIFY(query.next());
+        QCOMPARE(query.value(0).toInt(), 99);
+        QVERIFY(!query.next());
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("raw-check"));
+    // init() gets a fresh file for the next test; cleanup() copes with no store.
+}
+
+void TestStore::storeUrlIsValidated()
+{
+    QString error;
+    QVERIFY(!StoreLocation::parse(QStringLiteral("postgres://user:secret@db/once"), &error));
+    QVERIFY(error.contains(QLatin1String("PostgreSQL")));
+    QVERIFY(!error.contains(QLatin1String("secret")));
+    QVERIFY(!StoreLocation::parse(QStringLiteral("sqlite:"), &error));
+    QVERIFY(error.contains(QLatin1String("empty")));
+    QVERIFY(!StoreLocation::parse(QStringLiteral("mysql://db/once"), &error));
+    QVERIFY2(error.contains(QLatin1String("unknown store URL scheme")), qPrintable(error));
+    const auto plain = StoreLocation::parse(m_path, &error);
+    QVERIFY(plain);
+    QCOMPARE(plain->path, QFileInfo(m_path).absoluteFilePath());
+    const auto prefixed = StoreLocation::parse(QStringLiteral("sqlite:") + m_path, &error);
+    QVERIFY(prefixed);
+    QCOMPARE(prefixed->path, plain->path);
+}
+
+// --- Queue -----------------------------------------------------------------------
+
+void TestStore::enqueueThenLeaseGivesFirstDelivery()
+{
+    QString error;
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"), QStringLiteral("2026-12-01T09:00:00Z"),
+                                           QStringLiteral("evt-1"));
+    const qint64 before = nowMs();
+    QVERIFY2(m_store->queue().enqueue({outgoing(reminder)}, &error), qPrintable(error));
+    const auto leased = m_store->queue().lease(10, 30000, Worker, &error);
+    const qint64 after = nowMs();
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QCOMPARE(leased.size(), 1);
+    const QueueMessage &message = leased.constFirst();
+    QVERIFY(!message.id.isEmpty());
+    QCOMPARE(message.payload, reminder.payload);
+    QCOMPARE(message.delivery, 1);
+    QCOMPARE(message.redriveCount, 0);
+    QVERIFY(message.enqueuedAtMs >= before && message.enqueuedAtMs <= after);
+    QVERIFY(message.leaseUntilMs >= before + 30000 && message.leaseUntilMs <= after + 30000);
+    // The searchable copies of key and event id sit beside the payload.
+    QCOMPARE(scalar(QStringLiteral("SELECT send_key FROM queue WHERE id = ?"), {message.id}).toString(),
+             QString::fromLatin1(reminder.sendKey));
+    QCOMPARE(scalar(QStringLiteral("SELECT event_id FROM queue WHERE id = ?"), {message.id}).toString(),
+             QStringLiteral("evt-1"));
+    QCOMPARE(scalar(QStringLiteral("SELECT lease_owner FROM queue WHERE id = ?"), {message.id}).toString(), Worker);
+}
+
+void TestStore::leaseHonoursBatchSizeAndOrder()
+{
+    QString error;
+    QList<OutgoingMessage> messages;
+    for (int i = 0; i < 5; ++i)
+        messages.append(outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("r%1").arg(i))));
+    // One more, delayed: it must not be leased at all.
+    messages.append(outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("later")), 60000));
+    QVERIFY2(m_store->queue().enqueue(messages, &error), qPrintable(error));
+    const auto first = m_store->queue().lease(2, LongLease, Worker, &error);
+    QCOMPARE(first.size(), 2);
+    const auto rest = m_store->queue().lease(10, LongLease, Worker, &error);
+    QCOMPARE(rest.size(), 3);
+    QSet<QString> ids;
+    for (const auto &message : first + rest) {
+        ids.insert(message.id);
+        QCOMPARE(message.delivery, 1);
+        QVERIFY(!message.payload.contains("later"));
+    }
+    QCOMPARE(ids.size(), 5);
+    QVERIFY(m_store->queue().lease(10, LongLease, Worker, &error).isEmpty());
+    const auto counts = m_store->queue().counts(&error);
+    QCOMPARE(counts->inFlight, qint64(5));
+    QCOMPARE(counts->delayed, qint64(1));
+    QCOMPARE(counts->ready, qint64(0));
+}
+
+void TestStore::leasedMessageIsHiddenUntilLeaseExpires()
+{
+    QString error;
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"));
+    QVERIFY2(m_store->queue().enqueue({outgoing(reminder)}, &error), qPrintable(error));
+    QElapsedTimer clock;
+    clock.start();
+    // Short, but long enough that the next call (after a durable commit) is surely within it.
+    constexpr qint64 ShortLease = 200;
+    const auto first = m_store->queue().lease(10, ShortLease, Worker, &error);
+    QCOMPARE(first.size(), 1);
+    QCOMPARE(first.constFirst().delivery, 1);
+
+    // Not leased again while the lease runs.
+    QVERIFY(m_store->queue().lease(10, ShortLease, QStringLiteral("worker-2"), &error).isEmpty());
+    QCOMPARE(m_store->queue().counts(&error)->inFlight, qint64(1));
+
+    // After it runs out, it comes back as delivery 2 of the same message.
+    // (QTRY_* evaluates its expression more than once, so it watches the side-effect-free
+    // counts and the lease happens once, after.)
+    QTRY_COMPARE_WITH_TIMEOUT(m_store->queue().counts(&error)->ready, qint64(1), 2000);
+    QCOMPARE(m_store->queue().counts(&error)->inFlight, qint64(0));
+    const auto again = m_store->queue().lease(10, LongLease, QStringLiteral("worker-2"), &error);
+    QVERIFY2(clock.elapsed() >= ShortLease - 5, qPrintable(QString::number(clock.elapsed())));
+    QCOMPARE(again.size(), 1);
+    QCOMPARE(again.constFirst().id, first.constFirst().id);
+    QCOMPARE(again.constFirst().delivery, 2);
+    QCOMPARE(again.constFirst().payload, reminder.payload);
+    QCOMPARE(again.constFirst().enqueuedAtMs, first.constFirst().enqueuedAtMs);
+    QCOMPARE(scalar(QStringLiteral("SELECT lease_owner FROM queue WHERE id = ?"), {again.constFirst().id}).toString(),
+             QStringLiteral("worker-2"));
+}
+
+void TestStore::staleAckIsIgnored()
+{
+    QString error;
+    QVERIFY2(m_store->queue().enqueue({outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("r")))}, &error),
+             qPrintable(error));
+    const auto first = m_store->queue().lease(1, 50, Worker, &error);
+    QCOMPARE(first.size(), 1);
+    QTRY_COMPARE_WITH_TIMEOUT(m_store->queue().counts(&error)->ready, qint64(1), 2000);
+    const auto second = m_store->queue().lease(1, LongLease, Worker, &error);
+    QCOMPARE(second.size(), 1);
+    QCOMPARE(second.constFirst().delivery, 2);
+    const QString id = first.constFirst().id;
+
+    // The first worker's late ack (and a late retry or dead-letter) changes nothing.
+    QVERIFY2(m_store->queue().settle({{Settlement::Kind::Ack, id, 1, 0, {}}}, &error), qPrintable(error));
+    QVERIFY2(m_store->queue().settle({{Settlement::Kind::Retry, id, 1, 0, {}}}, &error), qPrintable(error));
+    QVERIFY2(m_store->queue().settle({{Settlement::Kind::DeadLetter, id, 1, 0, {QStringLiteral("rejected"), {}, 1, 0, 0, {}, {}}}},
+                                     &error),
+             qPrintable(error));
+    auto counts = m_store->queue().counts(&error);
+    QCOMPARE(counts->inFlight, qint64(1));
+    QCOMPARE(counts->dead, qint64(0));
+    QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM queue")).toInt(), 1);
+
+    // The current holder's ack removes it.
+    QVERIFY2(m_store->queue().settle({{Settlement::Kind::Ack, id, 2, 0, {}}}, &error), qPrintable(error));
+    counts = m_store->queue().counts(&error);
+    QCOMPARE(counts->ready + counts->inFlight + counts->delayed + counts->dead, qint64(0));
+    QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM queue")).toInt(), 0);
+    // Settling nothing is fine.
+    QVERIFY(m_store->queue().settle({}, &error));
+}
+
+void TestStore::retryDelaysMessageThenMakesItReady()
+{
+    QString error;
+    QVERIFY2(m_store->queue().enqueue({outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("r")))}, &error),
+             qPrintable(error));
+    const auto leased = m_store->queue().lease(1, LongLease, Worker, &error);
+    QCOMPARE(leased.size(), 1);
+    const QueueMessage &message = leased.constFirst();
+    QVERIFY2(m_store->queue().settle({{Settlement::Kind::Retry, message.id, message.delivery, 300, {}}}, &error),
+             qPrintable(error));
+
+    auto counts = m_store->queue().counts(&error);
+    QCOMPARE(counts->delayed, qint64(1));
+    QCOMPARE(counts->ready, qint64(0));
+    QCOMPARE(counts->inFlight, qint64(0));
+    QVERIFY(counts->nextVisibleInMs);
+    QVERIFY(*counts->nextVisibleInMs > 0 && *counts->nextVisibleInMs <= 300);
+    QVERIFY(m_store->queue().lease(1, LongLease, Worker, &error).isEmpty());
+    QVERIFY(scalar(QStringLiteral("SELECT lease_owner FROM queue")).isNull());
+
+    QTRY_COMPARE_WITH_TIMEOUT(m_store->queue().counts(&error)->ready, qint64(1), 2000);
+    QCOMPARE(m_store->queue().counts(&error)->delayed, qint64(0));
+    const auto again = m_store->queue().lease(1, LongLease, Worker, &error);
+    QCOMPARE(again.size(), 1);
+    QCOMPARE(again.constFirst().id, message.id);
+    QCOMPARE(again.constFirst().delivery, 2);
+}
+
+void TestStore::deadLetterKeepsItsInfo()
+{
+    QString error;
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"), QStringLiteral("2026-12-01T09:00:00Z"),
+                                           QStringLiteral("evt-dead"));
+    QVERIFY2(m_store->queue().enqueue({outgoing(reminder)}, &error), qPrintable(error));
+    const DeadLetterInfo info{QStringLiteral("rejected"), QStringLiteral("HTTP 400: bad destination"), 3,
+                              1700000000000, 1700000005000, reminder.sendKey, reminder.eventId};
+    QueueMessage buried;
+    QVERIFY(buryOne(info, &buried));
+
+    const auto counts = m_store->queue().counts(&error);
+    QCOMPARE(counts->dead, qint64(1));
+    QCOMPARE(counts->ready + counts->inFlight + counts->delayed, qint64(0));
+    const auto letters = m_store->inspector().deadLetters({}, &error);
+    QVERIFY2(letters, qPrintable(error));
+    QCOMPARE(letters->size(), 1);
+    const DeadLetter &letter = letters->constFirst();
+    QCOMPARE(letter.id, buried.id);
+    QCOMPARE(letter.payload, reminder.payload);
+    QCOMPARE(letter.sendKey, reminder.sendKey);
+    QCOMPARE(letter.eventId, QStringLiteral("evt-dead"));
+    QCOMPARE(letter.errorClass, QStringLiteral("rejected"));
+    QCOMPARE(letter.lastError, QStringLiteral("HTTP 400: bad destination"));
+    QCOMPARE(letter.attempts, 3);
+    QCOMPARE(letter.firstAttemptAtMs, qint64(1700000000000));
+    QCOMPARE(letter.lastAttemptAtMs, qint64(1700000005000));
+    QCOMPARE(letter.receiveCount, 1);
+    QCOMPARE(letter.enqueuedAtMs, buried.enqueuedAtMs);
+    QVERIFY(letter.deadAtMs >= buried.enqueuedAtMs && letter.deadAtMs <= nowMs());
+
+    // Filters.
+    DeadLetterFilter byClass;
+    byClass.errorClass = QStringLiteral("http-5xx");
+    QCOMPARE(m_store->inspector().deadLetters(byClass, &error)->size(), 0);
+    byClass.errorClass = QStringLiteral("rejected");
+    QCOMPARE(m_store->inspector().deadLetters(byClass, &error)->size(), 1);
+    DeadLetterFilter byKey;
+    byKey.sendKeys = {reminder.sendKey};
+    QCOMPARE(m_store->inspector().deadLetters(byKey, &error)->size(), 1);
+    byKey.sendKeys = {QByteArrayLiteral("other")};
+    QCOMPARE(m_store->inspector().deadLetters(byKey, &error)->size(), 0);
+    DeadLetterFilter since;
+    since.sinceMs = nowMs() + 60000;
+    QCOMPARE(m_store->inspector().deadLetters(since, &error)->size(), 0);
+}
+
+void TestStore::countsReflectQueueState()
+{
+    QString error;
+    auto counts = m_store->queue().counts(&error);
+    QVERIFY2(counts, qPrintable(error));
+    QCOMPARE(counts->ready, qint64(0));
+    QCOMPARE(counts->inFlight, qint64(0));
+    QCOMPARE(counts->delayed, qint64(0));
+    QCOMPARE(counts->dead, qint64(0));
+    QVERIFY(!counts->oldestReadyAgeMs);
+    QVERIFY(!counts->nextVisibleInMs);
+
+    QList<OutgoingMessage> messages;
+    for (int i = 0; i < 5; ++i)
+        messages.append(outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("r%1").arg(i))));
+    messages.append(outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("delayed")), 60000));
+    QVERIFY2(m_store->queue().enqueue(messages, &error), qPrintable(error));
+    QCOMPARE(m_store->queue().lease(2, LongLease, Worker, &error).size(), 2);
+    QueueMessage buried;
+    QVERIFY(buryOne({QStringLiteral("invalid-message"), QStringLiteral("bad"), 0, 0, 0, {}, {}}, &buried));
+
+    counts = m_store->queue().counts(&error);
+    QCOMPARE(counts->ready, qint64(2));
+    QCOMPARE(counts->inFlight, qint64(2));
+    QCOMPARE(counts->delayed, qint64(1));
+    QCOMPARE(counts->dead, qint64(1));
+    QVERIFY(counts->oldestReadyAgeMs);
+    QVERIFY(*counts->oldestReadyAgeMs >= 0);
+    QVERIFY(counts->nextVisibleInMs);
+    QVERIFY(*counts->nextVisibleInMs > 0 && *counts->nextVisibleInMs <= 60000);
+    // The oldest ready message ages with the clock.
+    QTRY_VERIFY_WITH_TIMEOUT(m_store->queue().counts(&error)->oldestReadyAgeMs.value_or(0) >= 30, 2000);
+}
+
+// --- Ledger ----------------------------------------------------------------------
+
+void TestStore::firstClaimWins()
+{
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"), QStringLiteral("2026-12-01T09:00:00Z"),
+                                           QStringLiteral("evt-1"));
+    const ClaimResult result = claim(*m_store, claimRequest(reminder, QStringLiteral("m1")));
+    QCOMPARE(result.outcome, ClaimResult::Outcome::Claimed);
+    QCOMPARE(result.sendsThisRound, 0);
+    QCOMPARE(result.firstSentAtMs, qint64(0));
+
+    QString error;
+    const auto row = m_store->inspector().event(QString::fromLatin1(reminder.sendKey), &error);
+    QVERIFY2(row, qPrintable(error));
+    QCOMPARE(row->state, QString(LedgerState::Claimed));
+    QCOMPARE(row->userId, QStringLiteral("u"));
+    QCOMPARE(row->reminderId, QStringLiteral("r"));
+    QCOMPARE(row->eventId, QStringLiteral("evt-1"));
+    QCOMPARE(row->payload, reminder.payload);
+    QCOMPARE(row->scheduledAtMs, reminder.scheduledAt.toMSecsSinceEpoch());
+    QCOMPARE(row->sends, 0);
+    QCOMPARE(row->duplicates, 0);
+    // The event can be found by its event id too.
+    QCOMPARE(m_store->inspector().event(QStringLiteral("evt-1"), &error)->sendKey, reminder.sendKey);
+    QVERIFY(!m_store->inspector().event(QStringLiteral("nope"), &error));
+    QVERIFY(error.contains(QLatin1String("no event")));
+
+    const auto attempts = attemptsOf(reminder.sendKey);
+    QCOMPARE(attempts.size(), 1);
+    QCOMPARE(attempts.constFirst().step, QStringLiteral("claim"));
+    QCOMPARE(attempts.constFirst().outcome, QStringLiteral("claimed"));
+    QCOMPARE(attempts.constFirst().messageId, QStringLiteral("m1"));
+    QCOMPARE(attempts.constFirst().workerId, Worker);
+}
+
+void TestStore::duplicateDeliveryIsSuppressed()
+{
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"));
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"))).outcome, ClaimResult::Outcome::Claimed);
+    // The producer published it twice: another message, same key, while the first is live.
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m2"))).outcome, ClaimResult::Outcome::Duplicate);
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m3"))).outcome, ClaimResult::Outcome::Duplicate);
+
+    QString error;
+    const auto row = m_store->inspector().event(QString::fromLatin1(reminder.sendKey), &error);
+    QCOMPARE(row->duplicates, 2);
+    QCOMPARE(row->state, QString(LedgerState::Claimed));
+    // Still owned by the first message.
+    QCOMPARE(scalar(QStringLiteral("SELECT owner_message FROM ledger")).toString(), QStringLiteral("m1"));
+    const auto attempts = attemptsOf(reminder.sendKey);
+    QCOMPARE(attempts.size(), 3);
+    QCOMPARE(attempts.at(1).outcome, QStringLiteral("duplicate"));
+    QCOMPARE(attempts.at(1).error, QStringLiteral("another message holds a live claim"));
+    QCOMPARE(attempts.at(2).messageId, QStringLiteral("m3"));
+}
+
+void TestStore::expiredClaimIsInDoubt_data()
+{
+    QTest::addColumn<InDoubtPolicy>("policy");
+    QTest::addColumn<QString>("nextMessage");
+    QTest::addColumn<ClaimResult::Outcome>("outcome");
+    QTest::addColumn<QString>("state");
+    QTest::newRow("resend, redelivery of the same message")
+        << InDoubtPolicy::Resend << QStringLiteral("m1") << ClaimResult::Outcome::Resend << QString(LedgerState::Claimed);
+    QTest::newRow("resend, another message") << InDoubtPolicy::Resend << QStringLiteral("m2")
+                                             << ClaimResult::Outcome::Resend << QString(LedgerState::Claimed);
+    QTest::newRow("hold, redelivery of the same message")
+        << InDoubtPolicy::Hold << QStringLiteral("m1") << ClaimResult::Outcome::Held << QString(LedgerState::InDoubt);
+    QTest::newRow("hold, another message") << InDoubtPolicy::Hold << QStringLiteral("m2") << ClaimResult::Outcome::Held
+                                           << QString(LedgerState::InDoubt);
+}
+
+void TestStore::expiredClaimIsInDoubt()
+{
+    QFETCH(InDoubtPolicy, policy);
+    QFETCH(QString, nextMessage);
+    QFETCH(ClaimResult::Outcome, outcome);
+    QFETCH(QString, state);
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"));
+    // The holder's claim ran out (it died between claim and record).
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"), 1, nowMs() - 1), policy).outcome,
+             ClaimResult::Outcome::Claimed);
+    const qint64 newLease = nowMs() + LongLease;
+    QCOMPARE(claim(*m_store, claimRequest(reminder, nextMessage, 2, newLease), policy).outcome, outcome);
+    QCOMPARE(stateOf(reminder.sendKey), state);
+    QCOMPARE(scalar(QStringLiteral("SELECT owner_message FROM ledger")).toString(), nextMessage);
+    QCOMPARE(scalar(QStringLiteral("SELECT claim_expires_at FROM ledger")).toLongLong(), newLease);
+    // Not a duplicate: nothing was suppressed.
+    QCOMPARE(scalar(QStringLiteral("SELECT duplicates FROM ledger")).toInt(), 0);
+    const auto attempts = attemptsOf(reminder.sendKey);
+    QCOMPARE(attempts.size(), 2);
+    QCOMPARE(attempts.at(1).outcome, policy == InDoubtPolicy::Hold ? QStringLiteral("held") : QStringLiteral("resend"));
+    QCOMPARE(attempts.at(1).errorClass, QStringLiteral("in-doubt"));
+    QCOMPARE(attempts.at(1).delivery, 2);
+}
+
+void TestStore::heldKeyWaitsForOperator()
+{
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"));
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"), 1, nowMs() - 1), InDoubtPolicy::Hold).outcome,
+             ClaimResult::Outcome::Claimed);
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"), 2, nowMs() - 1), InDoubtPolicy::Hold).outcome,
+             ClaimResult::Outcome::Held);
+    // Every later delivery, under either policy, leaves it to the operator.
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"), 3), InDoubtPolicy::Hold).outcome,
+             ClaimResult::Outcome::Duplicate);
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m2"), 1), InDoubtPolicy::Resend).outcome,
+             ClaimResult::Outcome::Duplicate);
+    QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::InDoubt));
+    QCOMPARE(attemptsOf(reminder.sendKey).constLast().error, QStringLiteral("held in doubt for an operator"));
+
+    QString error;
+    const auto inDoubt = m_store->inspector().inDoubt(&error);
+    QVERIFY2(inDoubt, qPrintable(error));
+    QCOMPARE(inDoubt->size(), 1);
+    QCOMPARE(inDoubt->constFirst().sendKey, reminder.sendKey);
+}
+
+void TestStore::sameMessageWithLiveClaimIsBusy()
+{
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"));
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"), 1)).outcome, ClaimResult::Outcome::Claimed);
+    // The same message again (its lease was cut short elsewhere) while its claim still runs.
+    const ClaimResult busy = claim(*m_store, claimRequest(reminder, QStringLiteral("m1"), 2));
+    QCOMPARE(busy.outcome, ClaimResult::Outcome::Busy);
+    QVERIFY2(busy.busyForMs > 0 && busy.busyForMs <= LongLease, qPrintable(QString::number(busy.busyForMs)));
+    QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::Claimed));
+    QCOMPARE(scalar(QStringLiteral("SELECT duplicates FROM ledger")).toInt(), 0);
+    QCOMPARE(attemptsOf(reminder.sendKey).constLast().outcome, QStringLiteral("busy"));
+}
+
+void TestStore::appliedKeyIsDuplicate()
+{
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"));
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"))).outcome, ClaimResult::Outcome::Claimed);
+    const qint64 sentAt = nowMs();
+    QVERIFY(record(*m_store, reminder.sendKey, LedgerState::Applied, true, 201, QString(), sentAt));
+
+    QString error;
+    const auto row = m_store->inspector().event(QString::fromLatin1(reminder.sendKey), &error);
+    QCOMPARE(row->state, QString(LedgerState::Applied));
+    QCOMPARE(row->sends, 1);
+    QCOMPARE(row->firstSentAtMs, sentAt);
+    QVERIFY(row->appliedAtMs >= sentAt);
+    QCOMPARE(row->lastHttpStatus, 201);
+    QCOMPARE(row->providerRequestId, QStringLiteral("req-") + QString::fromLatin1(reminder.sendKey.left(8)));
+    QVERIFY(scalar(QStringLiteral("SELECT claim_expires_at FROM ledger")).isNull());
+
+    // Another message, and a redelivery of the same one, are both duplicates now.
+    for (const auto &message : {QStringLiteral("m2"), QStringLiteral("m1")}) {
+        QCOMPARE(claim(*m_store, claimRequest(reminder, message, 2)).outcome, ClaimResult::Outcome::Duplicate);
+        QCOMPARE(attemptsOf(reminder.sendKey).constLast().error, QStringLiteral("already applied"));
+    }
+    QCOMPARE(m_store->inspector().event(QString::fromLatin1(reminder.sendKey), &error)->duplicates, 2);
+    QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::Applied));
+}
+
+void TestStore::retryingKeyBelongsToItsMessage()
+{
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"));
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"))).outcome, ClaimResult::Outcome::Claimed);
+    const qint64 sentAt = nowMs() - 1000;
+    QVERIFY(record(*m_store, reminder.sendKey, LedgerState::Retrying, true, 503, QStringLiteral("http-5xx"), sentAt));
+    QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::Retrying));
+
+    // Another message carrying the key is a duplicate; the failed message reclaims it.
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m2"))).outcome, ClaimResult::Outcome::Duplicate);
+    QCOMPARE(attemptsOf(reminder.sendKey).constLast().error, QStringLiteral("another message carries this key"));
+    const ClaimResult again = claim(*m_store, claimRequest(reminder, QStringLiteral("m1"), 2));
+    QCOMPARE(again.outcome, ClaimResult::Outcome::Claimed);
+    QCOMPARE(again.sendsThisRound, 1);
+    QCOMPARE(again.firstSentAtMs, sentAt);
+    QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::Claimed));
+
+    // A second failure counts a second send in the round.
+    QVERIFY(record(*m_store, reminder.sendKey, LedgerState::Retrying, true, 503, QStringLiteral("http-5xx")));
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"), 3)).sendsThisRound, 2);
+    QString error;
+    const auto row = m_store->inspector().event(QString::fromLatin1(reminder.sendKey), &error);
+    QCOMPARE(row->sends, 2);
+    QCOMPARE(row->firstSentAtMs, sentAt);
+    QCOMPARE(row->lastErrorClass, QStringLiteral("http-5xx"));
+    QCOMPARE(row->lastHttpStatus, 503);
+}
+
+void TestStore::deadKeyIsDuplicate()
+{
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"));
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"))).outcome, ClaimResult::Outcome::Claimed);
+    QVERIFY(record(*m_store, reminder.sendKey, LedgerState::Dead, true, 400, QStringLiteral("rejected")));
+    for (const auto &message : {QStringLiteral("m1"), QStringLiteral("m2")}) {
+        QCOMPARE(claim(*m_store, claimRequest(reminder, message, 2)).outcome, ClaimResult::Outcome::Duplicate);
+        QCOMPARE(attemptsOf(reminder.sendKey).constLast().error,
+                 QStringLiteral("dead-lettered; an operator may redrive it"));
+    }
+    QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::Dead));
+}
+
+void TestStore::claimBatchDecidesEachRequest()
+{
+    const Reminder a = makeReminder(QStringLiteral("u"), QStringLiteral("a"));
+    const Reminder b = makeReminder(QStringLiteral("u"), QStringLiteral("b"));
+    QString error;
+    const auto results = m_store->ledger().claim(
+        {claimRequest(a, QStringLiteral("m1")), claimRequest(a, QStringLiteral("m2")), claimRequest(b, QStringLiteral("m3"))},
+        Worker, InDoubtPolicy::Resend, &error);
+    QVERIFY2(results.size() == 3, qPrintable(error));
+    QCOMPARE(results.at(0).outcome, ClaimResult::Outcome::Claimed);
+    QCOMPARE(results.at(1).outcome, ClaimResult::Outcome::Duplicate);
+    QCOMPARE(results.at(2).outcome, ClaimResult::Outcome::Claimed);
+    QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM ledger")).toInt(), 2);
+    QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM attempts WHERE step = 'claim'")).toInt(), 3);
+    // An empty batch claims nothing and fails nothing.
+    QVERIFY(m_store->ledger().claim({}, Worker, InDoubtPolicy::Resend, &error).isEmpty());
+}
+
+void TestStore::twoStoresInterleavedClaimEachKeyOnce()
+{
+    QString error;
+    auto other = openStore(&error);
+    QVERIFY2(other, qPrintable(error));
+    constexpr int Keys = 200;
+    QList<Reminder> reminders;
+    for (int i = 0; i < Keys; ++i)
+        reminders.append(makeReminder(QStringLiteral("user-%1").arg(i % 7), QStringLiteral("r-%1").arg(i)));
+
+    int claimed = 0;
+    int duplicates = 0;
+    QHash<QByteArray, int> winners;
+    for (int i = 0; i < Keys; ++i) {
+        // Alternate which connection asks first, and let them race over the same keys in
+        // opposite directions too.
+        Store *first = i % 2 ? other.get() : m_store.get();
+        Store *second = i % 2 ? m_store.get() : other.get();
+        const Reminder &forward = reminders.at(i);
+        const Reminder &backward = reminders.at(Keys - 1 - i);
+        const QList<std::pair<Store *, ClaimRequest>> asks{
+            {first, claimRequest(forward, QStringLiteral("a-%1").arg(i))},
+            {second, claimRequest(forward, QStringLiteral("b-%1").arg(i))},
+            {second, claimRequest(backward, QStringLiteral("c-%1").arg(i))},
+        };
+        for (const auto &[store, request] : asks) {
+            const auto outcome = claim(*store, request).outcome;
+            if (outcome == ClaimResult::Outcome::Claimed) {
+                ++claimed;
+                ++winners[request.reminder.sendKey];
+            } else {
+                QCOMPARE(outcome, ClaimResult::Outcome::Duplicate);
+                ++duplicates;
+            }
+        }
+    }
+    QCOMPARE(claimed, Keys);
+    QCOMPARE(duplicates, 2 * Keys);
+    QCOMPARE(winners.size(), Keys);
+    for (auto it = winners.cbegin(); it != winners.cend(); ++it)
+        QCOMPARE(it.value(), 1);
+    QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM ledger")).toInt(), Keys);
+    QCOMPARE(scalar(QStringLiteral("SELECT SUM(duplicates) FROM ledger")).toInt(), 2 * Keys);
+}
+
+void TestStore::twoThreadsClaimEachKeyOnce()
+{
+    constexpr int Keys = 200;
+    QList<Reminder> reminders;
+    for (int i = 0; i < Keys; ++i)
+        reminders.append(makeReminder(QStringLiteral("user-%1").arg(i % 7), QStringLiteral("t-%1").arg(i)));
+    // The fixture's store stays open too: three connections on one file.
+    const QString url = QStringLiteral("sqlite:") + m_path;
+
+    struct Side
+    {
+        QString error;
+        QList<ClaimResult::Outcome> outcomes;
+    };
+    Side sides[2];
+    std::latch ready(2);
+    const auto run = [&](int side) {
+        QString error;
+        auto store = Store::open(url, &error); // opened, used and closed in this thread
+        ready.arrive_and_wait();
+        if (!store) {
+            sides[side].error = error;
+            return;
+        }
+        for (int i = 0; i < Keys; ++i) {
+            const QList<ClaimResult> results = store->ledger().claim(
+                {claimRequest(reminders.at(i), QStringLiteral("side%1-%2").arg(side).arg(i))},
+                QStringLiteral("worker-%1").arg(side), InDoubtPolicy::Resend, &error);
+            if (results.size() != 1) {
+                sides[side].error = error;
+                return;
+            }
+            sides[side].outcomes.append(results.constFirst().outcome);
+        }
+    };
+    std::unique_ptr<QThread> threads[2] = {std::unique_ptr<QThread>(QThread::create(run, 0)),
+                                           std::unique_ptr<QThread>(QThread::create(run, 1))};
+    for (auto &thread : threads)
+        thread->start();
+    for (auto &thread : threads)
+        QVERIFY(thread->wait(60000));
+    for (const auto &side : sides) {
+        QVERIFY2(side.error.isEmpty(), qPrintable(side.error));
+        QCOMPARE(side.outcomes.size(), Keys);
+    }
+    int claimed = 0;
+    for (int i = 0; i < Keys; ++i) {
+        const auto a = sides[0].outcomes.at(i);
+        const auto b = sides[1].outcomes.at(i);
+        // Exactly one side won each key; the other saw a duplicate.
+        QVERIFY2((a == ClaimResult::Outcome::Claimed) != (b == ClaimResult::Outcome::Claimed),
+                 qPrintable(QStringLiteral("key %1: %2 / %3").arg(i).arg(int(a)).arg(int(b))));
+        QVERIFY(a == ClaimResult::Outcome::Duplicate || b == ClaimResult::Outcome::Duplicate);
+        claimed += (a == ClaimResult::Outcome::Claimed) + (b == ClaimResult::Outcome::Claimed);
+    }
+    QCOMPARE(claimed, Keys);
+    QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM ledger")).toInt(), Keys);
+    QCOMPARE(scalar(QStringLiteral("SELECT SUM(duplicates) FROM ledger")).toInt(), Keys);
+    QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM attempts WHERE outcome = 'claimed'")).toInt(), Keys);
+}
+
+void TestStore::lateRecordFromExpiredClaimCannotOverwriteApplied()
+{
+    // Worker 1 claims and stalls past its lease; delivery 2 finds the claim expired,
+    // resends, and records the partner's acceptance. Then worker 1 wakes up and records
+    // its own (timed-out) send. The key was applied; a stale holder must not move it back.
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"));
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"), 1, nowMs() - 1)).outcome,
+             ClaimResult::Outcome::Claimed);
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"), 2)).outcome, ClaimResult::Outcome::Resend);
+    QVERIFY(record(*m_store, reminder.sendKey, LedgerState::Applied, true, 201, QString(), nowMs(),
+                   QStringLiteral("m1"), 2));
+    QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::Applied));
+
+    QVERIFY(record(*m_store, reminder.sendKey, LedgerState::InDoubt, true, 0, QStringLiteral("in-doubt"), nowMs(),
+                   QStringLiteral("m1"), 1));
+    QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::Applied));
+}
+
+// --- Operations ------------------------------------------------------------------
+
+void TestStore::redriveRequeuesDeadLetterAndReopensKey()
+{
+    QString error;
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"), QStringLiteral("2026-12-01T09:00:00Z"),
+                                           QStringLiteral("evt-r"));
+    QVERIFY2(m_store->queue().enqueue({outgoing(reminder)}, &error), qPrintable(error));
+    // The engine's path to a dead letter: claim, send fails for good, record dead, bury.
+    const auto leased = m_store->queue().lease(1, LongLease, Worker, &error);
+    QCOMPARE(leased.size(), 1);
+    QCOMPARE(claim(*m_store, claimRequest(reminder, leased.constFirst().id)).outcome, ClaimResult::Outcome::Claimed);
+    QVERIFY(record(*m_store, reminder.sendKey, LedgerState::Dead, true, 400, QStringLiteral("rejected")));
+    QVERIFY(m_store->queue().settle({{Settlement::Kind::DeadLetter, leased.constFirst().id, 1, 0,
+                                      {QStringLiteral("rejected"), QStringLiteral("HTTP 400"), 1, nowMs(), nowMs(),
+                                       reminder.sendKey, reminder.eventId}}},
+                                    &error));
+    const auto letters = m_store->inspector().deadLetters({}, &error);
+    QCOMPARE(letters->size(), 1);
+
+    QCOMPARE(m_store->operations().redrive(*letters, &error), std::optional<int>(1));
+    auto counts = m_store->queue().counts(&error);
+    QCOMPARE(counts->dead, qint64(0));
+    QCOMPARE(counts->ready, qint64(1));
+    const auto row = m_store->inspector().event(QString::fromLatin1(reminder.sendKey), &error);
+    QCOMPARE(row->state, QString(LedgerState::Retrying));
+    QCOMPARE(row->redrives, 1);
+    QCOMPARE(scalar(QStringLiteral("SELECT round_sends FROM ledger")).toInt(), 0);
+    QVERIFY(scalar(QStringLiteral("SELECT owner_message FROM ledger")).isNull());
+
+    const auto again = m_store->queue().lease(1, LongLease, Worker, &error);
+    QCOMPARE(again.size(), 1);
+    QVERIFY(again.constFirst().id != leased.constFirst().id);
+    QCOMPARE(again.constFirst().payload, reminder.payload);
+    QCOMPARE(again.constFirst().redriveCount, 1);
+    QCOMPARE(again.constFirst().delivery, 1);
+    QCOMPARE(scalar(QStringLiteral("SELECT send_key FROM queue WHERE id = ?"), {again.constFirst().id}).toString(),
+             QString::fromLatin1(reminder.sendKey));
+    QCOMPARE(scalar(QStringLiteral("SELECT event_id FROM queue WHERE id = ?"), {again.constFirst().id}).toString(),
+             QStringLiteral("evt-r"));
+    // The redriven message claims the key again with a fresh attempt budget.
+    const ClaimResult result = claim(*m_store, claimRequest(reminder, again.constFirst().id));
+    QCOMPARE(result.outcome, ClaimResult::Outcome::Claimed);
+    QCOMPARE(result.sendsThisRound, 0);
+    QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::Claimed));
+}
+
+void TestStore::redriveSkipsLettersAlreadyGone()
+{
+    QString error;
+    QVERIFY(m_store->queue().enqueue({outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("r")))}, &error));
+    QueueMessage buried;
+    QVERIFY(buryOne({QStringLiteral("rejected"), {}, 1, 0, 0, {}, {}}, &buried));
+    const auto letters = m_store->inspector().deadLetters({}, &error);
+    QCOMPARE(m_store->operations().redrive(*letters, &error), std::optional<int>(1));
+    // A second operator with the same (now stale) list moves nothing.
+    QCOMPARE(m_store->operations().redrive(*letters, &error), std::optional<int>(0));
+    QCOMPARE(m_store->queue().counts(&error)->ready, qint64(1));
+}
+
+void TestStore::discardRemovesDeadLetter()
+{
+    QString error;
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"));
+    QVERIFY(m_store->queue().enqueue({outgoing(reminder), outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("s")))},
+                                     &error));
+    QueueMessage first, second;
+    QVERIFY(buryOne({QStringLiteral("rejected"), {}, 1, 0, 0, reminder.sendKey, {}}, &first));
+    QVERIFY(buryOne({QStringLiteral("rejected"), {}, 1, 0, 0, {}, {}}, &second));
+    auto letters = m_store->inspector().deadLetters({}, &error);
+    QCOMPARE(letters->size(), 2);
+
+    QCOMPARE(m_store->operations().discard({letters->constFirst()}, &error), std::optional<int>(1));
+    letters = m_store->inspector().deadLetters({}, &error);
+    QCOMPARE(letters->size(), 1);
+    QCOMPARE(letters->constFirst().id, second.id);
+    QCOMPARE(m_store->queue().counts(&error)->dead, qint64(1));
+    QCOMPARE(m_store->queue().counts(&error)->ready, qint64(0));
+    // Discarding again is harmless.
+    QCOMPARE(m_store->operations().discard({letters->constFirst(), letters->constFirst()}, &error), std::optional<int>(1));
+    QCOMPARE(m_store->queue().counts(&error)->dead, qint64(0));
+}
+
+void TestStore::resendInDoubtQueuesPayloadAgain()
+{
+    QString error;
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"), QStringLiteral("2026-12-01T09:00:00Z"),
+                                           QStringLiteral("evt-doubt"));
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"), 1, nowMs() - 1), InDoubtPolicy::Hold).outcome,
+             ClaimResult::Outcome::Claimed);
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"), 2), InDoubtPolicy::Hold).outcome,
+             ClaimResult::Outcome::Held);
+    QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::InDoubt));
+
+    QVERIFY2(m_store->operations().resend(reminder.sendKey, &error), qPrintable(error));
+    QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::Retrying));
+    const auto leased = m_store->queue().lease(5, LongLease, Worker, &error);
+    QCOMPARE(leased.size(), 1);
+    QCOMPARE(leased.constFirst().payload, reminder.payload);
+    QCOMPARE(scalar(QStringLiteral("SELECT send_key FROM queue")).toString(), QString::fromLatin1(reminder.sendKey));
+    QCOMPARE(scalar(QStringLiteral("SELECT event_id FROM queue")).toString(), QStringLiteral("evt-doubt"));
+
+    const auto attempts = attemptsOf(reminder.sendKey);
+    QCOMPARE(attempts.constLast().step, QStringLiteral("operator"));
+    QCOMPARE(attempts.constLast().outcome, QStringLiteral("resend"));
+    QVERIFY(attempts.constLast().error.contains(currentUserName()));
+    const auto audit = m_store->inspector().auditLog(10, &error);
+    QVERIFY2(audit, qPrintable(error));
+    QCOMPARE(audit->size(), 1);
+    QCOMPARE(audit->constFirst().action, QStringLiteral("resolve-resend"));
+    QCOMPARE(audit->constFirst().detail, QString::fromLatin1(reminder.sendKey));
+    QCOMPARE(audit->constFirst().count, qint64(1));
+    QCOMPARE(audit->constFirst().actor, currentUserName());
+
+    // The queued copy claims the key and is sent again under the same key.
+    QCOMPARE(claim(*m_store, claimRequest(reminder, leased.constFirst().id), InDoubtPolicy::Hold).outcome,
+             ClaimResult::Outcome::Claimed);
+}
+
+void TestStore::markDeliveredAppliesInDoubtKey()
+{
+    QString error;
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"));
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"))).outcome, ClaimResult::Outcome::Claimed);
+    QVERIFY(record(*m_store, reminder.sendKey, LedgerState::InDoubt, true, 0, QStringLiteral("in-doubt")));
+    const qint64 before = nowMs();
+    QVERIFY2(m_store->operations().markDelivered(reminder.sendKey, &error), qPrintable(error));
+
+    const auto row = m_store->inspector().event(QString::fromLatin1(reminder.sendKey), &error);
+    QCOMPARE(row->state, QString(LedgerState::Applied));
+    QVERIFY(row->appliedAtMs >= before);
+    QCOMPARE(attemptsOf(reminder.sendKey).constLast().outcome, QStringLiteral("marked-delivered"));
+    const auto audit = m_store->inspector().auditLog(10, &error);
+    QCOMPARE(audit->size(), 1);
+    QCOMPARE(audit->constFirst().action, QStringLiteral("resolve-mark-delivered"));
+    QCOMPARE(audit->constFirst().count, qint64(1));
+    // Nothing was queued, and a later copy of the reminder is a duplicate.
+    QCOMPARE(m_store->queue().counts(&error)->ready, qint64(0));
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m2"))).outcome, ClaimResult::Outcome::Duplicate);
+    QCOMPARE(attemptsOf(reminder.sendKey).constLast().error, QStringLiteral("already applied"));
+}
+
+void TestStore::resolveRefusesKeyNotInDoubt()
+{
+    QString error;
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"));
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"))).outcome, ClaimResult::Outcome::Claimed);
+    QVERIFY(!m_store->operations().resend(reminder.sendKey, &error));
+    QVERIFY2(error.contains(QLatin1String("is claimed, not in doubt")), qPrintable(error));
+    error.clear();
+    QVERIFY(!m_store->operations().markDelivered(reminder.sendKey, &error));
+    QVERIFY2(error.contains(QLatin1String("not in doubt")), qPrintable(error));
+
+    QVERIFY(record(*m_store, reminder.sendKey, LedgerState::Applied, true, 200));
+    QVERIFY(!m_store->operations().resend(reminder.sendKey, &error));
+    QVERIFY2(error.contains(QLatin1String("is applied, not in doubt")), qPrintable(error));
+
+    QVERIFY(!m_store->operations().resend("nobody:nothing:2026-01-01T00:00:00Z", &error));
+    QVERIFY2(error.contains(QLatin1String("no event with send key")), qPrintable(error));
+
+    // Refusals change nothing: no message, no audit line, the state is kept.
+    QCOMPARE(m_store->queue().counts(&error)->ready, qint64(0));
+    QCOMPARE(m_store->inspector().auditLog(10, &error)->size(), 0);
+    QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::Applied));
+    // And the connection is not left inside a transaction: a normal write still commits.
+    QVERIFY(m_store->queue().enqueue({outgoing(reminder)}, &error));
+    QCOMPARE(m_store->queue().counts(&error)->ready, qint64(1));
+}
+
+void TestStore::auditRowsHaveActorActionCount()
+{
+    QString error;
+    Operations operations(m_store->database(), m_store->queue(), m_store->ledger(), QStringLiteral("alice"));
+    const qint64 before = nowMs();
+    QVERIFY2(operations.audit(QStringLiteral("redrive"), QStringLiteral("error-class=http-5xx"), 17, &error),
+             qPrintable(error));
+    QVERIFY2(operations.audit(QStringLiteral("discard"), QStringLiteral("all"), 2, &error), qPrintable(error));
+    const auto entries = m_store->inspector().auditLog(10, &error);
+    QVERIFY2(entries, qPrintable(error));
+    QCOMPARE(entries->size(), 2);
+    // Newest first.
+    QCOMPARE(entries->at(0).action, QStringLiteral("discard"));
+    QCOMPARE(entries->at(1).action, QStringLiteral("redrive"));
+    QCOMPARE(entries->at(1).actor, QStringLiteral("alice"));
+    QCOMPARE(entries->at(1).detail, QStringLiteral("error-class=http-5xx"));
+    QCOMPARE(entries->at(1).count, qint64(17));
+    QVERIFY(entries->at(1).atMs >= before && entries->at(1).atMs <= nowMs());
+    QCOMPARE(m_store->inspector().auditLog(1, &error)->size(), 1);
+    const QJsonObject json = entries->at(1).toJson();
+    QCOMPARE(json.value(QStringLiteral("actor")).toString(), QStringLiteral("alice"));
+    QCOMPARE(json.value(QStringLiteral("count")).toInt(), 17);
+}
+
+// --- Inspector and retention -----------------------------------------------------
+
+void TestStore::statsCountEachKeyOnce()
+{
+    QString error;
+    const Reminder applied = makeReminder(QStringLiteral("u"), QStringLiteral("applied"));
+    const Reminder doubt = makeReminder(QStringLiteral("u"), QStringLiteral("doubt"));
+    const Reminder live = makeReminder(QStringLiteral("u"), QStringLiteral("live"));
+    const Reminder retrying = makeReminder(QStringLiteral("u"), QStringLiteral("retrying"));
+    const Reminder dead = makeReminder(QStringLiteral("u"), QStringLiteral("dead"));
+    for (const Reminder *r : {&applied, &doubt, &live, &retrying, &dead})
+        QCOMPARE(claim(*m_store, claimRequest(*r, QStringLiteral("m-") + r->reminderId)).outcome,
+                 ClaimResult::Outcome::Claimed);
+    QVERIFY(record(*m_store, applied.sendKey, LedgerState::Applied, true, 200));
+    QVERIFY(record(*m_store, doubt.sendKey, LedgerState::InDoubt, true, 0, QStringLiteral("in-doubt")));
+    QVERIFY(record(*m_store, retrying.sendKey, LedgerState::Retrying, true, 503, QStringLiteral("http-5xx")));
+    QVERIFY(record(*m_store, dead.sendKey, LedgerState::Dead, true, 400, QStringLiteral("rejected")));
+    // The applied reminder is delivered twice more (published again, and redelivered).
+    QCOMPARE(claim(*m_store, claimRequest(applied, QStringLiteral("m-copy"))).outcome, ClaimResult::Outcome::Duplicate);
+    QCOMPARE(claim(*m_store, claimRequest(applied, QStringLiteral("m-applied"), 2)).outcome,
+             ClaimResult::Outcome::Duplicate);
+    QVERIFY(m_store->queue().enqueue({outgoing(live), outgoing(retrying, 60000)}, &error));
+
+    const auto stats = m_store->inspector().stats(&error);
+    QVERIFY2(stats, qPrintable(error));
+    QCOMPARE(stats->acked, qint64(1));
+    QCOMPARE(stats->inDoubt, qint64(1));
+    QCOMPARE(stats->claimed, qint64(1));
+    QCOMPARE(stats->retrying, qint64(1));
+    QCOMPARE(stats->deadKeys, qint64(1));
+    QCOMPARE(stats->duplicatesSuppressed, qint64(1));
+    QCOMPARE(stats->duplicateDeliveries, qint64(2));
+    QCOMPARE(stats->appliedLast5Min, qint64(1));
+    QCOMPARE(stats->sendsLast5Min, qint64(4));
+    QCOMPARE(stats->failedSendsLast5Min, qint64(3));
+    QCOMPARE(stats->queue.ready, qint64(1));
+    QCOMPARE(stats->queue.delayed, qint64(1));
+    QVERIFY(stats->latenessP50Ms);
+    QVERIFY(stats->latenessP95Ms);
+    // Lateness is applied_at - scheduled_at, over the one applied key.
+    const auto appliedRow = m_store->inspector().event(QString::fromLatin1(applied.sendKey), &error);
+    QVERIFY2(appliedRow, qPrintable(error));
+    QCOMPARE(*stats->latenessP50Ms, appliedRow->appliedAtMs - applied.scheduledAt.toMSecsSinceEpoch());
+    QCOMPARE(*stats->latenessP95Ms, *stats->latenessP50Ms);
+
+    const QJsonObject json = stats->toJson();
+    QCOMPARE(json.value(QStringLiteral("acked")).toInt(), 1);
+    QCOMPARE(json.value(QStringLiteral("duplicate_deliveries")).toInt(), 2);
+    QCOMPARE(json.value(QStringLiteral("ready")).toInt(), 1);
+}
+
+void TestStore::eventsFilterAndPage()
+{
+    QString error;
+    QList<Reminder> all;
+    for (int i = 0; i < 5; ++i)
+        all.append(makeReminder(QStringLiteral("alice"), QStringLiteral("a%1").arg(i), QStringLiteral("2026-12-01T09:00:00Z"),
+                                QStringLiteral("evt-a%1").arg(i)));
+    for (int i = 0; i < 2; ++i)
+        all.append(makeReminder(QStringLiteral("bob"), QStringLiteral("b%1").arg(i), QStringLiteral("2026-12-01T09:00:00Z"),
+                                QString(), QStringLiteral("+15559999")));
+    for (const auto &r : std::as_const(all))
+        QCOMPARE(claim(*m_store, claimRequest(r, QStringLiteral("m-") + r.reminderId)).outcome,
+                 ClaimResult::Outcome::Claimed);
+    QVERIFY(record(*m_store, all.at(0).sendKey, LedgerState::Applied, true, 200));
+    QVERIFY(record(*m_store, all.at(1).sendKey, LedgerState::Applied, true, 200));
+    QVERIFY(record(*m_store, all.at(5).sendKey, LedgerState::Applied, true, 200));
+
+    const auto keysOf = [](const QList<EventRow> &rows) {
+        QSet<QByteArray> keys;
+        for (const auto &row : rows)
+            keys.insert(row.sendKey);
+        return keys;
+    };
+    const auto check = [&](const EventFilter &filter, int expected) {
+        const auto rows = m_store->inspector().events(filter, &error);
+        const auto count = m_store->inspector().countEvents(filter, &error);
+        return rows && count && rows->size() == std::min<qint64>(expected, filter.limit < 0 ? expected : filter.limit)
+            && *count == expected;
+    };
+
+    EventFilter filter;
+    QVERIFY(check(filter, 7));
+    filter.text = QStringLiteral("alice");
+    QVERIFY(check(filter, 5));
+    filter.text = QStringLiteral("+15559999"); // destination
+    QVERIFY(check(filter, 2));
+    filter.text = QStringLiteral("a3"); // reminder id
+    QVERIFY(check(filter, 1));
+    filter.text = QStringLiteral("evt-a4"); // event id
+    QVERIFY(check(filter, 1));
+    filter.text = QString::fromLatin1(all.at(6).sendKey);
+    QVERIFY(check(filter, 1));
+    QCOMPARE(m_store->inspector().events(filter, &error)->constFirst().reminderId, QStringLiteral("b1"));
+    filter.text = QStringLiteral("ali"); // exact match only
+    QVERIFY(check(filter, 0));
+
+    filter = EventFilter();
+    filter.userId = QStringLiteral("bob");
+    QVERIFY(check(filter, 2));
+    filter.state = LedgerState::Applied;
+    QVERIFY(check(filter, 1));
+    filter = EventFilter();
+    filter.state = LedgerState::Applied;
+    QVERIFY(check(filter, 3));
+    filter.state = LedgerState::Claimed;
+    QVERIFY(check(filter, 4));
+    filter.text = QStringLiteral("alice");
+    QVERIFY(check(filter, 3));
+
+    // Pages of two over alice's five events: no overlap, nothing missing, count unaffected.
+    filter = EventFilter();
+    filter.text = QStringLiteral("alice");
+    filter.limit = 2;
+    QSet<QByteArray> seen;
+    for (int offset = 0; offset < 6; offset += 2) {
+        filter.offset = offset;
+        const auto page = m_store->inspector().events(filter, &error);
+        QVERIFY2(page, qPrintable(error));
+        QCOMPARE(page->size(), offset < 4 ? 2 : 1);
+        const auto keys = keysOf(*page);
+        QVERIFY(!seen.intersects(keys));
+        seen.unite(keys);
+        QCOMPARE(*m_store->inspector().countEvents(filter, &error), qint64(5));
+    }
+    QCOMPARE(seen.size(), 5);
+    filter.offset = 10;
+    QVERIFY(m_store->inspector().events(filter, &error)->isEmpty());
+}
+
+void TestStore::purgeFinishedRemovesOldAppliedKeysOnly()
+{
+    QString error;
+    // Enough old keys to take several of the purge's batches.
+    constexpr int OldApplied = 1100;
+    QList<ClaimRequest> requests;
+    QList<LedgerUpdate> updates;
+    for (int i = 0; i < OldApplied; ++i) {
+        const Reminder r = makeReminder(QStringLiteral("old"), QStringLiteral("o%1").arg(i));
+        requests.append(claimRequest(r, QStringLiteral("m-o%1").arg(i)));
+        updates.append(LedgerUpdate{r.sendKey, QStringLiteral("m-o%1").arg(i), 1, LedgerState::Applied, true, nowMs(),
+                                    200, {}, {}, {}});
+    }
+    QCOMPARE(m_store->ledger().claim(requests, Worker, InDoubtPolicy::Resend, &error).size(), OldApplied);
+    QVERIFY2(m_store->ledger().record(updates, {}, &error), qPrintable(error));
+    const Reminder recent = makeReminder(QStringLiteral("new"), QStringLiteral("recent"));
+    const Reminder oldRetrying = makeReminder(QStringLiteral("old"), QStringLiteral("retrying"));
+    const Reminder oldDead = makeReminder(QStringLiteral("old"), QStringLiteral("dead"));
+    for (const Reminder *r : {&recent, &oldRetrying, &oldDead})
+        QCOMPARE(claim(*m_store, claimRequest(*r, QStringLiteral("m-") + r->reminderId)).outcome,
+                 ClaimResult::Outcome::Claimed);
+    QVERIFY(record(*m_store, recent.sendKey, LedgerState::Applied, true, 200));
+    QVERIFY(record(*m_store, oldRetrying.sendKey, LedgerState::Retrying, true, 503, QStringLiteral("http-5xx")));
+    QVERIFY(record(*m_store, oldDead.sendKey, LedgerState::Dead, true, 400, QStringLiteral("rejected")));
+
+    // Age everything of user "old" by two days.
+    const qint64 twoDaysAgo = nowMs() - 2 * 24 * 3600 * 1000LL;
+    {
+        QSqlQuery age(m_store->database().connection());
+        age.prepare(QStringLiteral("UPDATE ledger SET updated_at = ? WHERE user_id = 'old'"));
+        age.addBindValue(twoDaysAgo);
+        QVERIFY2(age.exec(), qPrintable(age.lastError().text()));
+        QCOMPARE(age.numRowsAffected(), OldApplied + 2);
+    }
+    const int attemptsBefore = scalar(QStringLiteral("SELECT COUNT(*) FROM attempts")).toInt();
+    const int oldAppliedAttempts =
+        scalar(QStringLiteral("SELECT COUNT(*) FROM attempts WHERE send_key IN "
+                              "(SELECT send_key FROM ledger WHERE user_id = 'old' AND state = 'applied')"))
+            .toInt();
+    QCOMPARE(oldAppliedAttempts, OldApplied); // one claim row each
+
+    QVERIFY2(m_store->ledger().purgeFinished(nowMs() - 24 * 3600 * 1000LL, &error), qPrintable(error));
+
+    QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM ledger")).toInt(), 3);
+    QCOMPARE(stateOf(recent.sendKey), QString(LedgerState::Applied));
+    QCOMPARE(stateOf(oldRetrying.sendKey), QString(LedgerState::Retrying));
+    QCOMPARE(stateOf(oldDead.sendKey), QString(LedgerState::Dead));
+    QVERIFY(!m_store->inspector().event(QString::fromLatin1(requests.constFirst().reminder.sendKey), &error));
+    QVERIFY(attemptsOf(requests.constFirst().reminder.sendKey).isEmpty());
+    QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM attempts")).toInt(), attemptsBefore - oldAppliedAttempts);
+    QVERIFY(!attemptsOf(recent.sendKey).isEmpty());
+    QVERIFY(!attemptsOf(oldRetrying.sendKey).isEmpty());
+
+    // Purging again finds nothing more to do.
+    QVERIFY2(m_store->ledger().purgeFinished(nowMs() - 24 * 3600 * 1000LL, &error), qPrintable(error));
+    QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM ledger")).toInt(), 3);
+}
+
+QTEST_GUILESS_MAIN(TestStore)
+#include "tst_store.moc"
