@@ -257,10 +257,13 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
         failpoint("after-send");
         m_breaker.recordSuccess();
         ++m_counters.applied;
+        // The outcome, the ledger change and the ack commit in one transaction, so the
+        // one "applied" row also stands for the ack.
         attempt.outcome = QStringLiteral("applied");
         m_pendingAttempts.append(attempt);
         m_pendingUpdates.append(update);
-        acknowledge(delivery);
+        m_pendingSettlements.append({Settlement::Kind::Ack, delivery.message.id, delivery.message.delivery, 0, {}});
+        scheduleCycle(0);
         if (m_config.recordLatencies)
             m_pendingAckedEnqueueTimes.push_back(delivery.message.enqueuedAtMs);
         return;

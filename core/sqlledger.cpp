@@ -37,10 +37,13 @@ QList<ClaimResult> SqlLedger::claim(const QList<ClaimRequest> &requests, const Q
         // A key claimed twice in one batch: the first request won the insert, the
         // second meets the first one's live claim like any other duplicate.
         if (inserted.remove(request.reminder.sendKey)) {
-            attempt.outcome = QStringLiteral("claimed");
-        } else if (!resolveTakenKey(request, workerId, policy, now, &result, &attempt, error)) {
-            return {};
+            // A plain claim gets no history row of its own: the send row that follows
+            // names the same delivery, and one row a delivery is most of a turn's cost.
+            results.append(result);
+            continue;
         }
+        if (!resolveTakenKey(request, workerId, policy, now, &result, &attempt, error))
+            return {};
         results.append(result);
         attempts.append(std::move(attempt));
     }
@@ -95,7 +98,8 @@ bool SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &work
 {
     const QString key = QString::fromLatin1(request.reminder.sendKey);
     auto &select = m_db.prepared(QStringLiteral(
-        "SELECT state, owner_message, claim_expires_at, round_sends, first_sent_at FROM ledger WHERE send_key = ?"));
+        "SELECT state, owner_message, claim_expires_at, round_sends, first_sent_at, owner_delivery, owner_worker "
+        "FROM ledger WHERE send_key = ?"));
     select.addBindValue(key);
     if (!m_db.exec(select, error))
         return false;
@@ -108,6 +112,8 @@ bool SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &work
     const qint64 expiresAt = select.value(2).toLongLong();
     result->sendsThisRound = select.value(3).toInt();
     result->firstSentAtMs = select.value(4).toLongLong();
+    const QString holder = QStringLiteral("message %1 delivery %2 on %3")
+                               .arg(owner.toString(), select.value(5).toString(), select.value(6).toString());
     select.finish();
     const bool ownedByThisMessage = owner.isNull() || owner.toString() == request.messageId;
 
@@ -160,7 +166,7 @@ bool SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &work
     // The holder's claim expired without an outcome: it died between claim and record,
     // perhaps after the partner accepted. That is the in-doubt window.
     attempt->errorClass = QStringLiteral("in-doubt");
-    attempt->error = QStringLiteral("a previous claim ended without a recorded outcome");
+    attempt->error = QStringLiteral("the claim of %1 ended without a recorded outcome").arg(holder);
     if (policy == InDoubtPolicy::Hold) {
         result->outcome = ClaimResult::Outcome::Held;
         attempt->outcome = QStringLiteral("held");

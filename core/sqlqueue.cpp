@@ -116,8 +116,14 @@ bool SqlQueue::settle(const QList<Settlement> &settlements, QString *error)
     constexpr qsizetype ChunkRows = 200;
     for (qsizetype start = 0; start < removals.size(); start += ChunkRows) {
         const qsizetype rows = std::min(ChunkRows, removals.size() - start);
-        auto &remove = m_db.prepared(QStringLiteral("DELETE FROM queue WHERE (id, receive_count) IN (VALUES ")
+        // The plain IN list lets SQLite find the rows by primary key; the row-value
+        // list alone would scan the table.
+        auto &remove = m_db.prepared(QStringLiteral("DELETE FROM queue WHERE id IN (")
+                                     + Database::repeatRows(QStringLiteral("?"), rows)
+                                     + QStringLiteral(") AND (id, receive_count) IN (VALUES ")
                                      + Database::repeatRows(QStringLiteral("(?, ?)"), rows) + QLatin1Char(')'));
+        for (qsizetype i = start; i < start + rows; ++i)
+            remove.addBindValue(removals.at(i)->messageId.toLongLong());
         for (qsizetype i = start; i < start + rows; ++i) {
             remove.addBindValue(removals.at(i)->messageId.toLongLong());
             remove.addBindValue(removals.at(i)->delivery);
