@@ -5,9 +5,15 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QLoggingCategory>
+#include <QSqlDriver>
 #include <QSqlError>
 #include <QStandardPaths>
 #include <QThread>
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <thread>
 
 Q_LOGGING_CATEGORY(lcDatabase, "once.core.database")
 
@@ -113,6 +119,23 @@ constexpr int LatestVersion = int(std::size(SqliteMigrations));
 
 } // namespace
 
+namespace {
+
+// SQLite's own busy timeout sleeps 1, 2, 5, 10, ... up to 100 ms between tries, which
+// puts a producer's enqueue or a second worker's turn behind a whole sleep each time
+// the write lock is taken. Trying again every quarter millisecond keeps the wait close
+// to the other writer's commit, for up to thirty seconds.
+int retryWhileBusy(void *, int tries)
+{
+    constexpr int MaxTries = 30 * 4000;
+    if (tries >= MaxTries)
+        return 0;
+    std::this_thread::sleep_for(std::chrono::microseconds(250));
+    return 1;
+}
+
+} // namespace
+
 qint64 nowMs()
 {
     return QDateTime::currentMSecsSinceEpoch();
@@ -176,10 +199,14 @@ std::unique_ptr<Database> Database::open(const StoreLocation &location, QString 
     }
     db->m_db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), db->m_connectionName);
     db->m_db.setDatabaseName(location.path);
-    db->m_db.setConnectOptions(QStringLiteral("QSQLITE_BUSY_TIMEOUT=30000"));
     if (!db->m_db.open()) {
         *error = QStringLiteral("cannot open the store %1: %2").arg(location.displayName(), db->m_db.lastError().text());
         return nullptr;
+    }
+    const QVariant handle = db->m_db.driver()->handle();
+    if (handle.isValid() && qstrcmp(handle.typeName(), "sqlite3*") == 0) {
+        if (auto *connection = *static_cast<sqlite3 *const *>(handle.constData()))
+            sqlite3_busy_handler(connection, retryWhileBusy, nullptr);
     }
     // WAL lets readers (the console, `once stats`) run beside a writing worker;
     // synchronous=FULL makes every commit, and so every claim, durable before the

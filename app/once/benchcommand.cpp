@@ -117,7 +117,7 @@ int runBench(const QStringList &arguments)
         {QStringLiteral("duplicate-share"), QStringLiteral("Share of reminders published twice."), QStringLiteral("R"), QStringLiteral("0.05")},
         {QStringLiteral("rate"), QStringLiteral("Open loop: reminders per second (0: closed loop)."), QStringLiteral("N"), QStringLiteral("0")},
         {QStringLiteral("duration"), QStringLiteral("Open loop: seconds to feed."), QStringLiteral("S"), QStringLiteral("10")},
-        {QStringLiteral("concurrency"), QStringLiteral("Worker sends in flight."), QStringLiteral("N"), QStringLiteral("64")},
+        {QStringLiteral("concurrency"), QStringLiteral("Worker sends in flight."), QStringLiteral("N"), QStringLiteral("256")},
         {QStringLiteral("partner-latency-ms"), QStringLiteral("Simulated partner latency."), QStringLiteral("MS"), QStringLiteral("0")},
     });
     if (const int exit = command.parse(arguments); exit >= 0)
