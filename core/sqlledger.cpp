@@ -56,7 +56,7 @@ QList<ClaimResult> SqlLedger::claim(const QList<ClaimRequest> &requests, const Q
 bool SqlLedger::insertClaims(const QList<ClaimRequest> &requests, const QString &workerId, qint64 now,
                              QSet<QByteArray> *inserted, QString *error)
 {
-    constexpr qsizetype ChunkRows = 100;
+    constexpr qsizetype ChunkRows = 16;
     for (qsizetype start = 0; start < requests.size(); start += ChunkRows) {
         const qsizetype rows = std::min(ChunkRows, requests.size() - start);
         auto &insert = m_db.prepared(
@@ -179,7 +179,7 @@ bool SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &work
 
 bool SqlLedger::insertAttempts(const QList<Attempt> &attempts, QString *error)
 {
-    constexpr qsizetype ChunkRows = 100;
+    constexpr qsizetype ChunkRows = 16;
     for (qsizetype start = 0; start < attempts.size(); start += ChunkRows) {
         const qsizetype rows = std::min(ChunkRows, attempts.size() - start);
         auto &insert = m_db.prepared(
