@@ -113,6 +113,19 @@ CREATE TABLE audit_log (
     count INTEGER NOT NULL DEFAULT 0
 );
 )sql",
+    // 2: queue samples for the console's charts, written by every worker
+    R"sql(
+CREATE TABLE queue_samples (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at INTEGER NOT NULL,
+    ready INTEGER NOT NULL,
+    in_flight INTEGER NOT NULL,
+    delayed INTEGER NOT NULL,
+    dead INTEGER NOT NULL,
+    oldest_ready_age_ms INTEGER
+);
+CREATE INDEX queue_samples_at ON queue_samples(at);
+)sql",
 };
 
 constexpr int LatestVersion = int(std::size(SqliteMigrations));
@@ -253,7 +266,7 @@ bool Database::migrate(QString *error)
             if (!exec(statement, error))
                 return false;
         }
-        qCInfo(lcDatabase) << "store upgraded to schema version" << version + 1;
+        qCDebug(lcDatabase) << "store upgraded to schema version" << version + 1;
     }
     if (!exec(QStringLiteral("DELETE FROM schema_version"), error)
         || !exec(QStringLiteral("INSERT INTO schema_version (version) VALUES (%1)").arg(LatestVersion), error))

@@ -24,6 +24,8 @@ Engine::Engine(const EngineConfig &config, QObject *parent)
     connect(&m_countersTimer, &QTimer::timeout, this, &Engine::publishCounters);
     m_retentionTimer.setInterval(60 * 1000);
     connect(&m_retentionTimer, &QTimer::timeout, this, &Engine::purgeExpired);
+    m_sampleTimer.setInterval(5 * 1000);
+    connect(&m_sampleTimer, &QTimer::timeout, this, &Engine::sampleQueue);
 }
 
 Engine::~Engine() = default;
@@ -55,6 +57,7 @@ void Engine::start()
     m_running = true;
     m_countersTimer.start();
     m_retentionTimer.start();
+    m_sampleTimer.start();
     qCInfo(lcEngine).noquote() << "worker" << m_config.workerId << "delivering to" << m_sender->displayUrl()
                                << "from" << m_store->database().location().displayName();
     emit started();
@@ -367,8 +370,19 @@ void Engine::purgeExpired()
     if (m_config.retentionMs <= 0 || !m_ledger)
         return;
     QString error;
-    if (!m_ledger->purgeFinished(nowMs() - m_config.retentionMs, &error))
+    const qint64 before = nowMs() - m_config.retentionMs;
+    if (!m_ledger->purgeFinished(before, &error) || !m_store->metrics().purgeBefore(before, &error))
         qCWarning(lcEngine).noquote() << "retention clean-up failed:" << error;
+}
+
+// The console charts queue depth and age over time from these samples, including
+// those of headless workers it never talked to.
+void Engine::sampleQueue()
+{
+    QString error;
+    const auto counts = m_queue->counts(&error);
+    if (!counts || !m_store->metrics().recordSample(*counts, nowMs(), &error))
+        qCWarning(lcEngine).noquote() << "sampling the queue failed:" << error;
 }
 
 void Engine::fail(const QString &message)
@@ -385,6 +399,7 @@ void Engine::finish(int exitCode)
     m_cycleTimer.stop();
     m_countersTimer.stop();
     m_retentionTimer.stop();
+    m_sampleTimer.stop();
     publishCounters();
     emit finished(exitCode);
 }

@@ -116,6 +116,7 @@ private:
     void finish(int exitCode);
     void publishCounters();
     void purgeExpired();
+    void sampleQueue();
 
     EngineConfig m_config;
     std::unique_ptr<Store> m_store;
@@ -126,6 +127,7 @@ private:
     QTimer m_cycleTimer;
     QTimer m_countersTimer;
     QTimer m_retentionTimer;
+    QTimer m_sampleTimer;
     bool m_running = false;
     bool m_paused = false;
     bool m_stopping = false;

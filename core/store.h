@@ -2,6 +2,7 @@
 
 #include "database.h"
 #include "inspector.h"
+#include "metrics.h"
 #include "operations.h"
 #include "sqlledger.h"
 #include "sqlqueue.h"
@@ -33,11 +34,12 @@ public:
     SqlLedger &ledger() { return m_ledger; }
     Inspector &inspector() { return m_inspector; }
     Operations &operations() { return m_operations; }
+    Metrics &metrics() { return m_metrics; }
 
 private:
     explicit Store(std::unique_ptr<Database> db)
         : m_db(std::move(db)), m_queue(*m_db), m_ledger(*m_db), m_inspector(*m_db, m_queue),
-          m_operations(*m_db, m_queue, m_ledger)
+          m_operations(*m_db, m_queue, m_ledger), m_metrics(*m_db)
     {
     }
 
@@ -46,6 +48,7 @@ private:
     SqlLedger m_ledger;
     Inspector m_inspector;
     Operations m_operations;
+    Metrics m_metrics;
 };
 
 } // namespace once

@@ -1,0 +1,69 @@
+#include "metrics.h"
+
+#include "database.h"
+
+#include <QVariant>
+
+namespace once {
+
+bool Metrics::recordSample(const QueueCounts &counts, qint64 atMs, QString *error)
+{
+    auto &insert = m_db.prepared(QStringLiteral(
+        "INSERT INTO queue_samples (at, ready, in_flight, delayed, dead, oldest_ready_age_ms) VALUES (?, ?, ?, ?, ?, ?)"));
+    insert.addBindValue(atMs);
+    insert.addBindValue(counts.ready);
+    insert.addBindValue(counts.inFlight);
+    insert.addBindValue(counts.delayed);
+    insert.addBindValue(counts.dead);
+    insert.addBindValue(counts.oldestReadyAgeMs ? QVariant(*counts.oldestReadyAgeMs) : QVariant());
+    return m_db.exec(insert, error);
+}
+
+std::optional<MetricSeries> Metrics::series(qint64 fromMs, qint64 toMs, int buckets, QString *error)
+{
+    MetricSeries series;
+    const qint64 width = std::max<qint64>(1000, (toMs - fromMs) / std::max(1, buckets));
+    // Several workers may sample the same moment: a bucket shows the largest value.
+    auto &samples = m_db.prepared(QStringLiteral(
+        "SELECT (at - ?) / ? AS bucket, MAX(ready), MAX(COALESCE(oldest_ready_age_ms, 0)) FROM queue_samples "
+        "WHERE at >= ? AND at < ? GROUP BY bucket ORDER BY bucket"));
+    samples.addBindValue(fromMs);
+    samples.addBindValue(width);
+    samples.addBindValue(fromMs);
+    samples.addBindValue(toMs);
+    if (!m_db.exec(samples, error))
+        return std::nullopt;
+    while (samples.next()) {
+        const double x = double(fromMs + samples.value(0).toLongLong() * width + width / 2);
+        series.ready.append({x, samples.value(1).toDouble()});
+        series.oldestReadyAgeS.append({x, samples.value(2).toDouble() / 1000.0});
+    }
+    samples.finish();
+
+    auto &sends = m_db.prepared(QStringLiteral(
+        "SELECT (at - ?) / ? AS bucket, SUM(outcome = 'applied'), SUM(outcome <> 'applied') FROM attempts "
+        "WHERE at >= ? AND at < ? AND step = 'send' GROUP BY bucket ORDER BY bucket"));
+    sends.addBindValue(fromMs);
+    sends.addBindValue(width);
+    sends.addBindValue(fromMs);
+    sends.addBindValue(toMs);
+    if (!m_db.exec(sends, error))
+        return std::nullopt;
+    const double perMinute = 60000.0 / double(width);
+    while (sends.next()) {
+        const double x = double(fromMs + sends.value(0).toLongLong() * width + width / 2);
+        series.appliedPerMin.append({x, sends.value(1).toDouble() * perMinute});
+        series.failedPerMin.append({x, sends.value(2).toDouble() * perMinute});
+    }
+    sends.finish();
+    return series;
+}
+
+bool Metrics::purgeBefore(qint64 beforeMs, QString *error)
+{
+    auto &remove = m_db.prepared(QStringLiteral("DELETE FROM queue_samples WHERE at < ?"));
+    remove.addBindValue(beforeMs);
+    return m_db.exec(remove, error);
+}
+
+} // namespace once
