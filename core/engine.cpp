@@ -229,6 +229,8 @@ void Engine::cycle()
     if (hasPendingWrites() || (room > 0 && leased.size() == room)) {
         scheduleCycle(0);
     } else if (consuming && m_breaker.state(after) == CircuitBreaker::State::Open) {
+        if (m_inFlight == 0 && m_config.untilIdle)
+            checkIdle(); // nothing may be left to probe with
         scheduleCycle(m_breaker.reopensInMs(after) + 1); // the probe
     } else if (room > 0 && leased.isEmpty()) {
         if (m_inFlight == 0 && m_config.untilIdle)

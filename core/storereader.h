@@ -1,0 +1,89 @@
+#pragma once
+
+#include "inspector.h"
+#include "metrics.h"
+
+#include <QObject>
+#include <QTimer>
+
+#include <memory>
+
+namespace once {
+
+class Store;
+
+// The console's window on a store: a worker object that lives on its own thread, opens
+// its own connection there, and answers requests with copies of the data through
+// signals. Every request carries a token that comes back with its answer, so a view can
+// drop answers to requests it has since replaced. Nothing here blocks the caller.
+class StoreReader final : public QObject
+{
+    Q_OBJECT
+    Q_DISABLE_COPY_MOVE(StoreReader)
+
+public:
+    explicit StoreReader(const QString &storeUrl, QObject *parent = nullptr);
+    ~StoreReader() override;
+
+public slots:
+    void open();
+    void close();
+    void loadOverview(quint64 token, qint64 windowMs);
+    void loadEvents(quint64 token, const once::EventFilter &filter);
+    void countEvents(quint64 token, const once::EventFilter &filter);
+    void loadHistory(quint64 token, const QString &keyOrEventId);
+    void loadDeadLetters(quint64 token, const once::DeadLetterFilter &filter);
+    void loadInDoubt(quint64 token);
+    void loadAudit(quint64 token, int limit);
+    // Moves dead letters back to the queue in batches, at most ratePerSecond (0: no
+    // limit), reporting progress; the thread stays free for other requests meanwhile.
+    void redrive(quint64 token, const QList<once::DeadLetter> &letters, int ratePerSecond, const QString &detail);
+    void cancelRedrive(quint64 token);
+    void discard(quint64 token, const QList<once::DeadLetter> &letters, const QString &detail);
+    void resolve(quint64 token, const QByteArray &sendKey, bool resend);
+
+signals:
+    void opened(bool ok, const QString &error);
+    void overviewLoaded(quint64 token, const once::DeliveryStats &stats, const once::MetricSeries &series);
+    void eventsLoaded(quint64 token, const QList<once::EventRow> &rows, int offset);
+    void eventsCounted(quint64 token, qint64 count);
+    void historyLoaded(quint64 token, const once::EventRow &event, const QList<once::Attempt> &attempts);
+    void deadLettersLoaded(quint64 token, const QList<once::DeadLetter> &letters);
+    void inDoubtLoaded(quint64 token, const QList<once::EventRow> &rows);
+    void auditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
+    void redriveProgress(quint64 token, int moved, int total);
+    void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
+    void operationFinished(quint64 token, bool ok, const QString &message);
+    void failed(quint64 token, const QString &error);
+
+private:
+    void redriveNextBatch();
+    bool ensureOpen(quint64 token);
+
+    QString m_storeUrl;
+    std::unique_ptr<Store> m_store;
+
+    struct Redrive
+    {
+        quint64 token = 0;
+        QList<DeadLetter> letters;
+        int ratePerSecond = 0;
+        int next = 0;
+        int moved = 0;
+        QString detail;
+        bool cancelled = false;
+    };
+    std::unique_ptr<Redrive> m_redrive;
+    QTimer m_redriveTimer;
+};
+
+} // namespace once
+
+Q_DECLARE_METATYPE(once::EventFilter)
+Q_DECLARE_METATYPE(once::DeadLetterFilter)
+Q_DECLARE_METATYPE(once::DeliveryStats)
+Q_DECLARE_METATYPE(once::MetricSeries)
+Q_DECLARE_METATYPE(once::EventRow)
+Q_DECLARE_METATYPE(once::DeadLetter)
+Q_DECLARE_METATYPE(once::Attempt)
+Q_DECLARE_METATYPE(once::AuditEntry)
