@@ -6,7 +6,7 @@ ONCE_BUILD=${ONCE_BUILD_DIR:-$ONCE_ROOT/build}
 
 # Debian 12 packages the build and the tests need.
 ONCE_PACKAGES=(
-    cmake ninja-build g++ pkg-config
+    cmake ninja-build g++ pkg-config dpkg-dev
     qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libsqlite3-dev libgl-dev
     qt6-charts-dev qt6-svg-dev libqt6svg6
     xvfb xauth
