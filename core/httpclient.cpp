@@ -1,5 +1,7 @@
 #include "httpclient.h"
 
+#include "httpsyntax.h"
+
 #include <QElapsedTimer>
 #include <QHash>
 #include <QLoggingCategory>
@@ -29,30 +31,14 @@ QByteArray HttpResult::header(const QByteArray &name) const
 
 namespace {
 
+using http::equalsCi;
+using http::hasToken;
+
 // Bounds that keep a misbehaving server from growing our buffers without limit.
 constexpr qsizetype kMaxLineLength = 64 * 1024;
 constexpr qsizetype kMaxHeaderBytes = 256 * 1024;
 constexpr int kMaxHeaderCount = 256;
 
-bool equalsCi(QByteArrayView a, QByteArrayView b)
-{
-    return a.compare(b, Qt::CaseInsensitive) == 0;
-}
-
-// Connection and Transfer-Encoding are comma-separated token lists.
-bool hasToken(QByteArrayView list, QByteArrayView token)
-{
-    while (!list.isEmpty()) {
-        const qsizetype comma = list.indexOf(',');
-        const QByteArrayView item = (comma < 0 ? list : list.first(comma)).trimmed();
-        if (equalsCi(item, token))
-            return true;
-        if (comma < 0)
-            break;
-        list = list.sliced(comma + 1);
-    }
-    return false;
-}
 
 bool isToken(QByteArrayView s)
 {

@@ -1,5 +1,7 @@
 #include "partnersimulator.h"
 
+#include "httpsyntax.h"
+
 #include <QElapsedTimer>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -21,27 +23,11 @@ namespace once {
 
 namespace {
 
+using http::equalsCi;
+using http::hasToken;
+
 constexpr qsizetype kMaxHeaderBytes = 64 * 1024;
 constexpr qint64 kMaxBodyBytes = 1024 * 1024;
-
-bool equalsCi(QByteArrayView a, QByteArrayView b)
-{
-    return a.compare(b, Qt::CaseInsensitive) == 0;
-}
-
-bool hasToken(QByteArrayView list, QByteArrayView token)
-{
-    while (!list.isEmpty()) {
-        const qsizetype comma = list.indexOf(',');
-        const QByteArrayView item = (comma < 0 ? list : list.first(comma)).trimmed();
-        if (equalsCi(item, token))
-            return true;
-        if (comma < 0)
-            break;
-        list = list.sliced(comma + 1);
-    }
-    return false;
-}
 
 QByteArrayView reasonPhrase(int status)
 {

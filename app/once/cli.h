@@ -1,6 +1,7 @@
 #pragma once
 
 #include <QCommandLineParser>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QStringList>
 
@@ -41,6 +42,14 @@ private:
 };
 
 void printJson(const QJsonDocument &document);
+// Prints rows that know how to be JSON (toJson()) as one JSON array.
+template<typename Rows> void printJsonArray(const Rows &rows)
+{
+    QJsonArray array;
+    for (const auto &row : rows)
+        array.append(row.toJson());
+    printJson(QJsonDocument(array));
+}
 void printLine(const QString &line);
 int failure(const QString &message);
 // Turns SIGTERM and SIGINT into a call on the event loop.

@@ -227,10 +227,7 @@ int runEvents(const QStringList &arguments)
     if (!rows)
         return failure(error);
     if (parser.isSet(QStringLiteral("json"))) {
-        QJsonArray array;
-        for (const auto &row : *rows)
-            array.append(row.toJson());
-        printJson(QJsonDocument(array));
+        printJsonArray(*rows);
         return Ok;
     }
     for (const auto &row : *rows)
@@ -256,10 +253,7 @@ int runDeadLetters(const QStringList &arguments)
     if (!letters)
         return failure(error);
     if (parser.isSet(QStringLiteral("json"))) {
-        QJsonArray array;
-        for (const auto &letter : *letters)
-            array.append(letter.toJson());
-        printJson(QJsonDocument(array));
+        printJsonArray(*letters);
         return Ok;
     }
     for (const auto &letter : *letters)
@@ -370,10 +364,7 @@ int runInDoubt(const QStringList &arguments)
     if (!rows)
         return failure(error);
     if (command.parser().isSet(QStringLiteral("json"))) {
-        QJsonArray array;
-        for (const auto &row : *rows)
-            array.append(row.toJson());
-        printJson(QJsonDocument(array));
+        printJsonArray(*rows);
         return Ok;
     }
     for (const auto &row : *rows)

@@ -1,0 +1,28 @@
+#pragma once
+
+#include <QByteArrayView>
+
+// Small pieces of HTTP/1.1 syntax shared by the client and the partner simulator.
+namespace once::http {
+
+inline bool equalsCi(QByteArrayView a, QByteArrayView b)
+{
+    return a.compare(b, Qt::CaseInsensitive) == 0;
+}
+
+// Whether a comma-separated header value (Connection, Transfer-Encoding) lists token.
+inline bool hasToken(QByteArrayView list, QByteArrayView token)
+{
+    while (!list.isEmpty()) {
+        const qsizetype comma = list.indexOf(',');
+        const QByteArrayView item = (comma < 0 ? list : list.first(comma)).trimmed();
+        if (equalsCi(item, token))
+            return true;
+        if (comma < 0)
+            break;
+        list = list.sliced(comma + 1);
+    }
+    return false;
+}
+
+} // namespace once::http
