@@ -36,7 +36,7 @@ private:
     QString m_storeUrl;
     int m_perSecond = 20;
     std::unique_ptr<Store> m_store;
-    QTimer m_timer;
+    QTimer m_timer{this}; // a child, so that moveToThread() takes it along
     qint64 m_published = 0;
     qint64 m_sequence = 0;
 };

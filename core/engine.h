@@ -124,10 +124,11 @@ private:
     Ledger *m_ledger = nullptr;
     PartnerSender *m_sender = nullptr;
     CircuitBreaker m_breaker;
-    QTimer m_cycleTimer;
-    QTimer m_countersTimer;
-    QTimer m_retentionTimer;
-    QTimer m_sampleTimer;
+    // Children of the engine, so that moveToThread() takes them along.
+    QTimer m_cycleTimer{this};
+    QTimer m_countersTimer{this};
+    QTimer m_retentionTimer{this};
+    QTimer m_sampleTimer{this};
     bool m_running = false;
     bool m_paused = false;
     bool m_stopping = false;

@@ -74,7 +74,7 @@ private:
         bool cancelled = false;
     };
     std::unique_ptr<Redrive> m_redrive;
-    QTimer m_redriveTimer;
+    QTimer m_redriveTimer{this}; // a child, so that moveToThread() takes it along
 };
 
 } // namespace once
