@@ -126,6 +126,12 @@ CREATE TABLE queue_samples (
 );
 CREATE INDEX queue_samples_at ON queue_samples(at);
 )sql",
+    // 3: the event list's order (newest first), with and without a state filter, so
+    // its first page does not sort the whole ledger
+    R"sql(
+CREATE INDEX ledger_created ON ledger(created_at DESC, send_key);
+CREATE INDEX ledger_state_created ON ledger(state, created_at DESC, send_key);
+)sql",
 };
 
 constexpr int LatestVersion = int(std::size(SqliteMigrations));
