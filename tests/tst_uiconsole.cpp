@@ -1,0 +1,387 @@
+// The whole console as an operator uses it: the real MainWindow, offscreen, over a real
+// store, its engine delivering to a real in-process partner simulator. A partner outage
+// dead-letters reminders; the operator redrives them from the Dead letters page and each
+// key takes effect exactly once. A partner without idempotency drops its answers; the
+// events wait in doubt; the operator marks one delivered (no second effect) and resends
+// another (exactly one more). Support searches a user on the Events page.
+#include "deadlettersmodel.h"
+#include "deadletterspage.h"
+#include "enginecontroller.h"
+#include "eventsmodel.h"
+#include "eventspage.h"
+#include "indoubtmodel.h"
+#include "indoubtpage.h"
+#include "mainwindow.h"
+#include "redrivedialog.h"
+#include "settings.h"
+#include "storesession.h"
+
+#include "partnersimulator.h"
+#include "store.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLoggingCategory>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <memory>
+
+using namespace once;
+using namespace once::ui;
+
+namespace {
+
+Reminder makeReminder(const QString &user, const QString &reminderId)
+{
+    const QJsonObject object{
+        {QStringLiteral("user_id"), user},
+        {QStringLiteral("reminder_id"), reminderId},
+        {QStringLiteral("scheduled_at"), QStringLiteral("2026-12-01T09:00:00+01:00")},
+        {QStringLiteral("destination"), QStringLiteral("%1@example.com").arg(user)},
+        {QStringLiteral("body"), QStringLiteral("Your %1 reminder").arg(reminderId)},
+        {QStringLiteral("channel"), QStringLiteral("email")},
+    };
+    const auto parsed = parseReminder(QJsonDocument(object).toJson(QJsonDocument::Compact));
+    if (!parsed.reminder)
+        qFatal("test reminder does not parse: %s", qPrintable(parsed.error));
+    return *parsed.reminder;
+}
+
+// A scratch store with reminders on its queue, a partner and a console window over them.
+class Console
+{
+public:
+    explicit Console(const PartnerProfile &profile) : m_partner(profile) {}
+
+    ~Console()
+    {
+        // Let the engine finish on its own while this thread (the partner's) still answers.
+        if (m_window && m_window->engine()->state() != EngineController::State::Stopped) {
+            m_window->engine()->stop();
+            if (!QTest::qWaitFor(
+                    [this] { return m_window->engine()->state() == EngineController::State::Stopped; },
+                    20000))
+                qWarning("the engine did not stop within 20 s");
+        }
+        m_window.reset();
+    }
+
+    bool setUp(const QList<Reminder> &reminders, InDoubtPolicy policy, QString *error)
+    {
+        if (!m_dir.isValid()) {
+            *error = m_dir.errorString();
+            return false;
+        }
+        m_url = QStringLiteral("sqlite:") + m_dir.filePath(QStringLiteral("console.sqlite"));
+        {
+            // The producer's part, before the console opens the store.
+            auto store = Store::open(m_url, error);
+            if (!store)
+                return false;
+            QList<OutgoingMessage> messages;
+            for (const auto &reminder : reminders)
+                messages.append(OutgoingMessage{reminder.payload, reminder.sendKey, reminder.eventId, 0, 0});
+            if (!store->queue().enqueue(messages, error))
+                return false;
+        }
+        if (!m_partner.listen(QHostAddress::LocalHost, 0, error))
+            return false;
+
+        m_window = std::make_unique<MainWindow>();
+        m_window->resize(1280, 820);
+        m_window->show();
+        m_window->openStore(m_url);
+        QSignalSpy opened(m_window->session(), &StoreSession::opened);
+        if (!opened.wait(10000) || !opened.constFirst().at(0).toBool()) {
+            *error = QStringLiteral("the console did not open the store");
+            return false;
+        }
+
+        EngineConfig config;
+        config.storeUrl = m_url;
+        config.partnerUrl = QUrl(QStringLiteral("http://127.0.0.1:%1/reminders").arg(m_partner.port()));
+        config.workerId = QStringLiteral("console-test");
+        config.concurrency = 4;
+        config.maxAttempts = 2;
+        config.leaseMs = 10000;
+        config.requestTimeoutMs = 5000;
+        config.backoffBaseMs = 20;
+        config.backoffCapMs = 200;
+        config.idlePollMs = 50;
+        config.inDoubtPolicy = policy;
+        // A test outage must not wait for the breaker's cooldowns.
+        config.breakerThreshold = 1000000;
+        m_window->engine()->start(config);
+        return true;
+    }
+
+    MainWindow &window() { return *m_window; }
+    PartnerSimulator &partner() { return m_partner; }
+
+    // The store's numbers, asked the way the console asks: through its session.
+    std::optional<DeliveryStats> stats()
+    {
+        StoreSession *session = m_window->session();
+        QSignalSpy loaded(session, &StoreSession::overviewLoaded);
+        const quint64 token = session->loadOverview(60000);
+        if (!QTest::qWaitFor(
+                [&] {
+                    return std::any_of(loaded.cbegin(), loaded.cend(), [token](const QList<QVariant> &args) {
+                        return args.at(0).toULongLong() == token;
+                    });
+                },
+                10000))
+            return std::nullopt;
+        for (const auto &args : std::as_const(loaded)) {
+            if (args.at(0).toULongLong() == token)
+                return args.at(1).value<DeliveryStats>();
+        }
+        return std::nullopt;
+    }
+
+private:
+    QTemporaryDir m_dir;
+    QString m_url;
+    PartnerSimulator m_partner;
+    std::unique_ptr<MainWindow> m_window;
+};
+
+int rowOfKey(QAbstractItemModel *model, int column, int rawRole, const QByteArray &key)
+{
+    for (int row = 0; row < model->rowCount(); ++row) {
+        if (model->index(row, column).data(rawRole).toByteArray() == key)
+            return row;
+    }
+    return -1;
+}
+
+} // namespace
+
+class TestUiConsole : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void initTestCase();
+    void redriveAfterOutageDeliversEachKeyOnce();
+    void inDoubtEventsAreResolvedByTheOperator();
+    void eventsPageFindsAUser();
+};
+
+void TestUiConsole::initTestCase()
+{
+    QStandardPaths::setTestModeEnabled(true);
+    QApplication::setOrganizationName(QStringLiteral("once"));
+    QApplication::setApplicationName(QStringLiteral("once-console-test"));
+    QLoggingCategory::setFilterRules(QStringLiteral("once.*.debug=false\nonce.*.info=false"));
+    Settings settings;
+    settings.setIdempotencyWindowHours(24);
+    settings.setRedriveRate(1000);
+    qRegisterMetaType<once::DeliveryStats>();
+}
+
+void TestUiConsole::redriveAfterOutageDeliversEachKeyOnce()
+{
+    constexpr int Count = 8;
+    QList<Reminder> reminders;
+    for (int i = 0; i < Count; ++i)
+        reminders.append(makeReminder(QStringLiteral("u-%1").arg(i), QStringLiteral("checkup")));
+    PartnerProfile outage;
+    outage.failRate = 1.0;
+    Console console(outage);
+    QString error;
+    QVERIFY2(console.setUp(reminders, InDoubtPolicy::Resend, &error), qPrintable(error));
+    MainWindow &window = console.window();
+
+    // The outage: every reminder uses its two attempts and dies.
+    auto *page = window.page<DeadLettersPage>();
+    QVERIFY(page);
+    window.showPage(page);
+    auto *table = page->findChild<QTableView *>(QStringLiteral("deadLetters"));
+    QTRY_COMPARE_WITH_TIMEOUT(table->model()->rowCount(), Count, 60000);
+    QCOMPARE(console.partner().stats().effects, qint64(0));
+    for (int row = 0; row < Count; ++row)
+        QCOMPARE(table->model()->index(row, DeadLettersModel::ErrorClass).data().toString(),
+                 QStringLiteral("http-5xx"));
+
+    // The partner is back.
+    console.partner().setProfile(PartnerProfile{});
+
+    // Redrive three of them, selected in the table.
+    QList<QByteArray> selected;
+    for (int row = 0; row < 3; ++row) {
+        table->selectionModel()->select(table->model()->index(row, 0),
+                                        QItemSelectionModel::Select | QItemSelectionModel::Rows);
+        selected << table->model()
+                        ->index(row, DeadLettersModel::SendKey)
+                        .data(DeadLettersModel::RawRole)
+                        .toByteArray();
+    }
+    auto *redriveSelected = page->findChild<QAction *>(QStringLiteral("redriveSelected"));
+    QVERIFY(redriveSelected->isEnabled());
+    QSignalSpy finished(window.session(), &StoreSession::redriveFinished);
+    redriveSelected->trigger();
+    QTRY_VERIFY(qobject_cast<RedriveDialog *>(QApplication::activeModalWidget()));
+    auto *dialog = qobject_cast<RedriveDialog *>(QApplication::activeModalWidget());
+    QCOMPARE(dialog->letterCount(), 3);
+    QCOMPARE(dialog->redrivenBeforeCount(), 0);
+    QVERIFY(!dialog->showsIdempotencyWarning());
+    QCOMPARE(dialog->ratePerSecond(), 1000);
+    dialog->redriveButton()->click();
+    QVERIFY(finished.wait(10000));
+    QCOMPARE(finished.constFirst().at(1).toInt(), 3);
+    QCOMPARE(finished.constFirst().at(2).toBool(), false);
+
+    QTRY_COMPARE_WITH_TIMEOUT(console.partner().stats().effects, qint64(3), 20000);
+    for (const QByteArray &key : std::as_const(selected))
+        QCOMPARE(console.partner().effectsByKey().value(key), 1);
+    QTRY_COMPARE_WITH_TIMEOUT(table->model()->rowCount(), Count - 3, 10000);
+    auto *status = page->findChild<QLabel *>(QStringLiteral("status"));
+    QVERIFY2(status->text().contains(QLatin1String("Put 3 of 3")), qPrintable(status->text()));
+
+    // Then the rest, as "all matching".
+    finished.clear();
+    page->findChild<QAction *>(QStringLiteral("redriveAllMatching"))->trigger();
+    QTRY_VERIFY(qobject_cast<RedriveDialog *>(QApplication::activeModalWidget()));
+    dialog = qobject_cast<RedriveDialog *>(QApplication::activeModalWidget());
+    QCOMPARE(dialog->letterCount(), Count - 3);
+    QCOMPARE(dialog->auditDetail(), QStringLiteral("all"));
+    dialog->redriveButton()->click();
+    QVERIFY(finished.wait(10000));
+    QCOMPARE(finished.constFirst().at(1).toInt(), Count - 3);
+
+    QTRY_COMPARE_WITH_TIMEOUT(console.partner().stats().effects, qint64(Count), 20000);
+    QTRY_COMPARE_WITH_TIMEOUT(table->model()->rowCount(), 0, 10000);
+    QTRY_VERIFY(page->findChild<QLabel *>(QStringLiteral("emptyState"))->isVisible());
+    std::optional<DeliveryStats> stats;
+    QTRY_VERIFY_WITH_TIMEOUT((stats = console.stats()) && stats->acked == Count, 20000);
+    QCOMPARE(stats->queue.dead, qint64(0));
+    QCOMPARE(stats->queue.ready + stats->queue.inFlight + stats->queue.delayed, qint64(0));
+    QCOMPARE(stats->deadKeys, qint64(0));
+
+    // Exactly once: nothing more arrives later.
+    QTest::qWait(500);
+    const PartnerStats partner = console.partner().stats();
+    QCOMPARE(partner.effects, qint64(Count));
+    QCOMPARE(partner.duplicateEffects, qint64(0));
+    const auto effects = console.partner().effectsByKey();
+    QCOMPARE(effects.size(), Count);
+    for (const auto &reminder : std::as_const(reminders))
+        QCOMPARE(effects.value(reminder.sendKey), 1);
+}
+
+void TestUiConsole::inDoubtEventsAreResolvedByTheOperator()
+{
+    const Reminder delivered = makeReminder(QStringLiteral("u-seen"), QStringLiteral("dentist"));
+    const Reminder resent = makeReminder(QStringLiteral("u-unsure"), QStringLiteral("dentist"));
+    // No idempotency, and every answer lost after the effect: the worker cannot know.
+    PartnerProfile dropping;
+    dropping.idempotent = false;
+    dropping.dropAfterAcceptRate = 1.0;
+    Console console(dropping);
+    QString error;
+    QVERIFY2(console.setUp({delivered, resent}, InDoubtPolicy::Hold, &error), qPrintable(error));
+    MainWindow &window = console.window();
+
+    auto *page = window.page<InDoubtPage>();
+    QVERIFY(page);
+    window.showPage(page);
+    auto *table = page->findChild<QTableView *>(QStringLiteral("inDoubt"));
+    QTRY_COMPARE_WITH_TIMEOUT(table->model()->rowCount(), 2, 30000);
+    QCOMPARE(console.partner().stats().effects, qint64(2));
+    PartnerProfile answering;
+    answering.idempotent = false;
+    console.partner().setProfile(answering);
+    std::optional<DeliveryStats> stats = console.stats();
+    QVERIFY(stats);
+    QCOMPARE(stats->inDoubt, qint64(2));
+    QCOMPARE(stats->acked, qint64(0));
+
+    // The operator checked the partner's log: the first one arrived.
+    const int seenRow =
+        rowOfKey(table->model(), InDoubtModel::SendKey, InDoubtModel::RawRole, delivered.sendKey);
+    QVERIFY(seenRow >= 0);
+    QCOMPARE(table->model()->index(seenRow, InDoubtModel::User).data().toString(), QStringLiteral("u-seen"));
+    table->selectRow(seenRow);
+    page->findChild<QAction *>(QStringLiteral("markDelivered"))->trigger();
+    QTRY_VERIFY(qobject_cast<QMessageBox *>(QApplication::activeModalWidget()));
+    auto *box = qobject_cast<QMessageBox *>(QApplication::activeModalWidget());
+    QVERIFY2(box->informativeText().contains(QLatin1String("records a delivery that nobody saw")),
+             qPrintable(box->informativeText()));
+    box->findChild<QPushButton *>(QStringLiteral("confirm"))->click();
+    QTRY_COMPARE_WITH_TIMEOUT(table->model()->rowCount(), 1, 10000);
+    QTRY_VERIFY_WITH_TIMEOUT((stats = console.stats()) && stats->acked == 1, 10000);
+    QCOMPARE(stats->inDoubt, qint64(1));
+    QTest::qWait(300);
+    QCOMPARE(console.partner().stats().effects, qint64(2));
+    QCOMPARE(console.partner().effectsByKey().value(delivered.sendKey), 1);
+
+    // The second one: resend with the same key; this partner acts again.
+    const int unsureRow =
+        rowOfKey(table->model(), InDoubtModel::SendKey, InDoubtModel::RawRole, resent.sendKey);
+    QVERIFY(unsureRow >= 0);
+    table->selectRow(unsureRow);
+    page->findChild<QAction *>(QStringLiteral("resend"))->trigger();
+    QTRY_VERIFY(qobject_cast<QMessageBox *>(QApplication::activeModalWidget()));
+    box = qobject_cast<QMessageBox *>(QApplication::activeModalWidget());
+    QVERIFY(
+        box->informativeText().contains(QLatin1String("A partner without idempotency delivers it again")));
+    box->findChild<QPushButton *>(QStringLiteral("confirm"))->click();
+    QTRY_COMPARE_WITH_TIMEOUT(console.partner().stats().effects, qint64(3), 20000);
+    QCOMPARE(console.partner().effectsByKey().value(resent.sendKey), 2);
+    QTRY_COMPARE_WITH_TIMEOUT(table->model()->rowCount(), 0, 10000);
+    QTRY_VERIFY_WITH_TIMEOUT((stats = console.stats()) && stats->acked == 2, 20000);
+    QCOMPARE(stats->inDoubt, qint64(0));
+    QCOMPARE(stats->queue.ready + stats->queue.inFlight + stats->queue.delayed + stats->queue.dead,
+             qint64(0));
+    auto *status = page->findChild<QLabel *>(QStringLiteral("status"));
+    QVERIFY2(status->text().contains(QLatin1String("queued again under the same key")),
+             qPrintable(status->text()));
+
+    QTest::qWait(500);
+    QCOMPARE(console.partner().stats().effects, qint64(3));
+    QCOMPARE(console.partner().effectsByKey().value(delivered.sendKey), 1);
+    QCOMPARE(console.partner().effectsByKey().value(resent.sendKey), 2);
+}
+
+void TestUiConsole::eventsPageFindsAUser()
+{
+    QList<Reminder> reminders;
+    for (const char *user : {"u-alice", "u-bob", "u-carol"}) {
+        for (const char *reminder : {"dentist", "gym"})
+            reminders.append(makeReminder(QString::fromLatin1(user), QString::fromLatin1(reminder)));
+    }
+    Console console(PartnerProfile{});
+    QString error;
+    QVERIFY2(console.setUp(reminders, InDoubtPolicy::Resend, &error), qPrintable(error));
+    MainWindow &window = console.window();
+    QTRY_COMPARE_WITH_TIMEOUT(console.partner().stats().effects, qint64(reminders.size()), 20000);
+
+    auto *page = window.page<EventsPage>();
+    QVERIFY(page);
+    window.showPage(page);
+    auto *search = page->findChild<QLineEdit *>(QStringLiteral("search"));
+    QVERIFY(search);
+    search->setText(QStringLiteral("u-bob"));
+    page->search();
+    EventsModel *model = page->eventsModel();
+    QTRY_VERIFY_WITH_TIMEOUT(model->hasLoaded() && model->rowCount() == 2, 10000);
+    for (int row = 0; row < model->rowCount(); ++row) {
+        QCOMPARE(model->event(row).userId, QStringLiteral("u-bob"));
+        QCOMPARE(model->event(row).state, QString(LedgerState::Applied));
+    }
+}
+
+QTEST_MAIN(TestUiConsole)
+#include "tst_uiconsole.moc"

@@ -1,0 +1,750 @@
+// The console's dead letters and in-doubt views against a real store filled through the
+// core API: the table models (checked by QAbstractItemModelTester, and across reloads),
+// the error-class and time filters, the redrive preview's counts and warnings, and
+// redrive, discard and in-doubt decisions carried out from the pages.
+#include "deadlettersmodel.h"
+#include "deadletterspage.h"
+#include "indoubtmodel.h"
+#include "indoubtpage.h"
+#include "redrivedialog.h"
+#include "settings.h"
+#include "storesession.h"
+
+#include "store.h"
+
+#include <QAbstractItemModelTester>
+#include <QAction>
+#include <QApplication>
+#include <QComboBox>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLoggingCategory>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QRandomGenerator>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QSqlError>
+#include <QSqlQuery>
+#include <QStackedWidget>
+#include <QStandardPaths>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <memory>
+
+using namespace once;
+using namespace once::ui;
+
+namespace {
+
+constexpr qint64 Hour = 3600 * 1000;
+const QString Worker = QStringLiteral("test-worker");
+
+Reminder makeReminder(const QString &user, const QString &reminderId)
+{
+    const QJsonObject object{
+        {QStringLiteral("user_id"), user},
+        {QStringLiteral("reminder_id"), reminderId},
+        {QStringLiteral("scheduled_at"), QStringLiteral("2026-12-01T09:00:00Z")},
+        {QStringLiteral("destination"), QStringLiteral("+15550100")},
+        {QStringLiteral("body"), QStringLiteral("Reminder %1 for %2").arg(reminderId, user)},
+        {QStringLiteral("event_id"), QStringLiteral("evt-%1-%2").arg(user, reminderId)},
+    };
+    const auto parsed = parseReminder(QJsonDocument(object).toJson(QJsonDocument::Compact));
+    if (!parsed.reminder)
+        qFatal("test reminder does not parse: %s", qPrintable(parsed.error));
+    return *parsed.reminder;
+}
+
+DeadLetter letter(const QString &id, const QString &errorClass, qint64 deadAtMs)
+{
+    DeadLetter letter;
+    letter.id = id;
+    letter.errorClass = errorClass;
+    letter.lastError = QStringLiteral("error of ") + id;
+    letter.sendKey = "key-" + id.toLatin1();
+    letter.deadAtMs = deadAtMs;
+    letter.payload = R"({"user_id":"u"})";
+    return letter;
+}
+
+QStringList ids(const QList<DeadLetter> &letters)
+{
+    QStringList result;
+    for (const auto &letter : letters)
+        result << letter.id;
+    return result;
+}
+
+} // namespace
+
+class TestUiDeadLetters : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void initTestCase();
+    void init();
+    void cleanup();
+
+    void deadLettersModelShowsLetters();
+    void deadLettersModelKeepsRowsAcrossReloads();
+    void inDoubtModelShowsEvents();
+    void pageFiltersByErrorClassAndTime();
+    void pageShowsPayloadOfSelection();
+    void redriveDialogCountsAndWarns();
+    void redriveSelectedFromPage();
+    void redriveAllMatchingTakesTheFilter();
+    void discardAsksFirst();
+    void emptyStates();
+    void inDoubtPageResolves();
+
+private:
+    // Buries one reminder as a dead letter with the given class and first attempt, after
+    // `redrives` earlier redrives that each died again.
+    void bury(const Reminder &reminder, const QString &errorClass, qint64 firstAttemptAtMs, int redrives = 0);
+    void makeInDoubt(const Reminder &reminder);
+    void fillStandardSet();
+    std::unique_ptr<StoreSession> openSession();
+    QList<DeadLetter> storeLetters(const DeadLetterFilter &filter = {});
+    QList<AuditEntry> audit();
+
+    QTemporaryDir m_dir;
+    int m_stores = 0;
+    QString m_url;
+    std::unique_ptr<Store> m_store;
+};
+
+void TestUiDeadLetters::initTestCase()
+{
+    QStandardPaths::setTestModeEnabled(true);
+    QLoggingCategory::setFilterRules(QStringLiteral("once.core.database.info=false"));
+    QVERIFY2(m_dir.isValid(), qPrintable(m_dir.errorString()));
+    // Defaults, whatever an earlier run left in the test settings.
+    Settings settings;
+    settings.setIdempotencyWindowHours(24);
+    settings.setRedriveRate(50);
+    settings.setHeaderState(QStringLiteral("deadLetters"), {});
+    settings.setHeaderState(QStringLiteral("inDoubt"), {});
+}
+
+void TestUiDeadLetters::init()
+{
+    m_url = QStringLiteral("sqlite:") + m_dir.filePath(QStringLiteral("store-%1.sqlite").arg(++m_stores));
+    QString error;
+    m_store = Store::open(m_url, &error);
+    QVERIFY2(m_store, qPrintable(error));
+}
+
+void TestUiDeadLetters::cleanup()
+{
+    m_store.reset();
+}
+
+void TestUiDeadLetters::bury(const Reminder &reminder, const QString &errorClass, qint64 firstAttemptAtMs,
+                             int redrives)
+{
+    QString error;
+    QVERIFY2(m_store->queue().enqueue(
+                 {OutgoingMessage{reminder.payload, reminder.sendKey, reminder.eventId, 0, 0}}, &error),
+             qPrintable(error));
+    for (int round = 0; round <= redrives; ++round) {
+        const auto leased = m_store->queue().lease(1, 60000, Worker, &error);
+        QCOMPARE(leased.size(), 1);
+        const QueueMessage &message = leased.constFirst();
+        const QList<ClaimResult> claims =
+            m_store->ledger().claim({ClaimRequest{reminder, message.id, message.delivery, nowMs() + 60000}},
+                                    Worker, InDoubtPolicy::Resend, &error);
+        QVERIFY2(claims.size() == 1, qPrintable(error));
+        const LedgerUpdate update{reminder.sendKey,
+                                  message.id,
+                                  message.delivery,
+                                  LedgerState::Dead,
+                                  true,
+                                  firstAttemptAtMs > 0 ? firstAttemptAtMs : nowMs(),
+                                  503,
+                                  errorClass,
+                                  QStringLiteral("HTTP 503 from the partner"),
+                                  {}};
+        QVERIFY2(m_store->ledger().record({update}, {}, &error), qPrintable(error));
+        const DeadLetterInfo info{errorClass,
+                                  QStringLiteral("HTTP 503: Service Unavailable (%1)").arg(reminder.userId),
+                                  2,
+                                  firstAttemptAtMs,
+                                  nowMs(),
+                                  reminder.sendKey,
+                                  reminder.eventId};
+        QVERIFY2(m_store->queue().settle(
+                     {{Settlement::Kind::DeadLetter, message.id, message.delivery, 0, info}}, &error),
+                 qPrintable(error));
+        if (round < redrives) {
+            DeadLetterFilter filter;
+            filter.sendKeys = {reminder.sendKey};
+            const auto letters = m_store->inspector().deadLetters(filter, &error);
+            QVERIFY2(letters && letters->size() == 1, qPrintable(error));
+            QCOMPARE(m_store->operations().redrive(*letters, &error), std::optional<int>(1));
+        }
+    }
+}
+
+void TestUiDeadLetters::makeInDoubt(const Reminder &reminder)
+{
+    // A claim whose holder vanished, found by the next delivery under the hold policy.
+    QString error;
+    auto claim = [&](int delivery) {
+        const auto results = m_store->ledger().claim(
+            {ClaimRequest{reminder, QStringLiteral("m-") + reminder.userId, delivery, nowMs() - 1}}, Worker,
+            InDoubtPolicy::Hold, &error);
+        return results.size() == 1 ? results.constFirst().outcome : ClaimResult::Outcome(-1);
+    };
+    QCOMPARE(claim(1), ClaimResult::Outcome::Claimed);
+    QCOMPARE(claim(2), ClaimResult::Outcome::Held);
+}
+
+// 10 http-5xx first sent two days ago, 15 http-5xx first sent an hour ago, 2 http-5xx
+// redriven once before, 3 rejected, and one invalid message (never sent, no key).
+void TestUiDeadLetters::fillStandardSet()
+{
+    const qint64 now = nowMs();
+    for (int i = 0; i < 10; ++i)
+        bury(makeReminder(QStringLiteral("old-%1").arg(i), QStringLiteral("r")), QStringLiteral("http-5xx"),
+             now - 48 * Hour);
+    for (int i = 0; i < 15; ++i)
+        bury(makeReminder(QStringLiteral("new-%1").arg(i), QStringLiteral("r")), QStringLiteral("http-5xx"),
+             now - Hour);
+    for (int i = 0; i < 2; ++i)
+        bury(makeReminder(QStringLiteral("again-%1").arg(i), QStringLiteral("r")), QStringLiteral("http-5xx"),
+             now - 2 * Hour, 1);
+    for (int i = 0; i < 3; ++i)
+        bury(makeReminder(QStringLiteral("rej-%1").arg(i), QStringLiteral("r")), QStringLiteral("rejected"),
+             now - Hour);
+    QString error;
+    QVERIFY(m_store->queue().enqueue({OutgoingMessage{"{not json", {}, {}, 0, 0}}, &error));
+    const auto leased = m_store->queue().lease(1, 60000, Worker, &error);
+    QCOMPARE(leased.size(), 1);
+    QVERIFY(m_store->queue().settle(
+        {{Settlement::Kind::DeadLetter,
+          leased.constFirst().id,
+          1,
+          0,
+          {QStringLiteral("invalid-message"), QStringLiteral("not JSON"), 0, 0, 0, {}, {}}}},
+        &error));
+    QCOMPARE(storeLetters().size(), 31);
+}
+
+std::unique_ptr<StoreSession> TestUiDeadLetters::openSession()
+{
+    auto session = std::make_unique<StoreSession>(m_url);
+    QSignalSpy opened(session.get(), &StoreSession::opened);
+    if (!opened.wait(10000) || !opened.constFirst().at(0).toBool())
+        qWarning("the session did not open");
+    return session;
+}
+
+QList<DeadLetter> TestUiDeadLetters::storeLetters(const DeadLetterFilter &filter)
+{
+    QString error;
+    const auto letters = m_store->inspector().deadLetters(filter, &error);
+    if (!letters)
+        qWarning("deadLetters: %s", qPrintable(error));
+    return letters.value_or(QList<DeadLetter>());
+}
+
+QList<AuditEntry> TestUiDeadLetters::audit()
+{
+    QString error;
+    return m_store->inspector().auditLog(100, &error).value_or(QList<AuditEntry>());
+}
+
+// --- models ------------------------------------------------------------------------------
+
+void TestUiDeadLetters::deadLettersModelShowsLetters()
+{
+    fillStandardSet();
+    DeadLettersModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    const QList<DeadLetter> letters = storeLetters();
+    model.setLetters(letters);
+    QCOMPARE(model.rowCount(), 31);
+    QCOMPARE(model.columnCount(), int(DeadLettersModel::Count));
+
+    const DeadLetter &first = letters.constFirst();
+    auto raw = [&](int column) { return model.index(0, column).data(DeadLettersModel::RawRole); };
+    auto shown = [&](int column) { return model.index(0, column).data().toString(); };
+    QCOMPARE(raw(DeadLettersModel::ErrorClass).toString(), first.errorClass);
+    QCOMPARE(raw(DeadLettersModel::Attempts).toInt(), first.attempts);
+    QCOMPARE(raw(DeadLettersModel::FirstAttempt).toLongLong(), first.firstAttemptAtMs);
+    QCOMPARE(raw(DeadLettersModel::DeadAt).toLongLong(), first.deadAtMs);
+    QCOMPARE(raw(DeadLettersModel::SendKey).toByteArray(), first.sendKey);
+    QCOMPARE(raw(DeadLettersModel::MessageId).toString(), first.id);
+    // Formatting happens only in data(): local time for people.
+    QCOMPARE(shown(DeadLettersModel::FirstAttempt), QDateTime::fromMSecsSinceEpoch(first.firstAttemptAtMs)
+                                                        .toLocalTime()
+                                                        .toString(QStringLiteral("yyyy-MM-dd HH:mm:ss")));
+    QCOMPARE(shown(DeadLettersModel::SendKey), QString::fromLatin1(first.sendKey));
+    QCOMPARE(model.headerData(DeadLettersModel::LastError, Qt::Horizontal).toString(),
+             QStringLiteral("Last error"));
+
+    int redriven = 0;
+    for (int row = 0; row < model.rowCount(); ++row)
+        redriven +=
+            model.index(row, DeadLettersModel::Redrives).data(DeadLettersModel::RawRole).toInt() > 0 ? 1 : 0;
+    QCOMPARE(redriven, 2);
+    const auto classes = model.errorClassCounts();
+    QCOMPARE(classes.value(QStringLiteral("http-5xx")), 27);
+    QCOMPARE(classes.value(QStringLiteral("rejected")), 3);
+    QCOMPARE(classes.value(QStringLiteral("invalid-message")), 1);
+    // The invalid message had no key: the table says so.
+    for (int row = 0; row < model.rowCount(); ++row) {
+        if (model.letter(row).errorClass == QLatin1String("invalid-message"))
+            QCOMPARE(model.index(row, DeadLettersModel::SendKey).data().toString(), QStringLiteral("(none)"));
+    }
+}
+
+void TestUiDeadLetters::deadLettersModelKeepsRowsAcrossReloads()
+{
+    DeadLettersModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QList<DeadLetter> all;
+    for (int i = 0; i < 40; ++i)
+        all << letter(QString::number(i), i % 3 ? QStringLiteral("http-5xx") : QStringLiteral("rejected"),
+                      1000 + i);
+    model.setLetters(all.mid(0, 20));
+    QCOMPARE(ids(model.rows()), ids(all.mid(0, 20)));
+
+    // A reload that keeps most rows: the kept ones stay the same rows (persistent indexes
+    // follow them), nothing is reset.
+    QSignalSpy resets(&model, &QAbstractItemModel::modelReset);
+    const QPersistentModelIndex kept = model.index(10, 0);
+    QList<DeadLetter> next = all.mid(5, 20);
+    next.removeAt(3);
+    model.setLetters(next);
+    QCOMPARE(ids(model.rows()), ids(next));
+    QCOMPARE(resets.count(), 0);
+    QVERIFY(kept.isValid());
+    QCOMPARE(model.letter(kept.row()).id, QStringLiteral("10"));
+
+    // A changed row is updated in place.
+    QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+    next[4].lastError = QStringLiteral("changed");
+    model.setLetters(next);
+    QCOMPARE(changed.count(), 1);
+    QCOMPARE(model.index(4, DeadLettersModel::LastError).data().toString(), QStringLiteral("changed"));
+
+    // Whatever comes, the model ends up exactly as told.
+    auto *random = QRandomGenerator::global();
+    for (int round = 0; round < 200; ++round) {
+        QList<DeadLetter> wanted;
+        for (const auto &candidate : std::as_const(all)) {
+            if (random->bounded(3) != 0)
+                wanted << candidate;
+        }
+        if (round % 4 == 0) // now and then in another order
+            std::shuffle(wanted.begin(), wanted.end(), *random);
+        model.setLetters(wanted);
+        QCOMPARE(ids(model.rows()), ids(wanted));
+    }
+    model.setLetters({});
+    QCOMPARE(model.rowCount(), 0);
+}
+
+void TestUiDeadLetters::inDoubtModelShowsEvents()
+{
+    const Reminder a = makeReminder(QStringLiteral("u-a"), QStringLiteral("dentist"));
+    const Reminder b = makeReminder(QStringLiteral("u-b"), QStringLiteral("gym"));
+    makeInDoubt(a);
+    makeInDoubt(b);
+    QString error;
+    const auto rows = m_store->inspector().inDoubt(&error);
+    QVERIFY2(rows, qPrintable(error));
+    QCOMPARE(rows->size(), 2);
+
+    InDoubtModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setEvents(*rows);
+    QCOMPARE(model.rowCount(), 2);
+    QCOMPARE(model.columnCount(), int(InDoubtModel::Count));
+    int rowA = model.event(0).sendKey == a.sendKey ? 0 : 1;
+    QCOMPARE(model.index(rowA, InDoubtModel::SendKey).data(InDoubtModel::RawRole).toByteArray(), a.sendKey);
+    QCOMPARE(model.index(rowA, InDoubtModel::User).data().toString(), QStringLiteral("u-a"));
+    QCOMPARE(model.index(rowA, InDoubtModel::Reminder).data().toString(), QStringLiteral("dentist"));
+    QCOMPARE(model.index(rowA, InDoubtModel::EventId).data().toString(), QStringLiteral("evt-u-a-dentist"));
+    QCOMPARE(model.index(rowA, InDoubtModel::Destination).data().toString(), QStringLiteral("+15550100"));
+    QVERIFY(model.index(rowA, InDoubtModel::Since).data(InDoubtModel::RawRole).toLongLong() > 0);
+    QCOMPARE(model.headerData(InDoubtModel::Since, Qt::Horizontal).toString(),
+             QStringLiteral("In doubt since"));
+
+    model.setEvents({rows->at(1 - rowA)});
+    QCOMPARE(model.rowCount(), 1);
+    QCOMPARE(model.event(0).sendKey, b.sendKey);
+    model.setEvents(*rows);
+    QCOMPARE(model.rowCount(), 2);
+}
+
+// --- the page ------------------------------------------------------------------------------
+
+void TestUiDeadLetters::pageFiltersByErrorClassAndTime()
+{
+    fillStandardSet();
+    // Two letters that died long ago, for the time filter.
+    {
+        QSqlQuery query(m_store->database().connection());
+        QVERIFY2(
+            query.exec(QStringLiteral("UPDATE dead_letters SET dead_at = dead_at - %1 WHERE id IN "
+                                      "(SELECT id FROM dead_letters WHERE error_class = 'rejected' LIMIT 2)")
+                           .arg(3 * 24 * Hour)),
+            qPrintable(query.lastError().text()));
+    }
+    auto session = openSession();
+    DeadLettersPage page;
+    page.setSession(session.get());
+    page.resize(1200, 700);
+    page.show();
+    page.refresh();
+    auto *table = page.findChild<QTableView *>(QStringLiteral("deadLetters"));
+    auto *classes = page.findChild<QComboBox *>(QStringLiteral("errorClassFilter"));
+    auto *time = page.findChild<QComboBox *>(QStringLiteral("timeFilter"));
+    QVERIFY(table && classes && time);
+    QTRY_COMPARE(table->model()->rowCount(), 31);
+
+    // The class list comes from the letters loaded, with "All" first.
+    QCOMPARE(classes->count(), 4);
+    QVERIFY(classes->itemData(0).toString().isEmpty());
+    QStringList names;
+    for (int i = 1; i < classes->count(); ++i)
+        names << classes->itemData(i).toString();
+    QCOMPARE(names, (QStringList{QStringLiteral("http-5xx"), QStringLiteral("invalid-message"),
+                                 QStringLiteral("rejected")}));
+    QCOMPARE(classes->itemText(1), QStringLiteral("http-5xx (27)"));
+
+    classes->setCurrentIndex(classes->findData(QStringLiteral("rejected")));
+    QCOMPARE(table->model()->rowCount(), 3);
+    for (int row = 0; row < 3; ++row)
+        QCOMPARE(table->model()->index(row, DeadLettersModel::ErrorClass).data().toString(),
+                 QStringLiteral("rejected"));
+    classes->setCurrentIndex(classes->findData(QStringLiteral("http-5xx")));
+    QCOMPARE(table->model()->rowCount(), 27);
+
+    // The time filter asks the store again (dead at or after now - window).
+    classes->setCurrentIndex(0);
+    time->setCurrentIndex(time->findData(24 * Hour));
+    QTRY_COMPARE(table->model()->rowCount(), 29);
+    time->setCurrentIndex(0);
+    QTRY_COMPARE(table->model()->rowCount(), 31);
+    // Both filters at once; the chosen class stays chosen when a reload changes the counts.
+    classes->setCurrentIndex(classes->findData(QStringLiteral("rejected")));
+    time->setCurrentIndex(time->findData(Hour));
+    QTRY_COMPARE(classes->itemText(classes->currentIndex()), QStringLiteral("rejected (1)"));
+    QCOMPARE(table->model()->rowCount(), 1);
+}
+
+void TestUiDeadLetters::pageShowsPayloadOfSelection()
+{
+    bury(makeReminder(QStringLiteral("u-payload"), QStringLiteral("dentist")), QStringLiteral("http-5xx"),
+         nowMs());
+    auto session = openSession();
+    DeadLettersPage page;
+    page.setSession(session.get());
+    page.show();
+    page.refresh();
+    auto *table = page.findChild<QTableView *>(QStringLiteral("deadLetters"));
+    QTRY_COMPARE(table->model()->rowCount(), 1);
+    table->selectRow(0);
+    auto *payload = page.findChild<QPlainTextEdit *>(QStringLiteral("payload"));
+    QVERIFY(payload);
+    // Pretty JSON: one field a line.
+    QVERIFY2(payload->toPlainText().contains(QLatin1String("\n    \"user_id\": \"u-payload\"")),
+             qPrintable(payload->toPlainText()));
+    auto *header = page.findChild<QLabel *>(QStringLiteral("detailsHeader"));
+    QVERIFY2(header->text().contains(QLatin1String("HTTP 503: Service Unavailable (u-payload)")),
+             qPrintable(header->text()));
+    auto *redrive = page.findChild<QAction *>(QStringLiteral("redriveSelected"));
+    QVERIFY(redrive->isEnabled());
+    table->clearSelection();
+    QVERIFY(!redrive->isEnabled());
+    QVERIFY(payload->toPlainText().isEmpty());
+}
+
+void TestUiDeadLetters::redriveDialogCountsAndWarns()
+{
+    fillStandardSet();
+    const QList<DeadLetter> letters = storeLetters();
+    RedriveDialog dialog(letters, QStringLiteral("all"), 24, 75);
+    QCOMPARE(dialog.letterCount(), 31);
+    QCOMPARE(dialog.sampleCount(), RedriveDialog::SampleSize);
+    QCOMPARE(dialog.redrivenBeforeCount(), 2);
+    // The ten first sent two days ago; the invalid message was never sent.
+    QCOMPARE(dialog.outsideIdempotencyWindowCount(), 10);
+    QVERIFY(dialog.showsIdempotencyWarning());
+    auto *warning = dialog.findChild<QLabel *>(QStringLiteral("idempotencyWarning"));
+    QVERIFY(warning->text().contains(QLatin1String("the partner may have forgotten their keys"),
+                                     Qt::CaseInsensitive));
+    QVERIFY(warning->text().contains(QLatin1String("10 of them")));
+    // Rejected and invalid ones die again unless their cause was fixed: the preview says so.
+    auto *permanent = dialog.findChild<QLabel *>(QStringLiteral("permanentNote"));
+    QVERIFY(permanent);
+    QVERIFY2(permanent->text().startsWith(QLatin1String("4 of them died of a permanent error")),
+             qPrintable(permanent->text()));
+    QCOMPARE(dialog.ratePerSecond(), 75);
+    QCOMPARE(dialog.redriveButton()->text(), QStringLiteral("Redrive 31"));
+
+    // A wider window: nothing is outside it.
+    RedriveDialog wide(letters, QStringLiteral("all"), 72, 50);
+    QCOMPARE(wide.outsideIdempotencyWindowCount(), 0);
+    QVERIFY(!wide.showsIdempotencyWarning());
+
+    // Only the fresh ones: no warning, nothing redriven before, all of them in the sample.
+    QList<DeadLetter> fresh;
+    for (const auto &candidate : letters) {
+        if (candidate.sendKey.contains("new-"))
+            fresh << candidate;
+    }
+    RedriveDialog small(fresh, QStringLiteral("selected 15"), 24, 50);
+    QCOMPARE(small.letterCount(), 15);
+    QCOMPARE(small.sampleCount(), 15);
+    QCOMPARE(small.redrivenBeforeCount(), 0);
+    QVERIFY(!small.showsIdempotencyWarning());
+    QVERIFY(!small.findChild<QLabel *>(QStringLiteral("permanentNote")));
+    QCOMPARE(small.redriveButton()->text(), QStringLiteral("Redrive 15"));
+    QCOMPARE(small.auditDetail(), QStringLiteral("selected 15"));
+}
+
+void TestUiDeadLetters::redriveSelectedFromPage()
+{
+    fillStandardSet();
+    Settings().setRedriveRate(1000);
+    auto session = openSession();
+    DeadLettersPage page;
+    page.setSession(session.get());
+    page.show();
+    page.refresh();
+    auto *table = page.findChild<QTableView *>(QStringLiteral("deadLetters"));
+    QTRY_COMPARE(table->model()->rowCount(), 31);
+
+    // Select the two that were redriven before, and one more.
+    QList<QByteArray> keys;
+    for (int row = 0; row < table->model()->rowCount(); ++row) {
+        const QByteArray key = table->model()
+                                   ->index(row, DeadLettersModel::SendKey)
+                                   .data(DeadLettersModel::RawRole)
+                                   .toByteArray();
+        if (key.contains("again-") || key.contains("new-3")) {
+            table->selectionModel()->select(table->model()->index(row, 0),
+                                            QItemSelectionModel::Select | QItemSelectionModel::Rows);
+            keys << key;
+        }
+    }
+    QCOMPARE(keys.size(), 3);
+    page.findChild<QAction *>(QStringLiteral("redriveSelected"))->trigger();
+    auto *dialog = page.findChild<RedriveDialog *>();
+    QVERIFY(dialog);
+    QVERIFY(dialog->isVisible());
+    QCOMPARE(dialog->letterCount(), 3);
+    QCOMPARE(dialog->redrivenBeforeCount(), 2);
+    QVERIFY(!dialog->showsIdempotencyWarning());
+    QCOMPARE(dialog->ratePerSecond(), 1000);
+    QCOMPARE(dialog->redriveButton()->text(), QStringLiteral("Redrive 3"));
+
+    QSignalSpy finished(session.get(), &StoreSession::redriveFinished);
+    dialog->redriveButton()->click();
+    QVERIFY(finished.wait(10000));
+    QCOMPARE(finished.constFirst().at(1).toInt(), 3);
+    auto *status = page.findChild<QLabel *>(QStringLiteral("status"));
+    QVERIFY2(status->text().contains(QLatin1String("Put 3 of 3")), qPrintable(status->text()));
+    QTRY_COMPARE(table->model()->rowCount(), 28);
+    DeadLetterFilter byKey;
+    byKey.sendKeys = keys;
+    QCOMPARE(storeLetters(byKey).size(), 0);
+    QString error;
+    QCOMPARE(m_store->queue().counts(&error)->ready, qint64(3));
+    const auto entries = audit();
+    QVERIFY(!entries.isEmpty());
+    QCOMPARE(entries.constFirst().action, QStringLiteral("redrive"));
+    QCOMPARE(entries.constFirst().detail, QStringLiteral("selected 3"));
+    QCOMPARE(entries.constFirst().count, qint64(3));
+    Settings().setRedriveRate(50);
+}
+
+void TestUiDeadLetters::redriveAllMatchingTakesTheFilter()
+{
+    fillStandardSet();
+    auto session = openSession();
+    DeadLettersPage page;
+    page.setSession(session.get());
+    page.show();
+    page.refresh();
+    auto *table = page.findChild<QTableView *>(QStringLiteral("deadLetters"));
+    auto *classes = page.findChild<QComboBox *>(QStringLiteral("errorClassFilter"));
+    QTRY_COMPARE(table->model()->rowCount(), 31);
+    classes->setCurrentIndex(classes->findData(QStringLiteral("rejected")));
+    page.findChild<QAction *>(QStringLiteral("redriveAllMatching"))->trigger();
+    // The page asks the store for every matching letter first.
+    QTRY_VERIFY(page.findChild<RedriveDialog *>());
+    auto *dialog = page.findChild<RedriveDialog *>();
+    QCOMPARE(dialog->letterCount(), 3);
+    QCOMPARE(dialog->auditDetail(), QStringLiteral("all error-class=rejected"));
+
+    // Cancel changes nothing.
+    dialog->reject();
+    QTRY_VERIFY(!page.findChild<RedriveDialog *>());
+    QCOMPARE(storeLetters().size(), 31);
+
+    // With a time filter the detail says since when; a slow rate shows progress and can be cancelled.
+    auto *time = page.findChild<QComboBox *>(QStringLiteral("timeFilter"));
+    time->setCurrentIndex(time->findData(24 * Hour));
+    classes->setCurrentIndex(classes->findData(QStringLiteral("http-5xx")));
+    QTRY_COMPARE(table->model()->rowCount(), 27);
+    page.findChild<QAction *>(QStringLiteral("redriveAllMatching"))->trigger();
+    QTRY_VERIFY(page.findChild<RedriveDialog *>());
+    dialog = page.findChild<RedriveDialog *>();
+    QCOMPARE(dialog->letterCount(), 27);
+    QVERIFY(dialog->auditDetail().startsWith(QLatin1String("all error-class=http-5xx since=")));
+    dialog->setRatePerSecond(10); // one letter a tick
+    QSignalSpy progress(session.get(), &StoreSession::redriveProgress);
+    QSignalSpy finished(session.get(), &StoreSession::redriveFinished);
+    dialog->redriveButton()->click();
+    auto *bar = page.findChild<QProgressBar *>(QStringLiteral("redriveProgress"));
+    auto *cancel = page.findChild<QPushButton *>(QStringLiteral("cancelRedrive"));
+    QVERIFY(bar->isVisible());
+    QVERIFY(cancel->isVisible());
+    QVERIFY(!page.findChild<QAction *>(QStringLiteral("redriveAllMatching"))->isEnabled());
+    QTRY_VERIFY(progress.count() >= 2);
+    QTRY_VERIFY(bar->value() >= 2);
+    cancel->click();
+    QVERIFY(finished.wait(5000));
+    QVERIFY(finished.constFirst().at(2).toBool()); // cancelled
+    const int moved = finished.constFirst().at(1).toInt();
+    QVERIFY2(moved >= 2 && moved < 27, qPrintable(QString::number(moved)));
+    QVERIFY(!bar->isVisible());
+    auto *status = page.findChild<QLabel *>(QStringLiteral("status"));
+    QVERIFY2(status->text().contains(QLatin1String("cancelled")), qPrintable(status->text()));
+    QTRY_COMPARE(table->model()->rowCount(), 27 - moved);
+    QCOMPARE(storeLetters().size(), 31 - moved);
+    QVERIFY(audit().constFirst().detail.endsWith(QLatin1String("(cancelled)")));
+}
+
+void TestUiDeadLetters::discardAsksFirst()
+{
+    fillStandardSet();
+    auto session = openSession();
+    DeadLettersPage page;
+    page.setSession(session.get());
+    page.show();
+    page.refresh();
+    auto *table = page.findChild<QTableView *>(QStringLiteral("deadLetters"));
+    QTRY_COMPARE(table->model()->rowCount(), 31);
+    table->selectionModel()->select(QItemSelection(table->model()->index(0, 0), table->model()->index(1, 0)),
+                                    QItemSelectionModel::Select | QItemSelectionModel::Rows);
+    auto *discard = page.findChild<QAction *>(QStringLiteral("discard"));
+
+    // Cancel: nothing happens.
+    discard->trigger();
+    auto *box = page.findChild<QMessageBox *>();
+    QVERIFY(box);
+    QVERIFY(box->text().contains(QLatin1String("Discard 2 dead letters?")));
+    box->button(QMessageBox::Cancel)->click();
+    QTRY_VERIFY(!page.findChild<QMessageBox *>());
+    QCOMPARE(storeLetters().size(), 31);
+
+    discard->trigger();
+    box = page.findChild<QMessageBox *>();
+    QSignalSpy done(session.get(), &StoreSession::operationFinished);
+    box->findChild<QPushButton *>(QStringLiteral("confirm"))->click();
+    QVERIFY(done.wait(5000));
+    QVERIFY(done.constFirst().at(1).toBool());
+    QTRY_COMPARE(table->model()->rowCount(), 29);
+    QCOMPARE(storeLetters().size(), 29);
+    QCOMPARE(audit().constFirst().action, QStringLiteral("discard"));
+    QCOMPARE(audit().constFirst().detail, QStringLiteral("selected 2"));
+    QVERIFY(
+        page.findChild<QLabel *>(QStringLiteral("status"))->text().contains(QLatin1String("discarded 2")));
+}
+
+void TestUiDeadLetters::emptyStates()
+{
+    auto session = openSession();
+    DeadLettersPage deadLetters;
+    InDoubtPage inDoubt;
+    deadLetters.setSession(session.get());
+    inDoubt.setSession(session.get());
+    deadLetters.show();
+    inDoubt.show();
+    deadLetters.refresh();
+    inDoubt.refresh();
+    auto *empty = deadLetters.findChild<QLabel *>(QStringLiteral("emptyState"));
+    QTRY_VERIFY(empty->isVisible());
+    QTRY_VERIFY2(empty->text().contains(QLatin1String("No dead letters")), qPrintable(empty->text()));
+    auto *nothingInDoubt = inDoubt.findChild<QLabel *>(QStringLiteral("emptyState"));
+    QTRY_VERIFY2(nothingInDoubt->text().contains(QLatin1String("Nothing is in doubt")),
+                 qPrintable(nothingInDoubt->text()));
+    QVERIFY(!deadLetters.findChild<QAction *>(QStringLiteral("redriveAllMatching"))->isEnabled());
+    QVERIFY(!inDoubt.findChild<QAction *>(QStringLiteral("resend"))->isEnabled());
+
+    // A letter arrives: the table replaces the empty state on the next refresh.
+    bury(makeReminder(QStringLiteral("late"), QStringLiteral("r")), QStringLiteral("http-5xx"), nowMs());
+    deadLetters.refresh();
+    QTRY_VERIFY(!empty->isVisible());
+    QVERIFY(deadLetters.findChild<QAction *>(QStringLiteral("redriveAllMatching"))->isEnabled());
+}
+
+void TestUiDeadLetters::inDoubtPageResolves()
+{
+    const Reminder a = makeReminder(QStringLiteral("u-a"), QStringLiteral("dentist"));
+    const Reminder b = makeReminder(QStringLiteral("u-b"), QStringLiteral("gym"));
+    makeInDoubt(a);
+    makeInDoubt(b);
+    auto session = openSession();
+    InDoubtPage page;
+    page.setSession(session.get());
+    page.show();
+    page.refresh();
+    auto *table = page.findChild<QTableView *>(QStringLiteral("inDoubt"));
+    QTRY_COMPARE(table->model()->rowCount(), 2);
+    auto rowOf = [&](const QByteArray &key) {
+        for (int row = 0; row < table->model()->rowCount(); ++row) {
+            if (table->model()->index(row, InDoubtModel::SendKey).data(InDoubtModel::RawRole).toByteArray() ==
+                key)
+                return row;
+        }
+        return -1;
+    };
+
+    table->selectRow(rowOf(a.sendKey));
+    page.findChild<QAction *>(QStringLiteral("markDelivered"))->trigger();
+    auto *box = page.findChild<QMessageBox *>();
+    QVERIFY(box);
+    QVERIFY2(box->informativeText().contains(QLatin1String("records a delivery that nobody saw")),
+             qPrintable(box->informativeText()));
+    box->findChild<QPushButton *>(QStringLiteral("confirm"))->click();
+    QTRY_COMPARE(table->model()->rowCount(), 1);
+    QString error;
+    QCOMPARE(m_store->inspector().event(QString::fromLatin1(a.sendKey), &error)->state,
+             QString(LedgerState::Applied));
+    QVERIFY(page.findChild<QLabel *>(QStringLiteral("status"))
+                ->text()
+                .contains(QLatin1String("1 reminder marked delivered")));
+
+    table->selectRow(rowOf(b.sendKey));
+    page.findChild<QAction *>(QStringLiteral("resend"))->trigger();
+    box = page.findChild<QMessageBox *>();
+    QVERIFY(
+        box->informativeText().contains(QLatin1String("A partner without idempotency delivers it again")));
+    box->findChild<QPushButton *>(QStringLiteral("confirm"))->click();
+    QTRY_COMPARE(table->model()->rowCount(), 0);
+    QCOMPARE(m_store->inspector().event(QString::fromLatin1(b.sendKey), &error)->state,
+             QString(LedgerState::Retrying));
+    QCOMPARE(m_store->queue().counts(&error)->ready, qint64(1));
+    QTRY_VERIFY(page.findChild<QLabel *>(QStringLiteral("emptyState"))->isVisible());
+    const auto entries = audit();
+    QCOMPARE(entries.size(), 2);
+    QCOMPARE(entries.at(0).action, QStringLiteral("resolve-resend"));
+    QCOMPARE(entries.at(1).action, QStringLiteral("resolve-mark-delivered"));
+}
+
+QTEST_MAIN(TestUiDeadLetters)
+#include "tst_uideadletters.moc"

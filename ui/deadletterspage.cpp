@@ -1,0 +1,652 @@
+#include "deadletterspage.h"
+
+#include "deadlettersmodel.h"
+#include "redrivedialog.h"
+#include "settings.h"
+#include "storesession.h"
+
+#include <QAction>
+#include <QClipboard>
+#include <QComboBox>
+#include <QDateTime>
+#include <QFontDatabase>
+#include <QGuiApplication>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QJsonDocument>
+#include <QLabel>
+#include <QLocale>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QTableView>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace once::ui {
+
+namespace {
+
+const QString HeaderView = QStringLiteral("deadLetters");
+
+QToolButton *actionButton(QAction *action)
+{
+    auto *button = new QToolButton;
+    button->setDefaultAction(action);
+    button->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    return button;
+}
+
+QString prettyPayload(const QByteArray &payload)
+{
+    QJsonParseError error;
+    const QJsonDocument document = QJsonDocument::fromJson(payload, &error);
+    // A letter that died as invalid-message may not be JSON at all: show it as it came.
+    if (error.error != QJsonParseError::NoError)
+        return QString::fromUtf8(payload);
+    return QString::fromUtf8(document.toJson(QJsonDocument::Indented)).trimmed();
+}
+
+// English plurals by hand: without a loaded translation, tr()'s %n leaves "(s)" in the text.
+QString lettersText(int count)
+{
+    return count == 1 ? DeadLettersPage::tr("1 dead letter")
+                      : DeadLettersPage::tr("%1 dead letters").arg(QLocale().toString(count));
+}
+
+} // namespace
+
+DeadLettersPage::DeadLettersPage(QWidget *parent) : Page(parent)
+{
+    buildUi();
+    updateActions();
+    updateCounts();
+    updateEmptyState();
+}
+
+DeadLettersPage::~DeadLettersPage()
+{
+    Settings().setHeaderState(HeaderView, m_table->horizontalHeader()->saveState());
+}
+
+void DeadLettersPage::buildUi()
+{
+    m_model = new DeadLettersModel(this);
+    m_proxy = new QSortFilterProxyModel(this);
+    m_proxy->setSourceModel(m_model);
+    m_proxy->setSortRole(DeadLettersModel::RawRole);
+    m_proxy->setFilterRole(DeadLettersModel::RawRole);
+    m_proxy->setFilterKeyColumn(DeadLettersModel::ErrorClass);
+
+    // Filters.
+    m_classCombo = new QComboBox;
+    m_classCombo->setObjectName(QStringLiteral("errorClassFilter"));
+    m_classCombo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_classCombo->addItem(tr("All error classes"), QString());
+    m_timeCombo = new QComboBox;
+    m_timeCombo->setObjectName(QStringLiteral("timeFilter"));
+    m_timeCombo->addItem(tr("Any time"), qint64(0));
+    m_timeCombo->addItem(tr("Last hour"), Hour);
+    m_timeCombo->addItem(tr("Last 24 hours"), 24 * Hour);
+    m_timeCombo->addItem(tr("Last 7 days"), 7 * 24 * Hour);
+    m_timeCombo->setToolTip(tr("When they died"));
+    connect(m_classCombo, &QComboBox::currentIndexChanged, this, &DeadLettersPage::applyClassFilter);
+    connect(m_timeCombo, &QComboBox::currentIndexChanged, this, [this] {
+        // A new question: the answer to the old one no longer counts.
+        m_loadPending = false;
+        reload();
+    });
+
+    // Actions, as buttons and in the table's context menu.
+    m_redriveSelectedAction = new QAction(tr("Redrive selected…"), this);
+    m_redriveSelectedAction->setObjectName(QStringLiteral("redriveSelected"));
+    m_redriveSelectedAction->setToolTip(tr("Preview, then put the selected dead letters back on the queue"));
+    m_redriveAllAction = new QAction(tr("Redrive all matching…"), this);
+    m_redriveAllAction->setObjectName(QStringLiteral("redriveAllMatching"));
+    m_redriveAllAction->setToolTip(tr("Preview, then put back every dead letter that matches the filters"));
+    m_discardAction = new QAction(tr("Discard…"), this);
+    m_discardAction->setObjectName(QStringLiteral("discard"));
+    m_discardAction->setToolTip(tr("Delete the selected dead letters without sending them"));
+    m_copyKeysAction = new QAction(tr("Copy send keys"), this);
+    m_copyKeysAction->setShortcut(QKeySequence::Copy);
+    m_copyKeysAction->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+    connect(m_redriveSelectedAction, &QAction::triggered, this, &DeadLettersPage::redriveSelected);
+    connect(m_redriveAllAction, &QAction::triggered, this, &DeadLettersPage::redriveAllMatching);
+    connect(m_discardAction, &QAction::triggered, this, &DeadLettersPage::discardSelected);
+    connect(m_copyKeysAction, &QAction::triggered, this, &DeadLettersPage::copySendKeys);
+
+    m_countLabel = new QLabel;
+    m_countLabel->setObjectName(QStringLiteral("count"));
+
+    auto *bar = new QHBoxLayout;
+    bar->addWidget(new QLabel(tr("Error class:")));
+    bar->addWidget(m_classCombo);
+    bar->addSpacing(8);
+    bar->addWidget(new QLabel(tr("Died:")));
+    bar->addWidget(m_timeCombo);
+    bar->addSpacing(12);
+    bar->addWidget(m_countLabel, 1);
+    bar->addWidget(actionButton(m_redriveSelectedAction));
+    bar->addWidget(actionButton(m_redriveAllAction));
+    bar->addWidget(actionButton(m_discardAction));
+
+    // The table.
+    m_table = new QTableView;
+    m_table->setObjectName(QStringLiteral("deadLetters"));
+    m_table->setModel(m_proxy);
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    m_table->setSortingEnabled(true);
+    m_table->setAlternatingRowColors(true);
+    m_table->setWordWrap(false);
+    m_table->setTextElideMode(Qt::ElideRight);
+    m_table->verticalHeader()->hide();
+    m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 8);
+    m_table->setContextMenuPolicy(Qt::ActionsContextMenu);
+    auto *separator = new QAction(this);
+    separator->setSeparator(true);
+    auto *separator2 = new QAction(this);
+    separator2->setSeparator(true);
+    m_table->addActions({m_redriveSelectedAction, m_redriveAllAction, separator, m_discardAction, separator2,
+                         m_copyKeysAction});
+    QHeaderView *header = m_table->horizontalHeader();
+    header->setSectionsMovable(true);
+    header->setHighlightSections(false);
+    if (!header->restoreState(Settings().headerState(HeaderView))) {
+        const int digits =
+            m_table->fontMetrics().horizontalAdvance(QStringLiteral("0000-00-00 00:00:00")) + 24;
+        m_table->setColumnWidth(DeadLettersModel::ErrorClass, 130);
+        m_table->setColumnWidth(DeadLettersModel::LastError, 300);
+        m_table->setColumnWidth(DeadLettersModel::Attempts, 70);
+        m_table->setColumnWidth(DeadLettersModel::Redrives, 70);
+        m_table->setColumnWidth(DeadLettersModel::FirstAttempt, digits);
+        m_table->setColumnWidth(DeadLettersModel::LastAttempt, digits);
+        m_table->setColumnWidth(DeadLettersModel::DeadAt, digits);
+        m_table->setColumnWidth(DeadLettersModel::SendKey, 300);
+        m_table->setColumnWidth(DeadLettersModel::EventId, 110);
+        m_table->sortByColumn(DeadLettersModel::DeadAt, Qt::DescendingOrder);
+    } else {
+        // The restored indicator alone does not sort the rows.
+        m_table->sortByColumn(header->sortIndicatorSection(), header->sortIndicatorOrder());
+    }
+    connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
+        updateActions();
+        updateCounts();
+        updateDetails();
+    });
+    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            &DeadLettersPage::updateDetails);
+
+    // Details of the selected letter: why it died, and its payload.
+    m_detailsHeader = new QLabel;
+    m_detailsHeader->setObjectName(QStringLiteral("detailsHeader"));
+    m_detailsHeader->setWordWrap(true);
+    m_detailsHeader->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_detailsHeader->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+    m_details = new QPlainTextEdit;
+    m_details->setObjectName(QStringLiteral("payload"));
+    m_details->setReadOnly(true);
+    m_details->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    m_details->setPlaceholderText(tr("Select a dead letter to see its payload"));
+    auto *detailsPane = new QWidget;
+    auto *detailsLayout = new QVBoxLayout(detailsPane);
+    detailsLayout->setContentsMargins(0, 0, 0, 0);
+    detailsLayout->addWidget(m_detailsHeader);
+    detailsLayout->addWidget(m_details, 1);
+
+    auto *splitter = new QSplitter(Qt::Vertical);
+    splitter->addWidget(m_table);
+    splitter->addWidget(detailsPane);
+    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(1, 1);
+    splitter->setSizes({560, 200});
+    splitter->setChildrenCollapsible(false);
+
+    m_emptyLabel = new QLabel;
+    m_emptyLabel->setObjectName(QStringLiteral("emptyState"));
+    m_emptyLabel->setAlignment(Qt::AlignCenter);
+    m_emptyLabel->setWordWrap(true);
+    m_emptyLabel->setTextFormat(Qt::RichText);
+    m_stack = new QStackedWidget;
+    m_stack->addWidget(splitter);
+    m_stack->addWidget(m_emptyLabel);
+
+    // The redrive under way, and what the last operation did.
+    m_progress = new QProgressBar;
+    m_progress->setObjectName(QStringLiteral("redriveProgress"));
+    m_progress->setFormat(tr("%v of %m"));
+    m_progress->hide();
+    m_cancelButton = new QPushButton(tr("Cancel redrive"));
+    m_cancelButton->setObjectName(QStringLiteral("cancelRedrive"));
+    m_cancelButton->hide();
+    connect(m_cancelButton, &QPushButton::clicked, this, &DeadLettersPage::cancelRedrive);
+    m_statusLabel = new QLabel;
+    m_statusLabel->setObjectName(QStringLiteral("status"));
+    m_statusLabel->setWordWrap(true);
+    m_statusLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    auto *statusRow = new QHBoxLayout;
+    statusRow->addWidget(m_statusLabel, 1);
+    statusRow->addWidget(m_progress, 1);
+    statusRow->addWidget(m_cancelButton);
+
+    auto *layout = new QVBoxLayout(this);
+    layout->addLayout(bar);
+    layout->addWidget(m_stack, 1);
+    layout->addLayout(statusRow);
+
+    connect(m_proxy, &QAbstractItemModel::rowsInserted, this, &DeadLettersPage::updateEmptyState);
+    connect(m_proxy, &QAbstractItemModel::rowsRemoved, this, &DeadLettersPage::updateEmptyState);
+    connect(m_proxy, &QAbstractItemModel::modelReset, this, &DeadLettersPage::updateEmptyState);
+    connect(m_proxy, &QAbstractItemModel::layoutChanged, this, &DeadLettersPage::updateEmptyState);
+}
+
+void DeadLettersPage::setSession(StoreSession *session)
+{
+    if (m_session)
+        disconnect(m_session, nullptr, this, nullptr);
+    m_session = session;
+    m_loadToken = 0;
+    m_loadPending = false;
+    m_loaded = false;
+    m_truncated = false;
+    m_matchingToken = 0;
+    m_redriveToken = 0;
+    m_discardToken = 0;
+    m_progress->hide();
+    m_cancelButton->hide();
+    if (m_redriveDialog)
+        m_redriveDialog->reject();
+    m_model->setLetters({});
+    setStatus(QString());
+    if (session) {
+        connect(session, &StoreSession::deadLettersLoaded, this, &DeadLettersPage::onLoaded);
+        connect(session, &StoreSession::failed, this, &DeadLettersPage::onFailed);
+        connect(session, &StoreSession::redriveProgress, this, &DeadLettersPage::onRedriveProgress);
+        connect(session, &StoreSession::redriveFinished, this, &DeadLettersPage::onRedriveFinished);
+        connect(session, &StoreSession::operationFinished, this, &DeadLettersPage::onOperationFinished);
+    }
+    rebuildClassCombo();
+    updateActions();
+    updateCounts();
+    updateEmptyState();
+}
+
+void DeadLettersPage::refresh()
+{
+    // On a slow store, requests would pile up behind each other: one at a time.
+    if (!m_loadPending)
+        reload();
+}
+
+void DeadLettersPage::reload()
+{
+    if (!m_session)
+        return;
+    m_loadToken = m_session->loadDeadLetters(displayFilter());
+    m_loadPending = true;
+}
+
+DeadLetterFilter DeadLettersPage::displayFilter() const
+{
+    DeadLetterFilter filter;
+    // The error class is filtered here rather than in the store, so that the class list
+    // keeps every class that is dead and the operator can switch between them.
+    if (const qint64 window = timeWindowMs(); window > 0)
+        filter.sinceMs = QDateTime::currentMSecsSinceEpoch() - window;
+    filter.limit = DisplayLimit;
+    return filter;
+}
+
+QString DeadLettersPage::selectedErrorClass() const
+{
+    return m_classCombo->currentData().toString();
+}
+
+qint64 DeadLettersPage::timeWindowMs() const
+{
+    return m_timeCombo->currentData().toLongLong();
+}
+
+void DeadLettersPage::onLoaded(quint64 token, const QList<DeadLetter> &letters)
+{
+    if (token == m_matchingToken) {
+        m_matchingToken = 0;
+        updateActions();
+        if (letters.isEmpty()) {
+            setStatus(tr("No dead letters match the filters now."));
+            return;
+        }
+        setStatus(QString());
+        openRedriveDialog(letters, m_matchingDetail);
+        return;
+    }
+    if (token != m_loadToken)
+        return;
+    m_loadPending = false;
+    m_loaded = true;
+    m_truncated = letters.size() >= DisplayLimit;
+    m_model->setLetters(letters);
+    rebuildClassCombo();
+    updateActions();
+    updateCounts();
+    updateDetails();
+    updateEmptyState();
+}
+
+void DeadLettersPage::onFailed(quint64 token, const QString &error)
+{
+    if (token == m_loadToken) {
+        m_loadPending = false;
+        setStatus(tr("Cannot load the dead letters: %1").arg(error), true);
+    } else if (token == m_matchingToken) {
+        m_matchingToken = 0;
+        updateActions();
+        setStatus(tr("Cannot collect the matching dead letters: %1").arg(error), true);
+    } else if (token == m_redriveToken) {
+        onRedriveFinished(token, 0, false, error);
+    } else if (token == m_discardToken) {
+        onOperationFinished(token, false, error);
+    }
+}
+
+QList<DeadLetter> DeadLettersPage::selectedLetters() const
+{
+    QList<DeadLetter> letters;
+    QModelIndexList rows = m_table->selectionModel()->selectedRows();
+    // In the order the operator sees them.
+    std::sort(rows.begin(), rows.end(),
+              [](const QModelIndex &a, const QModelIndex &b) { return a.row() < b.row(); });
+    letters.reserve(rows.size());
+    for (const QModelIndex &row : std::as_const(rows))
+        letters.append(m_model->letter(m_proxy->mapToSource(row).row()));
+    return letters;
+}
+
+void DeadLettersPage::rebuildClassCombo()
+{
+    const QMap<QString, int> counts = m_model->errorClassCounts();
+    const QString current = selectedErrorClass();
+    QList<QPair<QString, QString>> items{
+        {tr("All error classes (%1)").arg(QLocale().toString(m_model->rowCount())), QString()}};
+    for (auto it = counts.cbegin(); it != counts.cend(); ++it)
+        items.append({QStringLiteral("%1 (%2)").arg(it.key(), QLocale().toString(it.value())), it.key()});
+    // A class the operator chose stays chosen when its last letter goes (all redriven):
+    // the filter should not widen by itself.
+    if (!current.isEmpty() && !counts.contains(current))
+        items.append({QStringLiteral("%1 (0)").arg(current), current});
+
+    bool same = items.size() == m_classCombo->count();
+    for (int i = 0; same && i < items.size(); ++i)
+        same = m_classCombo->itemText(i) == items.at(i).first;
+    if (same)
+        return;
+    const QSignalBlocker blocker(m_classCombo);
+    m_classCombo->clear();
+    for (const auto &[text, errorClass] : std::as_const(items))
+        m_classCombo->addItem(text, errorClass);
+    m_classCombo->setCurrentIndex(std::max(0, m_classCombo->findData(current)));
+}
+
+void DeadLettersPage::applyClassFilter()
+{
+    const QString errorClass = selectedErrorClass();
+    m_proxy->setFilterRegularExpression(errorClass.isEmpty() ? QRegularExpression()
+                                                             : QRegularExpression(QStringLiteral("^%1$").arg(
+                                                                   QRegularExpression::escape(errorClass))));
+    updateActions();
+    updateCounts();
+    updateDetails();
+    updateEmptyState();
+}
+
+void DeadLettersPage::updateActions()
+{
+    const bool idle = m_session && m_redriveToken == 0;
+    const bool anySelected = m_table->selectionModel()->hasSelection();
+    m_redriveSelectedAction->setEnabled(idle && anySelected);
+    m_redriveAllAction->setEnabled(idle && m_matchingToken == 0 && m_proxy->rowCount() > 0);
+    m_discardAction->setEnabled(idle && anySelected && m_discardToken == 0);
+    m_copyKeysAction->setEnabled(anySelected);
+}
+
+void DeadLettersPage::updateCounts()
+{
+    const QLocale locale;
+    const int shown = m_proxy->rowCount();
+    const int loaded = m_model->rowCount();
+    QString text = loaded == 1 ? tr("1 dead letter") : tr("%1 dead letters").arg(locale.toString(loaded));
+    if (shown != loaded)
+        text = tr("%1 of %2").arg(locale.toString(shown), text);
+    if (m_truncated)
+        text += tr(" (the oldest %1 are shown; “Redrive all matching” takes every one)")
+                    .arg(locale.toString(DisplayLimit));
+    if (const auto selected = m_table->selectionModel()->selectedRows().size(); selected > 0)
+        text += tr("  ·  %1 selected").arg(locale.toString(selected));
+    m_countLabel->setText(text);
+}
+
+void DeadLettersPage::updateDetails()
+{
+    QModelIndex current = m_table->selectionModel()->currentIndex();
+    if (!current.isValid() || !m_table->selectionModel()->isRowSelected(current.row(), {})) {
+        const QModelIndexList rows = m_table->selectionModel()->selectedRows();
+        current = rows.isEmpty() ? QModelIndex() : rows.constFirst();
+    }
+    if (!current.isValid()) {
+        m_detailsHeader->clear();
+        m_details->clear();
+        return;
+    }
+    const DeadLetter &letter = m_model->letter(m_proxy->mapToSource(current).row());
+    const QLocale locale;
+    QStringList lines;
+    lines << tr("<b>%1</b> — %2")
+                 .arg(letter.errorClass.toHtmlEscaped(),
+                      letter.lastError.isEmpty() ? tr("no error text") : letter.lastError.toHtmlEscaped());
+    lines << tr("Send key <tt>%1</tt> · event %2 · message %3")
+                 .arg(QString::fromLatin1(letter.sendKey).toHtmlEscaped(),
+                      letter.eventId.isEmpty() ? tr("(none)") : letter.eventId.toHtmlEscaped(),
+                      letter.id.toHtmlEscaped());
+    lines << tr("Attempts: %1 · deliveries by the queue: %2 · redriven before: %3 · queued %4")
+                 .arg(locale.toString(letter.attempts), locale.toString(letter.receiveCount),
+                      locale.toString(letter.redriveCount), formatLocalTime(letter.enqueuedAtMs));
+    m_detailsHeader->setText(lines.join(QStringLiteral("<br>")));
+    m_details->setPlainText(prettyPayload(letter.payload));
+}
+
+void DeadLettersPage::updateEmptyState()
+{
+    if (m_proxy->rowCount() > 0) {
+        m_stack->setCurrentIndex(0);
+        return;
+    }
+    QString text;
+    if (!m_session)
+        text = tr("No store is open");
+    else if (!m_loaded)
+        text = tr("Loading…");
+    else if (m_model->rowCount() > 0)
+        text = tr("No dead letters of class %1").arg(selectedErrorClass().toHtmlEscaped());
+    else if (timeWindowMs() > 0)
+        text = tr("No dead letters that died %1").arg(m_timeCombo->currentText().toLower().toHtmlEscaped());
+    else
+        text = tr("No dead letters");
+    m_emptyLabel->setText(
+        QStringLiteral("<p style='font-size:15pt'>%1</p><p>%2</p>")
+            .arg(text, tr("A message lands here when it fails for good or uses up its attempts. "
+                          "It waits for an operator to redrive or discard it.")));
+    m_stack->setCurrentIndex(1);
+}
+
+void DeadLettersPage::setStatus(const QString &text, bool problem)
+{
+    m_statusLabel->setText(text);
+    m_statusLabel->setStyleSheet(problem ? QStringLiteral("color: #b00020") : QString());
+}
+
+void DeadLettersPage::redriveSelected()
+{
+    const QList<DeadLetter> letters = selectedLetters();
+    if (letters.isEmpty())
+        return;
+    openRedriveDialog(letters, QStringLiteral("selected %1").arg(letters.size()));
+}
+
+void DeadLettersPage::redriveAllMatching()
+{
+    if (!m_session || m_matchingToken != 0)
+        return;
+    // The table may show only part of them, or be a refresh behind: ask the store for
+    // every letter that matches now.
+    DeadLetterFilter filter;
+    filter.errorClass = selectedErrorClass();
+    if (const qint64 window = timeWindowMs(); window > 0)
+        filter.sinceMs = QDateTime::currentMSecsSinceEpoch() - window;
+    filter.limit = -1;
+    QString detail = QStringLiteral("all");
+    if (!filter.errorClass.isEmpty())
+        detail += QStringLiteral(" error-class=") + filter.errorClass;
+    if (filter.sinceMs > 0)
+        detail += QStringLiteral(" since=") + formatTime(filter.sinceMs);
+    m_matchingDetail = detail;
+    m_matchingToken = m_session->loadDeadLetters(filter);
+    updateActions();
+    setStatus(tr("Collecting the matching dead letters…"));
+}
+
+void DeadLettersPage::openRedriveDialog(const QList<DeadLetter> &letters, const QString &auditDetail)
+{
+    if (m_redriveDialog) {
+        m_redriveDialog->raise();
+        return;
+    }
+    const Settings settings;
+    auto *dialog = new RedriveDialog(letters, auditDetail, settings.idempotencyWindowHours(),
+                                     settings.redriveRate(), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    m_redriveDialog = dialog;
+    connect(dialog, &QDialog::accepted, this, [this, dialog] {
+        startRedrive(dialog->letters(), dialog->ratePerSecond(), dialog->auditDetail());
+    });
+    // Window-modal and not exec(): the refresh timer and the engine's counters keep going.
+    dialog->open();
+}
+
+void DeadLettersPage::startRedrive(const QList<DeadLetter> &letters, int ratePerSecond,
+                                   const QString &auditDetail)
+{
+    if (!m_session || m_redriveToken != 0)
+        return;
+    m_redriveTotal = int(letters.size());
+    m_redriveToken = m_session->redrive(letters, ratePerSecond, auditDetail);
+    m_progress->setRange(0, m_redriveTotal);
+    m_progress->setValue(0);
+    m_progress->show();
+    m_cancelButton->setEnabled(true);
+    m_cancelButton->setText(tr("Cancel redrive"));
+    m_cancelButton->show();
+    setStatus(tr("Putting %1 back on the queue at %2 per second…")
+                  .arg(lettersText(m_redriveTotal), QLocale().toString(ratePerSecond)));
+    updateActions();
+}
+
+void DeadLettersPage::cancelRedrive()
+{
+    if (!m_session || m_redriveToken == 0)
+        return;
+    m_session->cancelRedrive(m_redriveToken);
+    m_cancelButton->setEnabled(false);
+    m_cancelButton->setText(tr("Cancelling…"));
+}
+
+void DeadLettersPage::onRedriveProgress(quint64 token, int done, int total)
+{
+    if (token != m_redriveToken)
+        return;
+    m_progress->setRange(0, total);
+    m_progress->setValue(done);
+}
+
+void DeadLettersPage::onRedriveFinished(quint64 token, int moved, bool cancelled, const QString &error)
+{
+    if (token != m_redriveToken)
+        return;
+    m_redriveToken = 0;
+    m_progress->hide();
+    m_cancelButton->hide();
+    const QLocale locale;
+    const QString movedText = locale.toString(moved);
+    const QString totalText = locale.toString(m_redriveTotal);
+    if (!error.isEmpty()) {
+        setStatus(tr("Redrive stopped after putting back %1 of %2: %3").arg(movedText, totalText, error),
+                  true);
+    } else if (cancelled) {
+        setStatus(tr("Redrive cancelled: %1 of %2 put back on the queue.").arg(movedText, totalText));
+    } else {
+        QString text = tr("Put %1 of %2 dead letters back on the queue.").arg(movedText, totalText);
+        if (moved < m_redriveTotal)
+            text += QLatin1Char(' ') + tr("%1 already gone (redriven or discarded elsewhere).")
+                                           .arg(lettersText(m_redriveTotal - moved));
+        setStatus(text);
+    }
+    updateActions();
+    m_loadPending = false;
+    reload();
+}
+
+void DeadLettersPage::discardSelected()
+{
+    const QList<DeadLetter> letters = selectedLetters();
+    if (letters.isEmpty() || !m_session)
+        return;
+    const int count = int(letters.size());
+    auto *box = new QMessageBox(QMessageBox::Warning, tr("Discard dead letters"),
+                                tr("Discard %1?").arg(lettersText(count)), QMessageBox::Cancel, this);
+    box->setInformativeText(
+        tr("They are deleted from the store and never sent. Their send keys stay dead, so a copy "
+           "that arrives later is not sent either. This cannot be undone; the audit log records it."));
+    QPushButton *discard =
+        box->addButton(tr("Discard %1").arg(QLocale().toString(count)), QMessageBox::DestructiveRole);
+    discard->setObjectName(QStringLiteral("confirm"));
+    box->setDefaultButton(QMessageBox::Cancel);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    connect(box, &QMessageBox::buttonClicked, this,
+            [this, discard, letters, count](QAbstractButton *clicked) {
+                if (clicked != discard || !m_session)
+                    return;
+                m_discardCount = count;
+                m_discardToken = m_session->discard(letters, QStringLiteral("selected %1").arg(count));
+                setStatus(tr("Discarding %1…").arg(lettersText(count)));
+                updateActions();
+            });
+    box->open();
+}
+
+void DeadLettersPage::onOperationFinished(quint64 token, bool ok, const QString &message)
+{
+    if (token != m_discardToken)
+        return;
+    m_discardToken = 0;
+    if (ok)
+        setStatus(tr("Discard done: %1.").arg(message));
+    else
+        setStatus(tr("Discarding %1 failed: %2").arg(lettersText(m_discardCount), message), true);
+    updateActions();
+    m_loadPending = false;
+    reload();
+}
+
+void DeadLettersPage::copySendKeys()
+{
+    QStringList keys;
+    for (const DeadLetter &letter : selectedLetters())
+        keys << QString::fromLatin1(letter.sendKey);
+    QGuiApplication::clipboard()->setText(keys.join(QLatin1Char('\n')));
+}
+
+} // namespace once::ui

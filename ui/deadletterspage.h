@@ -1,0 +1,106 @@
+#pragma once
+
+#include "page.h"
+
+#include "inspector.h"
+
+#include <QPointer>
+
+class QAction;
+class QComboBox;
+class QLabel;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSortFilterProxyModel;
+class QStackedWidget;
+class QTableView;
+
+namespace once::ui {
+
+class DeadLettersModel;
+class RedriveDialog;
+
+// The dead letters, for an operator after a partner outage: what died, when and why, the
+// payload of each, and putting them back on the queue (redrive) at a rate the partner
+// can take, with progress and a way to stop. Discarding is here too, with a confirmation.
+class DeadLettersPage final : public Page
+{
+    Q_OBJECT
+
+public:
+    explicit DeadLettersPage(QWidget *parent = nullptr);
+    ~DeadLettersPage() override;
+
+    QString title() const override { return tr("Dead letters"); }
+    void setSession(StoreSession *session) override;
+    void refresh() override;
+
+private:
+    // The time filter's choices, by how far back they reach (0: all).
+    static constexpr qint64 Hour = 3600 * 1000;
+    // A table of more than this many rows helps nobody; "Redrive all matching" still takes every one.
+    static constexpr int DisplayLimit = 10000;
+
+    void buildUi();
+    void reload();
+    void onLoaded(quint64 token, const QList<once::DeadLetter> &letters);
+    void onFailed(quint64 token, const QString &error);
+    once::DeadLetterFilter displayFilter() const;
+    QString selectedErrorClass() const;
+    qint64 timeWindowMs() const;
+    QList<once::DeadLetter> selectedLetters() const;
+
+    void rebuildClassCombo();
+    void applyClassFilter();
+    void updateActions();
+    void updateCounts();
+    void updateDetails();
+    void updateEmptyState();
+    void setStatus(const QString &text, bool problem = false);
+
+    void redriveSelected();
+    void redriveAllMatching();
+    void openRedriveDialog(const QList<once::DeadLetter> &letters, const QString &auditDetail);
+    void startRedrive(const QList<once::DeadLetter> &letters, int ratePerSecond, const QString &auditDetail);
+    void cancelRedrive();
+    void onRedriveProgress(quint64 token, int done, int total);
+    void onRedriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
+    void discardSelected();
+    void onOperationFinished(quint64 token, bool ok, const QString &message);
+    void copySendKeys();
+
+    QPointer<StoreSession> m_session;
+
+    DeadLettersModel *m_model = nullptr;
+    QSortFilterProxyModel *m_proxy = nullptr;
+    QTableView *m_table = nullptr;
+    QComboBox *m_classCombo = nullptr;
+    QComboBox *m_timeCombo = nullptr;
+    QLabel *m_countLabel = nullptr;
+    QStackedWidget *m_stack = nullptr;
+    QLabel *m_emptyLabel = nullptr;
+    QLabel *m_detailsHeader = nullptr;
+    QPlainTextEdit *m_details = nullptr;
+    QProgressBar *m_progress = nullptr;
+    QPushButton *m_cancelButton = nullptr;
+    QLabel *m_statusLabel = nullptr;
+    QAction *m_redriveSelectedAction = nullptr;
+    QAction *m_redriveAllAction = nullptr;
+    QAction *m_discardAction = nullptr;
+    QAction *m_copyKeysAction = nullptr;
+    QPointer<RedriveDialog> m_redriveDialog;
+
+    quint64 m_loadToken = 0;
+    bool m_loadPending = false;
+    bool m_loaded = false;       // at least one answer since the session was set
+    bool m_truncated = false;    // the last load hit DisplayLimit
+    quint64 m_matchingToken = 0; // "Redrive all matching": the full load it waits for
+    QString m_matchingDetail;
+    quint64 m_redriveToken = 0; // the redrive running now, 0 when none
+    int m_redriveTotal = 0;
+    quint64 m_discardToken = 0;
+    int m_discardCount = 0;
+};
+
+} // namespace once::ui

@@ -1,0 +1,474 @@
+#include "eventsmodel.h"
+
+#include "eventstory.h"
+#include "storesession.h"
+
+#include <QFontDatabase>
+
+namespace once::ui {
+
+namespace {
+
+// A reload that keeps the store's reader busy this long is asked for less often, so that
+// the other pages' questions still get quick answers (a large ledger without an index on
+// the list's order can take a second per reload).
+constexpr qint64 SlowReloadMs = 250;
+constexpr qint64 SlowReloadPause = 3; // times the reload's cost, between two slow reloads
+
+// What a row shows; two copies that agree here need no repaint.
+bool sameContent(const EventRow &a, const EventRow &b)
+{
+    return a.state == b.state && a.updatedAtMs == b.updatedAtMs && a.sends == b.sends && a.duplicates == b.duplicates
+        && a.redrives == b.redrives && a.lastHttpStatus == b.lastHttpStatus && a.lastErrorClass == b.lastErrorClass
+        && a.lastError == b.lastError && a.providerRequestId == b.providerRequestId && a.appliedAtMs == b.appliedAtMs;
+}
+
+// The table never shows a payload, and one may be 256 KiB: keep only what is shown.
+EventRow withoutPayload(EventRow row)
+{
+    row.payload = QByteArray();
+    return row;
+}
+
+QString lastErrorText(const EventRow &row)
+{
+    if (row.lastErrorClass.isEmpty())
+        return row.lastError;
+    if (row.lastError.isEmpty())
+        return row.lastErrorClass;
+    return row.lastErrorClass + QStringLiteral(": ") + row.lastError;
+}
+
+} // namespace
+
+EventsModel::EventsModel(QObject *parent) : QAbstractTableModel(parent)
+{
+    m_filter.limit = PageSize;
+}
+
+EventsModel::~EventsModel() = default;
+
+void EventsModel::setSession(StoreSession *session)
+{
+    if (session == m_session)
+        return;
+    for (const auto &connection : std::as_const(m_connections))
+        disconnect(connection);
+    m_connections.clear();
+    m_session = session;
+    if (m_session) {
+        m_connections << connect(m_session, &StoreSession::eventsLoaded, this, &EventsModel::onEventsLoaded)
+                      << connect(m_session, &StoreSession::eventsCounted, this, &EventsModel::onEventsCounted)
+                      << connect(m_session, &StoreSession::failed, this, &EventsModel::onFailed);
+        // A session closing before this model does must not leave a dangling pointer.
+        m_connections << connect(m_session, &QObject::destroyed, this, [this] {
+            m_session = nullptr;
+            m_connections.clear();
+        });
+    }
+    // Rows of another store mean nothing here. Nothing is read yet: a hidden page must not
+    // keep the store busy; the first refresh or a view's fetchMore() loads.
+    reset(m_filter);
+}
+
+void EventsModel::setFilter(const EventFilter &filter)
+{
+    reset(filter);
+    ensureLoaded();
+}
+
+void EventsModel::reset(const EventFilter &filter)
+{
+    const bool wasLoading = isLoading();
+    beginResetModel();
+    m_filter = filter;
+    m_filter.limit = PageSize;
+    m_filter.offset = 0;
+    m_rows.clear();
+    m_index.clear();
+    m_nextOffset = 0;
+    m_atEnd = false;
+    m_pageFailed = false;
+    m_loaded = false;
+    m_total = -1;
+    m_error.clear();
+    // Forgetting the tokens is what drops the answers to the old filter.
+    m_pageToken = 0;
+    m_countToken = 0;
+    m_refreshToken = 0;
+    m_refreshCostMs = 0;
+    m_refreshClock.invalidate();
+    endResetModel();
+    emit totalChanged(m_total);
+    if (wasLoading)
+        emit loadingChanged(false);
+}
+
+void EventsModel::ensureLoaded()
+{
+    if (!m_session)
+        return;
+    if (m_pageFailed && !m_pageToken) {
+        m_pageFailed = false;
+        m_atEnd = false;
+    }
+    if (!m_loaded && !m_pageToken)
+        requestPage();
+    if (m_total < 0 && !m_countToken)
+        requestCount();
+}
+
+void EventsModel::requestPage()
+{
+    EventFilter page = m_filter;
+    page.offset = m_nextOffset;
+    page.limit = PageSize;
+    m_pageToken = m_session->loadEvents(page);
+    emit loadingChanged(true);
+}
+
+void EventsModel::requestCount()
+{
+    m_countToken = m_session->countEvents(m_filter);
+}
+
+void EventsModel::refreshRows(int first, int last)
+{
+    if (!m_session)
+        return;
+    if (!m_loaded || m_pageFailed) {
+        ensureLoaded();
+        if (!m_loaded)
+            return;
+    }
+    if (!m_countToken)
+        requestCount();
+    if (m_refreshToken)
+        return; // the store is slower than the refresh timer: don't pile up requests
+    if (m_refreshCostMs > SlowReloadMs && m_refreshClock.isValid()
+        && m_refreshClock.elapsed() < m_refreshCostMs * SlowReloadPause)
+        return;
+    if (last < first) {
+        // Nothing on screen (no rows yet): look at the top for events that arrived since.
+        first = 0;
+        last = PageSize - 1;
+    }
+    EventFilter window = m_filter;
+    window.offset = std::max(0, first);
+    window.limit = std::clamp(last - window.offset + 1, 1, 2 * PageSize);
+    m_refreshLimit = window.limit;
+    m_refreshToken = m_session->loadEvents(window);
+    m_refreshClock.start();
+}
+
+void EventsModel::updateEvent(const EventRow &event)
+{
+    const int row = rowOfKey(event.sendKey);
+    if (row < 0 || sameContent(m_rows.at(row), event))
+        return;
+    m_rows[row] = withoutPayload(event);
+    emit dataChanged(index(row, 0), index(row, Count - 1));
+}
+
+void EventsModel::onEventsLoaded(quint64 token, const QList<EventRow> &rows, int offset)
+{
+    if (token == 0)
+        return;
+    if (token == m_pageToken) {
+        m_pageToken = 0;
+        appendPage(rows, offset);
+        emit loadingChanged(false);
+    } else if (token == m_refreshToken) {
+        m_refreshToken = 0;
+        m_refreshCostMs = m_refreshClock.restart();
+        applyRefresh(rows, offset, m_refreshLimit);
+    }
+}
+
+void EventsModel::onEventsCounted(quint64 token, qint64 count)
+{
+    if (token == 0 || token != m_countToken)
+        return;
+    m_countToken = 0;
+    if (count != m_total) {
+        m_total = count;
+        emit totalChanged(m_total);
+    }
+}
+
+void EventsModel::onFailed(quint64 token, const QString &error)
+{
+    if (token == 0)
+        return;
+    if (token == m_pageToken) {
+        m_pageToken = 0;
+        // Stop here rather than let the view ask again at once; the next refresh retries.
+        m_atEnd = true;
+        m_pageFailed = true;
+        setError(error);
+        emit loadingChanged(false);
+    } else if (token == m_countToken) {
+        m_countToken = 0;
+        setError(error);
+    } else if (token == m_refreshToken) {
+        m_refreshToken = 0;
+        setError(error);
+    }
+}
+
+void EventsModel::setError(const QString &error)
+{
+    m_error = error;
+    emit errorOccurred(error);
+}
+
+void EventsModel::appendPage(const QList<EventRow> &rows, int offset)
+{
+    // Newer events pushed into the order since the page was asked for can repeat rows
+    // already shown; the send key is unique, so skip those.
+    QList<EventRow> fresh;
+    fresh.reserve(rows.size());
+    for (const EventRow &row : rows) {
+        if (!m_index.contains(row.sendKey))
+            fresh.append(withoutPayload(row));
+    }
+    // Never past what this answer saw: a later page may repeat rows, but never skips any.
+    m_nextOffset = offset + int(rows.size());
+    m_atEnd = rows.size() < PageSize;
+    const bool first = !m_loaded;
+    m_loaded = true;
+    m_error.clear();
+    if (!fresh.isEmpty()) {
+        const int start = int(m_rows.size());
+        beginInsertRows(QModelIndex(), start, start + int(fresh.size()) - 1);
+        for (EventRow &row : fresh) {
+            m_index.insert(row.sendKey, int(m_rows.size()));
+            m_rows.append(std::move(row));
+        }
+        endInsertRows();
+    }
+    emit pageLoaded(first ? 0 : offset, int(fresh.size()));
+}
+
+// The answer is a contiguous slice of the store's order (created_at, then send key, which
+// never change), so between two rows this model already has, it is the truth: rows the
+// model has there and the answer lacks left the filter (or were purged), and rows the
+// answer has there and the model lacks joined it.
+void EventsModel::applyRefresh(const QList<EventRow> &rows, int offset, int limit)
+{
+    QList<int> modelRows(rows.size(), -1);
+    int firstKnown = -1;
+    int lastKnown = -1;
+    for (int i = 0, previous = -1; i < rows.size(); ++i) {
+        const int row = m_index.value(rows.at(i).sendKey, -1);
+        if (row < 0)
+            continue;
+        if (row <= previous) {
+            // Not the order the slice was loaded in: update in place, change nothing else.
+            for (const EventRow &event : rows)
+                updateEvent(event);
+            return;
+        }
+        previous = row;
+        modelRows[i] = row;
+        if (firstKnown < 0)
+            firstKnown = i;
+        lastKnown = i;
+    }
+    const bool reachedEnd = rows.size() < limit;
+
+    if (firstKnown < 0) {
+        if (offset != 0 || (rows.isEmpty() && m_rows.isEmpty()))
+            return; // an unknown stretch somewhere below: the next scroll or search brings it
+        // Everything loaded at the top was overtaken (or left the filter): start over from here.
+        beginResetModel();
+        m_rows.clear();
+        for (const EventRow &row : rows)
+            m_rows.append(withoutPayload(row));
+        rebuildIndex();
+        m_nextOffset = int(rows.size());
+        m_atEnd = reachedEnd;
+        endResetModel();
+        emit pageLoaded(0, int(rows.size()));
+        return;
+    }
+
+    const int begin = offset == 0 ? 0 : firstKnown;
+    const int end = reachedEnd ? int(rows.size()) - 1 : lastKnown;
+    int position = offset == 0 ? 0 : modelRows.at(firstKnown);
+    int shift = 0; // rows inserted minus rows removed so far, all above the current position
+    for (int i = begin; i <= end; ++i) {
+        if (modelRows.at(i) < 0) {
+            beginInsertRows(QModelIndex(), position, position);
+            m_rows.insert(position, withoutPayload(rows.at(i)));
+            endInsertRows();
+            ++position;
+            ++shift;
+            continue;
+        }
+        const int current = modelRows.at(i) + shift;
+        if (current > position) {
+            beginRemoveRows(QModelIndex(), position, current - 1);
+            m_rows.remove(position, current - position);
+            endRemoveRows();
+            shift -= current - position;
+        }
+        if (!sameContent(m_rows.at(position), rows.at(i))) {
+            m_rows[position] = withoutPayload(rows.at(i));
+            emit dataChanged(index(position, 0), index(position, Count - 1));
+        }
+        ++position;
+    }
+    if (reachedEnd) {
+        if (position < m_rows.size()) {
+            const int last = int(m_rows.size()) - 1;
+            beginRemoveRows(QModelIndex(), position, last);
+            m_rows.remove(position, last - position + 1);
+            endRemoveRows();
+            shift -= last - position + 1;
+        }
+        m_atEnd = true;
+    }
+    if (shift != 0 || reachedEnd)
+        rebuildIndex();
+    m_nextOffset = std::max(0, m_nextOffset + shift);
+    if (reachedEnd)
+        m_nextOffset = offset + int(rows.size());
+}
+
+void EventsModel::rebuildIndex()
+{
+    m_index.clear();
+    m_index.reserve(m_rows.size());
+    for (int row = 0; row < m_rows.size(); ++row)
+        m_index.insert(m_rows.at(row).sendKey, row);
+}
+
+int EventsModel::rowCount(const QModelIndex &parent) const
+{
+    return parent.isValid() ? 0 : int(m_rows.size());
+}
+
+int EventsModel::columnCount(const QModelIndex &parent) const
+{
+    return parent.isValid() ? 0 : Count;
+}
+
+bool EventsModel::canFetchMore(const QModelIndex &parent) const
+{
+    return !parent.isValid() && m_session && !m_atEnd;
+}
+
+void EventsModel::fetchMore(const QModelIndex &parent)
+{
+    // Views ask again and again while they scroll: one page at a time.
+    if (!canFetchMore(parent) || m_pageToken)
+        return;
+    requestPage();
+    if (m_total < 0 && !m_countToken)
+        requestCount();
+}
+
+QVariant EventsModel::data(const QModelIndex &index, int role) const
+{
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
+        return {};
+    const EventRow &row = m_rows.at(index.row());
+    const auto column = Column(index.column());
+
+    if (role == SendKeyRole)
+        return QString::fromLatin1(row.sendKey);
+    if (role == RawRole) {
+        switch (column) {
+        case State: return row.state;
+        case User: return row.userId;
+        case Reminder: return row.reminderId;
+        case ScheduledAt: return row.scheduledAtMs;
+        case Destination: return row.destination;
+        case Channel: return row.channel;
+        case Sends: return row.sends;
+        case Duplicates: return row.duplicates;
+        case LastError: return row.lastErrorClass;
+        case SendKey: return QString::fromLatin1(row.sendKey);
+        case EventId: return row.eventId;
+        case Count: break;
+        }
+        return {};
+    }
+    if (role == Qt::DisplayRole) {
+        switch (column) {
+        case State: return row.state;
+        case User: return row.userId;
+        case Reminder: return row.reminderId;
+        case ScheduledAt: return localTimestamp(row.scheduledAtMs);
+        case Destination: return row.destination;
+        case Channel: return row.channel;
+        case Sends: return row.sends;
+        case Duplicates: return row.duplicates;
+        case LastError: return lastErrorText(row);
+        case SendKey: return QString::fromLatin1(row.sendKey);
+        case EventId: return row.eventId;
+        case Count: break;
+        }
+        return {};
+    }
+    switch (role) {
+    case Qt::DecorationRole:
+        if (column == State)
+            return stateIcon(row.state);
+        break;
+    case Qt::ToolTipRole:
+        if (column == State)
+            return stateDescription(row.state);
+        if (column == ScheduledAt)
+            return formatTime(row.scheduledAtMs);
+        if (column == LastError)
+            return lastErrorText(row);
+        if (column == SendKey)
+            return QString::fromLatin1(row.sendKey);
+        break;
+    case Qt::TextAlignmentRole:
+        if (column == Sends || column == Duplicates)
+            return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+        break;
+    case Qt::FontRole:
+        if (column == SendKey || column == EventId)
+            return QFontDatabase::systemFont(QFontDatabase::FixedFont);
+        break;
+    default:
+        break;
+    }
+    return {};
+}
+
+QVariant EventsModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal || section < 0 || section >= Count)
+        return QAbstractTableModel::headerData(section, orientation, role);
+    if (role == Qt::DisplayRole) {
+        switch (Column(section)) {
+        case State: return tr("State");
+        case User: return tr("User");
+        case Reminder: return tr("Reminder");
+        case ScheduledAt: return tr("Scheduled at");
+        case Destination: return tr("Destination");
+        case Channel: return tr("Channel");
+        case Sends: return tr("Sends");
+        case Duplicates: return tr("Duplicates suppressed");
+        case LastError: return tr("Last error");
+        case SendKey: return tr("Send key");
+        case EventId: return tr("Event id");
+        case Count: break;
+        }
+    } else if (role == Qt::ToolTipRole) {
+        switch (Column(section)) {
+        case ScheduledAt: return tr("The occurrence the reminder names, in local time (not when it was sent)");
+        case Sends: return tr("Requests that reached, or may have reached, the partner");
+        case Duplicates: return tr("Deliveries of this reminder acknowledged without a send");
+        default: break;
+        }
+    }
+    return {};
+}
+
+} // namespace once::ui

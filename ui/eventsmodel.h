@@ -1,0 +1,116 @@
+#pragma once
+
+#include "inspector.h"
+
+#include <QAbstractTableModel>
+#include <QElapsedTimer>
+#include <QHash>
+#include <QMetaObject>
+
+namespace once::ui {
+
+class StoreSession;
+
+// The ledger's events matching a filter, newest first, loaded a page at a time as a view
+// scrolls (canFetchMore/fetchMore): a store holds millions of events and the console must
+// never read them all. Rows only ever arrive through StoreSession answers; an answer to a
+// request this model has since replaced (a new filter) is dropped by its token.
+class EventsModel final : public QAbstractTableModel
+{
+    Q_OBJECT
+    Q_DISABLE_COPY_MOVE(EventsModel)
+
+public:
+    enum Column {
+        State,
+        User,
+        Reminder,
+        ScheduledAt,
+        Destination,
+        Channel,
+        Sends,
+        Duplicates,
+        LastError,
+        SendKey,
+        EventId,
+        Count
+    };
+    Q_ENUM(Column)
+    enum Role {
+        RawRole = Qt::UserRole + 1, // the unformatted value, for sorting and filtering
+        SendKeyRole,                // the row's send key (QString), on every column
+    };
+    static constexpr int PageSize = 200;
+
+    explicit EventsModel(QObject *parent = nullptr);
+    ~EventsModel() override;
+
+    void setSession(StoreSession *session);
+    StoreSession *session() const { return m_session; }
+    // Starts over: drops the rows and every answer still on its way, then asks for the
+    // first page and the total (when a session is set).
+    void setFilter(const once::EventFilter &filter);
+    once::EventFilter filter() const { return m_filter; }
+    // Loads the first page and the total if they were never asked for (a session set while
+    // the page was hidden); otherwise does nothing.
+    void ensureLoaded();
+    // Reloads rows first..last in place, and the total; at first == 0 it also brings in
+    // events created since. At most one such reload is in flight at a time.
+    void refreshRows(int first, int last);
+    // Takes a fresher copy of one event (from its history), if that event is loaded.
+    void updateEvent(const once::EventRow &event);
+
+    const once::EventRow &event(int row) const { return m_rows.at(row); }
+    int rowOfKey(const QByteArray &sendKey) const { return m_index.value(sendKey, -1); }
+    qint64 total() const { return m_total; } // -1 until counted
+    bool isLoading() const { return m_pageToken != 0; }
+    // The first page of the current filter has arrived (possibly empty).
+    bool hasLoaded() const { return m_loaded; }
+    QString errorString() const { return m_error; }
+
+    int rowCount(const QModelIndex &parent = QModelIndex()) const override;
+    int columnCount(const QModelIndex &parent = QModelIndex()) const override;
+    QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+    bool canFetchMore(const QModelIndex &parent) const override;
+    void fetchMore(const QModelIndex &parent) override;
+
+signals:
+    void totalChanged(qint64 total);
+    void loadingChanged(bool loading);
+    // A page (or the first page, at offset 0) of the current filter has been added.
+    void pageLoaded(int offset, int rows);
+    void errorOccurred(const QString &message);
+
+private:
+    void reset(const once::EventFilter &filter);
+    void requestPage();
+    void requestCount();
+    void onEventsLoaded(quint64 token, const QList<once::EventRow> &rows, int offset);
+    void onEventsCounted(quint64 token, qint64 count);
+    void onFailed(quint64 token, const QString &error);
+    void appendPage(const QList<once::EventRow> &rows, int offset);
+    void applyRefresh(const QList<once::EventRow> &rows, int offset, int limit);
+    void rebuildIndex();
+    void setError(const QString &error);
+
+    StoreSession *m_session = nullptr;
+    QList<QMetaObject::Connection> m_connections;
+    once::EventFilter m_filter;
+    QList<once::EventRow> m_rows;
+    QHash<QByteArray, int> m_index; // send key -> row
+    int m_nextOffset = 0;           // where the next page starts in the store's order
+    bool m_atEnd = false;
+    bool m_pageFailed = false;
+    bool m_loaded = false;
+    qint64 m_total = -1;
+    QString m_error;
+    quint64 m_pageToken = 0;
+    quint64 m_countToken = 0;
+    quint64 m_refreshToken = 0;
+    int m_refreshLimit = 0;
+    QElapsedTimer m_refreshClock; // since the last reload was asked for, then since it was answered
+    qint64 m_refreshCostMs = 0;   // how long the store took to answer the last reload
+};
+
+} // namespace once::ui

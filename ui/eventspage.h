@@ -1,0 +1,112 @@
+#pragma once
+
+#include "inspector.h"
+#include "page.h"
+
+#include <QPointer>
+#include <QTimer>
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSortFilterProxyModel;
+class QSplitter;
+class QStackedWidget;
+class QTableView;
+
+namespace once::ui {
+
+class AttemptsModel;
+class EventsModel;
+class StoreSession;
+
+// Support's search over every event in the ledger, and beside it the story of the one
+// selected: each delivery, claim, send and ack, and a one-line answer to "did this user get
+// two reminders?".
+class EventsPage final : public Page
+{
+    Q_OBJECT
+
+public:
+    explicit EventsPage(QWidget *parent = nullptr);
+    ~EventsPage() override;
+
+    QString title() const override { return tr("Events"); }
+    void setSession(StoreSession *session) override;
+    void refresh() override;
+    void focusSearch() override;
+
+    // Runs the search in the box now (Enter does the same; typing waits a moment first).
+    void search();
+    EventsModel *eventsModel() const { return m_model; }
+    AttemptsModel *attemptsModel() const { return m_attempts; }
+    QTableView *eventsView() const { return m_table; }
+    // The send key of the event whose story is open; empty when none.
+    QByteArray storyKey() const { return m_storyKey; }
+    // The story has been read from the store at least once since it was opened.
+    bool storyLoaded() const { return m_storyLoaded; }
+    QString verdictText() const;
+    QString countText() const;
+    // Writes the open story to path, as CSV for a .csv name and JSON otherwise.
+    bool exportHistory(const QString &path, QString *error) const;
+
+private:
+    void buildTimeline(QWidget *timeline);
+    void applyFilter(bool force);
+    void onSelectionChanged();
+    void openStory(const QByteArray &sendKey);
+    void closeStory();
+    void requestHistory();
+    void onHistoryLoaded(quint64 token, const once::EventRow &event, const QList<once::Attempt> &attempts);
+    void onFailed(quint64 token, const QString &error);
+    void showFacts(const once::EventRow &event);
+    void updateVerdict();
+    void updateCount();
+    void updateEmptyState();
+    void selectStoryRow();
+    void copyKey();
+    void chooseExport();
+    // The visible rows of the table, as rows of the model (first > last when none).
+    std::pair<int, int> visibleSourceRows() const;
+
+    QPointer<StoreSession> m_session;
+    QList<QMetaObject::Connection> m_sessionConnections;
+    EventsModel *m_model = nullptr;
+    QSortFilterProxyModel *m_proxy = nullptr;
+    AttemptsModel *m_attempts = nullptr;
+
+    QLineEdit *m_search = nullptr;
+    QComboBox *m_state = nullptr;
+    QLabel *m_count = nullptr;
+    QLabel *m_error = nullptr;
+    QSplitter *m_splitter = nullptr;
+    QStackedWidget *m_tableStack = nullptr;
+    QTableView *m_table = nullptr;
+    QLabel *m_tableEmpty = nullptr;
+    QStackedWidget *m_storyStack = nullptr;
+    QLabel *m_storyEmpty = nullptr;
+    QLabel *m_verdictIcon = nullptr;
+    QLabel *m_verdict = nullptr;
+    QLabel *m_factKey = nullptr;
+    QLabel *m_factEventId = nullptr;
+    QLabel *m_factUser = nullptr;
+    QLabel *m_factReminder = nullptr;
+    QLabel *m_factScheduled = nullptr;
+    QLabel *m_factState = nullptr;
+    QLabel *m_factSends = nullptr;
+    QLabel *m_factDuplicates = nullptr;
+    QLabel *m_factRequestId = nullptr;
+    QPushButton *m_copyKey = nullptr;
+    QPushButton *m_export = nullptr;
+    QTableView *m_timeline = nullptr;
+    QTimer m_searchDebounce;
+
+    QByteArray m_storyKey;
+    once::EventRow m_storyEvent;
+    bool m_storyLoaded = false;
+    QString m_storyError;
+    quint64 m_historyToken = 0;
+};
+
+} // namespace once::ui

@@ -1,0 +1,41 @@
+#pragma once
+
+#include "inspector.h"
+
+#include <QColor>
+#include <QIcon>
+#include <QString>
+
+namespace once::ui {
+
+// The plain-language reading of an event's history, shared by the timeline, its export
+// and the events table, so that a support agent sees the same words everywhere.
+
+// One history row in a sentence, e.g. "Sent: HTTP 200 in 12 ms (req_123), recorded and acked".
+QString attemptSummary(const once::Attempt &attempt);
+
+// The answer to "did this user get two reminders?".
+struct Verdict
+{
+    enum class Kind { Delivered, Pending, InDoubt, Dead };
+    Kind kind = Kind::Pending;
+    QString text;
+};
+Verdict eventVerdict(const once::EventRow &event, const QList<once::Attempt> &attempts);
+
+// What a ledger state means, for tooltips.
+QString stateDescription(const QString &state);
+// A mid-tone colour per state that stays legible on light and dark palettes alike.
+QColor stateColor(const QString &state);
+// A coloured badge with a glyph per state: the glyph carries the meaning for readers who
+// cannot tell the colours apart.
+QIcon stateIcon(const QString &state);
+
+// "12 ms", "1.2 s", "3 min 5 s".
+QString preciseDuration(qint64 ms);
+// Local time for people; empty for 0.
+QString localTimestamp(qint64 msSinceEpoch, bool withMs = false);
+// "1,234": grouped digits even under the C locale, which would print "1234".
+QString groupedCount(qint64 n);
+
+} // namespace once::ui

@@ -1,0 +1,17 @@
+#pragma once
+
+#include <QString>
+
+namespace once::ui {
+
+// Numbers as an operator reads them at a glance, in the user's locale.
+
+// One unit, rounded down: "350 ms", "12 s", "4 min", "2 h", "3 d"; negative values get a
+// minus sign (an event applied before its scheduled time).
+QString formatDuration(qint64 ms);
+// "1,234"
+QString formatCount(qint64 count);
+// "2.5 %" below 10 %, "42 %" above; "0 %" for nothing.
+QString formatPercent(double percent);
+
+} // namespace once::ui

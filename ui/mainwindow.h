@@ -1,0 +1,70 @@
+#pragma once
+
+#include <QMainWindow>
+#include <QPointer>
+#include <QTimer>
+
+#include <functional>
+#include <memory>
+
+class QLabel;
+class QMenu;
+class QTabWidget;
+
+namespace once::ui {
+
+class EngineController;
+class Page;
+class StoreSession;
+
+// The console's window: a tab per page over one open store, a menu bar, a status bar,
+// and the engine running in the background. Pages refresh every two seconds and on F5.
+class MainWindow final : public QMainWindow
+{
+    Q_OBJECT
+    Q_DISABLE_COPY_MOVE(MainWindow)
+
+public:
+    explicit MainWindow(QWidget *parent = nullptr);
+    ~MainWindow() override;
+
+    void openStore(const QString &url);
+    StoreSession *session() const { return m_session.get(); }
+    EngineController *engine() const { return m_engine; }
+    QTabWidget *tabs() const { return m_tabs; }
+    template<typename T> T *page() const
+    {
+        for (Page *page : m_pages) {
+            if (auto *typed = qobject_cast<T *>(page))
+                return typed;
+        }
+        return nullptr;
+    }
+    // Shows the page and makes it current (the tests and the screenshots use it).
+    void showPage(Page *page);
+    // Shows each page in turn, lets it load, and saves the window as <folder>/<page>.png.
+    void saveScreenshots(const QString &folder, std::function<void()> done);
+
+protected:
+    void closeEvent(QCloseEvent *event) override;
+
+private:
+    void buildMenus();
+    void chooseStore();
+    void rebuildRecentMenu();
+    void refreshCurrent();
+    void showAbout();
+    void showSettings();
+    void updateStatus();
+
+    EngineController *m_engine = nullptr;
+    std::unique_ptr<StoreSession> m_session;
+    QTabWidget *m_tabs = nullptr;
+    QList<Page *> m_pages;
+    QMenu *m_recentMenu = nullptr;
+    QLabel *m_storeLabel = nullptr;
+    QLabel *m_workerLabel = nullptr;
+    QTimer m_refreshTimer;
+};
+
+} // namespace once::ui

@@ -1,0 +1,58 @@
+#pragma once
+
+#include "inspector.h"
+
+#include <QDialog>
+
+class QLabel;
+class QPushButton;
+class QSpinBox;
+class QTreeWidget;
+
+namespace once::ui {
+
+// The preview and confirmation of a redrive: how many dead letters go back on the queue,
+// a sample of them, how many already died again after an earlier redrive, a warning for
+// those first sent longer ago than the partner keeps idempotency keys, and the rate.
+// Accepting it is the operator's decision; nothing else asks again.
+class RedriveDialog final : public QDialog
+{
+    Q_OBJECT
+    Q_DISABLE_COPY_MOVE(RedriveDialog)
+
+public:
+    static constexpr int SampleSize = 20;
+
+    // auditDetail is what the audit log will say about the selection ("selected 12").
+    RedriveDialog(const QList<once::DeadLetter> &letters, const QString &auditDetail,
+                  int idempotencyWindowHours, int defaultRatePerSecond, QWidget *parent = nullptr);
+    ~RedriveDialog() override;
+
+    const QList<once::DeadLetter> &letters() const { return m_letters; }
+    QString auditDetail() const { return m_auditDetail; }
+    int letterCount() const { return int(m_letters.size()); }
+    int sampleCount() const;
+    // Letters that were redriven before and died again.
+    int redrivenBeforeCount() const { return m_redrivenBefore; }
+    // Letters first sent longer ago than the partner keeps idempotency keys.
+    int outsideIdempotencyWindowCount() const { return m_outsideWindow; }
+    bool showsIdempotencyWarning() const;
+    int ratePerSecond() const;
+    void setRatePerSecond(int rate);
+    QPushButton *redriveButton() const { return m_redriveButton; }
+
+private:
+    void updateEstimate();
+
+    QList<once::DeadLetter> m_letters;
+    QString m_auditDetail;
+    int m_redrivenBefore = 0;
+    int m_outsideWindow = 0;
+    QSpinBox *m_rate = nullptr;
+    QLabel *m_estimate = nullptr;
+    QLabel *m_windowWarning = nullptr;
+    QTreeWidget *m_sample = nullptr;
+    QPushButton *m_redriveButton = nullptr;
+};
+
+} // namespace once::ui

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <QSettings>
+#include <QStringList>
+
+namespace once::ui {
+
+// The console's settings, typed, over QSettings. Nothing else reads QSettings.
+class Settings final
+{
+public:
+    QStringList recentStores() const;
+    void addRecentStore(const QString &url);
+
+    int oldestAgeAlertSeconds() const { return m_settings.value(QStringLiteral("alerts/oldestAgeSeconds"), 300).toInt(); }
+    void setOldestAgeAlertSeconds(int seconds) { m_settings.setValue(QStringLiteral("alerts/oldestAgeSeconds"), seconds); }
+    // One event that has failed this many sends counts as "keeps failing".
+    int failingEventAlertSends() const { return m_settings.value(QStringLiteral("alerts/failingEventSends"), 3).toInt(); }
+    void setFailingEventAlertSends(int sends) { m_settings.setValue(QStringLiteral("alerts/failingEventSends"), sends); }
+    // How long the partner keeps idempotency keys (Stripe: 24 h).
+    int idempotencyWindowHours() const { return m_settings.value(QStringLiteral("partner/idempotencyWindowHours"), 24).toInt(); }
+    void setIdempotencyWindowHours(int hours) { m_settings.setValue(QStringLiteral("partner/idempotencyWindowHours"), hours); }
+    int redriveRate() const { return m_settings.value(QStringLiteral("redrive/rate"), 50).toInt(); }
+    void setRedriveRate(int rate) { m_settings.setValue(QStringLiteral("redrive/rate"), rate); }
+
+    QString partnerUrl() const { return m_settings.value(QStringLiteral("worker/partnerUrl"), QStringLiteral("http://127.0.0.1:8080/reminders")).toString(); }
+    void setPartnerUrl(const QString &url) { m_settings.setValue(QStringLiteral("worker/partnerUrl"), url); }
+    int concurrency() const { return m_settings.value(QStringLiteral("worker/concurrency"), 16).toInt(); }
+    void setConcurrency(int n) { m_settings.setValue(QStringLiteral("worker/concurrency"), n); }
+    int maxAttempts() const { return m_settings.value(QStringLiteral("worker/maxAttempts"), 8).toInt(); }
+    void setMaxAttempts(int n) { m_settings.setValue(QStringLiteral("worker/maxAttempts"), n); }
+    bool holdInDoubt() const { return m_settings.value(QStringLiteral("worker/holdInDoubt"), false).toBool(); }
+    void setHoldInDoubt(bool hold) { m_settings.setValue(QStringLiteral("worker/holdInDoubt"), hold); }
+
+    QByteArray windowGeometry() const { return m_settings.value(QStringLiteral("window/geometry")).toByteArray(); }
+    void setWindowGeometry(const QByteArray &g) { m_settings.setValue(QStringLiteral("window/geometry"), g); }
+    QByteArray windowState() const { return m_settings.value(QStringLiteral("window/state")).toByteArray(); }
+    void setWindowState(const QByteArray &s) { m_settings.setValue(QStringLiteral("window/state"), s); }
+    // Column layouts of the tables, by view name.
+    QByteArray headerState(const QString &view) const { return m_settings.value(QStringLiteral("headers/") + view).toByteArray(); }
+    void setHeaderState(const QString &view, const QByteArray &s) { m_settings.setValue(QStringLiteral("headers/") + view, s); }
+
+private:
+    QSettings m_settings;
+};
+
+} // namespace once::ui

@@ -1,0 +1,127 @@
+#include "storesession.h"
+
+namespace once::ui {
+
+StoreSession::StoreSession(const QString &storeUrl, QObject *parent) : QObject(parent), m_storeUrl(storeUrl)
+{
+    m_thread.setObjectName(QStringLiteral("store reader"));
+    m_reader = new StoreReader(storeUrl);
+    m_reader->moveToThread(&m_thread);
+    connect(&m_thread, &QThread::finished, m_reader, &QObject::deleteLater);
+    connect(m_reader, &StoreReader::opened, this, &StoreSession::opened);
+    connect(m_reader, &StoreReader::overviewLoaded, this, &StoreSession::overviewLoaded);
+    connect(m_reader, &StoreReader::eventsLoaded, this, &StoreSession::eventsLoaded);
+    connect(m_reader, &StoreReader::eventsCounted, this, &StoreSession::eventsCounted);
+    connect(m_reader, &StoreReader::historyLoaded, this, &StoreSession::historyLoaded);
+    connect(m_reader, &StoreReader::deadLettersLoaded, this, &StoreSession::deadLettersLoaded);
+    connect(m_reader, &StoreReader::inDoubtLoaded, this, &StoreSession::inDoubtLoaded);
+    connect(m_reader, &StoreReader::auditLoaded, this, &StoreSession::auditLoaded);
+    connect(m_reader, &StoreReader::redriveProgress, this, &StoreSession::redriveProgress);
+    connect(m_reader, &StoreReader::redriveFinished, this, [this](quint64 token, int moved, bool cancelled,
+                                                                 const QString &error) {
+        emit redriveFinished(token, moved, cancelled, error);
+        emit storeChanged();
+    });
+    connect(m_reader, &StoreReader::operationFinished, this, [this](quint64 token, bool ok, const QString &message) {
+        emit operationFinished(token, ok, message);
+        emit storeChanged();
+    });
+    connect(m_reader, &StoreReader::failed, this, &StoreSession::failed);
+    m_thread.start();
+    QMetaObject::invokeMethod(m_reader, &StoreReader::open, Qt::QueuedConnection);
+}
+
+StoreSession::~StoreSession()
+{
+    // The connection must close on the thread that opened it.
+    QMetaObject::invokeMethod(m_reader, &StoreReader::close, Qt::BlockingQueuedConnection);
+    m_thread.quit();
+    m_thread.wait();
+}
+
+quint64 StoreSession::loadOverview(qint64 windowMs)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(m_reader, [reader = m_reader, token, windowMs] { reader->loadOverview(token, windowMs); },
+                              Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::loadEvents(const EventFilter &filter)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(m_reader, [reader = m_reader, token, filter] { reader->loadEvents(token, filter); },
+                              Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::countEvents(const EventFilter &filter)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(m_reader, [reader = m_reader, token, filter] { reader->countEvents(token, filter); },
+                              Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::loadHistory(const QString &keyOrEventId)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(m_reader, [reader = m_reader, token, keyOrEventId] { reader->loadHistory(token, keyOrEventId); },
+                              Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::loadDeadLetters(const DeadLetterFilter &filter)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(m_reader, [reader = m_reader, token, filter] { reader->loadDeadLetters(token, filter); },
+                              Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::loadInDoubt()
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(m_reader, [reader = m_reader, token] { reader->loadInDoubt(token); }, Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::loadAudit(int limit)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(m_reader, [reader = m_reader, token, limit] { reader->loadAudit(token, limit); },
+                              Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::redrive(const QList<DeadLetter> &letters, int ratePerSecond, const QString &detail)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(
+        m_reader, [reader = m_reader, token, letters, ratePerSecond, detail] { reader->redrive(token, letters, ratePerSecond, detail); },
+        Qt::QueuedConnection);
+    return token;
+}
+
+void StoreSession::cancelRedrive(quint64 token)
+{
+    QMetaObject::invokeMethod(m_reader, [reader = m_reader, token] { reader->cancelRedrive(token); }, Qt::QueuedConnection);
+}
+
+quint64 StoreSession::discard(const QList<DeadLetter> &letters, const QString &detail)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(m_reader, [reader = m_reader, token, letters, detail] { reader->discard(token, letters, detail); },
+                              Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::resolve(const QByteArray &sendKey, bool resend)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(m_reader, [reader = m_reader, token, sendKey, resend] { reader->resolve(token, sendKey, resend); },
+                              Qt::QueuedConnection);
+    return token;
+}
+
+} // namespace once::ui

@@ -1,0 +1,62 @@
+#pragma once
+
+#include "storereader.h"
+
+#include <QObject>
+#include <QThread>
+
+namespace once::ui {
+
+// The GUI thread's handle on an open store. Requests return a token at once; the
+// answer arrives later as a signal carrying the same token (a view keeps the token of
+// its latest request and ignores older answers). The reader lives on its own thread,
+// so the GUI thread never waits on the store.
+class StoreSession final : public QObject
+{
+    Q_OBJECT
+    Q_DISABLE_COPY_MOVE(StoreSession)
+
+public:
+    explicit StoreSession(const QString &storeUrl, QObject *parent = nullptr);
+    ~StoreSession() override;
+
+    QString storeUrl() const { return m_storeUrl; }
+
+    quint64 loadOverview(qint64 windowMs);
+    quint64 loadEvents(const once::EventFilter &filter);
+    quint64 countEvents(const once::EventFilter &filter);
+    quint64 loadHistory(const QString &keyOrEventId);
+    quint64 loadDeadLetters(const once::DeadLetterFilter &filter);
+    quint64 loadInDoubt();
+    quint64 loadAudit(int limit = 500);
+    quint64 redrive(const QList<once::DeadLetter> &letters, int ratePerSecond, const QString &detail);
+    void cancelRedrive(quint64 token);
+    quint64 discard(const QList<once::DeadLetter> &letters, const QString &detail);
+    quint64 resolve(const QByteArray &sendKey, bool resend);
+
+signals:
+    void opened(bool ok, const QString &error);
+    void overviewLoaded(quint64 token, const once::DeliveryStats &stats, const once::MetricSeries &series);
+    void eventsLoaded(quint64 token, const QList<once::EventRow> &rows, int offset);
+    void eventsCounted(quint64 token, qint64 count);
+    void historyLoaded(quint64 token, const once::EventRow &event, const QList<once::Attempt> &attempts);
+    void deadLettersLoaded(quint64 token, const QList<once::DeadLetter> &letters);
+    void inDoubtLoaded(quint64 token, const QList<once::EventRow> &rows);
+    void auditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
+    void redriveProgress(quint64 token, int moved, int total);
+    void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
+    void operationFinished(quint64 token, bool ok, const QString &message);
+    void failed(quint64 token, const QString &error);
+    // An operator action changed the store: views reload.
+    void storeChanged();
+
+private:
+    quint64 nextToken() { return ++m_lastToken; }
+
+    QString m_storeUrl;
+    QThread m_thread;
+    once::StoreReader *m_reader = nullptr; // lives on m_thread
+    quint64 m_lastToken = 0;
+};
+
+} // namespace once::ui
