@@ -17,6 +17,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
 
@@ -296,6 +297,18 @@ void WorkerPage::updateControls()
     for (QWidget *field : {static_cast<QWidget *>(m_url), static_cast<QWidget *>(m_concurrency),
                            static_cast<QWidget *>(m_maxAttempts), static_cast<QWidget *>(m_inDoubtPolicy)})
         field->setEnabled(stopped);
+    if (m_engine && !stopped && !m_startedHere) {
+        // An engine started elsewhere (the demo): show what it really runs with.
+        const EngineConfig running = m_engine->config();
+        const QSignalBlocker blockUrl(m_url);
+        const QSignalBlocker blockConcurrency(m_concurrency);
+        const QSignalBlocker blockAttempts(m_maxAttempts);
+        const QSignalBlocker blockPolicy(m_inDoubtPolicy);
+        m_url->setText(running.partnerUrl.toDisplayString(QUrl::RemoveUserInfo));
+        m_concurrency->setValue(running.concurrency);
+        m_maxAttempts->setValue(running.maxAttempts);
+        m_inDoubtPolicy->setCurrentIndex(running.inDoubtPolicy == InDoubtPolicy::Hold ? 1 : 0);
+    }
 
     m_status->setText(EngineController::describe(state));
     Severity severity = Severity::Normal;
@@ -326,7 +339,7 @@ void WorkerPage::updateControls()
     else if (m_startedHere)
         hint = tr("The settings above apply from the next start; stop the worker to change them.");
     else
-        hint = tr("This worker was started outside this page (by the demo); its settings may differ from the form.");
+        hint = tr("This worker was started by the demo; the form shows its settings.");
     m_hint->setText(hint);
     // The controller keeps the counters of a finished run until the next one starts.
     m_countersCaption->setText(stopped ? tr("Counters of the last run:") : tr("Counters of this run:"));
