@@ -19,6 +19,7 @@
 #include <QMessageBox>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTableView>
 
 namespace once::ui {
 
@@ -138,6 +139,9 @@ void MainWindow::saveScreenshots(const QString &folder, std::function<void()> do
         }
         Page *page = m_pages.at(index);
         showPage(page);
+        // The events page is worth seeing with a story open.
+        if (auto *events = qobject_cast<EventsPage *>(page))
+            QTimer::singleShot(1000, events, [events] { events->eventsView()->selectRow(0); });
         // Two seconds for the page's data to arrive from the reader thread and draw.
         QTimer::singleShot(2000, this, [this, folder, page, index, next] {
             const QString name = page->title().toLower().replace(QLatin1Char(' '), QLatin1Char('-'));

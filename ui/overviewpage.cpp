@@ -117,7 +117,7 @@ OverviewPage::OverviewPage(EngineController *engine, QWidget *parent) : Page(par
     m_window->addItem(tr("Last 15 minutes"), 15 * MinuteMs);
     m_window->addItem(tr("Last hour"), HourMs);
     m_window->addItem(tr("Last 24 hours"), 24 * HourMs);
-    m_window->setCurrentIndex(1);
+    m_window->setCurrentIndex(0); // what is happening now matters most
     connect(m_window, &QComboBox::currentIndexChanged, this, [this] {
         if (m_session)
             load(); // a new window replaces the pending request; its answer is dropped
