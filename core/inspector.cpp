@@ -193,7 +193,7 @@ std::optional<DeliveryStats> Inspector::stats(QString *error)
         " (SELECT COUNT(*) FROM ledger WHERE state = 'dead'),"
         " (SELECT COUNT(*) FROM ledger WHERE duplicates > 0),"
         " (SELECT COALESCE(SUM(duplicates), 0) FROM ledger WHERE duplicates > 0),"
-        " (SELECT COUNT(*) FROM ledger WHERE state = 'applied' AND updated_at >= ?),"
+        " (SELECT COUNT(*) FROM attempts WHERE at >= ? AND step = 'send' AND outcome = 'applied'),"
         " (SELECT COUNT(*) FROM attempts WHERE at >= ? AND step = 'send'),"
         " (SELECT COUNT(*) FROM attempts WHERE at >= ? AND step = 'send' AND outcome <> 'applied')"));
     for (int i = 0; i < 3; ++i)
@@ -213,8 +213,9 @@ std::optional<DeliveryStats> Inspector::stats(QString *error)
     query.finish();
 
     auto &lateness = m_db.prepared(QStringLiteral(
-        "SELECT applied_at - scheduled_at FROM ledger WHERE state = 'applied' AND updated_at >= ? "
-        "ORDER BY updated_at DESC LIMIT 20000"));
+        "SELECT a.at + COALESCE(a.latency_ms, 0) - l.scheduled_at FROM attempts a JOIN ledger l "
+        "ON l.send_key = a.send_key WHERE a.at >= ? AND a.step = 'send' AND a.outcome = 'applied' "
+        "ORDER BY a.at DESC LIMIT 20000"));
     lateness.addBindValue(now - 3600 * 1000);
     if (!m_db.exec(lateness, error))
         return std::nullopt;
@@ -274,7 +275,7 @@ std::optional<QList<EventRow>> Inspector::events(const EventFilter &filter, QStr
     QSqlQuery query(m_db.connection());
     query.setForwardOnly(true);
     query.prepare(QStringLiteral("SELECT ") + EventColumns + QStringLiteral(" FROM ledger") + where
-                  + QStringLiteral(" ORDER BY created_at DESC, send_key LIMIT ? OFFSET ?"));
+                  + QStringLiteral(" ORDER BY rowid DESC LIMIT ? OFFSET ?"));
     for (const auto &value : std::as_const(values))
         query.addBindValue(value);
     query.addBindValue(filter.limit);
