@@ -2,6 +2,7 @@
 
 #include "deadlettersmodel.h"
 #include "redrivedialog.h"
+#include "humanunits.h"
 #include "settings.h"
 #include "storesession.h"
 
@@ -52,11 +53,9 @@ QString prettyPayload(const QByteArray &payload)
     return QString::fromUtf8(document.toJson(QJsonDocument::Indented)).trimmed();
 }
 
-// English plurals by hand: without a loaded translation, tr()'s %n leaves "(s)" in the text.
 QString lettersText(int count)
 {
-    return count == 1 ? DeadLettersPage::tr("1 dead letter")
-                      : DeadLettersPage::tr("%1 dead letters").arg(QLocale().toString(count));
+    return formatQuantity(count, DeadLettersPage::tr("dead letter"), DeadLettersPage::tr("dead letters"));
 }
 
 } // namespace

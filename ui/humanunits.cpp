@@ -31,6 +31,11 @@ QString formatCount(qint64 count)
     return QLocale().toString(count);
 }
 
+QString formatQuantity(qint64 count, const QString &singular, const QString &plural)
+{
+    return formatCount(count) + QLatin1Char(' ') + (count == 1 ? singular : plural);
+}
+
 QString formatPercent(double percent)
 {
     const QLocale locale;

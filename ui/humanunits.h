@@ -11,6 +11,9 @@ namespace once::ui {
 QString formatDuration(qint64 ms);
 // "1,234"
 QString formatCount(qint64 count);
+// "1 dead letter", "1,234 dead letters": English plurals by hand, since without a loaded
+// translation tr()'s %n leaves "(s)" in the text.
+QString formatQuantity(qint64 count, const QString &singular, const QString &plural);
 // "2.5 %" below 10 %, "42 %" above; "0 %" for nothing.
 QString formatPercent(double percent);
 

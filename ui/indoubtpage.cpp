@@ -1,6 +1,7 @@
 #include "indoubtpage.h"
 
 #include "indoubtmodel.h"
+#include "humanunits.h"
 #include "settings.h"
 #include "storesession.h"
 
@@ -31,11 +32,9 @@ QToolButton *actionButton(QAction *action)
     return button;
 }
 
-// English plurals by hand: without a loaded translation, tr()'s %n leaves "(s)" in the text.
 QString remindersText(int count)
 {
-    return count == 1 ? InDoubtPage::tr("1 reminder")
-                      : InDoubtPage::tr("%1 reminders").arg(QLocale().toString(count));
+    return formatQuantity(count, InDoubtPage::tr("reminder"), InDoubtPage::tr("reminders"));
 }
 
 } // namespace
@@ -309,7 +308,7 @@ void InDoubtPage::updateCounts()
 {
     const int count = m_model->rowCount();
     QString text =
-        count == 1 ? tr("1 event in doubt") : tr("%1 events in doubt").arg(QLocale().toString(count));
+        formatQuantity(count, tr("event in doubt"), tr("events in doubt"));
     if (const auto selected = m_table->selectionModel()->selectedRows().size(); selected > 0)
         text += tr("  ·  %1 selected").arg(QLocale().toString(selected));
     m_countLabel->setText(text);
