@@ -169,6 +169,7 @@ EventsPage::EventsPage(QWidget *parent)
     m_splitter->addWidget(m_storyStack);
     m_splitter->setStretchFactor(0, 3);
     m_splitter->setStretchFactor(1, 2);
+    m_splitter->restoreState(Settings().splitterState(QStringLiteral("events")));
 
     auto *layout = new QVBoxLayout(this);
     layout->addLayout(bar);
@@ -224,6 +225,7 @@ EventsPage::~EventsPage()
     Settings settings;
     settings.setHeaderState(EventsHeader, m_table->horizontalHeader()->saveState());
     settings.setHeaderState(TimelineHeader, m_timeline->horizontalHeader()->saveState());
+    settings.setSplitterState(QStringLiteral("events"), m_splitter->saveState());
 }
 
 void EventsPage::buildTimeline(QWidget *timeline)

@@ -39,6 +39,9 @@ public:
     // Column layouts of the tables, by view name.
     QByteArray headerState(const QString &view) const { return m_settings.value(QStringLiteral("headers/") + view).toByteArray(); }
     void setHeaderState(const QString &view, const QByteArray &s) { m_settings.setValue(QStringLiteral("headers/") + view, s); }
+    // Where the user left a page's splitter.
+    QByteArray splitterState(const QString &view) const { return m_settings.value(QStringLiteral("splitters/") + view).toByteArray(); }
+    void setSplitterState(const QString &view, const QByteArray &s) { m_settings.setValue(QStringLiteral("splitters/") + view, s); }
 
 private:
     QSettings m_settings;
