@@ -4,11 +4,13 @@
 ONCE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 ONCE_BUILD=${ONCE_BUILD_DIR:-$ONCE_ROOT/build}
 
-# Debian 12 packages the build and the tests need.
+# Debian 12 packages the build and the tests need. libqt6opengl6-dev is listed because
+# QtCharts' CMake package needs Qt6OpenGL, which qt6-base-dev only recommends, and
+# recommends are not installed here.
 ONCE_PACKAGES=(
     cmake ninja-build g++ pkg-config dpkg-dev
     qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libsqlite3-dev libgl-dev
-    qt6-charts-dev qt6-svg-dev libqt6svg6
+    libqt6opengl6-dev qt6-charts-dev qt6-svg-dev libqt6svg6
     xvfb xauth
 )
 
