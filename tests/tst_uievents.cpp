@@ -4,6 +4,7 @@
 #include "eventsmodel.h"
 #include "eventspage.h"
 #include "eventstory.h"
+#include "humanunits.h"
 #include "historyexport.h"
 #include "settings.h"
 #include "store.h"
@@ -324,7 +325,7 @@ void TestUiEvents::summariesAndVerdicts()
     QVERIFY(eventVerdict(event, {doubt}).text.startsWith(QLatin1String("In doubt: an operator must decide")));
     event.state = LedgerState::Dead;
     QVERIFY(eventVerdict(event, {}).text.startsWith(QLatin1String("Dead-lettered")));
-    QCOMPARE(groupedCount(1234), QStringLiteral("1,234"));
+    QCOMPARE(formatCount(1234), QStringLiteral("1,234"));
 }
 
 void TestUiEvents::csvQuoting()

@@ -1,6 +1,7 @@
 #include "attemptsmodel.h"
 
 #include "eventstory.h"
+#include "humanunits.h"
 #include "inspector.h"
 
 namespace once::ui {
@@ -108,7 +109,7 @@ QVariant AttemptsModel::data(const QModelIndex &index, int role) const
     }
     if (role == Qt::DisplayRole) {
         switch (column) {
-        case Time: return localTimestamp(a.atMs, true);
+        case Time: return formatLocalTime(a.atMs, true);
         case Summary: return attemptSummary(a);
         case Step: return a.step;
         case Outcome: return a.outcome;

@@ -1,6 +1,7 @@
 #include "eventsmodel.h"
 
 #include "eventstory.h"
+#include "humanunits.h"
 #include "storesession.h"
 
 #include <QFontDatabase>
@@ -400,7 +401,7 @@ QVariant EventsModel::data(const QModelIndex &index, int role) const
         case State: return row.state;
         case User: return row.userId;
         case Reminder: return row.reminderId;
-        case ScheduledAt: return localTimestamp(row.scheduledAtMs);
+        case ScheduledAt: return formatLocalTime(row.scheduledAtMs);
         case Destination: return row.destination;
         case Channel: return row.channel;
         case Sends: return row.sends;

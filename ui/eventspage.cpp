@@ -3,6 +3,7 @@
 #include "attemptsmodel.h"
 #include "eventsmodel.h"
 #include "eventstory.h"
+#include "humanunits.h"
 #include "historyexport.h"
 #include "settings.h"
 #include "storesession.h"
@@ -484,7 +485,7 @@ void EventsPage::showFacts(const EventRow &event)
     m_factEventId->setText(orDash(event.eventId));
     m_factUser->setText(event.userId);
     m_factReminder->setText(event.reminderId);
-    m_factScheduled->setText(localTimestamp(event.scheduledAtMs));
+    m_factScheduled->setText(formatLocalTime(event.scheduledAtMs));
     m_factScheduled->setToolTip(formatTime(event.scheduledAtMs));
     m_factState->setText(event.state);
     m_factState->setToolTip(stateDescription(event.state));
@@ -520,11 +521,11 @@ void EventsPage::updateCount()
     else if (total < 0)
         text = tr("Counting…");
     else
-        text = total == 1 ? tr("1 event") : tr("%1 events").arg(groupedCount(total));
+        text = formatQuantity(total, tr("event"), tr("events"));
     if (m_model->isLoading() && !text.isEmpty())
         text += tr(" · loading…");
     m_count->setText(text);
-    m_count->setToolTip(tr("%1 loaded").arg(groupedCount(m_model->rowCount())));
+    m_count->setToolTip(tr("%1 loaded").arg(formatCount(m_model->rowCount())));
 }
 
 void EventsPage::updateEmptyState()

@@ -1,5 +1,7 @@
 #include "eventstory.h"
 
+#include "humanunits.h"
+
 #include <QCoreApplication>
 #include <QDateTime>
 #include <QHash>
@@ -20,7 +22,7 @@ QString tr(const char *text)
 // English plurals by hand: without a loaded translation, tr()'s %n leaves "(s)" in the text.
 QString counted(qint64 n, const char *one, const char *many)
 {
-    return n == 1 ? tr(one) : tr(many).arg(groupedCount(n));
+    return n == 1 ? tr(one) : tr(many).arg(formatCount(n));
 }
 
 QString suppressedText(qint64 duplicates)
@@ -89,14 +91,6 @@ QString sendSummary(const Attempt &a)
 
 } // namespace
 
-QString groupedCount(qint64 n)
-{
-    QLocale locale;
-    if (locale.language() == QLocale::C)
-        locale = QLocale(QLocale::English, QLocale::UnitedStates);
-    return locale.toString(n);
-}
-
 QString preciseDuration(qint64 ms)
 {
     if (ms < 1000)
@@ -110,14 +104,6 @@ QString preciseDuration(qint64 ms)
     if (totalSeconds < 3600)
         return tr("%1 min %2 s").arg(totalSeconds / 60).arg(totalSeconds % 60);
     return tr("%1 h %2 min").arg(totalSeconds / 3600).arg((totalSeconds % 3600) / 60);
-}
-
-QString localTimestamp(qint64 msSinceEpoch, bool withMs)
-{
-    if (msSinceEpoch <= 0)
-        return QString();
-    return QDateTime::fromMSecsSinceEpoch(msSinceEpoch)
-        .toString(withMs ? QStringLiteral("yyyy-MM-dd HH:mm:ss.zzz") : QStringLiteral("yyyy-MM-dd HH:mm:ss"));
 }
 
 QString attemptSummary(const Attempt &a)

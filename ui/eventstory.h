@@ -33,9 +33,5 @@ QIcon stateIcon(const QString &state);
 
 // "12 ms", "1.2 s", "3 min 5 s".
 QString preciseDuration(qint64 ms);
-// Local time for people; empty for 0.
-QString localTimestamp(qint64 msSinceEpoch, bool withMs = false);
-// "1,234": grouped digits even under the C locale, which would print "1234".
-QString groupedCount(qint64 n);
 
 } // namespace once::ui

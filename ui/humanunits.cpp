@@ -1,6 +1,7 @@
 #include "humanunits.h"
 
 #include <QCoreApplication>
+#include <QDateTime>
 #include <QLocale>
 
 namespace once::ui {
@@ -28,7 +29,19 @@ QString formatDuration(qint64 ms)
 
 QString formatCount(qint64 count)
 {
-    return QLocale().toString(count);
+    QLocale locale;
+    if (locale.language() == QLocale::C)
+        locale = QLocale(QLocale::English, QLocale::UnitedStates);
+    return locale.toString(count);
+}
+
+QString formatLocalTime(qint64 msSinceEpoch, bool withMs)
+{
+    if (msSinceEpoch <= 0)
+        return {};
+    return QDateTime::fromMSecsSinceEpoch(msSinceEpoch)
+        .toLocalTime()
+        .toString(withMs ? QStringLiteral("yyyy-MM-dd HH:mm:ss.zzz") : QStringLiteral("yyyy-MM-dd HH:mm:ss"));
 }
 
 QString formatQuantity(qint64 count, const QString &singular, const QString &plural)

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "humanunits.h"
+
 #include <QAbstractTableModel>
 #include <QDateTime>
 #include <QList>
@@ -8,16 +10,6 @@
 #include <type_traits>
 
 namespace once::ui {
-
-// Times in the tables are the operator's local time; 0 means "never".
-inline QString formatLocalTime(qint64 msSinceEpoch)
-{
-    if (msSinceEpoch <= 0)
-        return {};
-    return QDateTime::fromMSecsSinceEpoch(msSinceEpoch)
-        .toLocalTime()
-        .toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
-}
 
 // A table model over a list of rows that have an identity. Pages reload every two
 // seconds; replacing the rows with a model reset would drop the operator's selection and
