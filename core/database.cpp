@@ -9,6 +9,8 @@
 #include <QSqlError>
 #include <QStandardPaths>
 #include <QThread>
+#include <QUrl>
+#include <QUrlQuery>
 
 #include <sqlite3.h>
 
@@ -21,13 +23,48 @@ namespace once {
 
 namespace {
 
-// Each entry upgrades the schema by one version. Never edit a shipped entry: add one.
-const char *const SqliteMigrations[] = {
-    // 1: queue, ledger, history, dead letters, audit log. The ledger's indexes are single
-    // columns on purpose: every entry also holds the rowid, which is the event list's
-    // newest-first order, so "WHERE user_id = ? ORDER BY rowid DESC" needs no sort, and
-    // each claim pays for as few and as narrow B-trees as the console's searches allow.
-    R"sql(
+// Each entry upgrades the schema by one version, in both dialects side by side, so a
+// store of either kind at version N has the same tables and columns. Never edit a
+// shipped entry: add one.
+struct Migration
+{
+    const char *sqlite;
+    const char *postgres;
+};
+
+// The workers on a store, written by each worker itself: the console lists them all,
+// including headless ones on other machines, and calls one gone when its heartbeat stops.
+// The same text in both dialects.
+const char *const WorkersTable = R"sql(
+CREATE TABLE workers (
+    id TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    pid BIGINT NOT NULL,
+    version TEXT,
+    partner TEXT,
+    concurrency INTEGER NOT NULL DEFAULT 0,
+    state TEXT NOT NULL,
+    started_at BIGINT NOT NULL,
+    heartbeat_at BIGINT NOT NULL,
+    stopped_at BIGINT,
+    applied BIGINT NOT NULL DEFAULT 0,
+    duplicates BIGINT NOT NULL DEFAULT 0,
+    retries BIGINT NOT NULL DEFAULT 0,
+    dead_lettered BIGINT NOT NULL DEFAULT 0,
+    held BIGINT NOT NULL DEFAULT 0,
+    in_flight INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX workers_heartbeat ON workers(heartbeat_at);
+)sql";
+
+const Migration Migrations[] = {
+    // 1: queue, ledger, history, dead letters, audit log.
+    {
+        // SQLite: the ledger's indexes are single columns on purpose: every entry also
+        // holds the rowid, which is the event list's newest-first order, so
+        // "WHERE user_id = ? ORDER BY rowid DESC" needs no sort, and each claim pays for
+        // as few and as narrow B-trees as the console's searches allow.
+        R"sql(
 CREATE TABLE queue (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     payload BLOB NOT NULL,
@@ -116,8 +153,106 @@ CREATE TABLE audit_log (
     count INTEGER NOT NULL DEFAULT 0
 );
 )sql",
+        // PostgreSQL: times are BIGINT milliseconds (INTEGER is 32 bits here). The
+        // ledger has no rowid, so seq gives the event list its newest-first order, and
+        // the search indexes end in seq for the same "no sort" reason as above. The
+        // queue churns (every message is inserted, updated and deleted), so autovacuum
+        // visits it early rather than at a fifth of dead rows.
+        R"sql(
+CREATE TABLE queue (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    payload BYTEA NOT NULL,
+    send_key TEXT,
+    event_id TEXT,
+    enqueued_at BIGINT NOT NULL,
+    visible_at BIGINT NOT NULL,
+    lease_owner TEXT,
+    receive_count INTEGER NOT NULL DEFAULT 0,
+    redrive_count INTEGER NOT NULL DEFAULT 0
+) WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01);
+CREATE INDEX queue_visible ON queue(visible_at);
+CREATE TABLE ledger (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY,
+    send_key TEXT PRIMARY KEY,
+    event_id TEXT,
+    user_id TEXT NOT NULL,
+    reminder_id TEXT NOT NULL,
+    scheduled_at BIGINT NOT NULL,
+    destination TEXT NOT NULL,
+    channel TEXT,
+    payload BYTEA NOT NULL,
+    state TEXT NOT NULL,
+    owner_message TEXT,
+    owner_delivery INTEGER,
+    owner_worker TEXT,
+    claim_expires_at BIGINT,
+    sends INTEGER NOT NULL DEFAULT 0,
+    round_sends INTEGER NOT NULL DEFAULT 0,
+    duplicates INTEGER NOT NULL DEFAULT 0,
+    redrives INTEGER NOT NULL DEFAULT 0,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    first_sent_at BIGINT,
+    applied_at BIGINT,
+    last_http_status INTEGER,
+    last_error_class TEXT,
+    last_error TEXT,
+    provider_request_id TEXT
+);
+CREATE UNIQUE INDEX ledger_seq ON ledger(seq);
+CREATE INDEX ledger_user ON ledger(user_id, seq);
+CREATE INDEX ledger_state ON ledger(state, seq);
+CREATE INDEX ledger_event ON ledger(event_id);
+CREATE INDEX ledger_destination ON ledger(destination, seq);
+CREATE INDEX ledger_reminder ON ledger(reminder_id, seq);
+CREATE TABLE attempts (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    send_key TEXT,
+    event_id TEXT,
+    message_id TEXT,
+    delivery INTEGER,
+    worker_id TEXT,
+    at BIGINT NOT NULL,
+    step TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    http_status INTEGER,
+    latency_ms BIGINT,
+    error_class TEXT,
+    error TEXT,
+    provider_request_id TEXT
+);
+CREATE INDEX attempts_key ON attempts(send_key, id);
+CREATE INDEX attempts_at ON attempts(at);
+CREATE TABLE dead_letters (
+    id TEXT PRIMARY KEY,
+    payload BYTEA NOT NULL,
+    send_key TEXT,
+    event_id TEXT,
+    error_class TEXT NOT NULL,
+    last_error TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    first_attempt_at BIGINT,
+    last_attempt_at BIGINT,
+    dead_at BIGINT NOT NULL,
+    enqueued_at BIGINT,
+    receive_count INTEGER NOT NULL DEFAULT 0,
+    redrive_count INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX dead_letters_class ON dead_letters(error_class, dead_at);
+CREATE INDEX dead_letters_dead_at ON dead_letters(dead_at);
+CREATE TABLE audit_log (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at BIGINT NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    detail TEXT,
+    count BIGINT NOT NULL DEFAULT 0
+);
+)sql",
+    },
     // 2: queue samples for the console's charts, written by every worker
-    R"sql(
+    {
+        R"sql(
 CREATE TABLE queue_samples (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     at INTEGER NOT NULL,
@@ -129,9 +264,28 @@ CREATE TABLE queue_samples (
 );
 CREATE INDEX queue_samples_at ON queue_samples(at);
 )sql",
+        R"sql(
+CREATE TABLE queue_samples (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at BIGINT NOT NULL,
+    ready BIGINT NOT NULL,
+    in_flight BIGINT NOT NULL,
+    delayed BIGINT NOT NULL,
+    dead BIGINT NOT NULL,
+    oldest_ready_age_ms BIGINT
+);
+CREATE INDEX queue_samples_at ON queue_samples(at);
+)sql",
+    },
+    // 3: the worker registry
+    {WorkersTable, WorkersTable},
 };
 
-constexpr int LatestVersion = int(std::size(SqliteMigrations));
+constexpr int LatestVersion = int(std::size(Migrations));
+
+// Any number will do, as long as it is the same in every once process: it serialises
+// schema upgrades when several workers start against a new PostgreSQL store at once.
+constexpr qint64 SchemaLockId = 0x6f6e6365; // "once"
 
 } // namespace
 
@@ -157,13 +311,51 @@ qint64 nowMs()
     return QDateTime::currentMSecsSinceEpoch();
 }
 
-std::optional<StoreLocation> StoreLocation::parse(const QString &text, QString *error)
+namespace {
+
+std::optional<StoreLocation> parsePostgres(const QString &text, QString *error)
 {
-    StoreLocation location;
-    if (text.startsWith(QLatin1String("postgres://")) || text.startsWith(QLatin1String("postgresql://"))) {
-        *error = QStringLiteral("PostgreSQL stores are not supported by this build yet; use a SQLite file");
+    // Errors quote the URL without its password: a typo must not put a secret in a log.
+    const QUrl url(text, QUrl::StrictMode);
+    QUrl shown = url;
+    shown.setPassword(QString());
+    if (!url.isValid()) {
+        *error = QStringLiteral("the PostgreSQL URL is not valid: %1").arg(shown.toDisplayString());
         return std::nullopt;
     }
+    StoreLocation location;
+    location.kind = StoreLocation::Kind::Postgres;
+    location.host = url.host();
+    location.port = url.port(5432);
+    location.user = url.userName();
+    location.password = url.password();
+    location.database = url.path().mid(1);
+    if (location.host.isEmpty()) {
+        *error = QStringLiteral("the PostgreSQL URL names no host (postgres://USER@HOST[:PORT]/DB)");
+        return std::nullopt;
+    }
+    if (location.database.isEmpty() || location.database.contains(QLatin1Char('/'))) {
+        *error = QStringLiteral("the PostgreSQL URL names no database (postgres://USER@HOST[:PORT]/DB)");
+        return std::nullopt;
+    }
+    const auto items = QUrlQuery(url).queryItems(QUrl::FullyDecoded);
+    for (const auto &[key, value] : items) {
+        if (key == QLatin1String("password")) {
+            *error = QStringLiteral("put the PostgreSQL password in the URL's user part, PGPASSWORD or ~/.pgpass");
+            return std::nullopt;
+        }
+        location.options.append(key + QLatin1Char('=') + value);
+    }
+    return location;
+}
+
+} // namespace
+
+std::optional<StoreLocation> StoreLocation::parse(const QString &text, QString *error)
+{
+    if (text.startsWith(QLatin1String("postgres://")) || text.startsWith(QLatin1String("postgresql://")))
+        return parsePostgres(text, error);
+    StoreLocation location;
     QString path = text;
     if (path.startsWith(QLatin1String("sqlite:")))
         path = path.mid(int(qstrlen("sqlite:")));
@@ -172,7 +364,8 @@ std::optional<StoreLocation> StoreLocation::parse(const QString &text, QString *
         return std::nullopt;
     }
     if (path.contains(QLatin1String("://"))) {
-        *error = QStringLiteral("unknown store URL scheme in \"%1\" (use sqlite:PATH)").arg(text.section(QLatin1Char(':'), 0, 0));
+        *error = QStringLiteral("unknown store URL scheme in \"%1\" (use sqlite:PATH or postgres://USER@HOST/DB)")
+                     .arg(text.section(QLatin1Char(':'), 0, 0));
         return std::nullopt;
     }
     location.path = QFileInfo(path).absoluteFilePath();
@@ -181,6 +374,15 @@ std::optional<StoreLocation> StoreLocation::parse(const QString &text, QString *
 
 QString StoreLocation::displayName() const
 {
+    if (kind == Kind::Postgres) {
+        QUrl url;
+        url.setScheme(QStringLiteral("postgres"));
+        url.setUserName(user);
+        url.setHost(host);
+        url.setPort(port);
+        url.setPath(QLatin1Char('/') + database);
+        return url.toDisplayString();
+    }
     return QStringLiteral("sqlite:") + path;
 }
 
@@ -189,6 +391,11 @@ QString defaultStoreUrl()
     const QString fromEnvironment = qEnvironmentVariable("ONCE_STORE");
     if (!fromEnvironment.isEmpty())
         return fromEnvironment;
+    return defaultStoreFile();
+}
+
+QString defaultStoreFile()
+{
     // Not AppDataLocation: that differs between `once` and `once-console`, and both must
     // find the same store.
     return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + QStringLiteral("/once/once.sqlite");
@@ -208,18 +415,54 @@ std::unique_ptr<Database> Database::open(const StoreLocation &location, QString 
     std::unique_ptr<Database> db(new Database);
     db->m_location = location;
     db->m_connectionName = QStringLiteral("once-%1").arg(counter.fetchAndAddRelaxed(1));
-    const QFileInfo file(location.path);
-    if (!QDir().mkpath(file.absolutePath())) {
-        *error = QStringLiteral("cannot create the folder %1").arg(file.absolutePath());
-        return nullptr;
+    if (location.kind == StoreLocation::Kind::Postgres) {
+        if (!QSqlDatabase::isDriverAvailable(QStringLiteral("QPSQL"))) {
+            *error = QStringLiteral("Qt's PostgreSQL driver is not installed (Debian package libqt6sql6-psql)");
+            return nullptr;
+        }
+        db->m_db = QSqlDatabase::addDatabase(QStringLiteral("QPSQL"), db->m_connectionName);
+        db->m_db.setHostName(location.host);
+        db->m_db.setPort(location.port);
+        db->m_db.setUserName(location.user);
+        db->m_db.setPassword(location.password);
+        db->m_db.setDatabaseName(location.database);
+        QStringList options = location.options;
+        if (!std::any_of(options.cbegin(), options.cend(),
+                         [](const QString &option) { return option.startsWith(QLatin1String("connect_timeout=")); }))
+            options.append(QStringLiteral("connect_timeout=10"));
+        // Names each connection in pg_stat_activity, so a DBA can tell once's from others.
+        options.append(QStringLiteral("application_name=once"));
+        db->m_db.setConnectOptions(options.join(QLatin1Char(';')));
+    } else {
+        const QFileInfo file(location.path);
+        if (!QDir().mkpath(file.absolutePath())) {
+            *error = QStringLiteral("cannot create the folder %1").arg(file.absolutePath());
+            return nullptr;
+        }
+        db->m_db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), db->m_connectionName);
+        db->m_db.setDatabaseName(location.path);
     }
-    db->m_db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), db->m_connectionName);
-    db->m_db.setDatabaseName(location.path);
-    if (!db->m_db.open()) {
-        *error = QStringLiteral("cannot open the store %1: %2").arg(location.displayName(), db->m_db.lastError().text());
+    if (!db->connect(error) || !db->migrate(error))
         return nullptr;
+    return db;
+}
+
+bool Database::connect(QString *error)
+{
+    if (!m_db.open()) {
+        QString reason = m_db.lastError().text().simplified();
+        // libpq's own words for a missing password do not say what to do about it.
+        if (reason.contains(QLatin1String("no password supplied")))
+            reason = QStringLiteral("authentication needs a password: give it in the URL, PGPASSWORD or ~/.pgpass");
+        *error = QStringLiteral("cannot open the store %1: %2").arg(m_location.displayName(), reason);
+        return false;
     }
-    const QVariant handle = db->m_db.driver()->handle();
+    if (isPostgres()) {
+        for (const auto &channel : std::as_const(m_channels))
+            m_db.driver()->subscribeToNotification(channel);
+        return true;
+    }
+    const QVariant handle = m_db.driver()->handle();
     if (handle.isValid() && qstrcmp(handle.typeName(), "sqlite3*") == 0) {
         if (auto *connection = *static_cast<sqlite3 *const *>(handle.constData()))
             sqlite3_busy_handler(connection, retryWhileBusy, nullptr);
@@ -231,20 +474,46 @@ std::unique_ptr<Database> Database::open(const StoreLocation &location, QString 
     // system call for every page it touches.
     for (const auto pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=OFF",
                               "PRAGMA cache_size=-65536", "PRAGMA mmap_size=1073741824"}) {
-        if (!db->exec(QString::fromLatin1(pragma), error))
-            return nullptr;
+        if (!exec(QString::fromLatin1(pragma), error))
+            return false;
     }
-    if (!db->migrate(error))
-        return nullptr;
-    return db;
+    return true;
+}
+
+bool Database::ensureConnected(QString *error)
+{
+    if (!m_connectionSuspect)
+        return true;
+    if (m_db.isOpen() && exec(QStringLiteral("SELECT 1"), nullptr)) {
+        m_connectionSuspect = false;
+        return true;
+    }
+    // The server went away (a restart or a failover to a replica): start a new session.
+    // Nothing is lost by it: an open transaction died with the old session, so its
+    // leases and claims never happened.
+    m_statements.clear();
+    m_db.close();
+    if (!connect(error))
+        return false;
+    m_connectionSuspect = false;
+    qCInfo(lcDatabase).noquote() << "reconnected to" << m_location.displayName();
+    return true;
+}
+
+void Database::noteFailure()
+{
+    if (isPostgres())
+        m_connectionSuspect = true;
 }
 
 bool Database::migrate(QString *error)
 {
-    if (!exec(QStringLiteral("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"), error))
-        return false;
     Transaction transaction(*this);
     if (!transaction.begin(error))
+        return false;
+    if (isPostgres() && !exec(QStringLiteral("SELECT pg_advisory_xact_lock(%1)").arg(SchemaLockId), error))
+        return false;
+    if (!exec(QStringLiteral("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"), error))
         return false;
     QSqlQuery query(m_db);
     if (!query.exec(QStringLiteral("SELECT version FROM schema_version"))) {
@@ -262,7 +531,8 @@ bool Database::migrate(QString *error)
         return false;
     }
     for (; version < LatestVersion; ++version) {
-        const auto statements = QString::fromLatin1(SqliteMigrations[version]).split(QLatin1Char(';'), Qt::SkipEmptyParts);
+        const char *script = isPostgres() ? Migrations[version].postgres : Migrations[version].sqlite;
+        const auto statements = QString::fromLatin1(script).split(QLatin1Char(';'), Qt::SkipEmptyParts);
         for (const auto &statement : statements) {
             if (statement.trimmed().isEmpty())
                 continue;
@@ -278,14 +548,36 @@ bool Database::migrate(QString *error)
     return transaction.commit(error);
 }
 
+bool Database::notify(const QString &channel, QString *error)
+{
+    if (!isPostgres())
+        return true;
+    auto &query = prepared(QStringLiteral("SELECT pg_notify(?, '')"));
+    query.addBindValue(channel);
+    const bool ok = exec(query, error);
+    query.finish();
+    return ok;
+}
+
+bool Database::listen(const QString &channel)
+{
+    if (!isPostgres())
+        return false;
+    if (!m_channels.contains(channel))
+        m_channels.append(channel);
+    return m_db.driver()->subscribeToNotification(channel);
+}
+
 QSqlQuery &Database::prepared(const QString &sql)
 {
     auto &slot = m_statements[sql];
     if (!slot) {
         slot = std::make_unique<QSqlQuery>(m_db);
         slot->setForwardOnly(true);
-        if (!slot->prepare(sql))
-            qCWarning(lcDatabase) << "cannot prepare" << sql << slot->lastError().text();
+        if (!slot->prepare(sql)) {
+            qCWarning(lcDatabase).noquote() << "cannot prepare" << sql.simplified().left(120) << slot->lastError().text();
+            noteFailure();
+        }
     }
     return *slot;
 }
@@ -299,6 +591,7 @@ bool Database::exec(QSqlQuery &query, QString *error)
 {
     if (query.exec())
         return true;
+    noteFailure();
     if (error)
         *error = query.lastError().text();
     return false;
@@ -309,6 +602,7 @@ bool Database::exec(const QString &sql, QString *error)
     QSqlQuery query(m_db);
     if (query.exec(sql))
         return true;
+    noteFailure();
     if (error)
         *error = QStringLiteral("%1 (in: %2)").arg(query.lastError().text(), sql.simplified().left(80));
     return false;
@@ -320,7 +614,11 @@ bool Database::begin(QString *error)
         ++m_transactionDepth;
         return true;
     }
-    if (!exec(QStringLiteral("BEGIN IMMEDIATE"), error))
+    if (!ensureConnected(error))
+        return false;
+    // SQLite: take the write lock at BEGIN. PostgreSQL: READ COMMITTED, where row locks
+    // (SKIP LOCKED leases, FOR UPDATE on a taken key) and the unique send key do the work.
+    if (!exec(isPostgres() ? QStringLiteral("BEGIN") : QStringLiteral("BEGIN IMMEDIATE"), error))
         return false;
     m_transactionDepth = 1;
     m_rollbackOnly = false;

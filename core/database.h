@@ -3,6 +3,7 @@
 #include <QSqlDatabase>
 #include <QSqlQuery>
 #include <QString>
+#include <QStringList>
 
 #include <memory>
 #include <unordered_map>
@@ -10,20 +11,39 @@
 
 namespace once {
 
-// Where a store lives: "sqlite:PATH", a plain PATH, or (later) "postgres://...".
+// Where a store lives: "sqlite:PATH", a plain PATH, or
+// "postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?OPTION=VALUE&...]". Without a password in
+// the URL, libpq looks in PGPASSWORD and ~/.pgpass, as psql does; query options
+// (sslmode, connect_timeout, ...) go to libpq as they are.
 struct StoreLocation
 {
     enum class Kind { Sqlite, Postgres };
     Kind kind = Kind::Sqlite;
     QString path; // Sqlite
+    // Postgres
+    QString host;
+    int port = 5432;
+    QString user;
+    QString password; // in memory only: never shown, logged or stored
+    QString database;
+    QStringList options; // libpq connection options, "key=value"
 
     static std::optional<StoreLocation> parse(const QString &text, QString *error);
     // What may be shown to a person: never a password.
     QString displayName() const;
 };
 
-// The default store: ONCE_STORE if set, else once/once.sqlite in the user's data folder.
+// PostgreSQL notification channels. A worker listens to the queue's; the console
+// listens to both and refreshes when either fires.
+namespace Channel {
+inline const QString Queue = QStringLiteral("once_queue");       // messages were enqueued
+inline const QString Activity = QStringLiteral("once_activity"); // a worker reported progress
+} // namespace Channel
+
+// The default store: ONCE_STORE if set, else the default file.
 QString defaultStoreUrl();
+// once/once.sqlite in the user's data folder.
+QString defaultStoreFile();
 
 // One SQL connection, opened in the thread that uses it and closed there (Qt's rule for
 // QSqlDatabase). Owns the schema: open() creates or upgrades it.
@@ -38,7 +58,15 @@ public:
 
     QSqlDatabase &connection() { return m_db; }
     const StoreLocation &location() const { return m_location; }
+    bool isPostgres() const { return m_location.kind == StoreLocation::Kind::Postgres; }
     int schemaVersion() const { return m_schemaVersion; }
+
+    // PostgreSQL only (a no-op on SQLite, where every reader polls one file): wakes the
+    // listeners of a channel when the current transaction commits, at once if none is open.
+    bool notify(const QString &channel, QString *error);
+    // Subscribes this connection to a channel; the driver's notification() signal fires.
+    // Subscriptions survive a reconnect. Returns false on SQLite.
+    bool listen(const QString &channel);
 
     // Prepares (and caches) a statement on this connection.
     QSqlQuery &prepared(const QString &sql);
@@ -61,7 +89,10 @@ public:
 
 private:
     Database() = default;
+    bool connect(QString *error);
     bool migrate(QString *error);
+    bool ensureConnected(QString *error);
+    void noteFailure();
 
     QSqlDatabase m_db;
     QString m_connectionName;
@@ -69,6 +100,10 @@ private:
     int m_schemaVersion = 0;
     int m_transactionDepth = 0;
     bool m_rollbackOnly = false;
+    // A statement failed outside SQLite: the server may have gone (failover, restart,
+    // idle timeout). The next transaction checks before it starts and reconnects.
+    bool m_connectionSuspect = false;
+    QStringList m_channels;
     std::unordered_map<QString, std::unique_ptr<QSqlQuery>> m_statements;
 };
 

@@ -4,6 +4,10 @@
 #include "partnersender.h"
 #include "store.h"
 
+#include <QCoreApplication>
+#include <QSqlDriver>
+#include <QSysInfo>
+
 #include <QLoggingCategory>
 
 Q_LOGGING_CATEGORY(lcEngine, "once.core.engine")
@@ -12,7 +16,15 @@ namespace once {
 
 namespace {
 constexpr int MaxLeaseBatch = 256;
+// After a failed store write (a lost connection, a deadlock victim): soon, not at once.
+constexpr int StoreRetryMs = 250;
+
+bool hasWrites(const QList<LedgerUpdate> &updates, const QList<Attempt> &attempts,
+               const QList<Settlement> &settlements)
+{
+    return !updates.isEmpty() || !attempts.isEmpty() || !settlements.isEmpty();
 }
+} // namespace
 
 Engine::Engine(const EngineConfig &config, QObject *parent)
     : QObject(parent), m_config(config), m_breaker(config.breakerThreshold)
@@ -26,6 +38,8 @@ Engine::Engine(const EngineConfig &config, QObject *parent)
     connect(&m_retentionTimer, &QTimer::timeout, this, &Engine::purgeExpired);
     m_sampleTimer.setInterval(5 * 1000);
     connect(&m_sampleTimer, &QTimer::timeout, this, &Engine::sampleQueue);
+    m_heartbeatTimer.setInterval(int(WorkerRegistry::HeartbeatIntervalMs));
+    connect(&m_heartbeatTimer, &QTimer::timeout, this, &Engine::heartbeat);
 }
 
 Engine::~Engine() = default;
@@ -54,10 +68,28 @@ void Engine::start()
     m_ledger = &m_store->ledger();
     m_sender = new PartnerSender(m_config.partnerUrl, m_config.concurrency, m_config.requestTimeoutMs,
                                  m_config.partnerToken, this);
+    WorkerRecord self;
+    self.id = m_config.workerId;
+    self.host = QSysInfo::machineHostName();
+    self.pid = QCoreApplication::applicationPid();
+    self.version = QStringLiteral(ONCE_VERSION);
+    self.partner = m_sender->displayUrl();
+    self.concurrency = m_config.concurrency;
+    if (!m_store->workers().announce(self, &error)) {
+        fail(QStringLiteral("cannot register the worker on the store: ") + error);
+        return;
+    }
+    Database &database = m_store->database();
+    if (database.listen(Channel::Queue)) {
+        m_listening = true;
+        connect(database.connection().driver(), &QSqlDriver::notification, this,
+                [this](const QString &channel) { onNotification(channel); });
+    }
     m_running = true;
     m_countersTimer.start();
     m_retentionTimer.start();
     m_sampleTimer.start();
+    m_heartbeatTimer.start();
     qCInfo(lcEngine).noquote() << "worker" << m_config.workerId << "delivering to" << m_sender->displayUrl()
                                << "from" << m_store->database().location().displayName();
     emit started();
@@ -69,12 +101,14 @@ void Engine::pause()
 {
     m_paused = true;
     publishCounters();
+    heartbeat();
 }
 
 void Engine::resume()
 {
     m_paused = false;
     publishCounters();
+    heartbeat();
     scheduleCycle(0);
 }
 
@@ -98,7 +132,7 @@ void Engine::scheduleCycle(qint64 delayMs)
 
 bool Engine::hasPendingWrites() const
 {
-    return !m_pendingUpdates.isEmpty() || !m_pendingAttempts.isEmpty() || !m_pendingSettlements.isEmpty();
+    return hasWrites(m_pendingUpdates, m_pendingAttempts, m_pendingSettlements);
 }
 
 // One turn of the engine, one durable commit (group commit): record every outcome that
@@ -111,6 +145,7 @@ void Engine::cycle()
 {
     if (!m_running)
         return;
+    m_idle = false;
     const qint64 now = nowMs();
     const int settling = int(m_pendingSettlements.size());
     const bool consuming = !m_stopping && !m_paused;
@@ -146,6 +181,14 @@ void Engine::cycle()
         failpoint("after-record");
     }
     ok = ok && m_queue->settle(settlements, &error);
+    // On PostgreSQL, other workers' transactions run beside this one: commit the outcomes
+    // before leasing and claiming, so that the row locks of one step are not held while
+    // the next waits on another worker's (two short transactions, no lock cycles).
+    bool writesCommitted = false;
+    if (ok && m_store->database().isPostgres() && hasWrites(updates, attempts, settlements)) {
+        ok = batch.commit(&error) && batch.begin(&error);
+        writesCommitted = ok;
+    }
     if (ok && room > 0) {
         leased = m_queue->lease(room, m_config.leaseMs, m_config.workerId, &error);
         ok = error.isEmpty();
@@ -172,12 +215,19 @@ void Engine::cycle()
         // claims were rolled back too, so those messages stay on the queue.
         qCWarning(lcEngine).noquote() << "store write failed, retrying:" << error;
         emit errorOccurred(QStringLiteral("store write failed: ") + error);
+        if (writesCommitted) {
+            m_inFlight -= settling;
+            for (const qint64 enqueuedAt : ackedEnqueueTimes)
+                m_latenciesMs.push_back(nowMs() - enqueuedAt);
+            scheduleCycle(StoreRetryMs);
+            return;
+        }
         m_pendingUpdates = updates + m_pendingUpdates;
         m_pendingAttempts = attempts + m_pendingAttempts;
         m_pendingSettlements = settlements + m_pendingSettlements;
         m_pendingAckedEnqueueTimes.insert(m_pendingAckedEnqueueTimes.begin(), ackedEnqueueTimes.begin(),
                                           ackedEnqueueTimes.end());
-        scheduleCycle(1000);
+        scheduleCycle(StoreRetryMs);
         return;
     }
     if (!claims.isEmpty())
@@ -235,8 +285,23 @@ void Engine::cycle()
     } else if (room > 0 && leased.isEmpty()) {
         if (m_inFlight == 0 && m_config.untilIdle)
             checkIdle();
-        scheduleCycle(m_config.idlePollMs);
+        m_idle = true;
+        scheduleCycle(idleWaitMs());
     }
+}
+
+// Polling finds what no notification announces: retries coming due and the leases of
+// crashed workers expiring. With notifications for new messages it can be slow.
+qint64 Engine::idleWaitMs() const
+{
+    constexpr qint64 NotifiedPollMs = 1000;
+    return m_listening ? std::max(m_config.idlePollMs, NotifiedPollMs) : m_config.idlePollMs;
+}
+
+void Engine::onNotification(const QString &channel)
+{
+    if (channel == Channel::Queue && m_idle)
+        scheduleCycle(0);
 }
 
 void Engine::sendNow(const Delivery &delivery)
@@ -373,7 +438,8 @@ void Engine::purgeExpired()
         return;
     QString error;
     const qint64 before = nowMs() - m_config.retentionMs;
-    if (!m_ledger->purgeFinished(before, &error) || !m_store->metrics().purgeBefore(before, &error))
+    if (!m_ledger->purgeFinished(before, &error) || !m_store->metrics().purgeBefore(before, &error)
+        || !m_store->workers().purgeBefore(before, &error))
         qCWarning(lcEngine).noquote() << "retention clean-up failed:" << error;
 }
 
@@ -385,6 +451,16 @@ void Engine::sampleQueue()
     const auto counts = m_queue->counts(&error);
     if (!counts || !m_store->metrics().recordSample(*counts, nowMs(), &error))
         qCWarning(lcEngine).noquote() << "sampling the queue failed:" << error;
+}
+
+void Engine::heartbeat()
+{
+    if (!m_running)
+        return;
+    QString error;
+    if (!m_store->workers().heartbeat(m_config.workerId, m_paused ? QStringLiteral("paused") : QStringLiteral("running"),
+                                      counters(), &error))
+        qCWarning(lcEngine).noquote() << "heartbeat failed:" << error;
 }
 
 void Engine::fail(const QString &message)
@@ -402,6 +478,12 @@ void Engine::finish(int exitCode)
     m_countersTimer.stop();
     m_retentionTimer.stop();
     m_sampleTimer.stop();
+    if (m_heartbeatTimer.isActive()) {
+        m_heartbeatTimer.stop();
+        QString error;
+        if (!m_store->workers().retire(m_config.workerId, counters(), &error))
+            qCWarning(lcEngine).noquote() << "cannot mark the worker stopped:" << error;
+    }
     publishCounters();
     emit finished(exitCode);
 }

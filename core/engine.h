@@ -117,6 +117,9 @@ private:
     void publishCounters();
     void purgeExpired();
     void sampleQueue();
+    void heartbeat();
+    void onNotification(const QString &channel);
+    qint64 idleWaitMs() const;
 
     EngineConfig m_config;
     std::unique_ptr<Store> m_store;
@@ -129,6 +132,9 @@ private:
     QTimer m_countersTimer{this};
     QTimer m_retentionTimer{this};
     QTimer m_sampleTimer{this};
+    QTimer m_heartbeatTimer{this};
+    bool m_listening = false; // woken by PostgreSQL notifications rather than polling alone
+    bool m_idle = false;      // the last turn found nothing to lease
     bool m_running = false;
     bool m_paused = false;
     bool m_stopping = false;

@@ -7,6 +7,8 @@
 #include <QSqlRecord>
 #include <QVariant>
 
+#include <limits>
+
 namespace once {
 
 QString formatTime(qint64 msSinceEpoch)
@@ -275,10 +277,12 @@ std::optional<QList<EventRow>> Inspector::events(const EventFilter &filter, QStr
     QSqlQuery query(m_db.connection());
     query.setForwardOnly(true);
     query.prepare(QStringLiteral("SELECT ") + EventColumns + QStringLiteral(" FROM ledger") + where
-                  + QStringLiteral(" ORDER BY rowid DESC LIMIT ? OFFSET ?"));
+                  // The insertion order, newest first: SQLite's rowid, PostgreSQL's seq column.
+                  + (m_db.isPostgres() ? QStringLiteral(" ORDER BY seq DESC LIMIT ? OFFSET ?")
+                                       : QStringLiteral(" ORDER BY rowid DESC LIMIT ? OFFSET ?")));
     for (const auto &value : std::as_const(values))
         query.addBindValue(value);
-    query.addBindValue(filter.limit);
+    query.addBindValue(filter.limit < 0 ? std::numeric_limits<int>::max() : filter.limit);
     query.addBindValue(filter.offset);
     if (!m_db.exec(query, error))
         return std::nullopt;
@@ -330,7 +334,8 @@ std::optional<QList<DeadLetter>> Inspector::deadLetters(const DeadLetterFilter &
                   + QStringLiteral(" ORDER BY dead_at, id LIMIT ?"));
     for (const auto &value : std::as_const(values))
         query.addBindValue(value);
-    query.addBindValue(filter.limit);
+    // PostgreSQL refuses a negative LIMIT, which SQLite reads as none.
+    query.addBindValue(filter.limit < 0 ? std::numeric_limits<int>::max() : filter.limit);
     if (!m_db.exec(query, error))
         return std::nullopt;
     QList<DeadLetter> letters;

@@ -41,7 +41,8 @@ std::optional<MetricSeries> Metrics::series(qint64 fromMs, qint64 toMs, int buck
     samples.finish();
 
     auto &sends = m_db.prepared(QStringLiteral(
-        "SELECT (at - ?) / ? AS bucket, SUM(outcome = 'applied'), SUM(outcome <> 'applied') FROM attempts "
+        "SELECT (at - ?) / ? AS bucket, SUM(CASE WHEN outcome = 'applied' THEN 1 ELSE 0 END), "
+        "SUM(CASE WHEN outcome <> 'applied' THEN 1 ELSE 0 END) FROM attempts "
         "WHERE at >= ? AND at < ? AND step = 'send' GROUP BY bucket ORDER BY bucket"));
     sends.addBindValue(fromMs);
     sends.addBindValue(width);

@@ -5,6 +5,8 @@
 #include <QSet>
 #include <QVariant>
 
+#include <algorithm>
+
 namespace once {
 
 namespace {
@@ -56,9 +58,18 @@ QList<ClaimResult> SqlLedger::claim(const QList<ClaimRequest> &requests, const Q
 bool SqlLedger::insertClaims(const QList<ClaimRequest> &requests, const QString &workerId, qint64 now,
                              QSet<QByteArray> *inserted, QString *error)
 {
+    // Every worker inserts its keys in the same (sorted) order, so two workers whose
+    // batches share keys wait for each other in turn instead of deadlocking.
+    QList<const ClaimRequest *> sorted;
+    sorted.reserve(requests.size());
+    for (const auto &request : requests)
+        sorted.append(&request);
+    std::sort(sorted.begin(), sorted.end(), [](const ClaimRequest *a, const ClaimRequest *b) {
+        return a->reminder.sendKey < b->reminder.sendKey;
+    });
     constexpr qsizetype ChunkRows = 16;
-    for (qsizetype start = 0; start < requests.size(); start += ChunkRows) {
-        const qsizetype rows = std::min(ChunkRows, requests.size() - start);
+    for (qsizetype start = 0; start < sorted.size(); start += ChunkRows) {
+        const qsizetype rows = std::min(ChunkRows, sorted.size() - start);
         auto &insert = m_db.prepared(
             QStringLiteral("INSERT INTO ledger (send_key, event_id, user_id, reminder_id, scheduled_at, destination, "
                            "channel, payload, state, owner_message, owner_delivery, owner_worker, claim_expires_at, "
@@ -66,7 +77,7 @@ bool SqlLedger::insertClaims(const QList<ClaimRequest> &requests, const QString 
             + Database::repeatRows(QStringLiteral("(?, ?, ?, ?, ?, ?, ?, ?, 'claimed', ?, ?, ?, ?, ?, ?)"), rows)
             + QStringLiteral(" ON CONFLICT (send_key) DO NOTHING RETURNING send_key"));
         for (qsizetype i = start; i < start + rows; ++i) {
-            const ClaimRequest &request = requests.at(i);
+            const ClaimRequest &request = *sorted.at(i);
             const Reminder &reminder = request.reminder;
             insert.addBindValue(QString::fromLatin1(reminder.sendKey));
             insert.addBindValue(nullIfEmpty(reminder.eventId));
@@ -99,7 +110,11 @@ bool SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &work
     const QString key = QString::fromLatin1(request.reminder.sendKey);
     auto &select = m_db.prepared(QStringLiteral(
         "SELECT state, owner_message, claim_expires_at, round_sends, first_sent_at, owner_delivery, owner_worker "
-        "FROM ledger WHERE send_key = ?"));
+        "FROM ledger WHERE send_key = ?%1")
+        // PostgreSQL runs workers' transactions side by side: lock the row, so that two
+        // deliveries that find the same expired claim cannot both take it over. (SQLite
+        // has one writer at a time.)
+        .arg(m_db.isPostgres() ? QStringLiteral(" FOR UPDATE") : QString()));
     select.addBindValue(key);
     if (!m_db.exec(select, error))
         return false;
@@ -221,7 +236,15 @@ bool SqlLedger::record(const QList<LedgerUpdate> &updates, const QList<Attempt> 
         "last_http_status = COALESCE(?, last_http_status), last_error_class = ?, last_error = ?, "
         "provider_request_id = COALESCE(?, provider_request_id) "
         "WHERE send_key = ? AND state = 'claimed' AND owner_message = ? AND owner_delivery = ?"));
-    for (const auto &change : updates) {
+    // The same lock order as the claims' (see insertClaims).
+    QList<const LedgerUpdate *> sorted;
+    sorted.reserve(updates.size());
+    for (const auto &change : updates)
+        sorted.append(&change);
+    std::sort(sorted.begin(), sorted.end(),
+              [](const LedgerUpdate *a, const LedgerUpdate *b) { return a->sendKey < b->sendKey; });
+    for (const LedgerUpdate *entry : std::as_const(sorted)) {
+        const LedgerUpdate &change = *entry;
         const int sends = change.countsAsSend ? 1 : 0;
         update.addBindValue(QString(change.state));
         update.addBindValue(now);

@@ -29,7 +29,8 @@ bool SqlQueue::insert(const QList<OutgoingMessage> &messages, QString *error)
         if (!m_db.exec(statement, error))
             return false;
     }
-    return true;
+    // Idle workers on PostgreSQL sleep until this arrives (at commit) instead of polling.
+    return messages.isEmpty() || m_db.notify(Channel::Queue, error);
 }
 
 QList<QueueMessage> SqlQueue::lease(int max, qint64 leaseMs, const QString &workerId, QString *error)
@@ -39,10 +40,14 @@ QList<QueueMessage> SqlQueue::lease(int max, qint64 leaseMs, const QString &work
     if (!transaction.begin(error))
         return leased;
     const qint64 now = nowMs();
+    // On PostgreSQL, workers lease side by side: SKIP LOCKED passes over the rows another
+    // worker's lease is taking right now instead of waiting for it, and never hands one
+    // row to two. SQLite has one writer at a time, so there is nothing to skip.
     auto &update = m_db.prepared(QStringLiteral(
         "UPDATE queue SET lease_owner = ?, visible_at = ?, receive_count = receive_count + 1 "
-        "WHERE id IN (SELECT id FROM queue WHERE visible_at <= ? ORDER BY visible_at LIMIT ?) "
-        "RETURNING id, payload, receive_count, enqueued_at, redrive_count"));
+        "WHERE id IN (SELECT id FROM queue WHERE visible_at <= ? ORDER BY visible_at LIMIT ?%1) "
+        "RETURNING id, payload, receive_count, enqueued_at, redrive_count")
+        .arg(m_db.isPostgres() ? QStringLiteral(" FOR UPDATE SKIP LOCKED") : QString()));
     update.addBindValue(workerId);
     update.addBindValue(now + leaseMs);
     update.addBindValue(now);
@@ -76,10 +81,15 @@ bool SqlQueue::settle(const QList<Settlement> &settlements, QString *error)
     auto &retry = m_db.prepared(QStringLiteral(
         "UPDATE queue SET visible_at = ?, lease_owner = NULL WHERE id = ? AND receive_count = ?"));
     auto &bury = m_db.prepared(QStringLiteral(
-        "INSERT OR REPLACE INTO dead_letters (id, payload, send_key, event_id, error_class, last_error, attempts, "
+        "INSERT INTO dead_letters (id, payload, send_key, event_id, error_class, last_error, attempts, "
         "first_attempt_at, last_attempt_at, dead_at, enqueued_at, receive_count, redrive_count) "
-        "SELECT id, payload, send_key, event_id, ?, ?, ?, ?, ?, ?, enqueued_at, receive_count, redrive_count "
-        "FROM queue WHERE id = ? AND receive_count = ?"));
+        "SELECT CAST(id AS TEXT), payload, send_key, event_id, ?, ?, ?, ?, ?, ?, enqueued_at, receive_count, "
+        "redrive_count FROM queue WHERE id = ? AND receive_count = ? "
+        "ON CONFLICT (id) DO UPDATE SET payload = excluded.payload, send_key = excluded.send_key, "
+        "event_id = excluded.event_id, error_class = excluded.error_class, last_error = excluded.last_error, "
+        "attempts = excluded.attempts, first_attempt_at = excluded.first_attempt_at, "
+        "last_attempt_at = excluded.last_attempt_at, dead_at = excluded.dead_at, enqueued_at = excluded.enqueued_at, "
+        "receive_count = excluded.receive_count, redrive_count = excluded.redrive_count"));
     // Acks and dead letters leave the queue; the receive count is the lease token, so a
     // delivery whose lease was lost removes nothing.
     QList<const Settlement *> removals;
@@ -117,11 +127,13 @@ bool SqlQueue::settle(const QList<Settlement> &settlements, QString *error)
     for (qsizetype start = 0; start < removals.size(); start += ChunkRows) {
         const qsizetype rows = std::min(ChunkRows, removals.size() - start);
         // The plain IN list lets SQLite find the rows by primary key; the row-value
-        // list alone would scan the table.
+        // list alone would scan the table. The casts give PostgreSQL the types of the
+        // VALUES list, which it cannot infer from bare parameters.
         auto &remove = m_db.prepared(QStringLiteral("DELETE FROM queue WHERE id IN (")
                                      + Database::repeatRows(QStringLiteral("?"), rows)
                                      + QStringLiteral(") AND (id, receive_count) IN (VALUES ")
-                                     + Database::repeatRows(QStringLiteral("(?, ?)"), rows) + QLatin1Char(')'));
+                                     + Database::repeatRows(QStringLiteral("(CAST(? AS BIGINT), CAST(? AS INTEGER))"), rows)
+                                     + QLatin1Char(')'));
         for (qsizetype i = start; i < start + rows; ++i)
             remove.addBindValue(removals.at(i)->messageId.toLongLong());
         for (qsizetype i = start; i < start + rows; ++i) {

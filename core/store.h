@@ -6,6 +6,7 @@
 #include "operations.h"
 #include "sqlledger.h"
 #include "sqlqueue.h"
+#include "workerregistry.h"
 
 #include <memory>
 
@@ -35,11 +36,12 @@ public:
     Inspector &inspector() { return m_inspector; }
     Operations &operations() { return m_operations; }
     Metrics &metrics() { return m_metrics; }
+    WorkerRegistry &workers() { return m_workers; }
 
 private:
     explicit Store(std::unique_ptr<Database> db)
         : m_db(std::move(db)), m_queue(*m_db), m_ledger(*m_db), m_inspector(*m_db, m_queue),
-          m_operations(*m_db, m_queue, m_ledger), m_metrics(*m_db)
+          m_operations(*m_db, m_queue, m_ledger), m_metrics(*m_db), m_workers(*m_db)
     {
     }
 
@@ -49,6 +51,7 @@ private:
     Inspector m_inspector;
     Operations m_operations;
     Metrics m_metrics;
+    WorkerRegistry m_workers;
 };
 
 } // namespace once

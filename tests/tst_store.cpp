@@ -1,8 +1,11 @@
-// The embedded store against a real SQLite file: schema, queue leases and settlements,
-// the claim ledger, operator operations and the inspector.
+// The store against a real database: schema, queue leases and settlements, the claim
+// ledger, operator operations and the inspector. One suite for every kind of store:
+// SQLite by default, PostgreSQL as tst_store_postgres (see teststores.h).
 #include "store.h"
+#include "teststores.h"
 
 #include <QElapsedTimer>
+#include <QFile>
 #include <QFileInfo>
 #include <QHash>
 #include <QJsonDocument>
@@ -12,12 +15,13 @@
 #include <QSqlQuery>
 #include <QSet>
 #include <QStandardPaths>
-#include <QTemporaryDir>
 #include <QTest>
 #include <QThread>
+#include <QUrl>
 
 #include <latch>
 #include <memory>
+#include <optional>
 
 using namespace once;
 
@@ -69,6 +73,35 @@ OutgoingMessage outgoing(const Reminder &reminder, qint64 delayMs = 0)
 // A value the ledger never reports, so a failed call shows up as a comparison failure.
 constexpr auto ClaimFailed = ClaimResult::Outcome(-1);
 
+// Sets (or, given no value, unsets) an environment variable until the end of the scope,
+// so a failing QVERIFY's early return does not leak it into the next test.
+class EnvironmentGuard final
+{
+    Q_DISABLE_COPY_MOVE(EnvironmentGuard)
+
+public:
+    EnvironmentGuard(const char *name, const std::optional<QByteArray> &value)
+        : m_name(name), m_wasSet(qEnvironmentVariableIsSet(name)), m_old(qgetenv(name))
+    {
+        if (value)
+            qputenv(name, *value);
+        else
+            qunsetenv(name);
+    }
+    ~EnvironmentGuard()
+    {
+        if (m_wasSet)
+            qputenv(m_name, m_old);
+        else
+            qunsetenv(m_name);
+    }
+
+private:
+    const char *m_name;
+    bool m_wasSet;
+    QByteArray m_old;
+};
+
 } // namespace
 
 class TestStore : public QObject
@@ -86,6 +119,7 @@ private slots:
     void reopenKeepsDataAndVersion();
     void newerSchemaIsRefused();
     void storeUrlIsValidated();
+    void passwordFromEnvironment();
 
     // Queue
     void enqueueThenLeaseGivesFirstDelivery();
@@ -95,6 +129,7 @@ private slots:
     void retryDelaysMessageThenMakesItReady();
     void deadLetterKeepsItsInfo();
     void countsReflectQueueState();
+    void concurrentLeasesNeverShareAMessage();
 
     // Ledger
     void firstClaimWins();
@@ -138,9 +173,11 @@ private:
     // Leases the one ready message, settles it as dead with the given info.
     bool buryOne(const DeadLetterInfo &info, QueueMessage *buried);
 
-    QTemporaryDir m_dir;
-    QString m_path;
-    int m_stores = 0;
+    // The file of the store under test (SQLite only).
+    QString sqlitePath() const { return m_url.mid(int(qstrlen("sqlite:"))); }
+
+    TestStores m_stores;
+    QString m_url;
     std::unique_ptr<Store> m_store;
 };
 
@@ -149,12 +186,12 @@ void TestStore::initTestCase()
     QStandardPaths::setTestModeEnabled(true);
     // Every test opens a fresh store; its "upgraded to schema version" line is noise here.
     QLoggingCategory::setFilterRules(QStringLiteral("once.core.database.info=false"));
-    QVERIFY2(m_dir.isValid(), qPrintable(m_dir.errorString()));
+    qInfo("store under test: %s", m_stores.isPostgres() ? "PostgreSQL" : "SQLite");
 }
 
 void TestStore::init()
 {
-    m_path = m_dir.filePath(QStringLiteral("store-%1.sqlite").arg(++m_stores));
+    m_url = m_stores.newUrl();
     QString error;
     m_store = openStore(&error);
     QVERIFY2(m_store, qPrintable(error));
@@ -167,7 +204,7 @@ void TestStore::cleanup()
 
 std::unique_ptr<Store> TestStore::openStore(QString *error) const
 {
-    return Store::open(QStringLiteral("sqlite:") + m_path, error);
+    return Store::open(m_url, error);
 }
 
 ClaimResult TestStore::claim(Store &store, const ClaimRequest &request, InDoubtPolicy policy)
@@ -252,17 +289,42 @@ bool TestStore::buryOne(const DeadLetterInfo &info, QueueMessage *buried)
 void TestStore::schemaVersionIsSet()
 {
     QVERIFY(m_store->database().schemaVersion() >= 1);
+    QCOMPARE(m_store->database().isPostgres(), m_stores.isPostgres());
     QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM schema_version")).toInt(), 1);
     QCOMPARE(scalar(QStringLiteral("SELECT version FROM schema_version")).toInt(), m_store->database().schemaVersion());
+    // Each kind lists its tables in its own catalogue.
+    const QString tableCount =
+        m_stores.isPostgres()
+            ? QStringLiteral("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() "
+                             "AND table_name = ?")
+            : QStringLiteral("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?");
     for (const char *table : {"queue", "ledger", "attempts", "dead_letters", "audit_log"}) {
-        QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?"),
-                        {QString::fromLatin1(table)})
-                     .toInt(),
-                 1);
+        QCOMPARE(scalar(tableCount, {QString::fromLatin1(table)}).toInt(), 1);
+        // And unqualified names reach them, as the store's own statements use them.
+        if (m_stores.isPostgres())
+            QVERIFY(scalar(QStringLiteral("SELECT to_regclass(?) IS NOT NULL"), {QString::fromLatin1(table)}).toBool());
     }
-    QCOMPARE(scalar(QStringLiteral("PRAGMA journal_mode")).toString(), QStringLiteral("wal"));
-    QCOMPARE(m_store->database().location().path, QFileInfo(m_path).absoluteFilePath());
-    QCOMPARE(m_store->database().location().displayName(), QStringLiteral("sqlite:") + QFileInfo(m_path).absoluteFilePath());
+
+    const StoreLocation &location = m_store->database().location();
+    if (m_stores.isPostgres()) {
+        const QUrl url(m_url);
+        QCOMPARE(location.kind, StoreLocation::Kind::Postgres);
+        QCOMPARE(location.host, QStringLiteral("127.0.0.1"));
+        QCOMPARE(location.port, url.port());
+        QCOMPARE(location.user, QStringLiteral("once"));
+        QCOMPARE(location.password, m_stores.password());
+        QCOMPARE(location.database, url.path().mid(1));
+        // What a person may see names server and database, never the password.
+        QCOMPARE(location.displayName(),
+                 QStringLiteral("postgres://once@127.0.0.1:%1/%2").arg(url.port()).arg(location.database));
+        QVERIFY(!location.displayName().contains(m_stores.password()));
+    } else {
+        // SQLite only: PostgreSQL has no journal mode to choose (it always logs ahead).
+        QCOMPARE(scalar(QStringLiteral("PRAGMA journal_mode")).toString(), QStringLiteral("wal"));
+        QCOMPARE(location.kind, StoreLocation::Kind::Sqlite);
+        QCOMPARE(location.path, QFileInfo(sqlitePath()).absoluteFilePath());
+        QCOMPARE(location.displayName(), QStringLiteral("sqlite:") + QFileInfo(sqlitePath()).absoluteFilePath());
+    }
 }
 
 void TestStore::secondOpenOfSameFileWorks()
@@ -271,7 +333,7 @@ void TestStore::secondOpenOfSameFileWorks()
     auto second = openStore(&error);
     QVERIFY2(second, qPrintable(error));
     QCOMPARE(second->database().schemaVersion(), m_store->database().schemaVersion());
-    // Each sees the other's writes: they are two connections to one file.
+    // Each sees the other's writes: they are two connections to one store.
     const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"));
     QVERIFY2(m_store->queue().enqueue({outgoing(reminder)}, &error), qPrintable(error));
     const auto counts = second->queue().counts(&error);
@@ -291,6 +353,19 @@ void TestStore::reopenKeepsDataAndVersion()
     QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("1"))).outcome, ClaimResult::Outcome::Claimed);
     const int version = m_store->database().schemaVersion();
     m_store.reset();
+    if (m_stores.isPostgres()) {
+        // PostgreSQL only (a SQLite file has no server to hold connections): a closed
+        // store leaves no session behind, or workers that open and close stores would
+        // use up the server's connections.
+        const QString database = QUrl(m_url).path().mid(1);
+        const auto sessions = [&] {
+            QSqlQuery query(m_stores.admin());
+            query.prepare(QStringLiteral("SELECT COUNT(*) FROM pg_stat_activity WHERE datname = ?"));
+            query.addBindValue(database);
+            return query.exec() && query.next() ? query.value(0).toInt() : -1;
+        };
+        QTRY_COMPARE(sessions(), 0);
+    }
 
     m_store = openStore(&error);
     QVERIFY2(m_store, qPrintable(error));
@@ -313,14 +388,20 @@ void TestStore::newerSchemaIsRefused()
     QVERIFY(!refused);
     QVERIFY2(error.contains(QLatin1String("schema version 99")), qPrintable(error));
     QVERIFY2(error.contains(QLatin1String("newer than this program knows")), qPrintable(error));
-    QVERIFY2(error.contains(QFileInfo(m_path).absoluteFilePath()), qPrintable(error));
+    // It names the store: the file, or the database (and never its password).
+    if (m_stores.isPostgres()) {
+        QVERIFY2(error.contains(QUrl(m_url).path().mid(1)), qPrintable(error));
+        QVERIFY2(!error.contains(m_stores.password()), qPrintable(error));
+    } else {
+        QVERIFY2(error.contains(QFileInfo(sqlitePath()).absoluteFilePath()), qPrintable(error));
+    }
     QVERIFY2(error.contains(QLatin1String("upgrade once")), qPrintable(error));
 
-    // The refused open left the file alone: the version is still 99.
+    // The refused open left the store alone: the version is still 99 (read through a
+    // connection of its own, not through once's code).
     {
-        auto raw = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("raw-check"));
-        raw.setDatabaseName(m_path);
-        QVERIFY(raw.open());
+        QSqlDatabase raw = m_stores.openRaw(m_url, QStringLiteral("raw-check"));
+        QVERIFY2(raw.isOpen(), qPrintable(raw.lastError().text()));
         QSqlQuery query(raw);
         QVERIFY(query.exec(QStringLiteral("SELECT version FROM schema_version")));
         QVERIFY(query.next());
@@ -328,25 +409,99 @@ void TestStore::newerSchemaIsRefused()
         QVERIFY(!query.next());
     }
     QSqlDatabase::removeDatabase(QStringLiteral("raw-check"));
-    // init() gets a fresh file for the next test; cleanup() copes with no store.
+    // init() gets a fresh store for the next test; cleanup() copes with no store.
 }
 
 void TestStore::storeUrlIsValidated()
 {
     QString error;
-    QVERIFY(!StoreLocation::parse(QStringLiteral("postgres://user:secret@db/once"), &error));
-    QVERIFY(error.contains(QLatin1String("PostgreSQL")));
-    QVERIFY(!error.contains(QLatin1String("secret")));
+    // PostgreSQL URLs are only read here, so the hosts need not exist.
+    const auto postgres = StoreLocation::parse(QStringLiteral("postgres://user:secret@db:5432/once"), &error);
+    QVERIFY2(postgres, qPrintable(error));
+    QCOMPARE(postgres->kind, StoreLocation::Kind::Postgres);
+    QCOMPARE(postgres->host, QStringLiteral("db"));
+    QCOMPARE(postgres->port, 5432);
+    QCOMPARE(postgres->user, QStringLiteral("user"));
+    QCOMPARE(postgres->password, QStringLiteral("secret"));
+    QCOMPARE(postgres->database, QStringLiteral("once"));
+    QVERIFY2(!postgres->displayName().contains(QLatin1String("secret")), qPrintable(postgres->displayName()));
+    QCOMPARE(postgres->displayName(), QStringLiteral("postgres://user@db:5432/once"));
+    const auto otherPort = StoreLocation::parse(QStringLiteral("postgres://user@db:6543/once"), &error);
+    QVERIFY2(otherPort, qPrintable(error));
+    QCOMPARE(otherPort->port, 6543);
+    QVERIFY(otherPort->password.isEmpty()); // left to PGPASSWORD
+    const auto defaultPort = StoreLocation::parse(QStringLiteral("postgres://user:secret@db/once"), &error);
+    QVERIFY2(defaultPort, qPrintable(error));
+    QCOMPARE(defaultPort->port, 5432);
+
+    // A URL that cannot name a database is refused up front, saying what is missing,
+    // without repeating the password.
+    const std::pair<const char *, const char *> incomplete[] = {
+        {"postgres://user:secret@/once", "host"},
+        {"postgres://user:secret@db:5432/", "database"},
+        {"postgres://user:secret@db:5432", "database"},
+    };
+    for (const auto &[url, missing] : incomplete) {
+        error.clear();
+        QVERIFY2(!StoreLocation::parse(QString::fromLatin1(url), &error), url);
+        QVERIFY2(error.contains(QLatin1String(missing)), qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(url), error)));
+        QVERIFY2(!error.contains(QLatin1String("secret")), qPrintable(error));
+    }
+
     QVERIFY(!StoreLocation::parse(QStringLiteral("sqlite:"), &error));
     QVERIFY(error.contains(QLatin1String("empty")));
     QVERIFY(!StoreLocation::parse(QStringLiteral("mysql://db/once"), &error));
     QVERIFY2(error.contains(QLatin1String("unknown store URL scheme")), qPrintable(error));
-    const auto plain = StoreLocation::parse(m_path, &error);
+    // SQLite paths, whatever the kind under test.
+    const QString path = m_stores.filePath(QStringLiteral("parsed.sqlite"));
+    const auto plain = StoreLocation::parse(path, &error);
     QVERIFY(plain);
-    QCOMPARE(plain->path, QFileInfo(m_path).absoluteFilePath());
-    const auto prefixed = StoreLocation::parse(QStringLiteral("sqlite:") + m_path, &error);
+    QCOMPARE(plain->kind, StoreLocation::Kind::Sqlite);
+    QCOMPARE(plain->path, QFileInfo(path).absoluteFilePath());
+    const auto prefixed = StoreLocation::parse(QStringLiteral("sqlite:") + path, &error);
     QVERIFY(prefixed);
     QCOMPARE(prefixed->path, plain->path);
+}
+
+void TestStore::passwordFromEnvironment()
+{
+    // PostgreSQL only: PGPASSWORD is libpq's way to keep a password out of the URL (and
+    // so out of process listings and shell history); a SQLite file has no password.
+    if (!m_stores.isPostgres())
+        QSKIP("PostgreSQL only: a SQLite store has no password");
+    // Only what this test sets may answer for the server, not a ~/.pgpass of the machine.
+    const EnvironmentGuard noPassFile("PGPASSFILE", QFile::encodeName(m_stores.filePath(QStringLiteral("no-pgpass"))));
+    const EnvironmentGuard noPassword("PGPASSWORD", std::nullopt);
+    const QString bare = TestStores::withoutPassword(m_url);
+    QVERIFY2(!bare.contains(m_stores.password()), qPrintable(bare));
+
+    QString error;
+    QVERIFY(!Store::open(bare, &error));
+    QVERIFY2(error.contains(QLatin1String("authentication"), Qt::CaseInsensitive), qPrintable(error));
+    QVERIFY2(!error.contains(m_stores.password()), qPrintable(error));
+
+    {
+        // A wrong password is refused the same way, and not repeated back.
+        const QByteArray wrong = QByteArrayLiteral("not-the-password-4711");
+        const EnvironmentGuard wrongPassword("PGPASSWORD", wrong);
+        error.clear();
+        QVERIFY(!Store::open(bare, &error));
+        QVERIFY2(error.contains(QLatin1String("authentication"), Qt::CaseInsensitive), qPrintable(error));
+        QVERIFY2(!error.contains(QLatin1String(wrong)), qPrintable(error));
+    }
+
+    const EnvironmentGuard password("PGPASSWORD", m_stores.password().toUtf8());
+    error.clear();
+    auto store = Store::open(bare, &error);
+    QVERIFY2(store, qPrintable(error));
+    QVERIFY(store->database().isPostgres());
+    QVERIFY(!store->database().location().displayName().contains(m_stores.password()));
+    // It is the same store as the fixture's: each sees the other's writes.
+    QVERIFY2(m_store->queue().enqueue({outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("r")))}, &error),
+             qPrintable(error));
+    const auto counts = store->queue().counts(&error);
+    QVERIFY2(counts, qPrintable(error));
+    QCOMPARE(counts->ready, qint64(1));
 }
 
 // --- Queue -----------------------------------------------------------------------
@@ -577,6 +732,95 @@ void TestStore::countsReflectQueueState()
     QVERIFY(*counts->nextVisibleInMs > 0 && *counts->nextVisibleInMs <= 60000);
     // The oldest ready message ages with the clock.
     QTRY_VERIFY_WITH_TIMEOUT(m_store->queue().counts(&error)->oldestReadyAgeMs.value_or(0) >= 30, 2000);
+}
+
+void TestStore::concurrentLeasesNeverShareAMessage()
+{
+    // Workers, each with a connection of its own, race to lease one queue dry. SQLite's
+    // write lock takes them one at a time; on PostgreSQL several leases run at once, and
+    // only the lease's own locking keeps one message from going to two workers.
+    constexpr int Messages = 400;
+    constexpr int Threads = 4;
+    constexpr int Batch = 8;
+    QString error;
+    QList<OutgoingMessage> messages;
+    for (int i = 0; i < Messages; ++i)
+        messages.append(outgoing(makeReminder(QStringLiteral("user-%1").arg(i % 7), QStringLiteral("q-%1").arg(i))));
+    QVERIFY2(m_store->queue().enqueue(messages, &error), qPrintable(error));
+
+    struct Side
+    {
+        QString error;
+        QList<QueueMessage> leased;
+    };
+    Side sides[Threads];
+    std::latch ready(Threads);
+    const QString url = m_url;
+    const auto run = [&](int side) {
+        QString error;
+        auto store = Store::open(url, &error); // opened, used and closed in this thread
+        ready.arrive_and_wait();
+        if (!store) {
+            sides[side].error = error;
+            return;
+        }
+        const QString worker = QStringLiteral("worker-%1").arg(side);
+        for (;;) {
+            error.clear();
+            const QList<QueueMessage> batch = store->queue().lease(Batch, LongLease, worker, &error);
+            if (!error.isEmpty()) {
+                sides[side].error = error;
+                return;
+            }
+            if (batch.isEmpty())
+                return;
+            if (batch.size() > Batch) {
+                sides[side].error = QStringLiteral("asked for %1 messages, got %2").arg(Batch).arg(batch.size());
+                return;
+            }
+            sides[side].leased += batch;
+        }
+    };
+    std::unique_ptr<QThread> threads[Threads];
+    for (int i = 0; i < Threads; ++i)
+        threads[i].reset(QThread::create(run, i));
+    for (auto &thread : threads)
+        thread->start();
+    for (auto &thread : threads)
+        QVERIFY(thread->wait(120000));
+
+    QHash<QString, QString> leasedBy;
+    int total = 0;
+    for (int side = 0; side < Threads; ++side) {
+        QVERIFY2(sides[side].error.isEmpty(), qPrintable(sides[side].error));
+        const QString worker = QStringLiteral("worker-%1").arg(side);
+        for (const QueueMessage &message : std::as_const(sides[side].leased)) {
+            ++total;
+            if (leasedBy.contains(message.id)) {
+                QFAIL(qPrintable(
+                    QStringLiteral("message %1 went to %2 and to %3").arg(message.id, leasedBy.value(message.id), worker)));
+            }
+            leasedBy.insert(message.id, worker);
+            QCOMPARE(message.delivery, 1);
+        }
+    }
+    QCOMPARE(total, Messages);
+    QCOMPARE(leasedBy.size(), Messages);
+
+    // The store agrees: every message is in flight, held by the worker that got it.
+    const auto counts = m_store->queue().counts(&error);
+    QVERIFY2(counts, qPrintable(error));
+    QCOMPARE(counts->inFlight, qint64(Messages));
+    QCOMPARE(counts->ready, qint64(0));
+    QSqlQuery owners(m_store->database().connection());
+    QVERIFY2(owners.exec(QStringLiteral("SELECT id, lease_owner FROM queue")), qPrintable(owners.lastError().text()));
+    int rows = 0;
+    while (owners.next()) {
+        ++rows;
+        const QString id = owners.value(0).toString();
+        QCOMPARE(owners.value(1).toString(), leasedBy.value(id, QStringLiteral("<not leased>")));
+    }
+    QCOMPARE(rows, Messages);
 }
 
 // --- Ledger ----------------------------------------------------------------------
@@ -850,8 +1094,8 @@ void TestStore::twoThreadsClaimEachKeyOnce()
     QList<Reminder> reminders;
     for (int i = 0; i < Keys; ++i)
         reminders.append(makeReminder(QStringLiteral("user-%1").arg(i % 7), QStringLiteral("t-%1").arg(i)));
-    // The fixture's store stays open too: three connections on one file.
-    const QString url = QStringLiteral("sqlite:") + m_path;
+    // The fixture's store stays open too: three connections on one store.
+    const QString url = m_url;
 
     struct Side
     {

@@ -50,8 +50,9 @@ Command::Command(const QString &name, const QString &description, const QString 
     m_parser.setApplicationDescription(description);
     m_parser.addHelpOption();
     m_parser.addOption({QStringLiteral("store"),
-                        QStringLiteral("The store: a SQLite file or sqlite:PATH (default: $ONCE_STORE, else %1).")
-                            .arg(defaultStoreUrl()),
+                        QStringLiteral("The store: a SQLite file, sqlite:PATH or postgres://USER@HOST[:PORT]/DB "
+                                       "(default: $ONCE_STORE, else %1).")
+                            .arg(defaultStoreFile()),
                         QStringLiteral("url")});
     if (!synopsis.isEmpty())
         m_parser.addPositionalArgument(QStringLiteral("arguments"), synopsis, synopsis);
