@@ -59,15 +59,17 @@ bool SqlLedger::insertClaims(const QList<ClaimRequest> &requests, const QString 
                              QSet<QByteArray> *inserted, QString *error)
 {
     // Every worker inserts its keys in the same (sorted) order, so two workers whose
-    // batches share keys wait for each other in turn instead of deadlocking.
+    // batches share keys wait for each other in turn instead of deadlocking. The sort is
+    // stable: of two requests for one key, the first in the batch must win the insert,
+    // as claim() assumes.
     QList<const ClaimRequest *> sorted;
     sorted.reserve(requests.size());
     for (const auto &request : requests)
         sorted.append(&request);
-    std::sort(sorted.begin(), sorted.end(), [](const ClaimRequest *a, const ClaimRequest *b) {
+    std::stable_sort(sorted.begin(), sorted.end(), [](const ClaimRequest *a, const ClaimRequest *b) {
         return a->reminder.sendKey < b->reminder.sendKey;
     });
-    constexpr qsizetype ChunkRows = 16;
+    const qsizetype ChunkRows = m_db.rowsPerStatement();
     for (qsizetype start = 0; start < sorted.size(); start += ChunkRows) {
         const qsizetype rows = std::min(ChunkRows, sorted.size() - start);
         auto &insert = m_db.prepared(
@@ -194,7 +196,7 @@ bool SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &work
 
 bool SqlLedger::insertAttempts(const QList<Attempt> &attempts, QString *error)
 {
-    constexpr qsizetype ChunkRows = 16;
+    const qsizetype ChunkRows = m_db.rowsPerStatement();
     for (qsizetype start = 0; start < attempts.size(); start += ChunkRows) {
         const qsizetype rows = std::min(ChunkRows, attempts.size() - start);
         auto &insert = m_db.prepared(
@@ -229,37 +231,48 @@ bool SqlLedger::record(const QList<LedgerUpdate> &updates, const QList<Attempt> 
     if (!transaction.begin(error))
         return false;
     const qint64 now = nowMs();
-    auto &update = m_db.prepared(QStringLiteral(
-        "UPDATE ledger SET state = ?, updated_at = ?, sends = sends + ?, round_sends = round_sends + ?, "
-        "first_sent_at = COALESCE(first_sent_at, ?), "
-        "applied_at = CASE WHEN ? = 'applied' THEN ? ELSE applied_at END, claim_expires_at = NULL, "
-        "last_http_status = COALESCE(?, last_http_status), last_error_class = ?, last_error = ?, "
-        "provider_request_id = COALESCE(?, provider_request_id) "
-        "WHERE send_key = ? AND state = 'claimed' AND owner_message = ? AND owner_delivery = ?"));
     // The same lock order as the claims' (see insertClaims).
     QList<const LedgerUpdate *> sorted;
     sorted.reserve(updates.size());
     for (const auto &change : updates)
         sorted.append(&change);
-    std::sort(sorted.begin(), sorted.end(),
+    std::stable_sort(sorted.begin(), sorted.end(),
               [](const LedgerUpdate *a, const LedgerUpdate *b) { return a->sendKey < b->sendKey; });
-    for (const LedgerUpdate *entry : std::as_const(sorted)) {
-        const LedgerUpdate &change = *entry;
-        const int sends = change.countsAsSend ? 1 : 0;
-        update.addBindValue(QString(change.state));
-        update.addBindValue(now);
-        update.addBindValue(sends);
-        update.addBindValue(sends);
-        update.addBindValue(change.sentAtMs ? QVariant(change.sentAtMs) : QVariant());
-        update.addBindValue(QString(change.state));
-        update.addBindValue(now);
-        update.addBindValue(change.httpStatus ? QVariant(change.httpStatus) : QVariant());
-        update.addBindValue(nullIfEmpty(change.errorClass));
-        update.addBindValue(nullIfEmpty(change.error));
-        update.addBindValue(nullIfEmpty(change.providerRequestId));
-        update.addBindValue(QString::fromLatin1(change.sendKey));
-        update.addBindValue(change.messageId);
-        update.addBindValue(change.delivery);
+    // Many outcomes per statement, joined to the ledger by key: on PostgreSQL a
+    // statement per key was a round trip per key, most of a turn's time. The casts
+    // give the VALUES list its types (PostgreSQL cannot infer them from parameters).
+    const qsizetype ChunkRows = m_db.rowsPerStatement();
+    for (qsizetype start = 0; start < sorted.size(); start += ChunkRows) {
+        const qsizetype rows = std::min(ChunkRows, sorted.size() - start);
+        auto &update = m_db.prepared(
+            QStringLiteral(
+                "UPDATE ledger SET state = v.column2, updated_at = v.column3, sends = ledger.sends + v.column4, "
+                "round_sends = ledger.round_sends + v.column4, first_sent_at = COALESCE(ledger.first_sent_at, v.column5), "
+                "applied_at = CASE WHEN v.column2 = 'applied' THEN v.column3 ELSE ledger.applied_at END, "
+                "claim_expires_at = NULL, last_http_status = COALESCE(v.column6, ledger.last_http_status), "
+                "last_error_class = v.column7, last_error = v.column8, "
+                "provider_request_id = COALESCE(v.column9, ledger.provider_request_id) FROM (VALUES ")
+            + Database::repeatRows(QStringLiteral("(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), "
+                                                  "CAST(? AS INTEGER), CAST(? AS BIGINT), CAST(? AS INTEGER), "
+                                                  "CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), "
+                                                  "CAST(? AS TEXT), CAST(? AS INTEGER))"),
+                                   rows)
+            + QStringLiteral(") AS v WHERE ledger.send_key = v.column1 AND ledger.state = 'claimed' "
+                             "AND ledger.owner_message = v.column10 AND ledger.owner_delivery = v.column11"));
+        for (qsizetype i = start; i < start + rows; ++i) {
+            const LedgerUpdate &change = *sorted.at(i);
+            update.addBindValue(QString::fromLatin1(change.sendKey));
+            update.addBindValue(QString(change.state));
+            update.addBindValue(now);
+            update.addBindValue(change.countsAsSend ? 1 : 0);
+            update.addBindValue(change.sentAtMs ? QVariant(change.sentAtMs) : QVariant());
+            update.addBindValue(change.httpStatus ? QVariant(change.httpStatus) : QVariant());
+            update.addBindValue(nullIfEmpty(change.errorClass));
+            update.addBindValue(nullIfEmpty(change.error));
+            update.addBindValue(nullIfEmpty(change.providerRequestId));
+            update.addBindValue(change.messageId);
+            update.addBindValue(change.delivery);
+        }
         if (!m_db.exec(update, error))
             return false;
     }

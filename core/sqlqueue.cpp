@@ -123,7 +123,7 @@ bool SqlQueue::settle(const QList<Settlement> &settlements, QString *error)
             break;
         }
     }
-    constexpr qsizetype ChunkRows = 32;
+    const qsizetype ChunkRows = 2 * m_db.rowsPerStatement();
     for (qsizetype start = 0; start < removals.size(); start += ChunkRows) {
         const qsizetype rows = std::min(ChunkRows, removals.size() - start);
         // The plain IN list lets SQLite find the rows by primary key; the row-value

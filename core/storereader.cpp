@@ -3,6 +3,7 @@
 #include "store.h"
 
 #include <QLoggingCategory>
+#include <QSqlDriver>
 
 Q_LOGGING_CATEGORY(lcReader, "once.core.reader")
 
@@ -10,6 +11,8 @@ namespace once {
 
 namespace {
 constexpr int RedriveTickMs = 100;
+// However many notifications arrive, views refresh at most this often because of them.
+constexpr int MinChangeIntervalMs = 1000;
 }
 
 StoreReader::StoreReader(const QString &storeUrl, QObject *parent) : QObject(parent), m_storeUrl(storeUrl)
@@ -23,8 +26,12 @@ StoreReader::StoreReader(const QString &storeUrl, QObject *parent) : QObject(par
     qRegisterMetaType<QList<once::Attempt>>();
     qRegisterMetaType<QList<once::DeadLetter>>();
     qRegisterMetaType<QList<once::AuditEntry>>();
+    qRegisterMetaType<once::WorkerRecord>();
+    qRegisterMetaType<QList<once::WorkerRecord>>();
     m_redriveTimer.setInterval(RedriveTickMs);
     connect(&m_redriveTimer, &QTimer::timeout, this, &StoreReader::redriveNextBatch);
+    m_changeTimer.setSingleShot(true);
+    connect(&m_changeTimer, &QTimer::timeout, this, &StoreReader::announceChange);
 }
 
 StoreReader::~StoreReader() = default;
@@ -33,14 +40,55 @@ void StoreReader::open()
 {
     QString error;
     m_store = Store::open(m_storeUrl, &error);
-    emit opened(m_store != nullptr, error);
+    if (!m_store) {
+        // The core quotes stores by their display name; should a driver ever echo the
+        // password it was given, it still does not leave this thread.
+        QString ignored;
+        if (const auto location = StoreLocation::parse(m_storeUrl, &ignored); location && !location->password.isEmpty())
+            error.replace(location->password, QStringLiteral("********"));
+        emit opened(false, error, false);
+        return;
+    }
+    emit opened(true, QString(), listenForChanges());
 }
 
 void StoreReader::close()
 {
     m_redriveTimer.stop();
+    m_changeTimer.stop();
     m_redrive.reset();
     m_store.reset();
+}
+
+bool StoreReader::listenForChanges()
+{
+    Database &database = m_store->database();
+    if (!database.isPostgres())
+        return false;
+    if (!database.listen(Channel::Queue) || !database.listen(Channel::Activity)) {
+        qCWarning(lcReader) << "cannot listen for the store's notifications; the console polls instead";
+        return false;
+    }
+    // The driver lives on this thread (the connection was opened here), so the
+    // notification arrives here too. It survives a reconnect: the driver is the same.
+    connect(database.connection().driver(), &QSqlDriver::notification, this, &StoreReader::onNotification);
+    return true;
+}
+
+// The first change after a quiet second is announced at once; changes within the second
+// after an announcement wait for its end and are announced together.
+void StoreReader::onNotification()
+{
+    if (m_changeTimer.isActive())
+        return;
+    const qint64 since = m_sinceChange.isValid() ? m_sinceChange.elapsed() : MinChangeIntervalMs;
+    m_changeTimer.start(int(std::max<qint64>(0, MinChangeIntervalMs - since)));
+}
+
+void StoreReader::announceChange()
+{
+    m_sinceChange.start();
+    emit storeChanged();
 }
 
 bool StoreReader::ensureOpen(quint64 token)
@@ -130,6 +178,17 @@ void StoreReader::loadAudit(quint64 token, int limit)
     QString error;
     if (const auto entries = m_store->inspector().auditLog(limit, &error))
         emit auditLoaded(token, *entries);
+    else
+        emit failed(token, error);
+}
+
+void StoreReader::loadWorkers(quint64 token)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    if (const auto workers = m_store->workers().list(&error))
+        emit workersLoaded(token, *workers);
     else
         emit failed(token, error);
 }

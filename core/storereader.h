@@ -2,7 +2,9 @@
 
 #include "inspector.h"
 #include "metrics.h"
+#include "workerregistry.h"
 
+#include <QElapsedTimer>
 #include <QObject>
 #include <QTimer>
 
@@ -16,6 +18,12 @@ class Store;
 // its own connection there, and answers requests with copies of the data through
 // signals. Every request carries a token that comes back with its answer, so a view can
 // drop answers to requests it has since replaced. Nothing here blocks the caller.
+//
+// On PostgreSQL the reader also listens for the workers' notifications (messages
+// enqueued, worker heartbeats) and turns any number of them into at most one
+// storeChanged() a second, so that views refresh soon after a change without every
+// heartbeat of every worker costing a round of queries. SQLite has no notifications:
+// there the views keep polling.
 class StoreReader final : public QObject
 {
     Q_OBJECT
@@ -35,6 +43,8 @@ public slots:
     void loadDeadLetters(quint64 token, const once::DeadLetterFilter &filter);
     void loadInDoubt(quint64 token);
     void loadAudit(quint64 token, int limit);
+    // Every worker registered on the store, live or not.
+    void loadWorkers(quint64 token);
     // Moves dead letters back to the queue in batches, at most ratePerSecond (0: no
     // limit), reporting progress; the thread stays free for other requests meanwhile.
     void redrive(quint64 token, const QList<once::DeadLetter> &letters, int ratePerSecond, const QString &detail);
@@ -43,7 +53,8 @@ public slots:
     void resolve(quint64 token, const QByteArray &sendKey, bool resend);
 
 signals:
-    void opened(bool ok, const QString &error);
+    // liveUpdates: storeChanged() will announce changes (PostgreSQL notifications).
+    void opened(bool ok, const QString &error, bool liveUpdates);
     void overviewLoaded(quint64 token, const once::DeliveryStats &stats, const once::MetricSeries &series);
     void eventsLoaded(quint64 token, const QList<once::EventRow> &rows, int offset);
     void eventsCounted(quint64 token, qint64 count);
@@ -51,14 +62,20 @@ signals:
     void deadLettersLoaded(quint64 token, const QList<once::DeadLetter> &letters);
     void inDoubtLoaded(quint64 token, const QList<once::EventRow> &rows);
     void auditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
+    void workersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);
     void redriveProgress(quint64 token, int moved, int total);
     void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
     void operationFinished(quint64 token, bool ok, const QString &message);
     void failed(quint64 token, const QString &error);
+    // Another process (or this one) changed the store: at most one a second.
+    void storeChanged();
 
 private:
     void redriveNextBatch();
     bool ensureOpen(quint64 token);
+    bool listenForChanges();
+    void onNotification();
+    void announceChange();
 
     QString m_storeUrl;
     std::unique_ptr<Store> m_store;
@@ -75,6 +92,8 @@ private:
     };
     std::unique_ptr<Redrive> m_redrive;
     QTimer m_redriveTimer{this}; // a child, so that moveToThread() takes it along
+    QTimer m_changeTimer{this};  // the next storeChanged(), while one is due
+    QElapsedTimer m_sinceChange; // since the last storeChanged()
 };
 
 } // namespace once
@@ -87,3 +106,4 @@ Q_DECLARE_METATYPE(once::EventRow)
 Q_DECLARE_METATYPE(once::DeadLetter)
 Q_DECLARE_METATYPE(once::Attempt)
 Q_DECLARE_METATYPE(once::AuditEntry)
+Q_DECLARE_METATYPE(once::WorkerRecord)

@@ -1,34 +1,45 @@
 #include "cli.h"
 
-#include "engine.h"
 #include "httpclient.h"
 #include "store.h"
 
 #include <QCoreApplication>
+#include <QDateTime>
 #include <QElapsedTimer>
 #include <QEventLoop>
 #include <QJsonObject>
 #include <QProcess>
 #include <QRandomGenerator>
+#include <QSqlQuery>
 #include <QTemporaryDir>
 #include <QThread>
+#include <QTimeZone>
 #include <QTimer>
 
+#include <csignal>
 #include <cstdio>
+#include <memory>
 #include <sys/resource.h>
+#include <vector>
 
 namespace once::cli {
 
 namespace {
 
-QByteArray benchReminder(qint64 n)
+// A reminder scheduled at the moment it is enqueued, so that the ledger alone gives
+// each one's enqueue-to-ack latency (applied_at - scheduled_at), whichever worker
+// process delivered it. The run's nonce keeps the keys of two runs on one store apart.
+QByteArray benchReminder(const QString &nonce, qint64 n, qint64 enqueuedAtMs)
 {
-    return QStringLiteral(R"({"user_id":"u%1","reminder_id":"r%2","scheduled_at":"2026-12-01T09:00:00Z",)"
-                          R"("destination":"+1555%3","channel":"sms","event_id":"bench-%4","body":"Your appointment is tomorrow at 10:00"})")
+    const QString scheduledAt =
+        QDateTime::fromMSecsSinceEpoch(enqueuedAtMs, QTimeZone::utc()).toString(Qt::ISODateWithMs);
+    return QStringLiteral(R"({"user_id":"u%1","reminder_id":"r%2-%3","scheduled_at":"%4",)"
+                          R"("destination":"+1555%5","channel":"sms","event_id":"bench-%2-%3","body":"Your appointment is tomorrow at 10:00"})")
         .arg(n % 10007)
+        .arg(nonce)
         .arg(n)
+        .arg(scheduledAt)
         .arg(n % 10000000, 7, 10, QLatin1Char('0'))
-        .arg(n)
         .toUtf8();
 }
 
@@ -37,8 +48,8 @@ QByteArray benchReminder(qint64 n)
 class SteadyProducer final : public QThread
 {
 public:
-    SteadyProducer(QString storeUrl, int ratePerSecond, int seconds)
-        : m_storeUrl(std::move(storeUrl)), m_rate(ratePerSecond), m_seconds(seconds)
+    SteadyProducer(QString storeUrl, QString nonce, int ratePerSecond, int seconds)
+        : m_storeUrl(std::move(storeUrl)), m_nonce(std::move(nonce)), m_rate(ratePerSecond), m_seconds(seconds)
     {
     }
     qint64 produced() const { return m_produced; }
@@ -57,10 +68,9 @@ protected:
             // Every 5 ms, enqueue what the rate owes by now.
             const qint64 due = std::min(total, clock.elapsed() * m_rate / 1000);
             QList<OutgoingMessage> batch;
-            for (; m_produced + batch.size() < due;) {
-                const QByteArray payload = benchReminder(m_produced + batch.size());
-                batch.append(OutgoingMessage{payload, {}, {}, 0, 0});
-            }
+            const qint64 now = nowMs();
+            while (m_produced + batch.size() < due)
+                batch.append(OutgoingMessage{benchReminder(m_nonce, m_produced + batch.size(), now), {}, {}, 0, 0});
             if (!batch.isEmpty() && !store->queue().enqueue(batch, &m_error))
                 return;
             m_produced += batch.size();
@@ -70,18 +80,18 @@ protected:
 
 private:
     QString m_storeUrl;
+    QString m_nonce;
     int m_rate = 0;
     int m_seconds = 0;
     qint64 m_produced = 0;
     QString m_error;
 };
 
-qint64 percentile(std::vector<qint64> values, double p)
+qint64 percentile(const std::vector<qint64> &sorted, double p)
 {
-    if (values.empty())
+    if (sorted.empty())
         return 0;
-    std::sort(values.begin(), values.end());
-    return values[std::min(values.size() - 1, size_t(double(values.size()) * p))];
+    return sorted[std::min(sorted.size() - 1, size_t(double(sorted.size()) * p))];
 }
 
 std::optional<QJsonObject> partnerStats(quint16 port)
@@ -101,15 +111,60 @@ std::optional<QJsonObject> partnerStats(quint16 port)
     return stats;
 }
 
+// What the ledger says about this run's reminders.
+struct RunResult
+{
+    qint64 applied = 0;
+    qint64 lastAppliedAtMs = 0;
+    std::vector<qint64> latenciesMs; // sorted
+};
+
+std::optional<RunResult> readRun(Store &store, const QString &nonce, qint64 sinceMs, QString *error)
+{
+    QSqlQuery query(store.database().connection());
+    query.setForwardOnly(true);
+    query.prepare(QStringLiteral("SELECT reminder_id, applied_at - scheduled_at, applied_at FROM ledger "
+                                 "WHERE scheduled_at >= ? AND state = 'applied'"));
+    query.addBindValue(sinceMs);
+    if (!store.database().exec(query, error))
+        return std::nullopt;
+    RunResult run;
+    const QString prefix = QLatin1Char('r') + nonce + QLatin1Char('-');
+    while (query.next()) {
+        if (!query.value(0).toString().startsWith(prefix))
+            continue;
+        ++run.applied;
+        run.latenciesMs.push_back(query.value(1).toLongLong());
+        run.lastAppliedAtMs = std::max(run.lastAppliedAtMs, query.value(2).toLongLong());
+    }
+    std::sort(run.latenciesMs.begin(), run.latenciesMs.end());
+    return run;
+}
+
+QString durabilityOf(Database &database)
+{
+    if (!database.isPostgres())
+        return QStringLiteral("SQLite WAL, synchronous=FULL; every claim committed before its send");
+    QSqlQuery query(database.connection());
+    QStringList settings;
+    for (const auto name : {"synchronous_commit", "fsync"}) {
+        if (query.exec(QStringLiteral("SHOW ") + QLatin1String(name)) && query.next())
+            settings << QStringLiteral("%1=%2").arg(QLatin1String(name), query.value(0).toString());
+    }
+    return QStringLiteral("PostgreSQL %1; every claim committed before its send").arg(settings.join(QLatin1String(", ")));
+}
+
 } // namespace
 
 int runBench(const QStringList &arguments)
 {
     Command command(QStringLiteral("bench"),
-                    QStringLiteral("Starts the partner simulator, delivers reminders through a worker and reports "
-                                   "reminders/s, enqueue-to-ack latency and peak memory. Without --rate: enqueue "
-                                   "--count reminders first, then drain them. With --rate: feed that many per "
-                                   "second for --duration seconds (open loop) and report the latency at that rate."),
+                    QStringLiteral("Starts the partner simulator and --workers worker processes on one store, "
+                                   "delivers reminders and reports reminders/s, enqueue-to-ack latency and peak "
+                                   "memory. Without --rate: enqueue --count reminders first, then drain them. With "
+                                   "--rate: feed that many per second for --duration seconds (open loop) and report "
+                                   "the latency at that rate. Without --store it uses a new SQLite file; on a "
+                                   "shared store, use an empty database, as its work competes with the run."),
                     {});
     auto &parser = command.parser();
     parser.addOptions({
@@ -117,7 +172,8 @@ int runBench(const QStringList &arguments)
         {QStringLiteral("duplicate-share"), QStringLiteral("Share of reminders published twice."), QStringLiteral("R"), QStringLiteral("0.05")},
         {QStringLiteral("rate"), QStringLiteral("Open loop: reminders per second (0: closed loop)."), QStringLiteral("N"), QStringLiteral("0")},
         {QStringLiteral("duration"), QStringLiteral("Open loop: seconds to feed."), QStringLiteral("S"), QStringLiteral("10")},
-        {QStringLiteral("concurrency"), QStringLiteral("Worker sends in flight."), QStringLiteral("N"), QStringLiteral("256")},
+        {QStringLiteral("workers"), QStringLiteral("Worker processes on the store."), QStringLiteral("N"), QStringLiteral("1")},
+        {QStringLiteral("concurrency"), QStringLiteral("Sends in flight per worker."), QStringLiteral("N"), QStringLiteral("256")},
         {QStringLiteral("partner-latency-ms"), QStringLiteral("Simulated partner latency."), QStringLiteral("MS"), QStringLiteral("0")},
     });
     if (const int exit = command.parse(arguments); exit >= 0)
@@ -126,9 +182,10 @@ int runBench(const QStringList &arguments)
     const auto duplicates = command.rate(QStringLiteral("duplicate-share"));
     const auto rate = command.integer(QStringLiteral("rate"), 0, 1000000);
     const auto duration = command.integer(QStringLiteral("duration"), 1, 3600);
+    const auto workers = command.integer(QStringLiteral("workers"), 1, 64);
     const auto concurrency = command.integer(QStringLiteral("concurrency"), 1, 1024);
     const auto latency = command.integer(QStringLiteral("partner-latency-ms"), 0, 10000);
-    if (!count || !duplicates || !rate || !duration || !concurrency || !latency)
+    if (!count || !duplicates || !rate || !duration || !workers || !concurrency || !latency)
         return Usage;
 
     QTemporaryDir scratch;
@@ -136,13 +193,12 @@ int runBench(const QStringList &arguments)
                                  ? command.storeUrl()
                                  : QStringLiteral("sqlite:") + scratch.filePath(QStringLiteral("bench.sqlite"));
     QString error;
-    {
-        auto store = Store::open(storeUrl, &error);
-        if (!store)
-            return failure(error);
-    }
+    auto store = Store::open(storeUrl, &error);
+    if (!store)
+        return failure(error);
+    const QString nonce = QString::number(QRandomGenerator::global()->bounded(1u << 30), 36);
 
-    // The partner runs in its own process, as a real one would, on the other core.
+    // The partner runs in its own process, as a real one would.
     QProcess simulator;
     simulator.setProcessChannelMode(QProcess::ForwardedErrorChannel);
     simulator.start(QCoreApplication::applicationFilePath(),
@@ -155,23 +211,13 @@ int runBench(const QStringList &arguments)
     if (!port)
         return failure(QStringLiteral("cannot read the simulator's port from \"%1\"").arg(QString::fromUtf8(banner.trimmed())));
 
-    EngineConfig config;
-    config.storeUrl = storeUrl;
-    config.partnerUrl = QUrl(QStringLiteral("http://127.0.0.1:%1/reminders").arg(port));
-    config.workerId = QStringLiteral("bench");
-    config.concurrency = int(*concurrency);
-    config.untilIdle = true;
-    config.untilIdleHorizonMs = 0;
-    config.idlePollMs = 2;
-    config.recordLatencies = true;
-
+    const qint64 runStartMs = nowMs();
     qint64 published = 0;
     std::unique_ptr<SteadyProducer> producer;
     if (*rate == 0) {
-        auto store = Store::open(storeUrl, &error);
         QList<OutgoingMessage> batch;
         for (qint64 n = 0; n < *count; ++n) {
-            const QByteArray payload = benchReminder(n);
+            const QByteArray payload = benchReminder(nonce, n, nowMs());
             batch.append(OutgoingMessage{payload, {}, {}, 0, 0});
             if (QRandomGenerator::global()->generateDouble() < *duplicates)
                 batch.append(OutgoingMessage{payload, {}, {}, 0, 0});
@@ -185,67 +231,98 @@ int runBench(const QStringList &arguments)
         std::printf("enqueued %lld messages (%lld reminders, %lld published twice)\n", published, *count,
                     published - *count);
     } else {
-        producer = std::make_unique<SteadyProducer>(storeUrl, int(*rate), int(*duration));
-        // The worker must not go idle before the producer is done.
-        config.untilIdle = false;
+        producer = std::make_unique<SteadyProducer>(storeUrl, nonce, int(*rate), int(*duration));
     }
 
-    Engine engine(config);
-    QElapsedTimer clock;
-    QObject::connect(&engine, &Engine::finished, &engine, [](int code) { QCoreApplication::exit(code); });
-    QTimer::singleShot(0, &engine, &Engine::start);
-    clock.start();
-    std::unique_ptr<Store> drainStore;
-    QTimer drain;
-    if (producer) {
-        drainStore = Store::open(storeUrl, &error);
-        if (!drainStore)
-            return failure(error);
-        // Once the producer is done, let the worker drain what is left, then stop it.
-        QObject::connect(&drain, &QTimer::timeout, &engine, [&] {
-            QString countError;
-            const auto counts = drainStore->queue().counts(&countError);
-            if (producer->isFinished() && engine.counters().inFlight == 0 && counts && counts->ready == 0
-                && counts->inFlight == 0) {
-                drain.stop();
-                engine.stop();
-            }
-        });
-        drain.start(20);
-        producer->start();
+    // Workers are separate processes, as in production. The store URL goes through
+    // the environment, not the command line, where `ps` would show a password.
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    environment.insert(QStringLiteral("ONCE_STORE"), storeUrl);
+    std::vector<std::unique_ptr<QProcess>> processes;
+    const qint64 workersStartMs = nowMs();
+    for (int i = 0; i < *workers; ++i) {
+        auto process = std::make_unique<QProcess>();
+        process->setProcessEnvironment(environment);
+        process->setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        process->start(QCoreApplication::applicationFilePath(),
+                       {QStringLiteral("worker"), QStringLiteral("--partner"),
+                        QStringLiteral("http://127.0.0.1:%1/reminders").arg(port), QStringLiteral("--concurrency"),
+                        QString::number(*concurrency), QStringLiteral("--worker-id"),
+                        QStringLiteral("bench-%1-%2").arg(nonce).arg(i + 1)});
+        if (!process->waitForStarted())
+            return failure(QStringLiteral("a worker process did not start"));
+        processes.push_back(std::move(process));
     }
-    const int exitCode = QCoreApplication::exec();
-    const double seconds = double(clock.elapsed()) / 1000.0;
+    if (producer)
+        producer->start();
+
+    // Done when the producer is and the queue is empty: then stop the workers as an
+    // operator would (SIGTERM: finish and record what is in flight).
+    QEventLoop loop;
+    QTimer poll;
+    bool workerDied = false;
+    QObject::connect(&poll, &QTimer::timeout, &loop, [&] {
+        for (const auto &process : processes)
+            workerDied = workerDied || process->state() == QProcess::NotRunning;
+        const auto counts = store->queue().counts(&error);
+        if (workerDied || !counts || ((!producer || producer->isFinished()) && counts->ready == 0
+                                      && counts->inFlight == 0 && counts->delayed == 0))
+            loop.quit();
+    });
+    poll.start(20);
+    loop.exec();
+    poll.stop();
+    for (const auto &process : processes)
+        process->terminate();
+    bool cleanExit = !workerDied;
+    for (const auto &process : processes) {
+        if (!process->waitForFinished(30000))
+            process->kill();
+        cleanExit = cleanExit && process->exitStatus() == QProcess::NormalExit && process->exitCode() == 0;
+    }
     if (producer) {
         producer->wait();
         if (!producer->error().isEmpty())
             return failure(producer->error());
         published = producer->produced();
     }
-    const auto counters = engine.counters();
-    const auto latencies = engine.latenciesMs();
     const auto stats = partnerStats(port);
     simulator.terminate();
     simulator.waitForFinished(5000);
-    if (exitCode != 0)
-        return failure(QStringLiteral("the worker stopped with an error"));
+    if (!cleanExit)
+        return failure(QStringLiteral("a worker stopped with an error (see its messages above)"));
 
+    const auto run = readRun(*store, nonce, runStartMs, &error);
+    if (!run)
+        return failure(error);
+    const auto registry = store->workers().list(&error);
+    QStringList perWorker;
+    const QString ours = QStringLiteral("bench-%1-").arg(nonce);
+    for (const auto &worker : registry.value_or(QList<WorkerRecord>())) {
+        if (worker.id.startsWith(ours))
+            perWorker << QString::number(worker.applied);
+    }
+    // From the workers' start to the last outcome recorded: the time the ledger says the
+    // work took, not including how long the workers took to notice they were done.
+    const double seconds = double(std::max<qint64>(1, run->lastAppliedAtMs - workersStartMs)) / 1000.0;
     rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
+    getrusage(RUSAGE_CHILDREN, &usage);
+    std::printf("store                  %s\n", qPrintable(store->database().location().displayName()));
     std::printf("mode                   %s\n", *rate ? qPrintable(QStringLiteral("open loop at %1/s for %2 s").arg(*rate).arg(*duration))
                                                    : "closed loop (enqueue all, then drain)");
-    std::printf("reminders applied      %lld (duplicates suppressed %lld)\n", counters.applied, counters.duplicates);
-    std::printf("elapsed                %.2f s\n", seconds);
-    std::printf("throughput             %.0f reminders/s (%.0f messages/s)\n", double(counters.applied) / seconds,
-                double(counters.applied + counters.duplicates) / seconds);
-    std::printf("enqueue-to-ack p50     %lld ms\n", percentile(latencies, 0.50));
-    std::printf("enqueue-to-ack p99     %lld ms\n", percentile(latencies, 0.99));
+    std::printf("workers                %lld processes, %lld sends in flight each, partner latency %lld ms\n",
+                *workers, *concurrency, *latency);
+    std::printf("reminders applied      %lld of %lld published messages\n", run->applied, published);
+    std::printf("applied per worker     %s\n", qPrintable(perWorker.join(QLatin1String(" / "))));
+    std::printf("elapsed                %.2f s (workers started to last outcome recorded)\n", seconds);
+    std::printf("throughput             %.0f reminders/s\n", double(run->applied) / seconds);
+    std::printf("enqueue-to-ack p50     %lld ms\n", percentile(run->latenciesMs, 0.50));
+    std::printf("enqueue-to-ack p99     %lld ms\n", percentile(run->latenciesMs, 0.99));
     std::printf("peak RSS (worker)      %.1f MiB\n", double(usage.ru_maxrss) / 1024.0);
     std::printf("partner effects        %lld (duplicate effects %lld)\n",
                 stats ? qint64(stats->value(QLatin1String("effects")).toDouble()) : -1,
                 stats ? qint64(stats->value(QLatin1String("duplicate_effects")).toDouble()) : -1);
-    std::printf("durability             SQLite WAL, synchronous=FULL; every claim committed before its send\n");
-    std::printf("concurrency            %d, partner latency %lld ms\n", config.concurrency, *latency);
+    std::printf("durability             %s\n", qPrintable(durabilityOf(store->database())));
     return Ok;
 }
 
