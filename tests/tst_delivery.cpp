@@ -2,110 +2,45 @@
 // partner simulator, killed with real SIGKILL (QProcess::kill or failpoints) or SIGTERM,
 // and judged by counting effects at the partner and reading `once stats --json`.
 //
+// The suite runs once per kind of store (tests/CMakeLists.txt registers it with STORES):
+// tst_delivery on SQLite files, tst_delivery_postgres on databases of the private
+// PostgreSQL server; every test gets a fresh store from TestStores.
+//
 // The simulator runs in this process, on this thread, so that a test can change its
 // profile mid-run and read effectsByKey(). That means this thread must keep serving
 // HTTP while worker processes run: every wait for a process goes through pumpUntil(),
 // which runs the event loop; QProcess::waitForFinished() is used only after a kill.
+#include "deliveryharness.h"
 #include "partnersimulator.h"
 #include "reminder.h"
+#include "teststores.h"
 
 #include <QCoreApplication>
 #include <QDateTime>
-#include <QDeadlineTimer>
 #include <QDir>
 #include <QElapsedTimer>
-#include <QEventLoop>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLoggingCategory>
 #include <QProcess>
 #include <QSet>
-#include <QSqlDatabase>
-#include <QSqlError>
-#include <QSqlQuery>
-#include <QSqlRecord>
 #include <QTcpServer>
 #include <QTcpSocket>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
+#include <QUrl>
 
 #include <functional>
 #include <memory>
-#include <vector>
 
 using namespace once;
+using namespace oncetest;
 
 namespace {
-
-constexpr int WorkerTimeoutMs = 60000;
-constexpr int CommandTimeoutMs = 30000;
-
-// Runs the event loop (so the in-process simulator answers and QProcess notices its
-// children) until done() holds or the time is up. done() is asked after every batch of
-// events, and at least every 10 ms, so it may also steer the simulator between two
-// requests.
-bool pumpUntil(const std::function<bool()> &done, int timeoutMs)
-{
-    const QDeadlineTimer deadline(timeoutMs);
-    QTimer tick;
-    tick.start(10);
-    while (!done()) {
-        if (deadline.hasExpired())
-            return false;
-        QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents);
-    }
-    return true;
-}
-
-struct ProcessResult
-{
-    bool finished = false; // false: still running at the deadline (then killed) or never started
-    QProcess::ExitStatus exitStatus = QProcess::NormalExit;
-    int exitCode = -1;
-    QByteArray out;
-    QByteArray err;
-    QString what; // the command line, for messages
-
-    bool exitedWith(int code) const { return finished && exitStatus == QProcess::NormalExit && exitCode == code; }
-    bool crashed() const { return finished && exitStatus == QProcess::CrashExit; }
-    QByteArray describe() const
-    {
-        QString text = what + QStringLiteral(": ");
-        if (!finished)
-            text += QStringLiteral("did not finish");
-        else if (exitStatus == QProcess::CrashExit)
-            text += QStringLiteral("crashed");
-        else
-            text += QStringLiteral("exit %1").arg(exitCode);
-        return text.toUtf8() + "\n--- stdout:\n" + out.left(4000) + "\n--- stderr:\n" + err.left(4000);
-    }
-};
-
-struct ReminderSpec
-{
-    QByteArray line;
-    QByteArray key;
-};
-
-ReminderSpec makeReminder(const QString &prefix, int i)
-{
-    const QString userId = QStringLiteral("%1-user-%2").arg(prefix).arg(i);
-    const QString reminderId = QStringLiteral("%1-rem-%2").arg(prefix).arg(i);
-    const QString scheduledAt = QStringLiteral("2024-05-01T09:%1:00Z").arg(i % 60, 2, 10, QLatin1Char('0'));
-    const QJsonObject object{
-        {QStringLiteral("user_id"), userId},
-        {QStringLiteral("reminder_id"), reminderId},
-        {QStringLiteral("scheduled_at"), scheduledAt},
-        {QStringLiteral("destination"), QStringLiteral("+1555%1").arg(i, 7, 10, QLatin1Char('0'))},
-        {QStringLiteral("channel"), QStringLiteral("sms")},
-        {QStringLiteral("event_id"), QStringLiteral("%1-evt-%2").arg(prefix).arg(i)},
-        {QStringLiteral("body"), QStringLiteral("Your appointment is tomorrow at 10:00")},
-    };
-    return {QJsonDocument(object).toJson(QJsonDocument::Compact), makeSendKey(userId, reminderId, scheduledAt)};
-}
 
 QDateTime parseTime(const QJsonValue &value)
 {
@@ -158,19 +93,23 @@ private slots:
 
 private:
     // --- fixture -----------------------------------------------------------------
-    QString storeFile() const { return m_dir->filePath(QStringLiteral("s.sqlite")); }
     QString partnerUrl() const
     {
         return QStringLiteral("http://127.0.0.1:%1/reminders").arg(m_partner->port());
     }
-    QProcessEnvironment environment(const QMap<QString, QString> &extra = {}) const;
-    // Starts `once <args>` with --store inserted after the subcommand.
-    QProcess *start(QStringList args, const QMap<QString, QString> &env = {});
+    // Starts `once <args>` with --store (this test's store) inserted after the subcommand.
+    QProcess *start(const QStringList &args, const QMap<QString, QString> &env = {}) { return m_once->start(args, env); }
     QProcess *startWorker(const QStringList &extraArgs, const QMap<QString, QString> &env = {});
     // eachTurn runs after every batch of events while the process runs.
-    ProcessResult waitFor(QProcess *process, int timeoutMs, const std::function<void()> &eachTurn = {});
+    ProcessResult waitFor(QProcess *process, int timeoutMs, const std::function<void()> &eachTurn = {})
+    {
+        return m_once->waitFor(process, timeoutMs, eachTurn);
+    }
     ProcessResult run(const QStringList &args, const QMap<QString, QString> &env = {},
-                      int timeoutMs = CommandTimeoutMs);
+                      int timeoutMs = CommandTimeoutMs)
+    {
+        return m_once->run(args, env, timeoutMs);
+    }
     ProcessResult runWorker(const QStringList &extraArgs, const QMap<QString, QString> &env = {},
                             const std::function<void()> &eachTurn = {})
     {
@@ -196,30 +135,31 @@ private:
     QList<QByteArray> enqueueReminders(int count, const QString &prefix);
     QString writeFile(const QString &name, const QByteArray &content);
 
-    QJsonObject stats();
+    QJsonObject stats() { return m_once->stats(); }
     QJsonObject history(const QByteArray &key);
-    QJsonArray jsonArray(const QStringList &args);
-    // Rows of a read-only query on the store file, each row's columns joined with '|',
-    // for what no command shows (the audit log) or to count history rows quickly.
-    QStringList storeQuery(const QString &sql);
+    QJsonArray jsonArray(const QStringList &args) { return m_once->jsonArray(args); }
+    // Rows of a read-only query on the store, through a connection of the test's own,
+    // each row's columns joined with '|', for what no command shows (the audit log) or to
+    // count history rows quickly.
+    QStringList storeQuery(const QString &sql) { return storeRows(m_stores, m_storeUrl, sql); }
+    // Every occurrence of `secret` in a store, however it is kept: as bytes in the SQLite
+    // file and its WAL and shared memory, or in any column of any table of a PostgreSQL
+    // database (and in the server's log and write-ahead log written since `since`).
+    // Empty when there is none; *scanned says what was looked at.
+    QStringList whereStoreHolds(const QString &storeUrl, const QByteArray &secret, const QDateTime &since,
+                                QStringList *scanned);
 
     // Empty when every key had exactly one effect at the partner and no other key had any.
     QString exactlyOnceProblems(const QList<QByteArray> &keys) const;
-    // Empty when every named field of `once stats --json` has the expected value.
-    static QString statsProblems(const QJsonObject &stats, const QList<QPair<QString, qint64>> &expected);
 
+    TestStores m_stores;
     QString m_onceBin;
-    std::unique_ptr<QTemporaryDir> m_dir;
+    QString m_storeUrl; // this test's store
+    std::unique_ptr<QTemporaryDir> m_dir; // this test's input files
     std::unique_ptr<PartnerSimulator> m_partner;
-    std::vector<std::unique_ptr<QProcess>> m_processes;
+    std::unique_ptr<OnceRunner> m_once; // kills this test's processes when it goes
     QSet<QByteArray> m_droppedKeys; // whose answers dropEveryNthAccepted() dropped
 };
-
-#define VERIFY_NO_PROBLEMS(text)                                                                                       \
-    do {                                                                                                               \
-        const QString problems_ = (text);                                                                              \
-        QVERIFY2(problems_.isEmpty(), qPrintable(problems_));                                                          \
-    } while (false)
 
 #define VERIFY_STATS(...) VERIFY_NO_PROBLEMS(statsProblems(stats(), __VA_ARGS__))
 
@@ -231,12 +171,15 @@ void DeliveryTest::initTestCase()
     QVERIFY2(!m_onceBin.isEmpty(), "ONCE_BIN must name the built once binary (ctest sets it)");
     QVERIFY2(QFile::exists(m_onceBin), qPrintable(m_onceBin));
     QLoggingCategory::setFilterRules(QStringLiteral("once.core.partnersim.debug=false"));
+    qInfo("store under test: %s", m_stores.isPostgres() ? "PostgreSQL" : "SQLite");
 }
 
 void DeliveryTest::init()
 {
     m_dir = std::make_unique<QTemporaryDir>();
     QVERIFY(m_dir->isValid());
+    m_storeUrl = m_stores.newUrl();
+    m_once = std::make_unique<OnceRunner>(m_onceBin, m_storeUrl);
     m_partner = std::make_unique<PartnerSimulator>();
     QString error;
     QVERIFY2(m_partner->listen(QHostAddress::LocalHost, 0, &error), qPrintable(error));
@@ -246,44 +189,25 @@ void DeliveryTest::init()
 
 void DeliveryTest::cleanup()
 {
-    for (auto &process : m_processes) {
-        if (process->state() != QProcess::NotRunning) {
-            process->kill();
-            process->waitForFinished(5000); // the partner need not answer a killed process
-        }
-    }
-    m_processes.clear();
+    m_once.reset(); // kills what still runs; the partner need not answer a killed process
     m_partner.reset();
     if (m_dir && QTest::currentTestFailed()) {
         m_dir->setAutoRemove(false);
-        qWarning("kept the store of the failed test in %s", qPrintable(m_dir->path()));
+        if (m_storeUrl.startsWith(QLatin1String("sqlite:"))) {
+            // The store lives in TestStores' folder, which goes at the end of the run.
+            const QString path = m_storeUrl.mid(int(qstrlen("sqlite:")));
+            for (const auto &suffix : {"", "-wal", "-shm"}) {
+                const QString from = path + QString::fromLatin1(suffix);
+                if (QFile::exists(from))
+                    QFile::copy(from, m_dir->filePath(QFileInfo(from).fileName()));
+            }
+            qWarning("kept the store of the failed test in %s", qPrintable(m_dir->path()));
+        } else {
+            qWarning("the failed test's store was %s (dropped at the end of the run); its input files are in %s",
+                     qPrintable(TestStores::withoutPassword(m_storeUrl)), qPrintable(m_dir->path()));
+        }
     }
     m_dir.reset();
-}
-
-QProcessEnvironment DeliveryTest::environment(const QMap<QString, QString> &extra) const
-{
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    for (const auto name : {"ONCE_FAILPOINT", "ONCE_FAILPOINT_SKIP", "ONCE_PARTNER_TOKEN", "ONCE_STORE"})
-        env.remove(QString::fromLatin1(name));
-    for (auto it = extra.cbegin(); it != extra.cend(); ++it)
-        env.insert(it.key(), it.value());
-    return env;
-}
-
-QProcess *DeliveryTest::start(QStringList args, const QMap<QString, QString> &env)
-{
-    if (!args.contains(QLatin1String("--store"))) {
-        args.insert(1, QStringLiteral("--store"));
-        args.insert(2, storeFile());
-    }
-    auto process = std::make_unique<QProcess>();
-    process->setProgram(m_onceBin);
-    process->setArguments(args);
-    process->setProcessEnvironment(environment(env));
-    process->start(QIODevice::ReadOnly);
-    m_processes.push_back(std::move(process));
-    return m_processes.back().get();
 }
 
 QProcess *DeliveryTest::startWorker(const QStringList &extraArgs, const QMap<QString, QString> &env)
@@ -295,45 +219,6 @@ QProcess *DeliveryTest::startWorker(const QStringList &extraArgs, const QMap<QSt
                      QStringLiteral("--backoff-base-ms"), QStringLiteral("50")};
     args += extraArgs; // a repeated option: the last value wins
     return start(args, env);
-}
-
-ProcessResult DeliveryTest::waitFor(QProcess *process, int timeoutMs, const std::function<void()> &eachTurn)
-{
-    ProcessResult result;
-    result.what = QStringLiteral("once ") + process->arguments().join(QLatin1Char(' '));
-    result.finished = pumpUntil(
-        [&] {
-            if (eachTurn)
-                eachTurn();
-            return process->state() == QProcess::NotRunning;
-        },
-        timeoutMs);
-    if (process->error() == QProcess::FailedToStart) {
-        result.finished = false;
-        result.err = process->errorString().toUtf8();
-        return result;
-    }
-    if (!result.finished) {
-        process->kill();
-        process->waitForFinished(5000);
-        if (process->arguments().value(0) == QLatin1String("worker"))
-            result.what += QStringLiteral(" (store then: %1)")
-                               .arg(QString::fromUtf8(QJsonDocument(stats()).toJson(QJsonDocument::Compact)));
-    }
-    result.exitStatus = process->exitStatus();
-    result.exitCode = process->exitCode();
-    result.out = process->readAllStandardOutput();
-    result.err = process->readAllStandardError();
-    return result;
-}
-
-ProcessResult DeliveryTest::run(const QStringList &args, const QMap<QString, QString> &env, int timeoutMs)
-{
-    QProcess *process = start(args, env);
-    const ProcessResult result = waitFor(process, timeoutMs);
-    // Short commands are not kept until cleanup().
-    std::erase_if(m_processes, [process](const auto &p) { return p.get() == process; });
-    return result;
 }
 
 QMetaObject::Connection DeliveryTest::dropEveryNthAccepted(int every)
@@ -395,57 +280,12 @@ QList<QByteArray> DeliveryTest::enqueueReminders(int count, const QString &prefi
     return keys;
 }
 
-QJsonObject DeliveryTest::stats()
-{
-    const auto result = run({QStringLiteral("stats"), QStringLiteral("--json")});
-    if (!result.exitedWith(0))
-        qWarning("%s", result.describe().constData());
-    return QJsonDocument::fromJson(result.out).object();
-}
-
 QJsonObject DeliveryTest::history(const QByteArray &key)
 {
     const auto result = run({QStringLiteral("history"), QString::fromLatin1(key), QStringLiteral("--json")});
     if (!result.exitedWith(0))
         qWarning("%s", result.describe().constData());
     return QJsonDocument::fromJson(result.out).object();
-}
-
-QJsonArray DeliveryTest::jsonArray(const QStringList &args)
-{
-    const auto result = run(args);
-    QJsonParseError error;
-    const auto document = QJsonDocument::fromJson(result.out, &error);
-    if (!result.exitedWith(0) || !document.isArray())
-        qWarning("%s", result.describe().constData());
-    return document.array();
-}
-
-QStringList DeliveryTest::storeQuery(const QString &sql)
-{
-    static int connections = 0;
-    const QString name = QStringLiteral("tst_delivery-%1").arg(++connections);
-    QStringList rows;
-    {
-        QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), name);
-        db.setDatabaseName(storeFile());
-        db.setConnectOptions(QStringLiteral("QSQLITE_OPEN_READONLY;QSQLITE_BUSY_TIMEOUT=10000"));
-        if (!db.open()) {
-            qWarning("cannot open %s: %s", qPrintable(storeFile()), qPrintable(db.lastError().text()));
-        } else {
-            QSqlQuery query(db);
-            if (!query.exec(sql))
-                qWarning("%s: %s", qPrintable(sql), qPrintable(query.lastError().text()));
-            while (query.next()) {
-                QStringList columns;
-                for (int i = 0; i < query.record().count(); ++i)
-                    columns << query.value(i).toString();
-                rows << columns.join(u'|');
-            }
-        }
-    }
-    QSqlDatabase::removeDatabase(name);
-    return rows;
 }
 
 QString DeliveryTest::exactlyOnceProblems(const QList<QByteArray> &keys) const
@@ -469,23 +309,6 @@ QString DeliveryTest::exactlyOnceProblems(const QList<QByteArray> &keys) const
                         .arg(keys.size());
     if (problems.size() > 10)
         problems = problems.mid(0, 10) << QStringLiteral("...");
-    return problems.join(QLatin1String("; "));
-}
-
-QString DeliveryTest::statsProblems(const QJsonObject &stats, const QList<QPair<QString, qint64>> &expected)
-{
-    if (stats.isEmpty())
-        return QStringLiteral("once stats --json gave nothing");
-    QStringList problems;
-    for (const auto &[field, value] : expected) {
-        const QJsonValue actual = stats.value(field);
-        if (!actual.isDouble() || qint64(actual.toDouble()) != value)
-            problems << QStringLiteral("%1 is %2, expected %3")
-                            .arg(field, QString::fromUtf8(QJsonDocument(QJsonArray{actual}).toJson(QJsonDocument::Compact)))
-                            .arg(value);
-    }
-    if (!problems.isEmpty())
-        problems << QString::fromUtf8(QJsonDocument(stats).toJson(QJsonDocument::Compact));
     return problems.join(QLatin1String("; "));
 }
 
@@ -1093,6 +916,9 @@ void DeliveryTest::tokenNeverLeaks()
     const QMap<QString, QString> env{{QStringLiteral("ONCE_PARTNER_TOKEN"), QString::fromLatin1(token)},
                                      {QStringLiteral("QT_LOGGING_RULES"), QStringLiteral("once.*.debug=true")}};
 
+    const QDateTime testStarted = QDateTime::currentDateTime();
+    QStringList probeStores;
+
     // First prove the worker does send the token, to a partner that shows what it got.
     {
         QTcpServer capture;
@@ -1110,7 +936,8 @@ void DeliveryTest::tokenNeverLeaks()
                 });
             }
         });
-        const QString probeStore = m_dir->filePath(QStringLiteral("probe.sqlite"));
+        const QString probeStore = m_stores.newUrl();
+        probeStores.append(probeStore);
         const auto probe = makeReminder(QStringLiteral("probe"), 1);
         const QString file = writeFile(QStringLiteral("probe.jsonl"), probe.line + '\n');
         const auto enqueue = run({QStringLiteral("enqueue"), QStringLiteral("--store"), probeStore, file});
@@ -1155,19 +982,90 @@ void DeliveryTest::tokenNeverLeaks()
         QVERIFY2(result.exitedWith(0), result.describe().constData());
         QVERIFY2(!result.out.contains(token), qPrintable(command));
     }
-    // Every byte of every store file, including the WAL and shared memory if still there.
-    const QDir dir(m_dir->path());
-    int storeFiles = 0;
-    for (const auto &name : dir.entryList(QDir::Files)) {
-        if (!name.endsWith(QLatin1String(".sqlite")) && !name.contains(QLatin1String(".sqlite-")))
-            continue;
-        QFile file(dir.filePath(name));
-        QVERIFY(file.open(QIODevice::ReadOnly));
-        const QByteArray bytes = file.readAll();
-        QVERIFY2(!bytes.contains(token), qPrintable(name));
-        ++storeFiles;
+    // Every byte the store keeps: each file of a SQLite store (including the WAL and shared
+    // memory if still there), every column of every table of a PostgreSQL database. The
+    // probe's store held the token's one successful send.
+    QStringList scanned;
+    for (const QString &store : QStringList{m_storeUrl} + probeStores) {
+        const QStringList found = whereStoreHolds(store, token, testStarted, &scanned);
+        QVERIFY2(found.isEmpty(), qPrintable(found.join(QLatin1String("; "))));
     }
-    QVERIFY(storeFiles >= 2); // s.sqlite and probe.sqlite at least
+    qInfo("scanned for the token: %s", qPrintable(scanned.join(QLatin1String(", "))));
+}
+
+QStringList DeliveryTest::whereStoreHolds(const QString &storeUrl, const QByteArray &secret, const QDateTime &since,
+                                          QStringList *scanned)
+{
+    QStringList found;
+    const auto scanFile = [&](const QString &path) {
+        QFile file(path);
+        if (!file.open(QIODevice::ReadOnly)) {
+            found << QStringLiteral("cannot read %1: %2").arg(path, file.errorString());
+            return;
+        }
+        if (file.readAll().contains(secret))
+            found << path;
+        *scanned << QFileInfo(path).fileName();
+    };
+    if (storeUrl.startsWith(QLatin1String("sqlite:"))) {
+        const QString path = storeUrl.mid(int(qstrlen("sqlite:")));
+        if (!QFile::exists(path))
+            found << QStringLiteral("no store file %1").arg(path);
+        for (const auto &suffix : {"", "-wal", "-shm"}) {
+            if (QFile::exists(path + QString::fromLatin1(suffix)))
+                scanFile(path + QString::fromLatin1(suffix));
+        }
+        return found;
+    }
+
+    // PostgreSQL: every table of the store's database, each row as text. A row's text
+    // shows a BYTEA column (the payloads) in hex, so look for the secret in hex too.
+    const QString database = QUrl(storeUrl).path().mid(1);
+    QString error;
+    const QStringList tables = storeRows(m_stores, storeUrl,
+                                         QStringLiteral("SELECT table_name FROM information_schema.tables "
+                                                        "WHERE table_schema = 'public' AND table_type = 'BASE TABLE' "
+                                                        "ORDER BY 1"),
+                                         &error);
+    if (!error.isEmpty() || !tables.contains(QLatin1String("ledger")) || !tables.contains(QLatin1String("attempts")))
+        return found << QStringLiteral("%1: cannot list its tables (%2): %3")
+                            .arg(database, error, tables.join(u','));
+    const QByteArray hex = secret.toHex();
+    qsizetype bytes = 0;
+    for (const QString &table : tables) {
+        const QStringList rows = storeRows(
+            m_stores, storeUrl, QStringLiteral("SELECT COALESCE(string_agg(t::text, ' '), '') FROM \"%1\" t").arg(table),
+            &error);
+        if (!error.isEmpty())
+            return found << error;
+        const QByteArray text = rows.value(0).toUtf8();
+        bytes += text.size();
+        if (text.contains(secret) || text.contains(hex))
+            found << QStringLiteral("%1: table %2").arg(database, table);
+        // The scan sees what it should: the history names the worker's sends.
+        if (table == QLatin1String("attempts") && !text.contains("send"))
+            found << QStringLiteral("%1: the scan of table attempts found no send: %2").arg(database, QString::fromUtf8(text.left(200)));
+    }
+    *scanned << QStringLiteral("%1 (%2 tables, %3 bytes as text)").arg(database).arg(tables.size()).arg(bytes);
+
+    // What the server wrote elsewhere since the test started: its log (a failed statement
+    // is logged with its text) and its write-ahead log (rows deleted since, such as acked
+    // queue messages, are still there). Shared with other tests, but the token is this
+    // test's own.
+    const QString clusterDir = QFileInfo(qEnvironmentVariable("ONCE_TEST_POSTGRES_URL_FILE")).absolutePath();
+    if (m_stores.isPostgres() && QFile::exists(clusterDir + QStringLiteral("/server.log"))) {
+        QStringList serverFiles{clusterDir + QStringLiteral("/server.log")};
+        const QDir wal(clusterDir + QStringLiteral("/data/pg_wal"));
+        for (const QFileInfo &segment : wal.entryInfoList(QDir::Files)) {
+            if (segment.lastModified() >= since.addSecs(-1))
+                serverFiles << segment.absoluteFilePath();
+        }
+        for (const QString &path : std::as_const(serverFiles)) {
+            if (!scanned->contains(QFileInfo(path).fileName()))
+                scanFile(path);
+        }
+    }
+    return found;
 }
 
 QTEST_GUILESS_MAIN(DeliveryTest)

@@ -1,0 +1,339 @@
+// What the process-level tests (tst_delivery, tst_scaleout) share: running real `once`
+// processes ($ONCE_BIN) against one store, waiting for them while the event loop runs,
+// killing whatever is left when a test ends (passed or failed), reminders to enqueue,
+// checks of `once stats --json`, and reading a store behind once's back.
+#pragma once
+
+#include "reminder.h"
+#include "teststores.h"
+
+#include <QCoreApplication>
+#include <QDeadlineTimer>
+#include <QEventLoop>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QMap>
+#include <QProcess>
+#include <QProcessEnvironment>
+#include <QSqlDatabase>
+#include <QSqlError>
+#include <QSqlQuery>
+#include <QSqlRecord>
+#include <QStringList>
+#include <QTcpSocket>
+#include <QTimer>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#ifdef Q_OS_LINUX
+#include <csignal>
+#include <sys/prctl.h>
+#endif
+
+namespace oncetest {
+
+constexpr int WorkerTimeoutMs = 60000;
+constexpr int CommandTimeoutMs = 30000;
+
+// Runs the event loop (so that QProcess notices its children, and an in-process simulator
+// answers) until done() holds or the time is up. done() is asked after every batch of
+// events, and at least every 10 ms, so it may also steer a simulator between two requests.
+inline bool pumpUntil(const std::function<bool()> &done, int timeoutMs)
+{
+    const QDeadlineTimer deadline(timeoutMs);
+    QTimer tick;
+    tick.start(10);
+    while (!done()) {
+        if (deadline.hasExpired())
+            return false;
+        QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents);
+    }
+    return true;
+}
+
+struct ProcessResult
+{
+    bool finished = false; // false: still running at the deadline (then killed) or never started
+    QProcess::ExitStatus exitStatus = QProcess::NormalExit;
+    int exitCode = -1;
+    QByteArray out;
+    QByteArray err;
+    QString what; // the command line, for messages
+
+    bool exitedWith(int code) const { return finished && exitStatus == QProcess::NormalExit && exitCode == code; }
+    bool crashed() const { return finished && exitStatus == QProcess::CrashExit; }
+    QByteArray describe() const
+    {
+        QString text = what + QStringLiteral(": ");
+        if (!finished)
+            text += QStringLiteral("did not finish");
+        else if (exitStatus == QProcess::CrashExit)
+            text += QStringLiteral("crashed");
+        else
+            text += QStringLiteral("exit %1").arg(exitCode);
+        return text.toUtf8() + "\n--- stdout:\n" + out.left(4000) + "\n--- stderr:\n" + err.left(4000);
+    }
+};
+
+struct ReminderSpec
+{
+    QByteArray line;
+    QByteArray key;
+};
+
+inline ReminderSpec makeReminder(const QString &prefix, int i)
+{
+    const QString userId = QStringLiteral("%1-user-%2").arg(prefix).arg(i);
+    const QString reminderId = QStringLiteral("%1-rem-%2").arg(prefix).arg(i);
+    const QString scheduledAt = QStringLiteral("2024-05-01T09:%1:00Z").arg(i % 60, 2, 10, QLatin1Char('0'));
+    const QJsonObject object{
+        {QStringLiteral("user_id"), userId},
+        {QStringLiteral("reminder_id"), reminderId},
+        {QStringLiteral("scheduled_at"), scheduledAt},
+        {QStringLiteral("destination"), QStringLiteral("+1555%1").arg(i, 7, 10, QLatin1Char('0'))},
+        {QStringLiteral("channel"), QStringLiteral("sms")},
+        {QStringLiteral("event_id"), QStringLiteral("%1-evt-%2").arg(prefix).arg(i)},
+        {QStringLiteral("body"), QStringLiteral("Your appointment is tomorrow at 10:00")},
+    };
+    return {QJsonDocument(object).toJson(QJsonDocument::Compact), once::makeSendKey(userId, reminderId, scheduledAt)};
+}
+
+// Empty when every named field of `once stats --json` has the expected value.
+inline QString statsProblems(const QJsonObject &stats, const QList<QPair<QString, qint64>> &expected)
+{
+    if (stats.isEmpty())
+        return QStringLiteral("once stats --json gave nothing");
+    QStringList problems;
+    for (const auto &[field, value] : expected) {
+        const QJsonValue actual = stats.value(field);
+        if (!actual.isDouble() || qint64(actual.toDouble()) != value)
+            problems << QStringLiteral("%1 is %2, expected %3")
+                            .arg(field, QString::fromUtf8(QJsonDocument(QJsonArray{actual}).toJson(QJsonDocument::Compact)))
+                            .arg(value);
+    }
+    if (!problems.isEmpty())
+        problems << QString::fromUtf8(QJsonDocument(stats).toJson(QJsonDocument::Compact));
+    return problems.join(QLatin1String("; "));
+}
+
+// Rows of a query on a store through a connection of its own (not once's Database class),
+// for what no command shows or to check what once left behind; each row's columns joined
+// with '|'. On SQLite the connection only reads, and waits for a worker's write lock.
+inline QStringList storeRows(const TestStores &stores, const QString &storeUrl, const QString &sql,
+                             QString *error = nullptr)
+{
+    static int connections = 0;
+    const QString name = QStringLiteral("deliveryharness-%1").arg(++connections);
+    QStringList rows;
+    QString problem;
+    {
+        QSqlDatabase db = stores.openRaw(storeUrl, name);
+        if (!db.isOpen()) {
+            problem = QStringLiteral("cannot open %1: %2").arg(TestStores::withoutPassword(storeUrl), db.lastError().text());
+        } else {
+            QSqlQuery query(db);
+            if (db.driverName() == QLatin1String("QSQLITE")) {
+                query.exec(QStringLiteral("PRAGMA busy_timeout = 10000"));
+                query.exec(QStringLiteral("PRAGMA query_only = 1"));
+            }
+            query.setForwardOnly(true);
+            if (!query.exec(sql)) {
+                problem = sql + QStringLiteral(": ") + query.lastError().text();
+            } else {
+                const int columnCount = query.record().count();
+                while (query.next()) {
+                    QStringList columns;
+                    for (int i = 0; i < columnCount; ++i)
+                        columns << query.value(i).toString();
+                    rows << columns.join(u'|');
+                }
+            }
+        }
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(name);
+    if (!problem.isEmpty()) {
+        qWarning("%s", qPrintable(problem));
+        if (error)
+            *error = problem;
+    }
+    return rows;
+}
+
+// A blocking HTTP GET on 127.0.0.1 (for a partner simulator in another process). Returns
+// the body of a 200 answer; otherwise an empty array and *error says why.
+inline QByteArray httpGet(quint16 port, const QByteArray &path, QString *error, int timeoutMs = 10000)
+{
+    QTcpSocket socket;
+    socket.connectToHost(QHostAddress::LocalHost, port);
+    if (!socket.waitForConnected(timeoutMs)) {
+        *error = QStringLiteral("GET %1: %2").arg(QString::fromLatin1(path), socket.errorString());
+        return {};
+    }
+    socket.write("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    QByteArray answer;
+    const QDeadlineTimer deadline(timeoutMs);
+    while (socket.state() == QAbstractSocket::ConnectedState && !deadline.hasExpired()) {
+        socket.waitForReadyRead(int(std::max<qint64>(1, deadline.remainingTime())));
+        answer += socket.readAll();
+    }
+    answer += socket.readAll();
+    const qsizetype headEnd = answer.indexOf("\r\n\r\n");
+    if (headEnd < 0 || !answer.startsWith("HTTP/1.1 200 ")) {
+        *error = QStringLiteral("GET %1: unexpected answer: %2")
+                     .arg(QString::fromLatin1(path), QString::fromLatin1(answer.left(300)));
+        return {};
+    }
+    return answer.mid(headEnd + 4);
+}
+
+// Starts `once` processes against one store and owns them: whatever still runs when it
+// goes (at the end of a test, passed or failed) is killed and reaped.
+class OnceRunner final
+{
+    Q_DISABLE_COPY_MOVE(OnceRunner)
+
+public:
+    OnceRunner(const QString &onceBin, const QString &storeUrl) : m_onceBin(onceBin), m_storeUrl(storeUrl) {}
+    ~OnceRunner() { killAll(); }
+
+    const QString &storeUrl() const { return m_storeUrl; }
+
+    // The environment of every process: this one's, without what would change what once
+    // does behind a test's back, plus `extra`.
+    static QProcessEnvironment environment(const QMap<QString, QString> &extra = {})
+    {
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        for (const auto name : {"ONCE_FAILPOINT", "ONCE_FAILPOINT_SKIP", "ONCE_PARTNER_TOKEN", "ONCE_STORE"})
+            env.remove(QString::fromLatin1(name));
+        for (auto it = extra.cbegin(); it != extra.cend(); ++it)
+            env.insert(it.key(), it.value());
+        return env;
+    }
+
+    // Starts `once <args>`, with --store inserted after the subcommand unless the arguments
+    // name one or the subcommand uses none (partner-sim).
+    QProcess *start(QStringList args, const QMap<QString, QString> &env = {})
+    {
+        if (!args.contains(QLatin1String("--store")) && args.value(0) != QLatin1String("partner-sim")) {
+            args.insert(1, QStringLiteral("--store"));
+            args.insert(2, m_storeUrl);
+        }
+        auto process = std::make_unique<QProcess>();
+        process->setProgram(m_onceBin);
+        process->setArguments(args);
+        process->setProcessEnvironment(environment(env));
+#ifdef Q_OS_LINUX
+        // Should this test process die before it can kill them (ctest's timeout, a crash),
+        // its children die with it instead of delivering on in the background.
+        process->setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGKILL); });
+#endif
+        process->start(QIODevice::ReadOnly);
+        m_processes.push_back(std::move(process));
+        return m_processes.back().get();
+    }
+
+    // eachTurn runs after every batch of events while the process runs. A process still
+    // running at the deadline is killed (a worker's result then tells the store's counts).
+    ProcessResult waitFor(QProcess *process, int timeoutMs, const std::function<void()> &eachTurn = {})
+    {
+        ProcessResult result;
+        result.what = QStringLiteral("once ") + shown(process->arguments()).join(QLatin1Char(' '));
+        result.finished = pumpUntil(
+            [&] {
+                if (eachTurn)
+                    eachTurn();
+                return process->state() == QProcess::NotRunning;
+            },
+            timeoutMs);
+        if (process->error() == QProcess::FailedToStart) {
+            result.finished = false;
+            result.err = process->errorString().toUtf8();
+            return result;
+        }
+        if (!result.finished) {
+            process->kill();
+            process->waitForFinished(5000);
+            if (process->arguments().value(0) == QLatin1String("worker"))
+                result.what += QStringLiteral(" (store then: %1)")
+                                   .arg(QString::fromUtf8(QJsonDocument(stats()).toJson(QJsonDocument::Compact)));
+        }
+        result.exitStatus = process->exitStatus();
+        result.exitCode = process->exitCode();
+        result.out = process->readAllStandardOutput();
+        result.err = process->readAllStandardError();
+        return result;
+    }
+
+    // Runs a short command to its end; it is not kept afterwards.
+    ProcessResult run(const QStringList &args, const QMap<QString, QString> &env = {}, int timeoutMs = CommandTimeoutMs)
+    {
+        QProcess *process = start(args, env);
+        const ProcessResult result = waitFor(process, timeoutMs);
+        release(process);
+        return result;
+    }
+
+    // Forgets (and deletes) a process that has finished.
+    void release(QProcess *process)
+    {
+        std::erase_if(m_processes, [process](const auto &p) { return p.get() == process; });
+    }
+
+    // SIGKILLs every process still running and waits for each; returns how many it killed.
+    int killAll()
+    {
+        int killed = 0;
+        for (auto &process : m_processes) {
+            if (process->state() != QProcess::NotRunning) {
+                process->kill();
+                process->waitForFinished(5000);
+                ++killed;
+            }
+        }
+        m_processes.clear();
+        return killed;
+    }
+
+    QJsonObject stats()
+    {
+        const auto result = run({QStringLiteral("stats"), QStringLiteral("--json")});
+        if (!result.exitedWith(0))
+            qWarning("%s", result.describe().constData());
+        return QJsonDocument::fromJson(result.out).object();
+    }
+
+    QJsonArray jsonArray(const QStringList &args)
+    {
+        const auto result = run(args);
+        const auto document = QJsonDocument::fromJson(result.out);
+        if (!result.exitedWith(0) || !document.isArray())
+            qWarning("%s", result.describe().constData());
+        return document.array();
+    }
+
+    // Arguments as they may be shown: store URLs without their password.
+    static QStringList shown(QStringList args)
+    {
+        for (auto &arg : args)
+            arg = TestStores::withoutPassword(arg);
+        return args;
+    }
+
+private:
+    QString m_onceBin;
+    QString m_storeUrl;
+    std::vector<std::unique_ptr<QProcess>> m_processes;
+};
+
+} // namespace oncetest
+
+#define VERIFY_NO_PROBLEMS(text)                                                                                       \
+    do {                                                                                                               \
+        const QString problems_ = (text);                                                                              \
+        QVERIFY2(problems_.isEmpty(), qPrintable(problems_));                                                          \
+    } while (false)
