@@ -217,6 +217,7 @@ void Engine::cycle()
         emit errorOccurred(QStringLiteral("store write failed: ") + error);
         if (writesCommitted) {
             m_inFlight -= settling;
+            noteRetriesDue(settlements, nowMs());
             for (const qint64 enqueuedAt : ackedEnqueueTimes)
                 m_latenciesMs.push_back(nowMs() - enqueuedAt);
             scheduleCycle(StoreRetryMs);
@@ -235,6 +236,7 @@ void Engine::cycle()
 
     m_inFlight -= settling;
     const qint64 committedAt = nowMs();
+    noteRetriesDue(settlements, committedAt);
     for (const qint64 enqueuedAt : ackedEnqueueTimes)
         m_latenciesMs.push_back(committedAt - enqueuedAt);
     m_counters.leased += leased.size();
@@ -291,11 +293,26 @@ void Engine::cycle()
 }
 
 // Polling finds what no notification announces: retries coming due and the leases of
-// crashed workers expiring. With notifications for new messages it can be slow.
+// crashed workers expiring. With notifications for new messages it can be slow, except
+// that this worker wakes for the retries it scheduled itself.
 qint64 Engine::idleWaitMs() const
 {
     constexpr qint64 NotifiedPollMs = 1000;
-    return m_listening ? std::max(m_config.idlePollMs, NotifiedPollMs) : m_config.idlePollMs;
+    if (!m_listening)
+        return m_config.idlePollMs;
+    const qint64 wait = std::max(m_config.idlePollMs, NotifiedPollMs);
+    const qint64 untilRetry = m_nextRetryDueMs - nowMs();
+    return untilRetry >= 0 ? std::min(wait, untilRetry) : wait;
+}
+
+void Engine::noteRetriesDue(const QList<Settlement> &settlements, qint64 committedAtMs)
+{
+    if (m_nextRetryDueMs < committedAtMs)
+        m_nextRetryDueMs = std::numeric_limits<qint64>::max();
+    for (const auto &settlement : settlements) {
+        if (settlement.kind == Settlement::Kind::Retry)
+            m_nextRetryDueMs = std::min(m_nextRetryDueMs, committedAtMs + settlement.delayMs);
+    }
 }
 
 void Engine::onNotification(const QString &channel)

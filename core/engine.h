@@ -8,6 +8,7 @@
 #include <QTimer>
 #include <QUrl>
 
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -120,6 +121,7 @@ private:
     void heartbeat();
     void onNotification(const QString &channel);
     qint64 idleWaitMs() const;
+    void noteRetriesDue(const QList<Settlement> &settlements, qint64 committedAtMs);
 
     EngineConfig m_config;
     std::unique_ptr<Store> m_store;
@@ -135,6 +137,7 @@ private:
     QTimer m_heartbeatTimer{this};
     bool m_listening = false; // woken by PostgreSQL notifications rather than polling alone
     bool m_idle = false;      // the last turn found nothing to lease
+    qint64 m_nextRetryDueMs = std::numeric_limits<qint64>::max(); // earliest retry this worker scheduled
     bool m_running = false;
     bool m_paused = false;
     bool m_stopping = false;
