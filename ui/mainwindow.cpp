@@ -6,9 +6,11 @@
 #include "eventspage.h"
 #include "indoubtpage.h"
 #include "overviewpage.h"
+#include "postgresdialog.h"
 #include "settings.h"
 #include "settingsdialog.h"
 #include "storesession.h"
+#include "storeurl.h"
 #include "workerpage.h"
 
 #include <QApplication>
@@ -17,6 +19,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
@@ -37,6 +40,7 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent), m_engine(new Engi
     connect(m_tabs, &QTabWidget::currentChanged, this, &MainWindow::refreshCurrent);
 
     m_storeLabel = new QLabel(tr("No store open"));
+    m_storeLabel->setObjectName(QStringLiteral("storeLabel"));
     m_workerLabel = new QLabel;
     statusBar()->addWidget(m_storeLabel, 1);
     statusBar()->addPermanentWidget(m_workerLabel);
@@ -45,13 +49,14 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent), m_engine(new Engi
     connect(m_engine, &EngineController::errorOccurred, this,
             [this](const QString &message) { statusBar()->showMessage(message, 10000); });
 
+    Settings settings;
+    settings.scrubRecentStores();
     buildMenus();
     updateStatus();
-    Settings settings;
     if (!restoreGeometry(settings.windowGeometry()))
         resize(1280, 820);
     restoreState(settings.windowState());
-    m_refreshTimer.setInterval(2000);
+    m_refreshTimer.setInterval(Page::PollIntervalMs);
     connect(&m_refreshTimer, &QTimer::timeout, this, &MainWindow::refreshCurrent);
     m_refreshTimer.start();
 }
@@ -62,6 +67,9 @@ void MainWindow::buildMenus()
 {
     QMenu *file = menuBar()->addMenu(tr("&File"));
     file->addAction(tr("&Open Store…"), QKeySequence::Open, this, &MainWindow::chooseStore);
+    QAction *openPostgres = file->addAction(tr("Open &PostgreSQL Store…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O),
+                                            this, [this] { choosePostgresStore(); });
+    openPostgres->setObjectName(QStringLiteral("openPostgresStore"));
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     rebuildRecentMenu();
     file->addSeparator();
@@ -89,22 +97,55 @@ void MainWindow::buildMenus()
 
 void MainWindow::openStore(const QString &url)
 {
+    // The pages let go of the old session before it goes.
+    for (Page *page : std::as_const(m_pages))
+        page->setSession(nullptr);
     m_session = std::make_unique<StoreSession>(url);
-    connect(m_session.get(), &StoreSession::opened, this, [this, url](bool ok, const QString &error) {
+    const QString shown = m_session->displayName();
+    m_storeLabel->setText(tr("Opening %1…").arg(shown));
+    m_storeLabel->setToolTip(QString());
+    connect(m_session.get(), &StoreSession::opened, this, [this, url, shown](bool ok, const QString &error) {
         if (!ok) {
-            m_storeLabel->setText(tr("Cannot open %1").arg(url));
-            QMessageBox::warning(this, tr("Cannot open the store"), error);
+            m_storeLabel->setText(tr("Cannot open %1").arg(shown));
+            showOpenError(url, error);
             return;
         }
-        Settings().addRecentStore(url);
+        // Only the password-free URL is remembered (Settings does it too).
+        Settings().addRecentStore(storeUrlWithoutPassword(url));
         rebuildRecentMenu();
-        m_storeLabel->setText(tr("Store: %1").arg(url));
+        if (m_session->hasLiveUpdates()) {
+            m_storeLabel->setText(tr("Store: %1  ·  live updates").arg(shown));
+            m_storeLabel->setToolTip(tr("The store notifies the console of new messages and worker activity; "
+                                        "pages refresh within a second of a change."));
+        } else {
+            m_storeLabel->setText(tr("Store: %1").arg(shown));
+            m_storeLabel->setToolTip(tr("Pages refresh every %1 seconds.").arg(Page::PollIntervalMs / 1000));
+        }
         refreshCurrent();
     });
     connect(m_session.get(), &StoreSession::storeChanged, this, &MainWindow::refreshCurrent);
     for (Page *page : std::as_const(m_pages))
         page->setSession(m_session.get());
-    setWindowTitle(tr("%1 — once console").arg(url.section(QLatin1Char('/'), -1)));
+    setWindowTitle(tr("%1 — once console").arg(storeShortName(url)));
+}
+
+// Window-modal and not exec(): the window keeps refreshing, and nothing waits on it.
+void MainWindow::showOpenError(const QString &url, const QString &error)
+{
+    auto *box = new QMessageBox(QMessageBox::Warning, tr("Cannot open the store"), error, QMessageBox::Close, this);
+    box->setObjectName(QStringLiteral("openError"));
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setWindowModality(Qt::WindowModal);
+    if (isPostgresUrl(url)) {
+        // Open Recent and --store reconnect without a password: say where it came from.
+        if (storeUrlWithoutPassword(url) == url)
+            box->setInformativeText(tr("This store's URL has no password, so libpq looked for one in PGPASSWORD and "
+                                       "~/.pgpass, as psql does. Connect… lets you type one for this session."));
+        QPushButton *retry = box->addButton(tr("Connect…"), QMessageBox::AcceptRole);
+        retry->setObjectName(QStringLiteral("connect"));
+        connect(retry, &QPushButton::clicked, this, [this, url] { choosePostgresStore(url); });
+    }
+    box->open();
 }
 
 void MainWindow::chooseStore()
@@ -115,12 +156,34 @@ void MainWindow::chooseStore()
         openStore(QStringLiteral("sqlite:") + path);
 }
 
+void MainWindow::choosePostgresStore(const QString &prefill)
+{
+    PostgresDialog dialog(this);
+    if (!prefill.isEmpty()) {
+        dialog.setUrl(prefill);
+    } else {
+        // The last PostgreSQL store opened, if any (without its password).
+        const QStringList recent = Settings().recentStores();
+        const auto last = std::find_if(recent.cbegin(), recent.cend(), isPostgresUrl);
+        if (last != recent.cend())
+            dialog.setUrl(*last);
+    }
+    if (dialog.exec() == QDialog::Accepted)
+        openStore(dialog.url());
+}
+
 void MainWindow::rebuildRecentMenu()
 {
     m_recentMenu->clear();
     const QStringList recent = Settings().recentStores();
-    for (const QString &url : recent)
-        m_recentMenu->addAction(url, this, [this, url] { openStore(url); });
+    for (const QString &url : recent) {
+        QString text = storeDisplayName(url);
+        QAction *action = m_recentMenu->addAction(text.replace(QLatin1Char('&'), QLatin1String("&&")), this,
+                                                  [this, url] { openStore(url); });
+        if (isPostgresUrl(url))
+            action->setToolTip(tr("Reconnects with the password from PGPASSWORD or ~/.pgpass"));
+    }
+    m_recentMenu->setToolTipsVisible(true);
     m_recentMenu->setEnabled(!recent.isEmpty());
 }
 
@@ -152,10 +215,15 @@ void MainWindow::saveScreenshots(const QString &folder, std::function<void()> do
     (*next)(0);
 }
 
+// Every refresh, whatever asked for it, puts the next poll a full interval away: with
+// notifications arriving, polling only fills the quiet spells.
 void MainWindow::refreshCurrent()
 {
-    if (auto *page = qobject_cast<Page *>(m_tabs->currentWidget()); page && m_session)
+    auto *page = qobject_cast<Page *>(m_tabs->currentWidget());
+    if (page && m_session)
         page->refresh();
+    const bool live = m_session && m_session->hasLiveUpdates();
+    m_refreshTimer.start(page ? page->refreshIntervalMs(live) : Page::PollIntervalMs);
 }
 
 void MainWindow::updateStatus()

@@ -18,7 +18,11 @@ class Page;
 class StoreSession;
 
 // The console's window: a tab per page over one open store, a menu bar, a status bar,
-// and the engine running in the background. Pages refresh every two seconds and on F5.
+// and the engine running in the background. The current page refreshes on F5, when the
+// store announces a change, and otherwise every few seconds (Page::refreshIntervalMs).
+//
+// The URL a store was opened with may hold a password; the window shows, titles and
+// remembers stores only by their display name or password-free URL (storeurl.h).
 class MainWindow final : public QMainWindow
 {
     Q_OBJECT
@@ -51,6 +55,8 @@ protected:
 private:
     void buildMenus();
     void chooseStore();
+    void choosePostgresStore(const QString &prefill = QString());
+    void showOpenError(const QString &url, const QString &error);
     void rebuildRecentMenu();
     void refreshCurrent();
     void showAbout();
@@ -62,7 +68,7 @@ private:
     QTabWidget *m_tabs = nullptr;
     QList<Page *> m_pages;
     QMenu *m_recentMenu = nullptr;
-    QLabel *m_storeLabel = nullptr;
+    QLabel *m_storeLabel = nullptr; // "storeLabel"
     QLabel *m_workerLabel = nullptr;
     QTimer m_refreshTimer;
 };

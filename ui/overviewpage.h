@@ -32,6 +32,9 @@ public:
     QString title() const override { return tr("Overview"); }
     void setSession(StoreSession *session) override;
     void refresh() override;
+    // The oldest message's age and the charts move with the clock alone: with live
+    // updates, still poll every five seconds.
+    int refreshIntervalMs(bool liveUpdates) const override { return liveUpdates ? 5000 : PollIntervalMs; }
 
 private:
     void load();

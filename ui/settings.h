@@ -9,8 +9,12 @@ namespace once::ui {
 class Settings final
 {
 public:
+    // Store URLs without their passwords (storeurl.h), newest first: a password lives
+    // only in the memory of the session it was typed for.
     QStringList recentStores() const;
     void addRecentStore(const QString &url);
+    // Rewrites the list without passwords, should an older version have saved one.
+    void scrubRecentStores();
 
     int oldestAgeAlertSeconds() const { return m_settings.value(QStringLiteral("alerts/oldestAgeSeconds"), 300).toInt(); }
     void setOldestAgeAlertSeconds(int seconds) { m_settings.setValue(QStringLiteral("alerts/oldestAgeSeconds"), seconds); }

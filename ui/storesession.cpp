@@ -1,14 +1,20 @@
 #include "storesession.h"
 
+#include "storeurl.h"
+
 namespace once::ui {
 
-StoreSession::StoreSession(const QString &storeUrl, QObject *parent) : QObject(parent), m_storeUrl(storeUrl)
+StoreSession::StoreSession(const QString &storeUrl, QObject *parent)
+    : QObject(parent), m_storeUrl(storeUrl), m_displayName(storeDisplayName(storeUrl))
 {
     m_thread.setObjectName(QStringLiteral("store reader"));
     m_reader = new StoreReader(storeUrl);
     m_reader->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_reader, &QObject::deleteLater);
-    connect(m_reader, &StoreReader::opened, this, &StoreSession::opened);
+    connect(m_reader, &StoreReader::opened, this, [this](bool ok, const QString &error, bool liveUpdates) {
+        m_liveUpdates = ok && liveUpdates;
+        emit opened(ok, error);
+    });
     connect(m_reader, &StoreReader::overviewLoaded, this, &StoreSession::overviewLoaded);
     connect(m_reader, &StoreReader::eventsLoaded, this, &StoreSession::eventsLoaded);
     connect(m_reader, &StoreReader::eventsCounted, this, &StoreSession::eventsCounted);
@@ -16,6 +22,8 @@ StoreSession::StoreSession(const QString &storeUrl, QObject *parent) : QObject(p
     connect(m_reader, &StoreReader::deadLettersLoaded, this, &StoreSession::deadLettersLoaded);
     connect(m_reader, &StoreReader::inDoubtLoaded, this, &StoreSession::inDoubtLoaded);
     connect(m_reader, &StoreReader::auditLoaded, this, &StoreSession::auditLoaded);
+    connect(m_reader, &StoreReader::workersLoaded, this, &StoreSession::workersLoaded);
+    connect(m_reader, &StoreReader::storeChanged, this, &StoreSession::storeChanged);
     connect(m_reader, &StoreReader::redriveProgress, this, &StoreSession::redriveProgress);
     connect(m_reader, &StoreReader::redriveFinished, this, [this](quint64 token, int moved, bool cancelled,
                                                                  const QString &error) {
@@ -91,6 +99,13 @@ quint64 StoreSession::loadAudit(int limit)
     const quint64 token = nextToken();
     QMetaObject::invokeMethod(m_reader, [reader = m_reader, token, limit] { reader->loadAudit(token, limit); },
                               Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::loadWorkers()
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(m_reader, [reader = m_reader, token] { reader->loadWorkers(token); }, Qt::QueuedConnection);
     return token;
 }
 

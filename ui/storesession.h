@@ -11,6 +11,10 @@ namespace once::ui {
 // answer arrives later as a signal carrying the same token (a view keeps the token of
 // its latest request and ignores older answers). The reader lives on its own thread,
 // so the GUI thread never waits on the store.
+//
+// storeUrl() may hold a password (typed into the PostgreSQL dialog): it is for opening
+// connections only. Whatever is shown or saved uses displayName() or
+// urlWithoutPassword() (storeurl.h).
 class StoreSession final : public QObject
 {
     Q_OBJECT
@@ -21,6 +25,11 @@ public:
     ~StoreSession() override;
 
     QString storeUrl() const { return m_storeUrl; }
+    // The store as a person may see it: never a password.
+    QString displayName() const { return m_displayName; }
+    // Whether storeChanged() follows the store's changes by itself (PostgreSQL
+    // notifications), so that views may poll less often. Known once opened() came.
+    bool hasLiveUpdates() const { return m_liveUpdates; }
 
     quint64 loadOverview(qint64 windowMs);
     quint64 loadEvents(const once::EventFilter &filter);
@@ -29,6 +38,7 @@ public:
     quint64 loadDeadLetters(const once::DeadLetterFilter &filter);
     quint64 loadInDoubt();
     quint64 loadAudit(int limit = 500);
+    quint64 loadWorkers();
     quint64 redrive(const QList<once::DeadLetter> &letters, int ratePerSecond, const QString &detail);
     void cancelRedrive(quint64 token);
     quint64 discard(const QList<once::DeadLetter> &letters, const QString &detail);
@@ -43,17 +53,21 @@ signals:
     void deadLettersLoaded(quint64 token, const QList<once::DeadLetter> &letters);
     void inDoubtLoaded(quint64 token, const QList<once::EventRow> &rows);
     void auditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
+    void workersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);
     void redriveProgress(quint64 token, int moved, int total);
     void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
     void operationFinished(quint64 token, bool ok, const QString &message);
     void failed(quint64 token, const QString &error);
-    // An operator action changed the store: views reload.
+    // The store changed, through an operator action here or (with live updates) a
+    // notification from any process, at most once a second: views reload.
     void storeChanged();
 
 private:
     quint64 nextToken() { return ++m_lastToken; }
 
     QString m_storeUrl;
+    QString m_displayName;
+    bool m_liveUpdates = false;
     QThread m_thread;
     once::StoreReader *m_reader = nullptr; // lives on m_thread
     quint64 m_lastToken = 0;

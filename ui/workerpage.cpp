@@ -5,6 +5,9 @@
 #include "statuscolors.h"
 #include "storesession.h"
 #include "tile.h"
+#include "workersmodel.h"
+
+#include "database.h"
 
 #include <QComboBox>
 #include <QCoreApplication>
@@ -13,12 +16,16 @@
 #include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
+#include <QHeaderView>
 #include <QHostInfo>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSignalBlocker>
+#include <QSortFilterProxyModel>
 #include <QSpinBox>
+#include <QStackedWidget>
+#include <QTableView>
 #include <QVBoxLayout>
 
 namespace once::ui {
@@ -26,6 +33,10 @@ namespace once::ui {
 namespace {
 
 constexpr char TokenVariable[] = "ONCE_PARTNER_TOKEN";
+const QString WorkersHeader = QStringLiteral("workers");
+// A reload the store has not answered in this long is given up, so one lost answer
+// does not stop the table for good.
+constexpr qint64 PendingTimeoutMs = 30000;
 
 Tile *makeTile(const QString &objectName, const QString &caption, const QString &subCaption)
 {
@@ -141,17 +152,37 @@ WorkerPage::WorkerPage(EngineController *engine, QWidget *parent) : Page(parent)
     m_countersCaption = new QLabel;
     m_countersCaption->setForegroundRole(QPalette::PlaceholderText);
 
+    buildWorkersTable();
+
+    // The console's own worker on top: its form and buttons on the left, what it is
+    // doing on the right; its counters; then every worker on the store, which gets the
+    // rest of the height.
+    auto *formColumn = new QVBoxLayout;
+    formColumn->addWidget(settingsBox);
+    formColumn->addLayout(buttons);
+    auto *stateColumn = new QVBoxLayout;
+    stateColumn->addWidget(m_status);
+    stateColumn->addWidget(m_hint);
+    stateColumn->addWidget(m_engineError);
+    stateColumn->addStretch();
+    auto *top = new QHBoxLayout;
+    top->addLayout(formColumn);
+    top->addSpacing(16);
+    top->addLayout(stateColumn, 1);
+
+    auto *workersBox = new QGroupBox(tr("Workers on this store"));
+    workersBox->setObjectName(QStringLiteral("workersBox"));
+    auto *workersLayout = new QVBoxLayout(workersBox);
+    workersLayout->addWidget(m_workersSummary);
+    workersLayout->addWidget(m_workersStack, 1);
+
     auto *layout = new QVBoxLayout(this);
-    layout->addWidget(settingsBox);
-    layout->addLayout(buttons);
-    layout->addSpacing(8);
-    layout->addWidget(m_status);
-    layout->addWidget(m_hint);
-    layout->addWidget(m_engineError);
-    layout->addSpacing(8);
+    layout->addLayout(top);
+    layout->addSpacing(4);
     layout->addWidget(m_countersCaption);
     layout->addLayout(tiles);
-    layout->addStretch();
+    layout->addSpacing(4);
+    layout->addWidget(workersBox, 1);
 
     connect(m_url, &QLineEdit::textChanged, this, [this] {
         validateUrl();
@@ -174,23 +205,185 @@ WorkerPage::WorkerPage(EngineController *engine, QWidget *parent) : Page(parent)
         });
         // The demo may have started the engine before this page existed.
         onCounters(m_engine->counters());
+        if (m_engine->state() != EngineController::State::Stopped)
+            m_workersModel->setOwnWorkerId(m_engine->config().workerId);
     }
     validateUrl();
     updateControls();
 }
 
-WorkerPage::~WorkerPage() = default;
+WorkerPage::~WorkerPage()
+{
+    Settings().setHeaderState(WorkersHeader, m_workersView->horizontalHeader()->saveState());
+}
+
+void WorkerPage::buildWorkersTable()
+{
+    m_workersModel = new WorkersModel(this);
+    auto *proxy = new QSortFilterProxyModel(this);
+    proxy->setSourceModel(m_workersModel);
+    proxy->setSortRole(WorkersModel::SortRole);
+    // Ties (two running workers) keep the registry's order: latest heartbeat first.
+    proxy->setDynamicSortFilter(true);
+
+    m_workersView = new QTableView;
+    m_workersView->setObjectName(QStringLiteral("workers"));
+    m_workersView->setModel(proxy);
+    m_workersView->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_workersView->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_workersView->setSortingEnabled(true);
+    m_workersView->setAlternatingRowColors(true);
+    m_workersView->setWordWrap(false);
+    m_workersView->verticalHeader()->hide();
+    m_workersView->verticalHeader()->setDefaultSectionSize(m_workersView->fontMetrics().height() + 8);
+    // However small the window, a few workers stay in view.
+    m_workersView->setMinimumHeight(5 * (m_workersView->fontMetrics().height() + 8));
+    QHeaderView *header = m_workersView->horizontalHeader();
+    header->setSectionsMovable(true);
+    header->setHighlightSections(false);
+    header->setStretchLastSection(true);
+    if (!header->restoreState(Settings().headerState(WorkersHeader))) {
+        // Every column fits at the default window size, the partner URL taking what is
+        // left; long ids and hosts are elided, and the operator can widen them.
+        const QFontMetrics metrics = m_workersView->fontMetrics();
+        const auto text = [&metrics](const QString &sample) { return metrics.horizontalAdvance(sample) + 16; };
+        const auto label = [this, &metrics](int column) {
+            return metrics.horizontalAdvance(m_workersModel->headerData(column, Qt::Horizontal).toString()) + 16;
+        };
+        QFont bold = m_workersView->font(); // this console's own worker
+        bold.setBold(true);
+        m_workersView->setColumnWidth(WorkersModel::Id,
+                                      QFontMetrics(bold).horizontalAdvance(QStringLiteral("console-demo@hostname")) + 16);
+        m_workersView->setColumnWidth(WorkersModel::Host, text(QStringLiteral("hostname")));
+        m_workersView->setColumnWidth(WorkersModel::Pid, std::max(label(WorkersModel::Pid), text(QStringLiteral("4194304"))));
+        m_workersView->setColumnWidth(WorkersModel::Status, text(QStringLiteral("stopped")) + 20 + 12); // icon, indicator
+        m_workersView->setColumnWidth(WorkersModel::Started, text(QStringLiteral("0000-00-00 00:00:00")));
+        for (const int column : {WorkersModel::Heartbeat, WorkersModel::Applied, WorkersModel::Duplicates,
+                                 WorkersModel::Retries, WorkersModel::DeadLettered, WorkersModel::InFlight})
+            m_workersView->setColumnWidth(column, std::max(label(column), text(QStringLiteral("000,000"))));
+        m_workersView->sortByColumn(WorkersModel::Status, Qt::AscendingOrder);
+    } else {
+        // The restored indicator alone does not sort the rows.
+        m_workersView->sortByColumn(header->sortIndicatorSection(), header->sortIndicatorOrder());
+    }
+
+    m_workersEmpty = new QLabel;
+    m_workersEmpty->setObjectName(QStringLiteral("workersEmpty"));
+    m_workersEmpty->setAlignment(Qt::AlignCenter);
+    m_workersEmpty->setWordWrap(true);
+    m_workersEmpty->setTextFormat(Qt::RichText);
+    m_workersEmpty->setForegroundRole(QPalette::PlaceholderText);
+    m_workersStack = new QStackedWidget;
+    m_workersStack->addWidget(m_workersView);
+    m_workersStack->addWidget(m_workersEmpty);
+    m_workersSummary = new QLabel;
+    m_workersSummary->setObjectName(QStringLiteral("workersSummary"));
+    m_workersSummary->setWordWrap(true);
+    m_workersSummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    updateWorkersSummary();
+}
 
 void WorkerPage::setSession(StoreSession *session)
 {
+    // The previous session may already be gone, so its connections are dropped by handle.
+    for (const auto &connection : std::as_const(m_sessionConnections))
+        disconnect(connection);
+    m_sessionConnections.clear();
     m_session = session;
+    m_workersToken = 0;
+    m_workersLoaded = false;
+    m_workersError.clear();
+    m_workersModel->setWorkers({}, 0);
+    if (m_session) {
+        m_sessionConnections << connect(m_session, &StoreSession::workersLoaded, this, &WorkerPage::onWorkersLoaded)
+                             << connect(m_session, &StoreSession::failed, this,
+                                        [this](quint64 token, const QString &error) {
+                                            if (token != m_workersToken)
+                                                return;
+                                            m_workersToken = 0;
+                                            m_workersError = error;
+                                            updateWorkersSummary();
+                                        });
+    }
+    updateWorkersSummary();
     updateControls();
 }
 
 void WorkerPage::refresh()
 {
-    // Counters arrive from the engine by themselves; nothing to ask the store.
+    // The engine's counters arrive by themselves; the store has the other workers.
     updateControls();
+    if (!m_session)
+        return;
+    // A slow store must not pile up requests on the reader's thread.
+    if (m_workersToken != 0 && m_workersPendingSince.elapsed() < PendingTimeoutMs)
+        return;
+    m_workersToken = m_session->loadWorkers();
+    m_workersPendingSince.start();
+}
+
+void WorkerPage::onWorkersLoaded(quint64 token, const QList<WorkerRecord> &workers)
+{
+    if (token != m_workersToken)
+        return;
+    m_workersToken = 0;
+    m_workersLoaded = true;
+    m_workersError.clear();
+    m_workersModel->setWorkers(workers, once::nowMs());
+    updateWorkersSummary();
+}
+
+void WorkerPage::updateWorkersSummary()
+{
+    const int total = m_workersModel->rowCount();
+    int running = 0, paused = 0, gone = 0, stopped = 0;
+    for (int row = 0; row < total; ++row) {
+        const QString status = m_workersModel->status(row);
+        if (status == QLatin1String("running"))
+            ++running;
+        else if (status == QLatin1String("paused"))
+            ++paused;
+        else if (status == QLatin1String("gone"))
+            ++gone;
+        else
+            ++stopped;
+    }
+    QStringList parts;
+    if (running)
+        parts << tr("%1 running").arg(formatCount(running));
+    if (paused)
+        parts << tr("%1 paused").arg(formatCount(paused));
+    if (gone)
+        parts << tr("%1 gone").arg(formatCount(gone));
+    if (stopped)
+        parts << tr("%1 stopped").arg(formatCount(stopped));
+    QString text;
+    Severity severity = Severity::Normal;
+    if (!m_workersError.isEmpty()) {
+        text = tr("Cannot load the workers: %1").arg(m_workersError);
+        severity = Severity::Alert;
+    } else if (total > 0) {
+        text = formatQuantity(total, tr("worker"), tr("workers")) + QStringLiteral(": ")
+               + parts.join(QStringLiteral(" · "));
+        if (gone > 0) {
+            text += tr(". A gone worker stopped sending heartbeats without saying it stopped; the messages it had "
+                       "leased return to the queue when their leases expire.");
+            severity = Severity::Warning;
+        }
+    }
+    m_workersSummary->setText(text);
+    m_workersSummary->setVisible(!text.isEmpty());
+    setTextColour(m_workersSummary, severityTextColor(severity, palette()));
+
+    if (!m_session)
+        m_workersEmpty->setText(tr("Open a store to see the workers on it."));
+    else if (!m_workersLoaded)
+        m_workersEmpty->setText(tr("Loading…"));
+    else
+        m_workersEmpty->setText(tr("<p>No worker has run on this store yet.</p><p>Workers register when they "
+                                   "start: <tt>once worker --partner URL</tt> on any machine that reaches the "
+                                   "store, or Start above.</p>"));
+    m_workersStack->setCurrentWidget(total > 0 ? static_cast<QWidget *>(m_workersView) : m_workersEmpty);
 }
 
 void WorkerPage::changeEvent(QEvent *event)
@@ -200,6 +393,7 @@ void WorkerPage::changeEvent(QEvent *event)
         validateUrl();
         updateControls();
         setTextColour(m_engineError, severityTextColor(Severity::Alert, palette()));
+        updateWorkersSummary();
     }
 }
 
@@ -264,7 +458,11 @@ void WorkerPage::onStateChanged(EngineController::State state)
 {
     if (state == EngineController::State::Stopped)
         m_startedHere = false;
+    else
+        m_workersModel->setOwnWorkerId(m_engine->config().workerId);
     updateControls();
+    // Starting, pausing or stopping changes this worker's row: show it now.
+    refresh();
 }
 
 void WorkerPage::onCounters(const EngineCounters &counters)
@@ -333,7 +531,8 @@ void WorkerPage::updateControls()
     if (!m_session && stopped)
         hint = tr("Open a store to run a worker on it.");
     else if (stopped)
-        hint = tr("Start runs a worker on %1 inside the console, as the once worker command would.").arg(m_session->storeUrl());
+        hint = tr("Start runs a worker on %1 inside the console, as the once worker command would.")
+                   .arg(m_session->displayName());
     else if (state == State::BreakerOpen)
         hint = tr("The partner failed several times in a row; the worker waits, then lets one probe through.");
     else if (m_startedHere)

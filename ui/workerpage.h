@@ -3,20 +3,28 @@
 #include "enginecontroller.h"
 #include "page.h"
 
+#include "workerregistry.h"
+
 #include <optional>
+
+#include <QElapsedTimer>
 
 class QComboBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
 class QSpinBox;
+class QStackedWidget;
+class QTableView;
 
 namespace once::ui {
 
 class Tile;
+class WorkersModel;
 
 // Runs the same worker as `once worker` inside the console: its settings, the buttons
 // that drive it, and its live counters. It shows the engine's state whoever started it.
+// Below, every worker registered on the store: headless ones anywhere, and this one.
 class WorkerPage final : public Page
 {
     Q_OBJECT
@@ -28,11 +36,17 @@ public:
     QString title() const override { return tr("Worker"); }
     void setSession(StoreSession *session) override;
     void refresh() override;
+    // Heartbeat ages and gone workers change with the clock alone, notifications or not.
+    int refreshIntervalMs(bool) const override { return PollIntervalMs; }
+
+    WorkersModel *workersModel() const { return m_workersModel; }
+    QTableView *workersView() const { return m_workersView; }
 
 protected:
     void changeEvent(QEvent *event) override;
 
 private:
+    void buildWorkersTable();
     void start();
     // The partner URL as typed, if it is one the engine can use; otherwise explains why not.
     std::optional<QUrl> partnerUrl(QString *problem) const;
@@ -40,8 +54,15 @@ private:
     void onStateChanged(EngineController::State state);
     void onCounters(const once::EngineCounters &counters);
     void updateControls();
+    void onWorkersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);
+    void updateWorkersSummary();
 
     StoreSession *m_session = nullptr;
+    QList<QMetaObject::Connection> m_sessionConnections;
+    quint64 m_workersToken = 0;
+    QElapsedTimer m_workersPendingSince;
+    bool m_workersLoaded = false;
+    QString m_workersError;
     EngineController *m_engine = nullptr;
     bool m_startedHere = false;
 
@@ -67,6 +88,12 @@ private:
     Tile *m_resent = nullptr;
     Tile *m_invalid = nullptr;
     Tile *m_inFlight = nullptr;
+
+    WorkersModel *m_workersModel = nullptr;
+    QTableView *m_workersView = nullptr;
+    QStackedWidget *m_workersStack = nullptr;
+    QLabel *m_workersEmpty = nullptr;
+    QLabel *m_workersSummary = nullptr;
 };
 
 } // namespace once::ui

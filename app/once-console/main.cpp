@@ -27,7 +27,11 @@ int main(int argc, char *argv[])
     parser.setApplicationDescription(QStringLiteral("The operations console of once."));
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addOption({QStringLiteral("store"), QStringLiteral("Open this store (sqlite:PATH or a file)."), QStringLiteral("url")});
+    parser.addOption({QStringLiteral("store"),
+                      QStringLiteral("Open this store: a SQLite file, sqlite:PATH or postgres://USER@HOST[:PORT]/DB "
+                                     "(the password from PGPASSWORD or ~/.pgpass, as psql does; the console never "
+                                     "shows or saves one)."),
+                      QStringLiteral("url")});
     parser.addOption({QStringLiteral("demo"),
                       QStringLiteral("Open a fresh demo store with a simulated partner, a producer and a running worker.")});
     parser.addOption({QStringLiteral("screenshots"),

@@ -22,6 +22,7 @@ const std::map<QString, Subcommand> &subcommands()
         {QStringLiteral("init"), {"create or upgrade a store", runInit}},
         {QStringLiteral("enqueue"), {"put reminders (JSON Lines) on the queue", runEnqueue}},
         {QStringLiteral("worker"), {"deliver reminders to a partner", runWorker}},
+        {QStringLiteral("workers"), {"list the workers registered on a store", runWorkers}},
         {QStringLiteral("stats"), {"queue and ledger counts", runStats}},
         {QStringLiteral("history"), {"the whole story of one event", runHistory}},
         {QStringLiteral("events"), {"list events by user or state", runEvents}},
