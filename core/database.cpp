@@ -458,6 +458,10 @@ bool Database::connect(QString *error)
         return false;
     }
     if (isPostgres()) {
+        // Notices such as "relation already exists, skipping" would reach stderr through
+        // libpq on every start; warnings and errors still do.
+        if (!exec(QStringLiteral("SET client_min_messages = warning"), error))
+            return false;
         for (const auto &channel : std::as_const(m_channels))
             m_db.driver()->subscribeToNotification(channel);
         return true;
