@@ -1,6 +1,7 @@
 #include "engine.h"
 
 #include "failpoint.h"
+#include "enginestore.h"
 #include "partnersender.h"
 #include "store.h"
 
@@ -42,7 +43,26 @@ Engine::Engine(const EngineConfig &config, QObject *parent)
     connect(&m_heartbeatTimer, &QTimer::timeout, this, &Engine::heartbeat);
 }
 
-Engine::~Engine() = default;
+Engine::~Engine()
+{
+    closeStore();
+}
+
+template<typename Function>
+auto Engine::onStore(Function function)
+{
+    std::invoke_result_t<Function, Store &> result{};
+    QMetaObject::invokeMethod(m_storeSide, [this, &function] { return function(m_storeSide->store()); },
+                              Qt::BlockingQueuedConnection, &result);
+    return result;
+}
+
+template<typename Function>
+void Engine::onStoreLater(Function function)
+{
+    EngineStore *side = m_storeSide;
+    QMetaObject::invokeMethod(side, [side, function] { function(side->store()); }, Qt::QueuedConnection);
+}
 
 EngineCounters Engine::counters() const
 {
@@ -59,13 +79,17 @@ void Engine::start()
     if (m_running)
         return;
     QString error;
-    m_store = Store::open(m_config.storeUrl, &error);
-    if (!m_store) {
+    m_storeSide = new EngineStore(m_config.storeUrl);
+    m_storeSide->moveToThread(&m_storeThread);
+    m_storeThread.setObjectName(QStringLiteral("once-engine-store"));
+    m_storeThread.start();
+    bool opened = false;
+    QMetaObject::invokeMethod(m_storeSide, [this, &error] { return m_storeSide->open(&error); },
+                              Qt::BlockingQueuedConnection, &opened);
+    if (!opened) {
         fail(error);
         return;
     }
-    m_queue = &m_store->queue();
-    m_ledger = &m_store->ledger();
     m_sender = new PartnerSender(m_config.partnerUrl, m_config.concurrency, m_config.requestTimeoutMs,
                                  m_config.partnerToken, this);
     WorkerRecord self;
@@ -75,23 +99,20 @@ void Engine::start()
     self.version = QStringLiteral(ONCE_VERSION);
     self.partner = m_sender->displayUrl();
     self.concurrency = m_config.concurrency;
-    if (!m_store->workers().announce(self, &error)) {
+    if (!onStore([&](Store &store) { return store.workers().announce(self, &error); })) {
         fail(QStringLiteral("cannot register the worker on the store: ") + error);
         return;
     }
-    Database &database = m_store->database();
-    if (database.listen(Channel::Queue)) {
-        m_listening = true;
-        connect(database.connection().driver(), &QSqlDriver::notification, this,
-                [this](const QString &channel) { onNotification(channel); });
-    }
+    m_listening = m_storeSide->listening();
+    connect(m_storeSide, &EngineStore::notified, this, &Engine::onNotification);
+    m_storeDisplayName = onStore([](Store &store) { return store.database().location().displayName(); });
     m_running = true;
     m_countersTimer.start();
     m_retentionTimer.start();
     m_sampleTimer.start();
     m_heartbeatTimer.start();
     qCInfo(lcEngine).noquote() << "worker" << m_config.workerId << "delivering to" << m_sender->displayUrl()
-                               << "from" << m_store->database().location().displayName();
+                               << "from" << m_storeDisplayName;
     emit started();
     purgeExpired();
     scheduleCycle(0);
@@ -145,6 +166,10 @@ void Engine::cycle()
 {
     if (!m_running)
         return;
+    if (m_turn) {
+        m_cycleWanted = true; // the turn's end looks again
+        return;
+    }
     m_idle = false;
     const qint64 now = nowMs();
     const int settling = int(m_pendingSettlements.size());
@@ -159,97 +184,64 @@ void Engine::cycle()
         return; // a finishing send schedules the next turn
     }
 
-    QList<LedgerUpdate> updates;
-    QList<Attempt> attempts;
-    QList<Settlement> settlements;
-    std::vector<qint64> ackedEnqueueTimes;
-    updates.swap(m_pendingUpdates);
-    attempts.swap(m_pendingAttempts);
-    settlements.swap(m_pendingSettlements);
-    ackedEnqueueTimes.swap(m_pendingAckedEnqueueTimes);
+    m_turn = std::make_unique<Turn>();
+    Turn &turn = *m_turn;
+    turn.request.updates.swap(m_pendingUpdates);
+    turn.request.attempts.swap(m_pendingAttempts);
+    turn.request.settlements.swap(m_pendingSettlements);
+    turn.request.room = room;
+    turn.request.leaseMs = m_config.leaseMs;
+    turn.request.workerId = m_config.workerId;
+    turn.request.policy = m_config.inDoubtPolicy;
+    turn.ackedEnqueueTimes.swap(m_pendingAckedEnqueueTimes);
+    turn.settling = settling;
+    turn.consuming = consuming;
+    EngineStore *side = m_storeSide;
+    const TurnRequest request = turn.request;
+    QMetaObject::invokeMethod(side, [this, side, request] {
+        const TurnResult result = side->runTurn(request);
+        QMetaObject::invokeMethod(this, [this, result] { onTurnDone(result); }, Qt::QueuedConnection);
+    }, Qt::QueuedConnection);
+}
 
-    QString error;
-    Transaction batch(m_store->database());
-    QList<QueueMessage> leased;
-    QList<ClaimRequest> claims;
-    QList<const QueueMessage *> claimedMessages;
-    QList<ClaimResult> results;
-    QList<QPair<QueueMessage, QString>> invalid; // with the reason it does not parse
-    bool ok = batch.begin(&error);
-    if (ok && (!updates.isEmpty() || !attempts.isEmpty())) {
-        ok = m_ledger->record(updates, attempts, &error);
-        failpoint("after-record");
-    }
-    ok = ok && m_queue->settle(settlements, &error);
-    // On PostgreSQL, other workers' transactions run beside this one: commit the outcomes
-    // before leasing and claiming, so that the row locks of one step are not held while
-    // the next waits on another worker's (two short transactions, no lock cycles).
-    bool writesCommitted = false;
-    if (ok && m_store->database().isPostgres() && hasWrites(updates, attempts, settlements)) {
-        ok = batch.commit(&error) && batch.begin(&error);
-        writesCommitted = ok;
-    }
-    if (ok && room > 0) {
-        leased = m_queue->lease(room, m_config.leaseMs, m_config.workerId, &error);
-        ok = error.isEmpty();
-    }
-    if (ok && !leased.isEmpty()) {
-        failpoint("after-consume");
-        for (const auto &message : std::as_const(leased)) {
-            auto parsed = parseReminder(message.payload);
-            if (!parsed.reminder) {
-                invalid.append({message, parsed.error});
-                continue;
-            }
-            claims.append(ClaimRequest{std::move(*parsed.reminder), message.id, message.delivery, message.leaseUntilMs});
-            claimedMessages.append(&message);
+void Engine::onTurnDone(const TurnResult &result)
+{
+    const std::unique_ptr<Turn> turn = std::move(m_turn);
+    if (!m_running || !turn)
+        return;
+    const TurnRequest &request = turn->request;
+    if (!result.ok) {
+        qCWarning(lcEngine).noquote() << "store write failed, retrying:" << result.error;
+        emit errorOccurred(QStringLiteral("store write failed: ") + result.error);
+        if (result.writesCommitted) {
+            settled(*turn, nowMs());
+        } else {
+            // Nothing of this turn happened: keep the outcomes for the next one.
+            m_pendingUpdates = request.updates + m_pendingUpdates;
+            m_pendingAttempts = request.attempts + m_pendingAttempts;
+            m_pendingSettlements = request.settlements + m_pendingSettlements;
+            m_pendingAckedEnqueueTimes.insert(m_pendingAckedEnqueueTimes.begin(), turn->ackedEnqueueTimes.begin(),
+                                              turn->ackedEnqueueTimes.end());
         }
-        if (!claims.isEmpty()) {
-            results = m_ledger->claim(claims, m_config.workerId, m_config.inDoubtPolicy, &error);
-            ok = results.size() == claims.size();
-        }
-    }
-    ok = ok && batch.commit(&error);
-    if (!ok) {
-        // Nothing of this turn happened: keep the outcomes for the next one. Leases and
-        // claims were rolled back too, so those messages stay on the queue.
-        qCWarning(lcEngine).noquote() << "store write failed, retrying:" << error;
-        emit errorOccurred(QStringLiteral("store write failed: ") + error);
-        if (writesCommitted) {
-            m_inFlight -= settling;
-            noteRetriesDue(settlements, nowMs());
-            for (const qint64 enqueuedAt : ackedEnqueueTimes)
-                m_latenciesMs.push_back(nowMs() - enqueuedAt);
-            scheduleCycle(StoreRetryMs);
-            return;
-        }
-        m_pendingUpdates = updates + m_pendingUpdates;
-        m_pendingAttempts = attempts + m_pendingAttempts;
-        m_pendingSettlements = settlements + m_pendingSettlements;
-        m_pendingAckedEnqueueTimes.insert(m_pendingAckedEnqueueTimes.begin(), ackedEnqueueTimes.begin(),
-                                          ackedEnqueueTimes.end());
+        m_cycleWanted = false;
         scheduleCycle(StoreRetryMs);
         return;
     }
-    if (!claims.isEmpty())
+    if (!result.claims.isEmpty())
         failpoint("after-claim");
 
-    m_inFlight -= settling;
-    const qint64 committedAt = nowMs();
-    noteRetriesDue(settlements, committedAt);
-    for (const qint64 enqueuedAt : ackedEnqueueTimes)
-        m_latenciesMs.push_back(committedAt - enqueuedAt);
-    m_counters.leased += leased.size();
-    m_inFlight += int(leased.size());
-    for (const auto &[message, reason] : std::as_const(invalid)) {
+    settled(*turn, nowMs());
+    m_counters.leased += result.leased.size();
+    m_inFlight += int(result.leased.size());
+    for (const auto &[index, reason] : result.invalid) {
         ++m_counters.invalid;
-        deadLetter(Delivery{message, {}, 0, 0}, QStringLiteral("invalid-message"), reason, 0);
+        deadLetter(Delivery{result.leased.at(index), {}, 0, 0}, QStringLiteral("invalid-message"), reason, 0);
     }
-    for (qsizetype i = 0; i < claims.size(); ++i) {
-        const ClaimResult &result = results.at(i);
-        const Delivery delivery{*claimedMessages.at(i), claims.at(i).reminder, result.sendsThisRound,
-                                result.firstSentAtMs};
-        switch (result.outcome) {
+    for (qsizetype i = 0; i < result.claims.size(); ++i) {
+        const ClaimResult &claim = result.results.at(i);
+        const Delivery delivery{result.leased.at(result.claimedMessages.at(i)), result.claims.at(i).reminder,
+                                claim.sendsThisRound, claim.firstSentAtMs};
+        switch (claim.outcome) {
         case ClaimResult::Outcome::Resend:
             ++m_counters.resent;
             [[fallthrough]];
@@ -268,7 +260,7 @@ void Engine::cycle()
             break;
         case ClaimResult::Outcome::Busy:
             m_pendingSettlements.append(
-                {Settlement::Kind::Retry, delivery.message.id, delivery.message.delivery, result.busyForMs + 100, {}});
+                {Settlement::Kind::Retry, delivery.message.id, delivery.message.delivery, claim.busyForMs + 100, {}});
             break;
         }
     }
@@ -277,19 +269,30 @@ void Engine::cycle()
         finish(0);
         return;
     }
+    const bool wanted = std::exchange(m_cycleWanted, false);
     const qint64 after = nowMs();
-    if (hasPendingWrites() || (room > 0 && leased.size() == room)) {
+    const int room = request.room;
+    if (wanted || hasPendingWrites() || (room > 0 && result.leased.size() == room)) {
         scheduleCycle(0);
-    } else if (consuming && m_breaker.state(after) == CircuitBreaker::State::Open) {
+    } else if (turn->consuming && m_breaker.state(after) == CircuitBreaker::State::Open) {
         if (m_inFlight == 0 && m_config.untilIdle)
             checkIdle(); // nothing may be left to probe with
         scheduleCycle(m_breaker.reopensInMs(after) + 1); // the probe
-    } else if (room > 0 && leased.isEmpty()) {
+    } else if (room > 0 && result.leased.isEmpty()) {
         if (m_inFlight == 0 && m_config.untilIdle)
             checkIdle();
         m_idle = true;
         scheduleCycle(idleWaitMs());
     }
+}
+
+// The turn's settlements are on the queue: those messages are no longer in flight.
+void Engine::settled(const Turn &turn, qint64 committedAtMs)
+{
+    m_inFlight -= turn.settling;
+    noteRetriesDue(turn.request.settlements, committedAtMs);
+    for (const qint64 enqueuedAt : turn.ackedEnqueueTimes)
+        m_latenciesMs.push_back(committedAtMs - enqueuedAt);
 }
 
 // Polling finds what no notification announces: retries coming due and the leases of
@@ -437,7 +440,7 @@ void Engine::acknowledge(const Delivery &delivery)
 void Engine::checkIdle()
 {
     QString error;
-    const auto counts = m_queue->counts(&error);
+    const auto counts = onStore([&error](Store &store) { return store.queue().counts(&error); });
     if (!counts)
         return;
     // Leases of crashed workers count as in flight until they expire, so a survivor
@@ -451,33 +454,50 @@ void Engine::checkIdle()
 
 void Engine::purgeExpired()
 {
-    if (m_config.retentionMs <= 0 || !m_ledger)
+    if (m_config.retentionMs <= 0 || !m_storeSide)
         return;
-    QString error;
     const qint64 before = nowMs() - m_config.retentionMs;
-    if (!m_ledger->purgeFinished(before, &error) || !m_store->metrics().purgeBefore(before, &error)
-        || !m_store->workers().purgeBefore(before, &error))
-        qCWarning(lcEngine).noquote() << "retention clean-up failed:" << error;
+    onStoreLater([before](Store &store) {
+        QString error;
+        if (!store.ledger().purgeFinished(before, &error) || !store.metrics().purgeBefore(before, &error)
+            || !store.workers().purgeBefore(before, &error))
+            qCWarning(lcEngine).noquote() << "retention clean-up failed:" << error;
+    });
 }
 
 // The console charts queue depth and age over time from these samples, including
 // those of headless workers it never talked to.
 void Engine::sampleQueue()
 {
-    QString error;
-    const auto counts = m_queue->counts(&error);
-    if (!counts || !m_store->metrics().recordSample(*counts, nowMs(), &error))
-        qCWarning(lcEngine).noquote() << "sampling the queue failed:" << error;
+    onStoreLater([](Store &store) {
+        QString error;
+        const auto counts = store.queue().counts(&error);
+        if (!counts || !store.metrics().recordSample(*counts, nowMs(), &error))
+            qCWarning(lcEngine).noquote() << "sampling the queue failed:" << error;
+    });
 }
 
 void Engine::heartbeat()
 {
     if (!m_running)
         return;
-    QString error;
-    if (!m_store->workers().heartbeat(m_config.workerId, m_paused ? QStringLiteral("paused") : QStringLiteral("running"),
-                                      counters(), &error))
-        qCWarning(lcEngine).noquote() << "heartbeat failed:" << error;
+    const QString state = m_paused ? QStringLiteral("paused") : QStringLiteral("running");
+    onStoreLater([id = m_config.workerId, state, counters = counters()](Store &store) {
+        QString error;
+        if (!store.workers().heartbeat(id, state, counters, &error))
+            qCWarning(lcEngine).noquote() << "heartbeat failed:" << error;
+    });
+}
+
+void Engine::closeStore()
+{
+    if (!m_storeSide)
+        return;
+    QMetaObject::invokeMethod(m_storeSide, &EngineStore::close, Qt::BlockingQueuedConnection);
+    m_storeThread.quit();
+    m_storeThread.wait();
+    delete m_storeSide;
+    m_storeSide = nullptr;
 }
 
 void Engine::fail(const QString &message)
@@ -498,9 +518,10 @@ void Engine::finish(int exitCode)
     if (m_heartbeatTimer.isActive()) {
         m_heartbeatTimer.stop();
         QString error;
-        if (!m_store->workers().retire(m_config.workerId, counters(), &error))
+        if (!onStore([&](Store &store) { return store.workers().retire(m_config.workerId, counters(), &error); }))
             qCWarning(lcEngine).noquote() << "cannot mark the worker stopped:" << error;
     }
+    closeStore();
     publishCounters();
     emit finished(exitCode);
 }

@@ -1,10 +1,12 @@
 #pragma once
 
 #include "circuitbreaker.h"
+#include "enginestore.h"
 #include "ledger.h"
 #include "messagequeue.h"
 
 #include <QObject>
+#include <QThread>
 #include <QTimer>
 #include <QUrl>
 
@@ -14,6 +16,7 @@
 
 namespace once {
 
+class EngineStore;
 class PartnerSender;
 class Store;
 struct SendOutcome;
@@ -123,10 +126,30 @@ private:
     qint64 idleWaitMs() const;
     void noteRetriesDue(const QList<Settlement> &settlements, qint64 committedAtMs);
 
+    // One turn at a time is on the store's thread; this is what it was asked to do.
+    struct Turn
+    {
+        TurnRequest request;
+        std::vector<qint64> ackedEnqueueTimes;
+        int settling = 0;
+        bool consuming = false;
+    };
+    void onTurnDone(const TurnResult &result);
+    void settled(const Turn &turn, qint64 committedAtMs);
+    // Runs a store call on the store's thread and waits for it.
+    template<typename Function>
+    auto onStore(Function function);
+    // Queues a store call behind the running turn, without waiting.
+    template<typename Function>
+    void onStoreLater(Function function);
+    void closeStore();
+
     EngineConfig m_config;
-    std::unique_ptr<Store> m_store;
-    MessageQueue *m_queue = nullptr;
-    Ledger *m_ledger = nullptr;
+    QThread m_storeThread;
+    EngineStore *m_storeSide = nullptr; // lives on m_storeThread
+    QString m_storeDisplayName;
+    std::unique_ptr<Turn> m_turn;
+    bool m_cycleWanted = false;
     PartnerSender *m_sender = nullptr;
     CircuitBreaker m_breaker;
     // Children of the engine, so that moveToThread() takes them along.

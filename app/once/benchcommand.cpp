@@ -269,7 +269,9 @@ int runBench(const QStringList &arguments)
                                       && counts->inFlight == 0 && counts->delayed == 0))
             loop.quit();
     });
-    poll.start(20);
+    // Counting the queue is a scan: often enough to stop soon after the end, rarely
+    // enough not to compete with the workers (the figures come from the ledger anyway).
+    poll.start(250);
     loop.exec();
     poll.stop();
     for (const auto &process : processes)
