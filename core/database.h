@@ -76,9 +76,6 @@ public:
     // at a cost that grows with the statement's parameter count, so chunks of 16 rows
     // beat chunks of 100 by half (measured with `once bench`).
     static QString repeatRows(const QString &row, qsizetype rows);
-    // How many rows one multi-row statement carries. SQLite: 16, for the reason above.
-    // PostgreSQL: each statement is a round trip to the server, so fewer and larger.
-    qsizetype rowsPerStatement() const { return isPostgres() ? 128 : 16; }
     bool exec(QSqlQuery &query, QString *error);
     bool exec(const QString &sql, QString *error);
 

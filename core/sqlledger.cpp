@@ -1,6 +1,7 @@
 #include "sqlledger.h"
 
 #include "database.h"
+#include "rowbatch.h"
 
 #include <QSet>
 #include <QVariant>
@@ -69,33 +70,40 @@ bool SqlLedger::insertClaims(const QList<ClaimRequest> &requests, const QString 
     std::stable_sort(sorted.begin(), sorted.end(), [](const ClaimRequest *a, const ClaimRequest *b) {
         return a->reminder.sendKey < b->reminder.sendKey;
     });
-    const qsizetype ChunkRows = m_db.rowsPerStatement();
-    for (qsizetype start = 0; start < sorted.size(); start += ChunkRows) {
-        const qsizetype rows = std::min(ChunkRows, sorted.size() - start);
+    RowBatch rows(m_db, {QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("TEXT"),
+                         QStringLiteral("BIGINT"), QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("BYTEA"),
+                         QStringLiteral("TEXT"), QStringLiteral("INTEGER"), QStringLiteral("TEXT"), QStringLiteral("BIGINT"),
+                         QStringLiteral("BIGINT"), QStringLiteral("BIGINT")});
+    for (qsizetype start = 0, count = 0; start < sorted.size(); start += count) {
+        count = rows.rowsFrom(start, sorted.size());
+        rows.clear();
+        for (qsizetype i = start; i < start + count; ++i) {
+            const ClaimRequest &request = *sorted.at(i);
+            const Reminder &reminder = request.reminder;
+            rows.add(QString::fromLatin1(reminder.sendKey));
+            rows.add(nullIfEmpty(reminder.eventId));
+            rows.add(reminder.userId);
+            rows.add(reminder.reminderId);
+            rows.add(reminder.scheduledAt.toMSecsSinceEpoch());
+            rows.add(reminder.destination);
+            rows.add(nullIfEmpty(reminder.channel));
+            rows.add(reminder.payload);
+            rows.add(request.messageId);
+            rows.add(request.delivery);
+            rows.add(workerId);
+            rows.add(request.leaseUntilMs);
+            rows.add(now);
+            rows.add(now);
+        }
+        // "WHERE true" tells SQLite's parser that ON CONFLICT belongs to the INSERT.
         auto &insert = m_db.prepared(
             QStringLiteral("INSERT INTO ledger (send_key, event_id, user_id, reminder_id, scheduled_at, destination, "
                            "channel, payload, state, owner_message, owner_delivery, owner_worker, claim_expires_at, "
-                           "created_at, updated_at) VALUES ")
-            + Database::repeatRows(QStringLiteral("(?, ?, ?, ?, ?, ?, ?, ?, 'claimed', ?, ?, ?, ?, ?, ?)"), rows)
-            + QStringLiteral(" ON CONFLICT (send_key) DO NOTHING RETURNING send_key"));
-        for (qsizetype i = start; i < start + rows; ++i) {
-            const ClaimRequest &request = *sorted.at(i);
-            const Reminder &reminder = request.reminder;
-            insert.addBindValue(QString::fromLatin1(reminder.sendKey));
-            insert.addBindValue(nullIfEmpty(reminder.eventId));
-            insert.addBindValue(reminder.userId);
-            insert.addBindValue(reminder.reminderId);
-            insert.addBindValue(reminder.scheduledAt.toMSecsSinceEpoch());
-            insert.addBindValue(reminder.destination);
-            insert.addBindValue(nullIfEmpty(reminder.channel));
-            insert.addBindValue(reminder.payload);
-            insert.addBindValue(request.messageId);
-            insert.addBindValue(request.delivery);
-            insert.addBindValue(workerId);
-            insert.addBindValue(request.leaseUntilMs);
-            insert.addBindValue(now);
-            insert.addBindValue(now);
-        }
+                           "created_at, updated_at) SELECT v.column1, v.column2, v.column3, v.column4, v.column5, "
+                           "v.column6, v.column7, v.column8, 'claimed', v.column9, v.column10, v.column11, v.column12, "
+                           "v.column13, v.column14 FROM ")
+            + rows.source() + QStringLiteral(" WHERE true ON CONFLICT (send_key) DO NOTHING RETURNING send_key"));
+        rows.bind(insert);
         if (!m_db.exec(insert, error))
             return false;
         while (insert.next())
@@ -196,29 +204,34 @@ bool SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &work
 
 bool SqlLedger::insertAttempts(const QList<Attempt> &attempts, QString *error)
 {
-    const qsizetype ChunkRows = m_db.rowsPerStatement();
-    for (qsizetype start = 0; start < attempts.size(); start += ChunkRows) {
-        const qsizetype rows = std::min(ChunkRows, attempts.size() - start);
+    RowBatch rows(m_db, {QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("INTEGER"),
+                         QStringLiteral("TEXT"), QStringLiteral("BIGINT"), QStringLiteral("TEXT"), QStringLiteral("TEXT"),
+                         QStringLiteral("INTEGER"), QStringLiteral("BIGINT"), QStringLiteral("TEXT"), QStringLiteral("TEXT"),
+                         QStringLiteral("TEXT")});
+    for (qsizetype start = 0, count = 0; start < attempts.size(); start += count) {
+        count = rows.rowsFrom(start, attempts.size());
+        rows.clear();
+        for (qsizetype i = start; i < start + count; ++i) {
+            const Attempt &attempt = attempts.at(i);
+            rows.add(attempt.sendKey.isEmpty() ? QVariant() : QVariant(QString::fromLatin1(attempt.sendKey)));
+            rows.add(nullIfEmpty(attempt.eventId));
+            rows.add(nullIfEmpty(attempt.messageId));
+            rows.add(attempt.delivery);
+            rows.add(nullIfEmpty(attempt.workerId));
+            rows.add(attempt.atMs);
+            rows.add(attempt.step);
+            rows.add(attempt.outcome);
+            rows.add(attempt.httpStatus ? QVariant(attempt.httpStatus) : QVariant());
+            rows.add(attempt.latencyMs >= 0 ? QVariant(attempt.latencyMs) : QVariant());
+            rows.add(nullIfEmpty(attempt.errorClass));
+            rows.add(nullIfEmpty(attempt.error));
+            rows.add(nullIfEmpty(attempt.providerRequestId));
+        }
         auto &insert = m_db.prepared(
             QStringLiteral("INSERT INTO attempts (send_key, event_id, message_id, delivery, worker_id, at, step, "
-                           "outcome, http_status, latency_ms, error_class, error, provider_request_id) VALUES ")
-            + Database::repeatRows(QStringLiteral("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"), rows));
-        for (qsizetype i = start; i < start + rows; ++i) {
-            const Attempt &attempt = attempts.at(i);
-            insert.addBindValue(attempt.sendKey.isEmpty() ? QVariant() : QVariant(QString::fromLatin1(attempt.sendKey)));
-            insert.addBindValue(nullIfEmpty(attempt.eventId));
-            insert.addBindValue(nullIfEmpty(attempt.messageId));
-            insert.addBindValue(attempt.delivery);
-            insert.addBindValue(nullIfEmpty(attempt.workerId));
-            insert.addBindValue(attempt.atMs);
-            insert.addBindValue(attempt.step);
-            insert.addBindValue(attempt.outcome);
-            insert.addBindValue(attempt.httpStatus ? QVariant(attempt.httpStatus) : QVariant());
-            insert.addBindValue(attempt.latencyMs >= 0 ? QVariant(attempt.latencyMs) : QVariant());
-            insert.addBindValue(nullIfEmpty(attempt.errorClass));
-            insert.addBindValue(nullIfEmpty(attempt.error));
-            insert.addBindValue(nullIfEmpty(attempt.providerRequestId));
-        }
+                           "outcome, http_status, latency_ms, error_class, error, provider_request_id) SELECT * FROM ")
+            + rows.source());
+        rows.bind(insert);
         if (!m_db.exec(insert, error))
             return false;
     }
@@ -238,12 +251,28 @@ bool SqlLedger::record(const QList<LedgerUpdate> &updates, const QList<Attempt> 
         sorted.append(&change);
     std::stable_sort(sorted.begin(), sorted.end(),
               [](const LedgerUpdate *a, const LedgerUpdate *b) { return a->sendKey < b->sendKey; });
-    // Many outcomes per statement, joined to the ledger by key: on PostgreSQL a
-    // statement per key was a round trip per key, most of a turn's time. The casts
-    // give the VALUES list its types (PostgreSQL cannot infer them from parameters).
-    const qsizetype ChunkRows = m_db.rowsPerStatement();
-    for (qsizetype start = 0; start < sorted.size(); start += ChunkRows) {
-        const qsizetype rows = std::min(ChunkRows, sorted.size() - start);
+    // Many outcomes per statement, joined to the ledger by key: a statement per key was
+    // a round trip per key on PostgreSQL, most of a turn's time.
+    RowBatch rows(m_db, {QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("BIGINT"), QStringLiteral("INTEGER"),
+                         QStringLiteral("BIGINT"), QStringLiteral("INTEGER"), QStringLiteral("TEXT"), QStringLiteral("TEXT"),
+                         QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("INTEGER")});
+    for (qsizetype start = 0, count = 0; start < sorted.size(); start += count) {
+        count = rows.rowsFrom(start, sorted.size());
+        rows.clear();
+        for (qsizetype i = start; i < start + count; ++i) {
+            const LedgerUpdate &change = *sorted.at(i);
+            rows.add(QString::fromLatin1(change.sendKey));
+            rows.add(QString(change.state));
+            rows.add(now);
+            rows.add(change.countsAsSend ? 1 : 0);
+            rows.add(change.sentAtMs ? QVariant(change.sentAtMs) : QVariant());
+            rows.add(change.httpStatus ? QVariant(change.httpStatus) : QVariant());
+            rows.add(nullIfEmpty(change.errorClass));
+            rows.add(nullIfEmpty(change.error));
+            rows.add(nullIfEmpty(change.providerRequestId));
+            rows.add(change.messageId);
+            rows.add(change.delivery);
+        }
         auto &update = m_db.prepared(
             QStringLiteral(
                 "UPDATE ledger SET state = v.column2, updated_at = v.column3, sends = ledger.sends + v.column4, "
@@ -251,28 +280,11 @@ bool SqlLedger::record(const QList<LedgerUpdate> &updates, const QList<Attempt> 
                 "applied_at = CASE WHEN v.column2 = 'applied' THEN v.column3 ELSE ledger.applied_at END, "
                 "claim_expires_at = NULL, last_http_status = COALESCE(v.column6, ledger.last_http_status), "
                 "last_error_class = v.column7, last_error = v.column8, "
-                "provider_request_id = COALESCE(v.column9, ledger.provider_request_id) FROM (VALUES ")
-            + Database::repeatRows(QStringLiteral("(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), "
-                                                  "CAST(? AS INTEGER), CAST(? AS BIGINT), CAST(? AS INTEGER), "
-                                                  "CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), "
-                                                  "CAST(? AS TEXT), CAST(? AS INTEGER))"),
-                                   rows)
-            + QStringLiteral(") AS v WHERE ledger.send_key = v.column1 AND ledger.state = 'claimed' "
+                "provider_request_id = COALESCE(v.column9, ledger.provider_request_id) FROM ")
+            + rows.source()
+            + QStringLiteral(" WHERE ledger.send_key = v.column1 AND ledger.state = 'claimed' "
                              "AND ledger.owner_message = v.column10 AND ledger.owner_delivery = v.column11"));
-        for (qsizetype i = start; i < start + rows; ++i) {
-            const LedgerUpdate &change = *sorted.at(i);
-            update.addBindValue(QString::fromLatin1(change.sendKey));
-            update.addBindValue(QString(change.state));
-            update.addBindValue(now);
-            update.addBindValue(change.countsAsSend ? 1 : 0);
-            update.addBindValue(change.sentAtMs ? QVariant(change.sentAtMs) : QVariant());
-            update.addBindValue(change.httpStatus ? QVariant(change.httpStatus) : QVariant());
-            update.addBindValue(nullIfEmpty(change.errorClass));
-            update.addBindValue(nullIfEmpty(change.error));
-            update.addBindValue(nullIfEmpty(change.providerRequestId));
-            update.addBindValue(change.messageId);
-            update.addBindValue(change.delivery);
-        }
+        rows.bind(update);
         if (!m_db.exec(update, error))
             return false;
     }

@@ -2,6 +2,7 @@
 
 #include "database.h"
 #include "failpoint.h"
+#include "rowbatch.h"
 
 #include <QVariant>
 
@@ -123,23 +124,22 @@ bool SqlQueue::settle(const QList<Settlement> &settlements, QString *error)
             break;
         }
     }
-    const qsizetype ChunkRows = 2 * m_db.rowsPerStatement();
-    for (qsizetype start = 0; start < removals.size(); start += ChunkRows) {
-        const qsizetype rows = std::min(ChunkRows, removals.size() - start);
-        // The plain IN list lets SQLite find the rows by primary key; the row-value
-        // list alone would scan the table. The casts give PostgreSQL the types of the
-        // VALUES list, which it cannot infer from bare parameters.
-        auto &remove = m_db.prepared(QStringLiteral("DELETE FROM queue WHERE id IN (")
-                                     + Database::repeatRows(QStringLiteral("?"), rows)
-                                     + QStringLiteral(") AND (id, receive_count) IN (VALUES ")
-                                     + Database::repeatRows(QStringLiteral("(CAST(? AS BIGINT), CAST(? AS INTEGER))"), rows)
-                                     + QLatin1Char(')'));
-        for (qsizetype i = start; i < start + rows; ++i)
-            remove.addBindValue(removals.at(i)->messageId.toLongLong());
-        for (qsizetype i = start; i < start + rows; ++i) {
-            remove.addBindValue(removals.at(i)->messageId.toLongLong());
-            remove.addBindValue(removals.at(i)->delivery);
+    RowBatch rows(m_db, {QStringLiteral("BIGINT"), QStringLiteral("INTEGER")});
+    for (qsizetype start = 0, count = 0; start < removals.size(); start += count) {
+        count = rows.rowsFrom(start, removals.size());
+        rows.clear();
+        for (qsizetype i = start; i < start + count; ++i) {
+            rows.add(removals.at(i)->messageId.toLongLong());
+            rows.add(removals.at(i)->delivery);
         }
+        // The plain IN on the id lets SQLite find the rows by primary key; the row-value
+        // IN alone would scan the table.
+        const QString source = rows.source();
+        auto &remove = m_db.prepared(QStringLiteral("DELETE FROM queue WHERE id IN (SELECT v.column1 FROM %1) "
+                                                    "AND (id, receive_count) IN (SELECT v.column1, v.column2 FROM %1)")
+                                         .arg(source));
+        rows.bind(remove);
+        rows.bind(remove);
         if (!m_db.exec(remove, error))
             return false;
     }
