@@ -16,18 +16,28 @@ bool SqlQueue::enqueue(const QList<OutgoingMessage> &messages, QString *error)
 
 bool SqlQueue::insert(const QList<OutgoingMessage> &messages, QString *error)
 {
-    auto &statement = m_db.prepared(QStringLiteral(
-        "INSERT INTO queue (payload, send_key, event_id, enqueued_at, visible_at, redrive_count) "
-        "VALUES (?, ?, ?, ?, ?, ?)"));
     const qint64 now = nowMs();
-    for (const auto &message : messages) {
-        statement.addBindValue(message.payload);
-        statement.addBindValue(message.sendKey.isEmpty() ? QVariant() : QVariant(QString::fromLatin1(message.sendKey)));
-        statement.addBindValue(message.eventId.isEmpty() ? QVariant() : QVariant(message.eventId));
-        statement.addBindValue(now);
-        statement.addBindValue(now + message.delayMs);
-        statement.addBindValue(message.redriveCount);
-        if (!m_db.exec(statement, error))
+    RowBatch rows(m_db, {QStringLiteral("BYTEA"), QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("BIGINT"),
+                         QStringLiteral("BIGINT"), QStringLiteral("INTEGER")});
+    for (qsizetype start = 0, count = 0; start < messages.size(); start += count) {
+        count = rows.rowsFrom(start, messages.size());
+        rows.clear();
+        for (qsizetype i = start; i < start + count; ++i) {
+            const OutgoingMessage &message = messages.at(i);
+            rows.add(message.payload);
+            rows.add(message.sendKey.isEmpty() ? QVariant() : QVariant(QString::fromLatin1(message.sendKey)));
+            rows.add(message.eventId.isEmpty() ? QVariant() : QVariant(message.eventId));
+            rows.add(now);
+            rows.add(now + message.delayMs);
+            rows.add(message.redriveCount);
+        }
+        // In the batch's order, so the queue's ids (and its FIFO order) follow it.
+        auto &insert = m_db.prepared(
+            QStringLiteral("INSERT INTO queue (payload, send_key, event_id, enqueued_at, visible_at, redrive_count) "
+                           "SELECT * FROM ")
+            + rows.source());
+        rows.bind(insert);
+        if (!m_db.exec(insert, error))
             return false;
     }
     // Idle workers on PostgreSQL sleep until this arrives (at commit) instead of polling.
