@@ -210,6 +210,8 @@ void Engine::onTurnDone(const TurnResult &result)
     if (!m_running || !turn)
         return;
     const TurnRequest &request = turn->request;
+    if (!result.leased.isEmpty())
+        m_idleTurns = 0;
     if (!result.ok) {
         qCWarning(lcEngine).noquote() << "store write failed, retrying:" << result.error;
         emit errorOccurred(QStringLiteral("store write failed: ") + result.error);
@@ -282,6 +284,7 @@ void Engine::onTurnDone(const TurnResult &result)
         if (m_inFlight == 0 && m_config.untilIdle)
             checkIdle();
         m_idle = true;
+        ++m_idleTurns;
         scheduleCycle(idleWaitMs());
     }
 }
@@ -301,8 +304,11 @@ void Engine::settled(const Turn &turn, qint64 committedAtMs)
 qint64 Engine::idleWaitMs() const
 {
     constexpr qint64 NotifiedPollMs = 1000;
+    // Without notifications, back off from a quick second look to the configured poll:
+    // a steady trickle of messages is picked up within milliseconds, and an empty queue
+    // is still asked only every idlePollMs.
     if (!m_listening)
-        return m_config.idlePollMs;
+        return std::min(m_config.idlePollMs, qint64(1) << std::min(m_idleTurns, 16));
     const qint64 wait = std::max(m_config.idlePollMs, NotifiedPollMs);
     const qint64 untilRetry = m_nextRetryDueMs - nowMs();
     return untilRetry >= 0 ? std::min(wait, untilRetry) : wait;

@@ -61,9 +61,9 @@ QString RowBatch::source() const
         }
         return QStringLiteral("unnest(%1) AS v(%2)").arg(parts.join(QLatin1String(", ")), names.join(QLatin1String(", ")));
     }
+    // SQLite stores what it is given; the values need no casts.
     for (qsizetype c = 0; c < columns; ++c)
-        parts << QStringLiteral("CAST(? AS %1)").arg(m_types.at(c) == QLatin1String("BYTEA") ? QStringLiteral("BLOB")
-                                                                                               : m_types.at(c));
+        parts << QStringLiteral("?");
     const qsizetype rows = columns ? m_values.size() / columns : 0;
     return QStringLiteral("(VALUES %1) AS v")
         .arg(Database::repeatRows(QLatin1Char('(') + parts.join(QLatin1String(", ")) + QLatin1Char(')'), rows));
