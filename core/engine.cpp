@@ -156,12 +156,12 @@ bool Engine::hasPendingWrites() const
     return hasWrites(m_pendingUpdates, m_pendingAttempts, m_pendingSettlements);
 }
 
-// One turn of the engine, one durable commit (group commit): record every outcome that
-// arrived since the last turn, settle those messages on the queue, then lease and claim
-// new work. Sends start only after the commit, so every claim is on disk before its
-// partner call, and no ack is committed without its outcome. The embedded queue shares
-// the ledger's database, so settling happens inside the same transaction; a queue on a
-// broker would settle after the commit instead.
+// One turn of the engine (group commit): record every outcome that arrived since the
+// last turn, settle those messages on the queue, then lease and claim new work. The turn
+// runs on the store's thread (EngineStore::runTurn); its result comes back to
+// onTurnDone(), and sends start only then, after the commit, so every claim is on disk
+// before its partner call, and no ack is committed without its outcome. One turn at a
+// time: outcomes that arrive meanwhile wait for the next.
 void Engine::cycle()
 {
     if (!m_running)
