@@ -142,6 +142,7 @@ private slots:
     void retryingKeyBelongsToItsMessage();
     void deadKeyIsDuplicate();
     void claimBatchDecidesEachRequest();
+    void firstOfTwoRequestsForAKeyWinsInALargeBatch();
     void twoStoresInterleavedClaimEachKeyOnce();
     void twoThreadsClaimEachKeyOnce();
     void lateRecordFromExpiredClaimCannotOverwriteApplied();
@@ -1041,6 +1042,31 @@ void TestStore::claimBatchDecidesEachRequest()
     QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM attempts WHERE step = 'claim'")).toInt(), 1);
     // An empty batch claims nothing and fails nothing.
     QVERIFY(m_store->ledger().claim({}, Worker, InDoubtPolicy::Resend, &error).isEmpty());
+}
+
+void TestStore::firstOfTwoRequestsForAKeyWinsInALargeBatch()
+{
+    // The ledger sorts a batch by key before inserting (one lock order for every worker);
+    // of two requests for one key, the first in the batch must still own it. A batch this
+    // size is where an unstable sort reorders equal keys.
+    constexpr int Keys = 60;
+    QList<ClaimRequest> requests;
+    for (int i = 0; i < Keys; ++i) {
+        const Reminder reminder = makeReminder(QStringLiteral("u%1").arg(Keys - i), QStringLiteral("r"));
+        requests.append(claimRequest(reminder, QStringLiteral("first-%1").arg(i)));
+        requests.append(claimRequest(reminder, QStringLiteral("second-%1").arg(i)));
+    }
+    QString error;
+    const auto results = m_store->ledger().claim(requests, Worker, InDoubtPolicy::Resend, &error);
+    QVERIFY2(results.size() == requests.size(), qPrintable(error));
+    for (int i = 0; i < Keys; ++i) {
+        QCOMPARE(results.at(2 * i).outcome, ClaimResult::Outcome::Claimed);
+        QCOMPARE(results.at(2 * i + 1).outcome, ClaimResult::Outcome::Duplicate);
+        QCOMPARE(scalar(QStringLiteral("SELECT owner_message FROM ledger WHERE send_key = ?"),
+                        {QString::fromLatin1(requests.at(2 * i).reminder.sendKey)})
+                     .toString(),
+                 QStringLiteral("first-%1").arg(i));
+    }
 }
 
 void TestStore::twoStoresInterleavedClaimEachKeyOnce()
