@@ -26,8 +26,11 @@
 #include <QRandomGenerator>
 #include <QRegularExpression>
 #include <QSet>
+#include <QSqlError>
+#include <QSqlQuery>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QUrl>
 
 #include <algorithm>
 #include <memory>
@@ -84,6 +87,7 @@ private slots:
 
     void idempotentPartnerResend();
     void noIdempotencyHold();
+    void lostDatabaseConnectionsAreSurvived();
 
 private:
     enum class Partner { Idempotent, NoIdempotency };
@@ -538,4 +542,62 @@ void ScaleOutTest::noIdempotencyHold()
 }
 
 QTEST_GUILESS_MAIN(ScaleOutTest)
+// A restart or failover of the database cuts every worker's connection. The open
+// transaction dies with it; the worker reconnects, writes the outcomes it still holds
+// and goes on. Against a partner without idempotency, a send made twice would show.
+void ScaleOutTest::lostDatabaseConnectionsAreSurvived()
+{
+    if (!m_stores.isPostgres())
+        QSKIP("an embedded SQLite store has no server connection to lose");
+    constexpr int Reminders = 3000;
+    QFile file(m_dir->filePath(QStringLiteral("cut.jsonl")));
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    for (int i = 0; i < Reminders; ++i)
+        file.write(makeReminder(QStringLiteral("cut"), i).line + '\n');
+    file.close();
+    QVERIFY2(m_once->run({QStringLiteral("enqueue"), file.fileName()}, {}, EnqueueTimeoutMs).exitedWith(0),
+             "enqueue failed");
+    m_inDoubtPolicy = QStringLiteral("hold");
+    m_partnerPort = startPartner(Partner::NoIdempotency);
+    QVERIFY(m_partnerPort != 0);
+    QList<QProcess *> workers{startWorker(QStringLiteral("cut-1")), startWorker(QStringLiteral("cut-2"))};
+
+    // Every 700 ms, end every session the workers have, as a failover would.
+    const QString database = QUrl(m_storeUrl).path().mid(1);
+    QSqlQuery terminate(m_stores.admin());
+    int cuts = 0;
+    int sessionsEnded = 0;
+    for (int round = 0; round < 6; ++round) {
+        pumpUntil([] { return false; }, 700);
+        QVERIFY2(terminate.exec(QStringLiteral("SELECT COUNT(*) FROM (SELECT pg_terminate_backend(pid) FROM "
+                                               "pg_stat_activity WHERE datname = '%1' AND application_name = 'once' "
+                                               "AND pid <> pg_backend_pid()) ended")
+                                    .arg(database)),
+                 qPrintable(terminate.lastError().text()));
+        QVERIFY(terminate.next());
+        sessionsEnded += terminate.value(0).toInt();
+        ++cuts;
+    }
+    QString logs;
+    for (QProcess *worker : std::as_const(workers)) {
+        const auto result = m_once->waitFor(worker, 120000);
+        QVERIFY2(result.exitedWith(0), result.describe().constData());
+        logs += QString::fromUtf8(result.err);
+    }
+    const QJsonObject stats = m_once->stats();
+    const QJsonObject partner = partnerJson("/stats");
+    qInfo("connection cuts %d (%d sessions ended); applied %d, in doubt %d; partner effects %d, duplicate effects %d",
+          cuts, sessionsEnded, stats.value(QLatin1String("acked")).toInt(), stats.value(QLatin1String("in_doubt")).toInt(),
+          partner.value(QLatin1String("effects")).toInt(), partner.value(QLatin1String("duplicate_effects")).toInt());
+    QVERIFY2(sessionsEnded >= 4, "the workers' sessions were not cut");
+    QVERIFY2(logs.contains(QLatin1String("reconnected")), qPrintable(logs.right(2000)));
+    QCOMPARE(partner.value(QLatin1String("duplicate_effects")).toInt(), 0);
+    QCOMPARE(stats.value(QLatin1String("acked")).toInt() + stats.value(QLatin1String("in_doubt")).toInt(), Reminders);
+    QCOMPARE(stats.value(QLatin1String("ready")).toInt(), 0);
+    QCOMPARE(stats.value(QLatin1String("in_flight")).toInt(), 0);
+    QCOMPARE(stats.value(QLatin1String("dead")).toInt(), 0);
+    // Every effect belongs to a key the ledger calls applied or in doubt.
+    QVERIFY(partner.value(QLatin1String("effects")).toInt() <= Reminders);
+}
+
 #include "tst_scaleout.moc"
