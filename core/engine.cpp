@@ -19,12 +19,6 @@ namespace {
 constexpr int MaxLeaseBatch = 256;
 // After a failed store write (a lost connection, a deadlock victim): soon, not at once.
 constexpr int StoreRetryMs = 250;
-
-bool hasWrites(const QList<LedgerUpdate> &updates, const QList<Attempt> &attempts,
-               const QList<Settlement> &settlements)
-{
-    return !updates.isEmpty() || !attempts.isEmpty() || !settlements.isEmpty();
-}
 } // namespace
 
 Engine::Engine(const EngineConfig &config, QObject *parent)
@@ -153,7 +147,7 @@ void Engine::scheduleCycle(qint64 delayMs)
 
 bool Engine::hasPendingWrites() const
 {
-    return hasWrites(m_pendingUpdates, m_pendingAttempts, m_pendingSettlements);
+    return !m_pendingUpdates.isEmpty() || !m_pendingAttempts.isEmpty() || !m_pendingSettlements.isEmpty();
 }
 
 // One turn of the engine (group commit): record every outcome that arrived since the
@@ -193,7 +187,6 @@ void Engine::cycle()
     turn.request.leaseMs = m_config.leaseMs;
     turn.request.workerId = m_config.workerId;
     turn.request.policy = m_config.inDoubtPolicy;
-    turn.ackedEnqueueTimes.swap(m_pendingAckedEnqueueTimes);
     turn.settling = settling;
     turn.consuming = consuming;
     EngineStore *side = m_storeSide;
@@ -222,8 +215,6 @@ void Engine::onTurnDone(const TurnResult &result)
             m_pendingUpdates = request.updates + m_pendingUpdates;
             m_pendingAttempts = request.attempts + m_pendingAttempts;
             m_pendingSettlements = request.settlements + m_pendingSettlements;
-            m_pendingAckedEnqueueTimes.insert(m_pendingAckedEnqueueTimes.begin(), turn->ackedEnqueueTimes.begin(),
-                                              turn->ackedEnqueueTimes.end());
         }
         m_cycleWanted = false;
         scheduleCycle(StoreRetryMs);
@@ -294,8 +285,6 @@ void Engine::settled(const Turn &turn, qint64 committedAtMs)
 {
     m_inFlight -= turn.settling;
     noteRetriesDue(turn.request.settlements, committedAtMs);
-    for (const qint64 enqueuedAt : turn.ackedEnqueueTimes)
-        m_latenciesMs.push_back(committedAtMs - enqueuedAt);
 }
 
 // Polling finds what no notification announces: retries coming due and the leases of
@@ -360,8 +349,6 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
         m_pendingUpdates.append(update);
         m_pendingSettlements.append({Settlement::Kind::Ack, delivery.message.id, delivery.message.delivery, 0, {}});
         scheduleCycle(0);
-        if (m_config.recordLatencies)
-            m_pendingAckedEnqueueTimes.push_back(delivery.message.enqueuedAtMs);
         return;
     }
 

@@ -12,7 +12,6 @@
 
 #include <limits>
 #include <memory>
-#include <vector>
 
 namespace once {
 
@@ -39,7 +38,6 @@ struct EngineConfig
     qint64 untilIdleHorizonMs = 60000;
     int breakerThreshold = 5;
     qint64 retentionMs = 30LL * 24 * 3600 * 1000;
-    bool recordLatencies = false; // enqueue-to-ack latency of every applied message, for `once bench`
 };
 
 struct EngineCounters
@@ -84,7 +82,6 @@ public:
     ~Engine() override;
 
     EngineCounters counters() const;
-    const std::vector<qint64> &latenciesMs() const { return m_latenciesMs; }
 
 public slots:
     void start();
@@ -130,7 +127,6 @@ private:
     struct Turn
     {
         TurnRequest request;
-        std::vector<qint64> ackedEnqueueTimes;
         int settling = 0;
         bool consuming = false;
     };
@@ -171,8 +167,6 @@ private:
     QList<LedgerUpdate> m_pendingUpdates;
     QList<Attempt> m_pendingAttempts;
     QList<Settlement> m_pendingSettlements;
-    std::vector<qint64> m_pendingAckedEnqueueTimes;
-    std::vector<qint64> m_latenciesMs;
     EngineCounters m_counters;
 };
 
