@@ -73,7 +73,7 @@ void Engine::start()
     if (m_running)
         return;
     QString error;
-    m_storeSide = new EngineStore(m_config.storeUrl);
+    m_storeSide = new EngineStore(m_config.storeUrl, m_config.queueUrl, m_config.workerId, m_config.concurrency);
     m_storeSide->moveToThread(&m_storeThread);
     m_storeThread.setObjectName(QStringLiteral("once-engine-store"));
     m_storeThread.start();
@@ -100,6 +100,11 @@ void Engine::start()
     m_listening = m_storeSide->listening();
     connect(m_storeSide, &EngineStore::notified, this, &Engine::onNotification);
     m_storeDisplayName = onStore([](Store &store) { return store.database().location().displayName(); });
+    if (!m_config.queueUrl.isEmpty()) {
+        EngineStore *side = m_storeSide;
+        m_storeDisplayName += QStringLiteral(" with the queue at ")
+                              + onStore([side](Store &) { return side->queueDisplayName(); });
+    }
     m_running = true;
     m_countersTimer.start();
     m_retentionTimer.start();
@@ -433,12 +438,15 @@ void Engine::acknowledge(const Delivery &delivery)
 void Engine::checkIdle()
 {
     QString error;
-    const auto counts = onStore([&error](Store &store) { return store.queue().counts(&error); });
+    EngineStore *side = m_storeSide;
+    const auto counts = onStore([side, &error](Store &) { return side->queue().counts(&error); });
     if (!counts)
         return;
     // Leases of crashed workers count as in flight until they expire, so a survivor
     // waits for them rather than declaring the queue done.
-    const bool retryDueSoon = counts->nextVisibleInMs && *counts->nextVisibleInMs <= m_config.untilIdleHorizonMs;
+    // A broker may hold delayed messages without saying when they are due: wait for them.
+    const bool retryDueSoon = counts->nextVisibleInMs ? *counts->nextVisibleInMs <= m_config.untilIdleHorizonMs
+                                                      : counts->delayed > 0;
     if (counts->ready == 0 && counts->inFlight == 0 && !retryDueSoon) {
         qCInfo(lcEngine) << "idle: nothing ready, in flight or due soon";
         stop();
@@ -462,9 +470,10 @@ void Engine::purgeExpired()
 // those of headless workers it never talked to.
 void Engine::sampleQueue()
 {
-    onStoreLater([](Store &store) {
+    EngineStore *side = m_storeSide;
+    onStoreLater([side](Store &store) {
         QString error;
-        const auto counts = store.queue().counts(&error);
+        const auto counts = side->queue().counts(&error);
         if (!counts || !store.metrics().recordSample(*counts, nowMs(), &error))
             qCWarning(lcEngine).noquote() << "sampling the queue failed:" << error;
     });

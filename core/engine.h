@@ -23,6 +23,7 @@ struct SendOutcome;
 struct EngineConfig
 {
     QString storeUrl;
+    QString queueUrl; // a broker's queue (amqp://, redis://); empty: the store's own
     QUrl partnerUrl;
     QByteArray partnerToken; // kept in memory only
     QString workerId;

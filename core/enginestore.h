@@ -1,5 +1,6 @@
 #pragma once
 
+#include "brokerqueue.h"
 #include "ledger.h"
 #include "messagequeue.h"
 
@@ -45,17 +46,21 @@ class EngineStore final : public QObject
     Q_DISABLE_COPY_MOVE(EngineStore)
 
 public:
-    explicit EngineStore(QString storeUrl);
+    // queueUrl: a broker's queue (amqp://, redis://), or empty for the store's own.
+    EngineStore(QString storeUrl, QString queueUrl, QString consumerName, int prefetch);
     ~EngineStore() override;
 
     // On the store's thread from here on.
     bool open(QString *error);
     void close();
     Store &store() { return *m_store; }
+    MessageQueue &queue();
+    QString queueDisplayName() const;
     bool listening() const { return m_listening; }
 
     // Records outcomes and settles their messages, then leases and claims new work: one
-    // durable commit on SQLite (group commit), two on PostgreSQL (see the .cpp).
+    // durable commit on SQLite (group commit), two on PostgreSQL, and with a broker the
+    // outcomes' commit, the broker's acks, then the claims' commit (see the .cpp).
     TurnResult runTurn(const TurnRequest &request);
 
 signals:
@@ -63,8 +68,16 @@ signals:
     void notified(const QString &channel);
 
 private:
+    TurnResult runBrokerTurn(const TurnRequest &request);
+    bool claimLeased(const TurnRequest &request, TurnResult *turn);
+    static void forgetLeases(TurnResult *turn);
+
     QString m_storeUrl;
+    QString m_queueUrl;
+    QString m_consumerName;
+    int m_prefetch = 0;
     std::unique_ptr<Store> m_store;
+    std::unique_ptr<BrokerQueue> m_broker;
     bool m_listening = false;
 };
 

@@ -305,6 +305,12 @@ std::optional<qint64> Inspector::countEvents(const EventFilter &filter, QString 
     return query.value(0).toLongLong();
 }
 
+bool DeadLetterFilter::matches(const DeadLetter &letter) const
+{
+    return (errorClass.isEmpty() || letter.errorClass == errorClass) && letter.deadAtMs >= sinceMs
+           && (sendKeys.isEmpty() || sendKeys.contains(letter.sendKey));
+}
+
 std::optional<QList<DeadLetter>> Inspector::deadLetters(const DeadLetterFilter &filter, QString *error)
 {
     QStringList conditions;

@@ -91,6 +91,9 @@ struct DeadLetterFilter
     qint64 sinceMs = 0;           // dead at or after
     QList<QByteArray> sendKeys;   // empty: any
     int limit = -1;
+
+    // For dead letters listed without SQL (at a broker).
+    bool matches(const DeadLetter &letter) const;
 };
 
 struct AuditEntry

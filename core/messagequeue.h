@@ -63,6 +63,9 @@ struct QueueCounts
     qint64 dead = 0;
     std::optional<qint64> oldestReadyAgeMs;
     std::optional<qint64> nextVisibleInMs; // earliest delayed or leased message, from now
+    // What a broker could not report, and why (e.g. its management API is unreachable);
+    // the fields it names are 0 or empty then, not measured.
+    QString unavailable;
 };
 
 // The queue side of the store. The engine speaks only this interface, so the queue can

@@ -1,10 +1,14 @@
 #include "operations.h"
 
+#include "brokerqueue.h"
 #include "database.h"
 #include "sqlledger.h"
 #include "sqlqueue.h"
 
+#include <QSet>
 #include <QVariant>
+
+#include <limits>
 
 #include <pwd.h>
 #include <unistd.h>
@@ -41,6 +45,52 @@ std::optional<int> Operations::redrive(const QList<DeadLetter> &letters, QString
     if (!m_ledger.reopen(keys, error) || !transaction.commit(error))
         return std::nullopt;
     return int(messages.size());
+}
+
+namespace {
+
+// A broker takes dead letters from the head of its dead-letter queue: scan as far as
+// the last of the wanted ones, which may have moved up since they were listed.
+std::optional<int> takeFromBroker(BrokerQueue &queue, const QList<DeadLetter> &letters, bool redrive, QString *error)
+{
+    QSet<QString> wanted;
+    for (const auto &letter : letters)
+        wanted.insert(letter.id);
+    const auto current = queue.deadLetters(std::numeric_limits<int>::max(), error);
+    if (!current)
+        return std::nullopt;
+    int scan = 0;
+    for (int i = 0; i < current->size(); ++i) {
+        if (wanted.contains(current->at(i).id))
+            scan = i + 1;
+    }
+    if (scan == 0)
+        return 0;
+    const auto select = [&wanted](const DeadLetter &letter) { return wanted.contains(letter.id); };
+    const auto taken = redrive ? queue.redrive(scan, select, error) : queue.discard(scan, select, error);
+    if (!taken)
+        return std::nullopt;
+    return int(taken->size());
+}
+
+} // namespace
+
+std::optional<int> Operations::redrive(BrokerQueue &queue, const QList<DeadLetter> &letters, QString *error)
+{
+    QList<QByteArray> keys;
+    for (const auto &letter : letters) {
+        if (!letter.sendKey.isEmpty())
+            keys.append(letter.sendKey);
+    }
+    Transaction transaction(m_db);
+    if (!transaction.begin(error) || !m_ledger.reopen(keys, error) || !transaction.commit(error))
+        return std::nullopt;
+    return takeFromBroker(queue, letters, true, error);
+}
+
+std::optional<int> Operations::discard(BrokerQueue &queue, const QList<DeadLetter> &letters, QString *error)
+{
+    return takeFromBroker(queue, letters, false, error);
 }
 
 std::optional<int> Operations::discard(const QList<DeadLetter> &letters, QString *error)
@@ -83,6 +133,25 @@ std::optional<QByteArray> Operations::inDoubtPayload(const QByteArray &sendKey, 
 
 bool Operations::resend(const QByteArray &sendKey, QString *error)
 {
+    return resendThrough(sendKey, [this](const OutgoingMessage &message, QString *error) {
+        return m_queue.insert({message}, error);
+    }, error);
+}
+
+// The message goes to the broker while the key's reopening is still uncommitted: a
+// worker that takes it at once waits for the commit and then finds the key open. Were
+// the commit to fail, that worker would find the key still in doubt and drop the message
+// as a duplicate, and the event would stay in doubt for the operator to decide again.
+bool Operations::resend(BrokerQueue &queue, const QByteArray &sendKey, QString *error)
+{
+    return resendThrough(sendKey, [&queue](const OutgoingMessage &message, QString *error) {
+        return queue.enqueue({message}, error);
+    }, error);
+}
+
+bool Operations::resendThrough(const QByteArray &sendKey,
+                               const std::function<bool(const OutgoingMessage &, QString *)> &put, QString *error)
+{
     Transaction transaction(m_db);
     if (!transaction.begin(error))
         return false;
@@ -92,12 +161,12 @@ bool Operations::resend(const QByteArray &sendKey, QString *error)
     const auto reminder = parseReminder(*payload).reminder;
     const qint64 now = nowMs();
     const OutgoingMessage message{*payload, sendKey, reminder ? reminder->eventId : QString(), 0, 0};
-    if (!m_queue.insert({message}, error) || !m_ledger.reopen({sendKey}, error))
+    if (!m_ledger.reopen({sendKey}, error))
         return false;
     const Attempt note{sendKey, reminder ? reminder->eventId : QString(), {}, 0, {}, now, QStringLiteral("operator"),
                        QStringLiteral("resend"), 0, -1, {}, QStringLiteral("%1 chose to resend with the same key").arg(m_actor), {}};
     if (!m_ledger.insertAttempts({note}, error)
-        || !audit(QStringLiteral("resolve-resend"), QString::fromLatin1(sendKey), 1, error))
+        || !audit(QStringLiteral("resolve-resend"), QString::fromLatin1(sendKey), 1, error) || !put(message, error))
         return false;
     return transaction.commit(error);
 }

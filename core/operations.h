@@ -4,10 +4,13 @@
 
 #include <QString>
 
+#include <functional>
+
 #include <optional>
 
 namespace once {
 
+class BrokerQueue;
 class Database;
 class SqlLedger;
 class SqlQueue;
@@ -30,13 +33,21 @@ public:
     // moved; letters already gone (another operator) are skipped.
     std::optional<int> redrive(const QList<DeadLetter> &letters, QString *error);
     std::optional<int> discard(const QList<DeadLetter> &letters, QString *error);
+    // The same for dead letters at a broker, as BrokerQueue::deadLetters listed them. The
+    // keys are reopened before the broker moves the messages, so a worker that takes a
+    // redriven message at once finds its key open.
+    std::optional<int> redrive(BrokerQueue &queue, const QList<DeadLetter> &letters, QString *error);
+    std::optional<int> discard(BrokerQueue &queue, const QList<DeadLetter> &letters, QString *error);
     // In-doubt decisions. Resend queues the stored payload again under the same key.
     bool resend(const QByteArray &sendKey, QString *error);
+    bool resend(BrokerQueue &queue, const QByteArray &sendKey, QString *error);
     bool markDelivered(const QByteArray &sendKey, QString *error);
 
     bool audit(const QString &action, const QString &detail, qint64 count, QString *error);
 
 private:
+    bool resendThrough(const QByteArray &sendKey, const std::function<bool(const OutgoingMessage &, QString *)> &put,
+                       QString *error);
     std::optional<QByteArray> inDoubtPayload(const QByteArray &sendKey, QString *error);
 
     Database &m_db;

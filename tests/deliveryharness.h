@@ -198,7 +198,12 @@ class OnceRunner final
     Q_DISABLE_COPY_MOVE(OnceRunner)
 
 public:
-    OnceRunner(const QString &onceBin, const QString &storeUrl) : m_onceBin(onceBin), m_storeUrl(storeUrl) {}
+    // queueUrl: a broker's queue that every process uses (as $ONCE_QUEUE), or empty for
+    // the store's own.
+    OnceRunner(const QString &onceBin, const QString &storeUrl, const QString &queueUrl = {})
+        : m_onceBin(onceBin), m_storeUrl(storeUrl), m_queueUrl(queueUrl)
+    {
+    }
     ~OnceRunner() { killAll(); }
 
     const QString &storeUrl() const { return m_storeUrl; }
@@ -208,7 +213,7 @@ public:
     static QProcessEnvironment environment(const QMap<QString, QString> &extra = {})
     {
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        for (const auto name : {"ONCE_FAILPOINT", "ONCE_FAILPOINT_SKIP", "ONCE_PARTNER_TOKEN", "ONCE_STORE"})
+        for (const auto name : {"ONCE_FAILPOINT", "ONCE_FAILPOINT_SKIP", "ONCE_PARTNER_TOKEN", "ONCE_STORE", "ONCE_QUEUE"})
             env.remove(QString::fromLatin1(name));
         for (auto it = extra.cbegin(); it != extra.cend(); ++it)
             env.insert(it.key(), it.value());
@@ -226,7 +231,10 @@ public:
         auto process = std::make_unique<QProcess>();
         process->setProgram(m_onceBin);
         process->setArguments(args);
-        process->setProcessEnvironment(environment(env));
+        QMap<QString, QString> extra = env;
+        if (!m_queueUrl.isEmpty() && !extra.contains(QStringLiteral("ONCE_QUEUE")))
+            extra.insert(QStringLiteral("ONCE_QUEUE"), m_queueUrl);
+        process->setProcessEnvironment(environment(extra));
 #ifdef Q_OS_LINUX
         // Should this test process die before it can kill them (ctest's timeout, a crash),
         // its children die with it instead of delivering on in the background.
@@ -327,6 +335,7 @@ public:
 private:
     QString m_onceBin;
     QString m_storeUrl;
+    QString m_queueUrl;
     std::vector<std::unique_ptr<QProcess>> m_processes;
 };
 

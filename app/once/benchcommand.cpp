@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include "httpclient.h"
+#include "brokerqueue.h"
 #include "store.h"
 
 #include <QCoreApplication>
@@ -48,8 +49,9 @@ QByteArray benchReminder(const QString &nonce, qint64 n, qint64 enqueuedAtMs)
 class SteadyProducer final : public QThread
 {
 public:
-    SteadyProducer(QString storeUrl, QString nonce, int ratePerSecond, int seconds)
-        : m_storeUrl(std::move(storeUrl)), m_nonce(std::move(nonce)), m_rate(ratePerSecond), m_seconds(seconds)
+    SteadyProducer(QString storeUrl, QString queueUrl, QString nonce, int ratePerSecond, int seconds)
+        : m_storeUrl(std::move(storeUrl)), m_queueUrl(std::move(queueUrl)), m_nonce(std::move(nonce)),
+          m_rate(ratePerSecond), m_seconds(seconds)
     {
     }
     qint64 produced() const { return m_produced; }
@@ -58,9 +60,16 @@ public:
 protected:
     void run() override
     {
-        auto store = Store::open(m_storeUrl, &m_error);
-        if (!store)
+        std::unique_ptr<Store> store;
+        std::unique_ptr<BrokerQueue> broker;
+        if (m_queueUrl.isEmpty()) {
+            store = Store::open(m_storeUrl, &m_error);
+        } else if (const auto location = QueueLocation::parse(m_queueUrl, &m_error)) {
+            broker = openBrokerQueue(*location, {}, 1, &m_error);
+        }
+        if (!store && !broker)
             return;
+        MessageQueue &queue = broker ? static_cast<MessageQueue &>(*broker) : store->queue();
         QElapsedTimer clock;
         clock.start();
         const qint64 total = qint64(m_rate) * m_seconds;
@@ -71,7 +80,7 @@ protected:
             const qint64 now = nowMs();
             while (m_produced + batch.size() < due)
                 batch.append(OutgoingMessage{benchReminder(m_nonce, m_produced + batch.size(), now), {}, {}, 0, 0});
-            if (!batch.isEmpty() && !store->queue().enqueue(batch, &m_error))
+            if (!batch.isEmpty() && !queue.enqueue(batch, &m_error))
                 return;
             m_produced += batch.size();
             QThread::msleep(5);
@@ -80,6 +89,7 @@ protected:
 
 private:
     QString m_storeUrl;
+    QString m_queueUrl;
     QString m_nonce;
     int m_rate = 0;
     int m_seconds = 0;
@@ -141,6 +151,17 @@ std::optional<RunResult> readRun(Store &store, const QString &nonce, qint64 sinc
     return run;
 }
 
+// Keys this run applied so far (a run's reminders are scheduled at their enqueue time).
+std::optional<qint64> appliedSince(Store &store, qint64 sinceMs, QString *error)
+{
+    QSqlQuery query(store.database().connection());
+    query.prepare(QStringLiteral("SELECT COUNT(*) FROM ledger WHERE scheduled_at >= ? AND state = 'applied'"));
+    query.addBindValue(sinceMs);
+    if (!store.database().exec(query, error) || !query.next())
+        return std::nullopt;
+    return query.value(0).toLongLong();
+}
+
 QString durabilityOf(Database &database)
 {
     if (!database.isPostgres())
@@ -176,6 +197,7 @@ int runBench(const QStringList &arguments)
         {QStringLiteral("concurrency"), QStringLiteral("Sends in flight per worker."), QStringLiteral("N"), QStringLiteral("256")},
         {QStringLiteral("partner-latency-ms"), QStringLiteral("Simulated partner latency."), QStringLiteral("MS"), QStringLiteral("0")},
     });
+    command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
     const auto count = command.integer(QStringLiteral("count"), 1, 10000000);
@@ -196,6 +218,16 @@ int runBench(const QStringList &arguments)
     auto store = Store::open(storeUrl, &error);
     if (!store)
         return failure(error);
+    const QString queueUrl = command.queueUrl();
+    std::unique_ptr<BrokerQueue> broker;
+    if (!queueUrl.isEmpty()) {
+        broker = command.openBrokerQueue();
+        if (!broker)
+            return Failure;
+        if (!broker->declareTopology(&error))
+            return failure(error);
+    }
+    MessageQueue &queue = broker ? static_cast<MessageQueue &>(*broker) : store->queue();
     const QString nonce = QString::number(QRandomGenerator::global()->bounded(1u << 30), 36);
 
     // The partner runs in its own process, as a real one would.
@@ -222,7 +254,7 @@ int runBench(const QStringList &arguments)
             if (QRandomGenerator::global()->generateDouble() < *duplicates)
                 batch.append(OutgoingMessage{payload, {}, {}, 0, 0});
             if (batch.size() >= 5000 || n + 1 == *count) {
-                if (!store->queue().enqueue(batch, &error))
+                if (!queue.enqueue(batch, &error))
                     return failure(error);
                 published += batch.size();
                 batch.clear();
@@ -231,13 +263,15 @@ int runBench(const QStringList &arguments)
         std::printf("enqueued %lld messages (%lld reminders, %lld published twice)\n", published, *count,
                     published - *count);
     } else {
-        producer = std::make_unique<SteadyProducer>(storeUrl, nonce, int(*rate), int(*duration));
+        producer = std::make_unique<SteadyProducer>(storeUrl, queueUrl, nonce, int(*rate), int(*duration));
     }
 
     // Workers are separate processes, as in production. The store URL goes through
     // the environment, not the command line, where `ps` would show a password.
     QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
     environment.insert(QStringLiteral("ONCE_STORE"), storeUrl);
+    if (broker)
+        environment.insert(QStringLiteral("ONCE_QUEUE"), queueUrl);
     std::vector<std::unique_ptr<QProcess>> processes;
     const qint64 workersStartMs = nowMs();
     for (int i = 0; i < *workers; ++i) {
@@ -264,9 +298,17 @@ int runBench(const QStringList &arguments)
     QObject::connect(&poll, &QTimer::timeout, &loop, [&] {
         for (const auto &process : processes)
             workerDied = workerDied || process->state() == QProcess::NotRunning;
-        const auto counts = store->queue().counts(&error);
-        if (workerDied || !counts || ((!producer || producer->isFinished()) && counts->ready == 0
-                                      && counts->inFlight == 0 && counts->delayed == 0))
+        const auto counts = queue.counts(&error);
+        bool drained = counts && (!producer || producer->isFinished()) && counts->ready == 0 && counts->delayed == 0;
+        if (drained && broker) {
+            // A broker's count of unacked messages may be unavailable, and includes what
+            // it pushed ahead to the workers: the ledger says when every reminder is done.
+            const qint64 expected = producer ? producer->produced() : *count;
+            drained = appliedSince(*store, runStartMs, &error).value_or(-1) >= expected;
+        } else {
+            drained = drained && counts->inFlight == 0;
+        }
+        if (workerDied || !counts || drained)
             loop.quit();
     });
     // Counting the queue is a scan: often enough to stop soon after the end, rarely
@@ -310,6 +352,9 @@ int runBench(const QStringList &arguments)
     rusage usage{};
     getrusage(RUSAGE_CHILDREN, &usage);
     std::printf("store                  %s\n", qPrintable(store->database().location().displayName()));
+    if (broker)
+        std::printf("queue                  %s (%s)\n", qPrintable(broker->location().displayName()),
+                    qPrintable(broker->location().brokerName()));
     std::printf("mode                   %s\n", *rate ? qPrintable(QStringLiteral("open loop at %1/s for %2 s").arg(*rate).arg(*duration))
                                                    : "closed loop (enqueue all, then drain)");
     std::printf("workers                %lld processes, %lld sends in flight each, partner latency %lld ms\n",

@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include "brokerqueue.h"
 #include "database.h"
 #include "store.h"
 
@@ -88,6 +89,35 @@ std::unique_ptr<Store> Command::openStore() const
     if (!store)
         failure(error);
     return store;
+}
+
+void Command::addQueueOption()
+{
+    m_parser.addOption({QStringLiteral("queue"),
+                        QStringLiteral("A broker's queue: amqp://USER:PASSWORD@HOST[:PORT]/VHOST?queue=NAME or "
+                                       "redis://[:PASSWORD@]HOST[:PORT]/DB?stream=NAME (default: $ONCE_QUEUE, else "
+                                       "the store's own queue)."),
+                        QStringLiteral("url")});
+}
+
+QString Command::queueUrl() const
+{
+    return m_parser.isSet(QStringLiteral("queue")) ? m_parser.value(QStringLiteral("queue"))
+                                                   : qEnvironmentVariable("ONCE_QUEUE");
+}
+
+std::unique_ptr<BrokerQueue> Command::openBrokerQueue() const
+{
+    QString error;
+    const auto location = QueueLocation::parse(queueUrl(), &error);
+    if (!location) {
+        failure(error);
+        return nullptr;
+    }
+    auto queue = once::openBrokerQueue(*location, {}, 1, &error);
+    if (!queue)
+        failure(error);
+    return queue;
 }
 
 std::optional<qint64> Command::integer(const QString &option, qint64 min, qint64 max) const

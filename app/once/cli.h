@@ -9,6 +9,7 @@
 #include <memory>
 
 namespace once {
+class BrokerQueue;
 class Store;
 }
 
@@ -29,6 +30,10 @@ public:
     int parse(const QStringList &arguments);
     QString storeUrl() const;
     std::unique_ptr<Store> openStore() const; // prints the error itself
+    // --queue, for the subcommands that touch the queue: a broker's queue, else the store's.
+    void addQueueOption();
+    QString queueUrl() const; // --queue, else $ONCE_QUEUE; empty: the store's own queue
+    std::unique_ptr<BrokerQueue> openBrokerQueue() const; // prints the error itself
 
     // Integer option in [min, max]; prints a usage error and returns nullopt when not.
     std::optional<qint64> integer(const QString &option, qint64 min, qint64 max) const;

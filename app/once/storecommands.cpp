@@ -1,6 +1,7 @@
 // The subcommands that read or change a store without running a worker.
 #include "cli.h"
 
+#include "brokerqueue.h"
 #include "reminder.h"
 #include "store.h"
 
@@ -11,6 +12,7 @@
 #include <QThread>
 
 #include <cstdio>
+#include <limits>
 
 namespace once::cli {
 
@@ -31,11 +33,25 @@ QString describe(const EventRow &row)
         .arg(row.duplicates ? QStringLiteral(" duplicates_suppressed=%1").arg(row.duplicates) : QString());
 }
 
+// A broker filters nothing itself: list its dead letters and filter here.
+std::optional<QList<DeadLetter>> brokerDeadLetters(BrokerQueue &broker, const DeadLetterFilter &filter, QString *error)
+{
+    auto letters = broker.deadLetters(std::numeric_limits<int>::max(), error);
+    if (letters)
+        letters->removeIf([&filter](const DeadLetter &letter) { return !filter.matches(letter); });
+    return letters;
+}
+
 } // namespace
 
 int runInit(const QStringList &arguments)
 {
-    Command command(QStringLiteral("init"), QStringLiteral("Creates the store, or upgrades its schema."), {});
+    Command command(QStringLiteral("init"),
+                    QStringLiteral("Creates the store, or upgrades its schema. With --queue, also declares the "
+                                   "broker's queues (RabbitMQ: exchange, main, retry and dead-letter queues; Redis: "
+                                   "stream and consumer group); safe to run again."),
+                    {});
+    command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
     const auto store = command.openStore();
@@ -44,6 +60,15 @@ int runInit(const QStringList &arguments)
     printLine(QStringLiteral("store %1 ready (schema version %2)")
                   .arg(store->database().location().displayName())
                   .arg(store->database().schemaVersion()));
+    if (command.queueUrl().isEmpty())
+        return Ok;
+    const auto broker = command.openBrokerQueue();
+    if (!broker)
+        return Failure;
+    QString error;
+    if (!broker->declareTopology(&error))
+        return failure(error);
+    printLine(QStringLiteral("queue %1 ready at %2").arg(broker->location().displayName(), broker->location().brokerName()));
     return Ok;
 }
 
@@ -59,6 +84,7 @@ int runEnqueue(const QStringList &arguments)
                       QStringLiteral("S"), QStringLiteral("0")});
     parser.addOption({QStringLiteral("unchecked"),
                       QStringLiteral("Enqueue lines as they are, without validation (rehearsing bad producers).")});
+    command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
     const auto delay = command.integer(QStringLiteral("delay"), 0, MaxDelaySeconds);
@@ -71,16 +97,23 @@ int runEnqueue(const QStringList &arguments)
     const QString name = files.value(0, QStringLiteral("-"));
     if (name == QLatin1String("-") ? !input.open(stdin, QIODevice::ReadOnly) : (input.setFileName(name), !input.open(QIODevice::ReadOnly)))
         return failure(QStringLiteral("cannot read %1: %2").arg(name, input.errorString()));
-    const auto store = command.openStore();
-    if (!store)
+    // A broker's queue needs no store: producers publish without touching the ledger.
+    std::unique_ptr<Store> store;
+    std::unique_ptr<BrokerQueue> broker;
+    if (command.queueUrl().isEmpty())
+        store = command.openStore();
+    else
+        broker = command.openBrokerQueue();
+    if (!store && !broker)
         return Failure;
+    MessageQueue &queue = broker ? static_cast<MessageQueue &>(*broker) : store->queue();
 
     const bool unchecked = parser.isSet(QStringLiteral("unchecked"));
     QList<OutgoingMessage> batch;
     qint64 lineNumber = 0, accepted = 0, rejected = 0;
     const auto flushBatch = [&]() {
         QString error;
-        if (!batch.isEmpty() && !store->queue().enqueue(batch, &error)) {
+        if (!batch.isEmpty() && !queue.enqueue(batch, &error)) {
             failure(QStringLiteral("enqueue failed after %1 reminders: %2").arg(accepted).arg(error));
             return false;
         }
@@ -130,16 +163,32 @@ int runStats(const QStringList &arguments)
 {
     Command command(QStringLiteral("stats"), QStringLiteral("Queue and ledger counts."), {});
     command.parser().addOption({QStringLiteral("json"), QStringLiteral("Print JSON.")});
+    command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
     const auto store = command.openStore();
     if (!store)
         return Failure;
     QString error;
-    const auto stats = store->inspector().stats(&error);
+    auto stats = store->inspector().stats(&error);
     if (!stats)
         return failure(error);
-    const QJsonObject json = stats->toJson();
+    std::unique_ptr<BrokerQueue> broker;
+    if (!command.queueUrl().isEmpty()) {
+        broker = command.openBrokerQueue();
+        if (!broker)
+            return Failure;
+        const auto counts = broker->counts(&error);
+        if (!counts)
+            return failure(error);
+        stats->queue = *counts;
+    }
+    QJsonObject json = stats->toJson();
+    if (broker) {
+        json.insert(QStringLiteral("queue_at"), broker->location().displayName());
+        if (!stats->queue.unavailable.isEmpty())
+            json.insert(QStringLiteral("queue_unavailable"), stats->queue.unavailable);
+    }
     if (command.parser().isSet(QStringLiteral("json"))) {
         printJson(QJsonDocument(json));
         return Ok;
@@ -241,15 +290,24 @@ int runDeadLetters(const QStringList &arguments)
     auto &parser = command.parser();
     parser.addOption({QStringLiteral("error-class"), QStringLiteral("Only this error class."), QStringLiteral("C")});
     parser.addOption({QStringLiteral("json"), QStringLiteral("Print JSON.")});
+    command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
-    const auto store = command.openStore();
-    if (!store)
-        return Failure;
     DeadLetterFilter filter;
     filter.errorClass = parser.value(QStringLiteral("error-class"));
     QString error;
-    const auto letters = store->inspector().deadLetters(filter, &error);
+    std::optional<QList<DeadLetter>> letters;
+    if (command.queueUrl().isEmpty()) {
+        const auto store = command.openStore();
+        if (!store)
+            return Failure;
+        letters = store->inspector().deadLetters(filter, &error);
+    } else {
+        const auto broker = command.openBrokerQueue();
+        if (!broker)
+            return Failure;
+        letters = brokerDeadLetters(*broker, filter, &error);
+    }
     if (!letters)
         return failure(error);
     if (parser.isSet(QStringLiteral("json"))) {
@@ -281,6 +339,7 @@ int runRedrive(const QStringList &arguments)
     parser.addOption({QStringLiteral("rate"), QStringLiteral("At most N messages per second (0: no limit)."),
                       QStringLiteral("N"), QStringLiteral("0")});
     parser.addOption({QStringLiteral("dry-run"), QStringLiteral("List what would move; move nothing.")});
+    command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
     const auto rate = command.integer(QStringLiteral("rate"), 0, 1000000);
@@ -302,8 +361,14 @@ int runRedrive(const QStringList &arguments)
     const auto store = command.openStore();
     if (!store)
         return Failure;
+    std::unique_ptr<BrokerQueue> broker;
+    if (!command.queueUrl().isEmpty()) {
+        broker = command.openBrokerQueue();
+        if (!broker)
+            return Failure;
+    }
     QString error;
-    const auto letters = store->inspector().deadLetters(filter, &error);
+    const auto letters = broker ? brokerDeadLetters(*broker, filter, &error) : store->inspector().deadLetters(filter, &error);
     if (!letters)
         return failure(error);
     if (parser.isSet(QStringLiteral("dry-run"))) {
@@ -322,7 +387,9 @@ int runRedrive(const QStringList &arguments)
     qint64 moved = 0;
     int exit = Ok;
     for (qsizetype start = 0; start < letters->size(); start += batchSize) {
-        const auto result = store->operations().redrive(letters->mid(start, batchSize), &error);
+        const auto batch = letters->mid(start, batchSize);
+        const auto result = broker ? store->operations().redrive(*broker, batch, &error)
+                                   : store->operations().redrive(batch, &error);
         if (!result) {
             exit = failure(QStringLiteral("redrive stopped after %1 messages: %2").arg(moved).arg(error));
             break;
@@ -343,6 +410,8 @@ int runRedrive(const QStringList &arguments)
         detail += QStringLiteral(" keys=%1").arg(filter.sendKeys.size());
     if (*rate)
         detail += QStringLiteral(" rate=%1/s").arg(*rate);
+    if (broker)
+        detail += QStringLiteral(" queue=") + broker->location().displayName();
     if (!store->operations().audit(QStringLiteral("redrive"), detail.trimmed(), moved, &error))
         return failure(error);
     printLine(QStringLiteral("redrove %1 dead letters").arg(moved));
@@ -383,6 +452,7 @@ int runResolve(const QStringList &arguments)
     auto &parser = command.parser();
     parser.addOption({QStringLiteral("resend"), QStringLiteral("Queue it again under the same send key.")});
     parser.addOption({QStringLiteral("mark-delivered"), QStringLiteral("Record that the partner did deliver it.")});
+    command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
     if (parser.positionalArguments().size() != 1)
@@ -393,9 +463,17 @@ int runResolve(const QStringList &arguments)
     const auto store = command.openStore();
     if (!store)
         return Failure;
+    std::unique_ptr<BrokerQueue> broker;
+    if (resend && !command.queueUrl().isEmpty()) {
+        broker = command.openBrokerQueue();
+        if (!broker)
+            return Failure;
+    }
     const QByteArray key = parser.positionalArguments().constFirst().toLatin1();
     QString error;
-    const bool done = resend ? store->operations().resend(key, &error) : store->operations().markDelivered(key, &error);
+    const bool done = !resend ? store->operations().markDelivered(key, &error)
+                      : broker ? store->operations().resend(*broker, key, &error)
+                               : store->operations().resend(key, &error);
     if (!done)
         return failure(error);
     printLine(resend ? QStringLiteral("%1 queued again under the same key").arg(QString::fromLatin1(key))

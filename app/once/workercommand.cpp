@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include "brokerqueue.h"
 #include "engine.h"
 
 #include <QCoreApplication>
@@ -32,6 +33,7 @@ int runWorker(const QStringList &arguments)
         {QStringLiteral("worker-id"), QStringLiteral("This worker's name in the history (default host:pid)."), QStringLiteral("ID")},
         {QStringLiteral("progress"), QStringLiteral("Print live counts every second.")},
     });
+    command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
     if (!parser.isSet(QStringLiteral("partner")))
@@ -54,8 +56,13 @@ int runWorker(const QStringList &arguments)
     if (*timeout >= *lease)
         return command.usageError(QStringLiteral("--lease must be longer than --timeout, or a slow send looks like a crash"));
 
+    QString queueError;
+    if (!command.queueUrl().isEmpty() && !QueueLocation::parse(command.queueUrl(), &queueError))
+        return command.usageError(queueError);
+
     EngineConfig config;
     config.storeUrl = command.storeUrl();
+    config.queueUrl = command.queueUrl();
     config.partnerUrl = partner;
     config.partnerToken = qgetenv("ONCE_PARTNER_TOKEN");
     config.workerId = parser.isSet(QStringLiteral("worker-id"))

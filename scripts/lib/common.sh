@@ -16,6 +16,7 @@ ONCE_PACKAGES=(
     libqt6opengl6-dev qt6-charts-dev qt6-svg-dev libqt6svg6
     xvfb xauth
     postgresql libqt6sql6-psql
+    rabbitmq-server redis-server librabbitmq-dev libhiredis-dev
 )
 
 ensure_packages() {
@@ -34,6 +35,27 @@ ensure_packages() {
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q >/dev/null
     apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# ensure_test_producers: Node.js and the npm packages of tests/producers, the amqplib and
+# ioredis clients that the broker tests publish reminders with. Node and npm are not in
+# ONCE_PACKAGES because of how Debian and NodeSource split them: Debian's nodejs comes
+# without npm, which is its own package, while NodeSource's nodejs bundles npm and
+# conflicts with Debian's npm package, so asking for npm on such a machine would fail.
+# So nodejs as usual, and the npm package only where no npm command came with it. Then
+# `npm ci` installs exactly what package-lock.json pins, again whenever the lockfile is
+# newer than node_modules. The time of node_modules is that of a stamp written after a
+# whole install (npm ci deletes node_modules first), so an interrupted one is redone.
+ensure_test_producers() {
+    ensure_packages nodejs
+    command -v npm >/dev/null 2>&1 || ensure_packages npm
+    local producers=$ONCE_ROOT/tests/producers
+    local stamp=$producers/node_modules/.once-installed
+    if [ ! -e "$stamp" ] || [ "$producers/package-lock.json" -nt "$stamp" ]; then
+        echo "once: installing the test producers' npm packages" >&2
+        (cd "$producers" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+        touch "$stamp"
+    fi
 }
 
 # build_once [TARGET...]: configures once, then builds the targets (default: all).

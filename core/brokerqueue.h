@@ -1,0 +1,85 @@
+#pragma once
+
+#include "inspector.h"
+#include "messagequeue.h"
+
+#include <QUrl>
+
+#include <functional>
+#include <memory>
+#include <optional>
+
+namespace once {
+
+// Where the queue lives when a team already runs a broker (--queue URL). The ledger
+// stays in the store; only the queue moves.
+//   amqp://USER:PASSWORD@HOST[:PORT]/VHOST?queue=NAME[&management=http://HOST:15672]
+//   redis://[:PASSWORD@]HOST[:PORT]/DB?stream=NAME
+struct QueueLocation
+{
+    enum class Kind { RabbitMq, Redis };
+
+    Kind kind = Kind::RabbitMq;
+    QString host;
+    int port = 0;
+    QString user;
+    QString password; // never printed: see displayName()
+    QString vhost;    // RabbitMQ
+    int database = 0; // Redis
+    QString name;     // the queue (RabbitMQ) or stream (Redis)
+    QUrl managementUrl; // RabbitMQ's management HTTP API, without credentials
+
+    static std::optional<QueueLocation> parse(const QString &url, QString *error);
+    static bool isBrokerUrl(const QString &url);
+    // The URL without its password, for logs, the UI and errors.
+    QString displayName() const;
+    QString brokerName() const; // "RabbitMQ", "Redis Streams"
+};
+
+// A queue at a broker. The engine sees the MessageQueue side; the operator commands
+// and the console see the rest. One instance is used from one thread.
+//
+// Message ids are the producer's (AMQP message_id, the stream entry's "id" field) and
+// survive retries and redrives, so the ledger can tell a retry of a message from
+// another message carrying the same send key. The delivery number grows with every
+// delivery of one id, including the broker's redeliveries after a crash.
+class BrokerQueue : public MessageQueue
+{
+public:
+    const QueueLocation &location() const { return m_location; }
+
+    // Declares what the queue needs at the broker (queues, exchanges, retry and
+    // dead-letter queues, consumer group). Safe to run again: once init --queue.
+    virtual bool declareTopology(QString *error) = 0;
+
+    // Up to limit dead letters, oldest first, left where they are.
+    virtual std::optional<QList<DeadLetter>> deadLetters(int limit, QString *error) = 0;
+
+    // Takes up to max dead letters from the head of the dead-letter queue. Those select
+    // accepts go back on the main queue unchanged (same id, headers and body; redrive
+    // count + 1) and are returned; the others stay dead letters. A letter is removed
+    // from the dead-letter queue only after the broker has taken its copy.
+    virtual std::optional<QList<DeadLetter>> redrive(int max, const std::function<bool(const DeadLetter &)> &select,
+                                                     QString *error) = 0;
+    // As redrive, but the selected letters are dropped.
+    virtual std::optional<QList<DeadLetter>> discard(int max, const std::function<bool(const DeadLetter &)> &select,
+                                                     QString *error) = 0;
+
+    // A file descriptor that becomes readable when deliveries may be waiting, so an
+    // idle worker wakes at once instead of polling; -1 when the broker offers none.
+    virtual int wakeDescriptor() const { return -1; }
+
+protected:
+    explicit BrokerQueue(QueueLocation location) : m_location(std::move(location)) {}
+
+private:
+    QueueLocation m_location;
+};
+
+// Connects to the broker. consumerName names this process's consumer (the worker id);
+// prefetch is how many deliveries the broker may hand this consumer ahead of its acks
+// (the worker's concurrency).
+std::unique_ptr<BrokerQueue> openBrokerQueue(const QueueLocation &location, const QString &consumerName,
+                                             int prefetch, QString *error);
+
+} // namespace once
