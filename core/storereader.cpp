@@ -1,9 +1,12 @@
 #include "storereader.h"
 
+#include "brokerqueue.h"
 #include "store.h"
 
 #include <QLoggingCategory>
 #include <QSqlDriver>
+
+#include <limits>
 
 Q_LOGGING_CATEGORY(lcReader, "once.core.reader")
 
@@ -15,7 +18,48 @@ constexpr int RedriveTickMs = 100;
 constexpr int MinChangeIntervalMs = 1000;
 }
 
-StoreReader::StoreReader(const QString &storeUrl, QObject *parent) : QObject(parent), m_storeUrl(storeUrl)
+// While a request runs, its broker may wait on the network in a nested event loop (the
+// RabbitMQ management API is read over HTTP on this thread). Without care, requests and
+// timer ticks queued meanwhile would run inside it, using the store or the broker in the
+// middle of another call, or closing them under it. So every request marks the thread
+// busy, and one that arrives while it is busy waits its turn: they run in order when the
+// outermost request returns.
+class StoreReader::Busy
+{
+public:
+    explicit Busy(StoreReader &reader) : m_reader(reader) { ++m_reader.m_busy; }
+    ~Busy()
+    {
+        if (--m_reader.m_busy == 0)
+            m_reader.runDeferred();
+    }
+    Q_DISABLE_COPY_MOVE(Busy)
+
+private:
+    StoreReader &m_reader;
+};
+
+bool StoreReader::deferWhileBusy(std::function<void()> request)
+{
+    if (m_busy == 0)
+        return false;
+    m_deferred.append(std::move(request));
+    return true;
+}
+
+void StoreReader::runDeferred()
+{
+    // A deferred request ends with its own Busy going: the loop here carries on instead.
+    if (m_runningDeferred)
+        return;
+    m_runningDeferred = true;
+    while (!m_deferred.isEmpty())
+        m_deferred.takeFirst()();
+    m_runningDeferred = false;
+}
+
+StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, QObject *parent)
+    : QObject(parent), m_storeUrl(storeUrl), m_queueUrl(queueUrl)
 {
     qRegisterMetaType<once::EventFilter>();
     qRegisterMetaType<once::DeadLetterFilter>();
@@ -29,7 +73,15 @@ StoreReader::StoreReader(const QString &storeUrl, QObject *parent) : QObject(par
     qRegisterMetaType<once::WorkerRecord>();
     qRegisterMetaType<QList<once::WorkerRecord>>();
     m_redriveTimer.setInterval(RedriveTickMs);
-    connect(&m_redriveTimer, &QTimer::timeout, this, &StoreReader::redriveNextBatch);
+    connect(&m_redriveTimer, &QTimer::timeout, this, [this] {
+        // A tick that comes while a request waits on the broker is dropped rather than
+        // queued behind it: the next one comes soon enough, and bunched ticks would
+        // break the rate.
+        if (m_busy > 0)
+            return;
+        const Busy busy(*this);
+        redriveNextBatch();
+    });
     m_changeTimer.setSingleShot(true);
     connect(&m_changeTimer, &QTimer::timeout, this, &StoreReader::announceChange);
 }
@@ -38,26 +90,76 @@ StoreReader::~StoreReader() = default;
 
 void StoreReader::open()
 {
+    if (deferWhileBusy([this] { open(); }))
+        return;
+    const Busy busy(*this);
     QString error;
     m_store = Store::open(m_storeUrl, &error);
     if (!m_store) {
         // The core quotes stores by their display name; should a driver ever echo the
         // password it was given, it still does not leave this thread.
-        QString ignored;
-        if (const auto location = StoreLocation::parse(m_storeUrl, &ignored); location && !location->password.isEmpty())
-            error.replace(location->password, QStringLiteral("********"));
-        emit opened(false, error, false);
+        m_openError = withoutSecrets(error);
+        emit opened(false, m_openError, false);
         return;
     }
+    if (!m_queueUrl.isEmpty()) {
+        // The broker after the store: a store that does not open says so first, and the
+        // URL's own mistakes (no queue name) come before a connection is tried.
+        const auto location = QueueLocation::parse(m_queueUrl, &error);
+        if (location)
+            m_broker = openBrokerQueue(*location, {}, 1, &error);
+        if (!m_broker) {
+            // Half open is of no use: without its queue, the store's numbers would be the
+            // wrong queue's.
+            m_store.reset();
+            // The broker's errors name the queue already; the URL's own do not.
+            const QString message =
+                location && !error.contains(location->displayName())
+                    ? QStringLiteral("Cannot open the queue at %1 (%2): %3")
+                          .arg(location->brokerName(), location->displayName(), error)
+                    : QStringLiteral("Cannot open the queue: %1").arg(error);
+            m_openError = withoutSecrets(message);
+            emit queueOpened(false, location ? location->displayName() : QString(),
+                             location ? location->brokerName() : QString());
+            emit opened(false, m_openError, false);
+            return;
+        }
+        emit queueOpened(true, m_broker->location().displayName(), m_broker->location().brokerName());
+    }
+    m_openError.clear();
     emit opened(true, QString(), listenForChanges());
 }
 
 void StoreReader::close()
 {
+    if (m_busy > 0) {
+        // Closing wins over whatever waits: nothing queued behind it is wanted any more.
+        m_deferred.clear();
+        m_deferred.append([this] { close(); });
+        return;
+    }
     m_redriveTimer.stop();
     m_changeTimer.stop();
     m_redrive.reset();
+    m_broker.reset();
     m_store.reset();
+}
+
+QString StoreReader::withoutSecrets(QString error) const
+{
+    QString ignored;
+    if (const auto location = StoreLocation::parse(m_storeUrl, &ignored); location && !location->password.isEmpty())
+        error.replace(location->password, QStringLiteral("********"));
+    if (!m_queueUrl.isEmpty()) {
+        if (const auto location = QueueLocation::parse(m_queueUrl, &ignored); location && !location->password.isEmpty())
+            error.replace(location->password, QStringLiteral("********"));
+    }
+    return error;
+}
+
+void StoreReader::fail(quint64 token, const QString &error)
+{
+    emit failed(token, withoutSecrets(error));
 }
 
 bool StoreReader::listenForChanges()
@@ -95,20 +197,42 @@ bool StoreReader::ensureOpen(quint64 token)
 {
     if (m_store)
         return true;
-    emit failed(token, QStringLiteral("no store is open"));
+    // The views keep asking after a failed open: tell them why, not just that.
+    emit failed(token, m_openError.isEmpty() ? QStringLiteral("no store is open") : m_openError);
     return false;
+}
+
+std::optional<QList<DeadLetter>> StoreReader::brokerDeadLetters(const DeadLetterFilter &filter, QString *error)
+{
+    // Without a condition the broker's order (oldest first) gives the limit's letters at
+    // once; with one, every letter has to be looked at.
+    const bool filtered = !filter.errorClass.isEmpty() || filter.sinceMs > 0 || !filter.sendKeys.isEmpty();
+    const int fetch = filtered || filter.limit < 0 ? std::numeric_limits<int>::max() : filter.limit;
+    auto letters = m_broker->deadLetters(fetch, error);
+    if (!letters)
+        return std::nullopt;
+    if (filtered)
+        letters->removeIf([&filter](const DeadLetter &letter) { return !filter.matches(letter); });
+    if (filter.limit >= 0 && letters->size() > filter.limit)
+        letters->resize(filter.limit);
+    return letters;
 }
 
 void StoreReader::loadOverview(quint64 token, qint64 windowMs)
 {
+    if (deferWhileBusy([=, this] { loadOverview(token, windowMs); }))
+        return;
+    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
-    const auto stats = m_store->inspector().stats(&error);
+    // The ledger's numbers always come from the store; the queue's from where it lives.
+    std::optional<DeliveryStats> stats = m_broker ? Inspector(m_store->database(), *m_broker).stats(&error)
+                                                  : m_store->inspector().stats(&error);
     const qint64 now = nowMs();
     const auto series = stats ? m_store->metrics().series(now - windowMs, now, 120, &error) : std::nullopt;
     if (!series) {
-        emit failed(token, error);
+        fail(token, error);
         return;
     }
     emit overviewLoaded(token, *stats, *series);
@@ -116,28 +240,37 @@ void StoreReader::loadOverview(quint64 token, qint64 windowMs)
 
 void StoreReader::loadEvents(quint64 token, const EventFilter &filter)
 {
+    if (deferWhileBusy([=, this] { loadEvents(token, filter); }))
+        return;
+    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
     if (const auto rows = m_store->inspector().events(filter, &error))
         emit eventsLoaded(token, *rows, filter.offset);
     else
-        emit failed(token, error);
+        fail(token, error);
 }
 
 void StoreReader::countEvents(quint64 token, const EventFilter &filter)
 {
+    if (deferWhileBusy([=, this] { countEvents(token, filter); }))
+        return;
+    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
     if (const auto count = m_store->inspector().countEvents(filter, &error))
         emit eventsCounted(token, *count);
     else
-        emit failed(token, error);
+        fail(token, error);
 }
 
 void StoreReader::loadHistory(quint64 token, const QString &keyOrEventId)
 {
+    if (deferWhileBusy([=, this] { loadHistory(token, keyOrEventId); }))
+        return;
+    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
@@ -146,55 +279,71 @@ void StoreReader::loadHistory(quint64 token, const QString &keyOrEventId)
     if (attempts)
         emit historyLoaded(token, *event, *attempts);
     else
-        emit failed(token, error);
+        fail(token, error);
 }
 
 void StoreReader::loadDeadLetters(quint64 token, const DeadLetterFilter &filter)
 {
+    if (deferWhileBusy([=, this] { loadDeadLetters(token, filter); }))
+        return;
+    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
-    if (const auto letters = m_store->inspector().deadLetters(filter, &error))
+    const auto letters = m_broker ? brokerDeadLetters(filter, &error) : m_store->inspector().deadLetters(filter, &error);
+    if (letters)
         emit deadLettersLoaded(token, *letters);
     else
-        emit failed(token, error);
+        fail(token, error);
 }
 
 void StoreReader::loadInDoubt(quint64 token)
 {
+    if (deferWhileBusy([=, this] { loadInDoubt(token); }))
+        return;
+    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
     if (const auto rows = m_store->inspector().inDoubt(&error))
         emit inDoubtLoaded(token, *rows);
     else
-        emit failed(token, error);
+        fail(token, error);
 }
 
 void StoreReader::loadAudit(quint64 token, int limit)
 {
+    if (deferWhileBusy([=, this] { loadAudit(token, limit); }))
+        return;
+    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
     if (const auto entries = m_store->inspector().auditLog(limit, &error))
         emit auditLoaded(token, *entries);
     else
-        emit failed(token, error);
+        fail(token, error);
 }
 
 void StoreReader::loadWorkers(quint64 token)
 {
+    if (deferWhileBusy([=, this] { loadWorkers(token); }))
+        return;
+    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
     if (const auto workers = m_store->workers().list(&error))
         emit workersLoaded(token, *workers);
     else
-        emit failed(token, error);
+        fail(token, error);
 }
 
 void StoreReader::redrive(quint64 token, const QList<DeadLetter> &letters, int ratePerSecond, const QString &detail)
 {
+    if (deferWhileBusy([=, this] { redrive(token, letters, ratePerSecond, detail); }))
+        return;
+    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     if (m_redrive) {
@@ -209,12 +358,15 @@ void StoreReader::redrive(quint64 token, const QList<DeadLetter> &letters, int r
 
 void StoreReader::cancelRedrive(quint64 token)
 {
+    // Not deferred: a cancel that waits behind the batch it means to stop is no use, and
+    // it only sets a flag the next batch reads.
     if (m_redrive && m_redrive->token == token)
         m_redrive->cancelled = true;
 }
 
 // One tick moves a tenth of a second's worth, so the rate holds without bursts and the
-// thread answers other requests between ticks.
+// thread answers other requests between ticks. At a broker, each batch reopens its keys
+// in the ledger first, then has the broker move the messages (Operations).
 void StoreReader::redriveNextBatch()
 {
     if (!m_redrive)
@@ -224,7 +376,9 @@ void StoreReader::redriveNextBatch()
     const int total = int(run.letters.size());
     if (!run.cancelled && run.next < total) {
         const int batch = run.ratePerSecond > 0 ? std::max(1, run.ratePerSecond * RedriveTickMs / 1000) : 500;
-        const auto moved = m_store->operations().redrive(run.letters.mid(run.next, batch), &error);
+        const QList<DeadLetter> letters = run.letters.mid(run.next, batch);
+        const auto moved = m_broker ? m_store->operations().redrive(*m_broker, letters, &error)
+                                    : m_store->operations().redrive(letters, &error);
         if (moved) {
             run.moved += *moved;
             run.next += batch;
@@ -241,32 +395,43 @@ void StoreReader::redriveNextBatch()
         m_store->operations().audit(QStringLiteral("redrive"), detail, run.moved, &auditError);
     const auto finished = std::move(m_redrive);
     emit redriveFinished(finished->token, finished->moved, finished->cancelled,
-                         error.isEmpty() ? auditError : error);
+                         withoutSecrets(error.isEmpty() ? auditError : error));
 }
 
 void StoreReader::discard(quint64 token, const QList<DeadLetter> &letters, const QString &detail)
 {
+    if (deferWhileBusy([=, this] { discard(token, letters, detail); }))
+        return;
+    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
-    const auto removed = m_store->operations().discard(letters, &error);
+    const auto removed = m_broker ? m_store->operations().discard(*m_broker, letters, &error)
+                                  : m_store->operations().discard(letters, &error);
     if (removed && m_store->operations().audit(QStringLiteral("discard"), detail, *removed, &error))
         emit operationFinished(token, true, QStringLiteral("discarded %1 dead letters").arg(*removed));
     else
-        emit operationFinished(token, false, error);
+        emit operationFinished(token, false, withoutSecrets(error));
 }
 
 void StoreReader::resolve(quint64 token, const QByteArray &sendKey, bool resend)
 {
+    if (deferWhileBusy([=, this] { resolve(token, sendKey, resend); }))
+        return;
+    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
-    const bool ok = resend ? m_store->operations().resend(sendKey, &error)
-                           : m_store->operations().markDelivered(sendKey, &error);
+    bool ok = false;
+    if (!resend)
+        ok = m_store->operations().markDelivered(sendKey, &error);
+    else
+        ok = m_broker ? m_store->operations().resend(*m_broker, sendKey, &error)
+                      : m_store->operations().resend(sendKey, &error);
     emit operationFinished(token, ok,
                            ok ? (resend ? QStringLiteral("queued again under the same key")
                                         : QStringLiteral("marked delivered"))
-                              : error);
+                              : withoutSecrets(error));
 }
 
 } // namespace once

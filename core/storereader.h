@@ -8,10 +8,12 @@
 #include <QObject>
 #include <QTimer>
 
+#include <functional>
 #include <memory>
 
 namespace once {
 
+class BrokerQueue;
 class Store;
 
 // The console's window on a store: a worker object that lives on its own thread, opens
@@ -24,13 +26,19 @@ class Store;
 // storeChanged() a second, so that views refresh soon after a change without every
 // heartbeat of every worker costing a round of queries. SQLite has no notifications:
 // there the views keep polling.
+//
+// With a queue URL (amqp://, redis://) the queue is read at that broker while the ledger
+// stays in the store: the overview's queue counts, the dead letters, and redrive, discard
+// and resend go to the broker. Brokers send no notifications to the console; views poll.
+// The URL may hold a password: it opens the broker and goes nowhere else.
 class StoreReader final : public QObject
 {
     Q_OBJECT
     Q_DISABLE_COPY_MOVE(StoreReader)
 
 public:
-    explicit StoreReader(const QString &storeUrl, QObject *parent = nullptr);
+    // queueUrl: a broker's queue, or empty for the store's own.
+    explicit StoreReader(const QString &storeUrl, const QString &queueUrl = QString(), QObject *parent = nullptr);
     ~StoreReader() override;
 
 public slots:
@@ -53,8 +61,14 @@ public slots:
     void resolve(quint64 token, const QByteArray &sendKey, bool resend);
 
 signals:
-    // liveUpdates: storeChanged() will announce changes (PostgreSQL notifications).
+    // The store, and the broker's queue if there is one, are open (ok) or not; error says
+    // which of them failed and why. liveUpdates: storeChanged() will announce changes
+    // (PostgreSQL notifications).
     void opened(bool ok, const QString &error, bool liveUpdates);
+    // Only with a queue URL, just before opened(), once the store is open: whether the
+    // broker's queue opened too. The names never hold a password: displayName is
+    // QueueLocation::displayName(), brokerName "RabbitMQ" or "Redis Streams".
+    void queueOpened(bool ok, const QString &displayName, const QString &brokerName);
     void overviewLoaded(quint64 token, const once::DeliveryStats &stats, const once::MetricSeries &series);
     void eventsLoaded(quint64 token, const QList<once::EventRow> &rows, int offset);
     void eventsCounted(quint64 token, qint64 count);
@@ -71,14 +85,27 @@ signals:
     void storeChanged();
 
 private:
+    // Requests wait while another runs: see deferWhileBusy().
+    class Busy;
+    bool deferWhileBusy(std::function<void()> request);
+    void runDeferred();
+
     void redriveNextBatch();
     bool ensureOpen(quint64 token);
+    // The dead letters that match, from the broker (which filters nothing itself).
+    std::optional<QList<DeadLetter>> brokerDeadLetters(const DeadLetterFilter &filter, QString *error);
+    // Errors leave this thread without the broker's or the store's password.
+    QString withoutSecrets(QString error) const;
+    void fail(quint64 token, const QString &error);
     bool listenForChanges();
     void onNotification();
     void announceChange();
 
     QString m_storeUrl;
+    QString m_queueUrl;
     std::unique_ptr<Store> m_store;
+    std::unique_ptr<BrokerQueue> m_broker; // null: the store's own queue
+    QString m_openError;                   // why open() failed, without secrets
 
     struct Redrive
     {
@@ -94,6 +121,9 @@ private:
     QTimer m_redriveTimer{this}; // a child, so that moveToThread() takes it along
     QTimer m_changeTimer{this};  // the next storeChanged(), while one is due
     QElapsedTimer m_sinceChange; // since the last storeChanged()
+    int m_busy = 0;               // requests running on this thread (more than one: nested)
+    bool m_runningDeferred = false;
+    QList<std::function<void()>> m_deferred;
 };
 
 } // namespace once

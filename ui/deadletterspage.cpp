@@ -3,6 +3,7 @@
 #include "deadlettersmodel.h"
 #include "redrivedialog.h"
 #include "humanunits.h"
+#include "queueurl.h"
 #include "settings.h"
 #include "storesession.h"
 
@@ -121,6 +122,12 @@ void DeadLettersPage::buildUi()
 
     m_countLabel = new QLabel;
     m_countLabel->setObjectName(QStringLiteral("count"));
+    m_placeLabel = new QLabel;
+    m_placeLabel->setObjectName(QStringLiteral("deadLettersPlace"));
+    m_placeLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    QFont placeFont = m_placeLabel->font();
+    placeFont.setBold(true);
+    m_placeLabel->setFont(placeFont);
 
     auto *bar = new QHBoxLayout;
     bar->addWidget(new QLabel(tr("Error class:")));
@@ -234,6 +241,7 @@ void DeadLettersPage::buildUi()
     statusRow->addWidget(m_cancelButton);
 
     auto *layout = new QVBoxLayout(this);
+    layout->addWidget(m_placeLabel);
     layout->addLayout(bar);
     layout->addWidget(m_stack, 1);
     layout->addLayout(statusRow);
@@ -269,10 +277,30 @@ void DeadLettersPage::setSession(StoreSession *session)
         connect(session, &StoreSession::redriveFinished, this, &DeadLettersPage::onRedriveFinished);
         connect(session, &StoreSession::operationFinished, this, &DeadLettersPage::onOperationFinished);
     }
+    showPlace();
     rebuildClassCombo();
     updateActions();
     updateCounts();
     updateEmptyState();
+}
+
+void DeadLettersPage::showPlace()
+{
+    if (m_session && m_session->hasBrokerQueue()) {
+        m_placeLabel->setText(tr("Dead letters at %1").arg(deadLetterPlace(m_session->queueUrl())));
+        m_placeLabel->setToolTip(m_session->queueDisplayName());
+    } else {
+        m_placeLabel->setText(m_session ? tr("Dead letters in the store") : QString());
+        m_placeLabel->setToolTip(QString());
+    }
+}
+
+QString DeadLettersPage::auditDetail(const QString &selection) const
+{
+    // The store's audit log outlives the queue URL: it says which queue the letters left.
+    if (m_session && m_session->hasBrokerQueue())
+        return selection + QStringLiteral(" queue=") + m_session->queueDisplayName();
+    return selection;
 }
 
 void DeadLettersPage::refresh()
@@ -493,7 +521,7 @@ void DeadLettersPage::redriveSelected()
     const QList<DeadLetter> letters = selectedLetters();
     if (letters.isEmpty())
         return;
-    openRedriveDialog(letters, QStringLiteral("selected %1").arg(letters.size()));
+    openRedriveDialog(letters, auditDetail(QStringLiteral("selected %1").arg(letters.size())));
 }
 
 void DeadLettersPage::redriveAllMatching()
@@ -512,7 +540,7 @@ void DeadLettersPage::redriveAllMatching()
         detail += QStringLiteral(" error-class=") + filter.errorClass;
     if (filter.sinceMs > 0)
         detail += QStringLiteral(" since=") + formatTime(filter.sinceMs);
-    m_matchingDetail = detail;
+    m_matchingDetail = auditDetail(detail);
     m_matchingToken = m_session->loadDeadLetters(filter);
     updateActions();
     setStatus(tr("Collecting the matching dead letters…"));
@@ -528,6 +556,8 @@ void DeadLettersPage::openRedriveDialog(const QList<DeadLetter> &letters, const 
     auto *dialog = new RedriveDialog(letters, auditDetail, settings.idempotencyWindowHours(),
                                      settings.redriveRate(), this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
+    if (m_session && m_session->hasBrokerQueue())
+        dialog->setQueueDescription(queuePlace(m_session->queueUrl()));
     m_redriveDialog = dialog;
     connect(dialog, &QDialog::accepted, this, [this, dialog] {
         startRedrive(dialog->letters(), dialog->ratePerSecond(), dialog->auditDetail());
@@ -606,9 +636,11 @@ void DeadLettersPage::discardSelected()
     const int count = int(letters.size());
     auto *box = new QMessageBox(QMessageBox::Warning, tr("Discard dead letters"),
                                 tr("Discard %1?").arg(lettersText(count)), QMessageBox::Cancel, this);
+    const QString from = m_session->hasBrokerQueue() ? deadLetterPlace(m_session->queueUrl()) : tr("the store");
     box->setInformativeText(
-        tr("They are deleted from the store and never sent. Their send keys stay dead, so a copy "
-           "that arrives later is not sent either. This cannot be undone; the audit log records it."));
+        tr("They are deleted from %1 and never sent. Their send keys stay dead, so a copy "
+           "that arrives later is not sent either. This cannot be undone; the audit log records it.")
+            .arg(from));
     QPushButton *discard =
         box->addButton(tr("Discard %1").arg(QLocale().toString(count)), QMessageBox::DestructiveRole);
     discard->setObjectName(QStringLiteral("confirm"));
@@ -619,7 +651,7 @@ void DeadLettersPage::discardSelected()
                 if (clicked != discard || !m_session)
                     return;
                 m_discardCount = count;
-                m_discardToken = m_session->discard(letters, QStringLiteral("selected %1").arg(count));
+                m_discardToken = m_session->discard(letters, auditDetail(QStringLiteral("selected %1").arg(count)));
                 setStatus(tr("Discarding %1…").arg(lettersText(count)));
                 updateActions();
             });

@@ -24,6 +24,8 @@ class RedriveDialog;
 // The dead letters, for an operator after a partner outage: what died, when and why, the
 // payload of each, and putting them back on the queue (redrive) at a rate the partner
 // can take, with progress and a way to stop. Discarding is here too, with a confirmation.
+// With a broker's queue open the letters are the broker's (its dead-letter queue or
+// stream), which the heading names; so do the redrive preview and the audit log.
 class DeadLettersPage final : public Page
 {
     Q_OBJECT
@@ -58,6 +60,9 @@ private:
     void updateDetails();
     void updateEmptyState();
     void setStatus(const QString &text, bool problem = false);
+    void showPlace();
+    // The audit log's text for an operation on these letters: with the broker's queue named.
+    QString auditDetail(const QString &selection) const;
 
     void redriveSelected();
     void redriveAllMatching();
@@ -77,6 +82,7 @@ private:
     QTableView *m_table = nullptr;
     QComboBox *m_classCombo = nullptr;
     QComboBox *m_timeCombo = nullptr;
+    QLabel *m_placeLabel = nullptr; // "deadLettersPlace"
     QLabel *m_countLabel = nullptr;
     QStackedWidget *m_stack = nullptr;
     QLabel *m_emptyLabel = nullptr;

@@ -1,17 +1,21 @@
 #include "mainwindow.h"
 
 #include "auditpage.h"
+#include "brokerqueuedialog.h"
 #include "deadletterspage.h"
 #include "enginecontroller.h"
 #include "eventspage.h"
 #include "indoubtpage.h"
 #include "overviewpage.h"
 #include "postgresdialog.h"
+#include "queueurl.h"
 #include "settings.h"
 #include "settingsdialog.h"
 #include "storesession.h"
 #include "storeurl.h"
 #include "workerpage.h"
+
+#include "database.h"
 
 #include <QApplication>
 #include <QCloseEvent>
@@ -41,8 +45,12 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent), m_engine(new Engi
 
     m_storeLabel = new QLabel(tr("No store open"));
     m_storeLabel->setObjectName(QStringLiteral("storeLabel"));
+    m_queueLabel = new QLabel;
+    m_queueLabel->setObjectName(QStringLiteral("queueLabel"));
+    m_queueLabel->hide();
     m_workerLabel = new QLabel;
-    statusBar()->addWidget(m_storeLabel, 1);
+    statusBar()->addWidget(m_storeLabel);
+    statusBar()->addWidget(m_queueLabel, 1);
     statusBar()->addPermanentWidget(m_workerLabel);
     connect(m_engine, &EngineController::stateChanged, this, &MainWindow::updateStatus);
     connect(m_engine, &EngineController::countersChanged, this, &MainWindow::updateStatus);
@@ -51,6 +59,7 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent), m_engine(new Engi
 
     Settings settings;
     settings.scrubRecentStores();
+    settings.scrubRecentQueues();
     buildMenus();
     updateStatus();
     if (!restoreGeometry(settings.windowGeometry()))
@@ -72,6 +81,20 @@ void MainWindow::buildMenus()
     openPostgres->setObjectName(QStringLiteral("openPostgresStore"));
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     rebuildRecentMenu();
+    file->addSeparator();
+    QAction *openQueue = file->addAction(tr("Open &Broker Queue…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_B), this,
+                                         [this] { chooseBrokerQueue(); });
+    openQueue->setObjectName(QStringLiteral("openBrokerQueue"));
+    openQueue->setToolTip(tr("Read the queue at RabbitMQ or Redis Streams; the ledger stays in the store"));
+    m_recentQueuesMenu = file->addMenu(tr("Open Recent &Queue"));
+    m_recentQueuesMenu->setObjectName(QStringLiteral("recentQueues"));
+    rebuildRecentQueuesMenu();
+    m_useStoreQueueAction = file->addAction(tr("Use the Store's Own &Queue"), this, [this] {
+        if (m_session)
+            openStore(m_session->storeUrl());
+    });
+    m_useStoreQueueAction->setObjectName(QStringLiteral("useStoreQueue"));
+    m_useStoreQueueAction->setEnabled(false);
     file->addSeparator();
     file->addAction(tr("&Settings…"), QKeySequence::Preferences, this, &MainWindow::showSettings);
     file->addSeparator();
@@ -95,24 +118,40 @@ void MainWindow::buildMenus()
     help->addAction(tr("&About once"), this, &MainWindow::showAbout);
 }
 
-void MainWindow::openStore(const QString &url)
+void MainWindow::openStore(const QString &url, const QString &queueUrl)
 {
     // The pages let go of the old session before it goes.
     for (Page *page : std::as_const(m_pages))
         page->setSession(nullptr);
-    m_session = std::make_unique<StoreSession>(url);
+    m_session = std::make_unique<StoreSession>(url, queueUrl);
     const QString shown = m_session->displayName();
+    // The queue as the status bar names it: "RabbitMQ amqp://once@host:5672/%2F?queue=reminders".
+    const QString queueShown = m_session->hasBrokerQueue()
+                                   ? tr("%1 %2").arg(m_session->brokerName(), m_session->queueDisplayName()).trimmed()
+                                   : QString();
     m_storeLabel->setText(tr("Opening %1…").arg(shown));
     m_storeLabel->setToolTip(QString());
-    connect(m_session.get(), &StoreSession::opened, this, [this, url, shown](bool ok, const QString &error) {
+    m_queueLabel->setText(tr("·  queue: %1").arg(queueShown));
+    m_queueLabel->setToolTip(tr("The queue is read at the broker; the ledger, history and audit log in the store. "
+                                "Pages refresh every %1 seconds.")
+                                 .arg(Page::PollIntervalMs / 1000));
+    m_queueLabel->setVisible(m_session->hasBrokerQueue());
+    m_useStoreQueueAction->setEnabled(m_session->hasBrokerQueue());
+    connect(m_session.get(), &StoreSession::opened, this, [this, url, queueUrl, shown, queueShown](bool ok, const QString &error) {
         if (!ok) {
-            m_storeLabel->setText(tr("Cannot open %1").arg(shown));
-            showOpenError(url, error);
+            m_storeLabel->setText(m_session->queueFailed() ? tr("Store: %1").arg(shown) : tr("Cannot open %1").arg(shown));
+            if (m_session->queueFailed())
+                m_queueLabel->setText(tr("·  cannot open the queue %1").arg(queueShown));
+            showOpenError(url, queueUrl, m_session->queueFailed(), error);
             return;
         }
-        // Only the password-free URL is remembered (Settings does it too).
-        Settings().addRecentStore(storeUrlWithoutPassword(url));
+        // Only the password-free URLs are remembered (Settings does it too).
+        Settings settings;
+        settings.addRecentStore(storeUrlWithoutPassword(url));
+        if (!queueUrl.isEmpty())
+            settings.addRecentQueue(queueUrlWithoutPassword(queueUrl));
         rebuildRecentMenu();
+        rebuildRecentQueuesMenu();
         if (m_session->hasLiveUpdates()) {
             m_storeLabel->setText(tr("Store: %1  ·  live updates").arg(shown));
             m_storeLabel->setToolTip(tr("The store notifies the console of new messages and worker activity; "
@@ -126,17 +165,47 @@ void MainWindow::openStore(const QString &url)
     connect(m_session.get(), &StoreSession::storeChanged, this, &MainWindow::refreshCurrent);
     for (Page *page : std::as_const(m_pages))
         page->setSession(m_session.get());
-    setWindowTitle(tr("%1 — once console").arg(storeShortName(url)));
+    if (m_session->hasBrokerQueue()) {
+        const QString name = queueName(queueUrl);
+        setWindowTitle(tr("%1 · %2 at %3 — once console")
+                           .arg(storeShortName(url), name.isEmpty() ? m_session->queueDisplayName() : name,
+                                m_session->brokerName()));
+    } else {
+        setWindowTitle(tr("%1 — once console").arg(storeShortName(url)));
+    }
+}
+
+void MainWindow::openQueue(const QString &queueUrl)
+{
+    openStore(m_session ? m_session->storeUrl() : defaultStoreUrl(), queueUrl);
+}
+
+void MainWindow::openStoreFromMenu(const QString &url)
+{
+    const bool sameStore = m_session && storeUrlWithoutPassword(m_session->storeUrl()) == storeUrlWithoutPassword(url);
+    openStore(url, sameStore ? m_session->queueUrl() : QString());
 }
 
 // Window-modal and not exec(): the window keeps refreshing, and nothing waits on it.
-void MainWindow::showOpenError(const QString &url, const QString &error)
+void MainWindow::showOpenError(const QString &url, const QString &queueUrl, bool queueFailed, const QString &error)
 {
-    auto *box = new QMessageBox(QMessageBox::Warning, tr("Cannot open the store"), error, QMessageBox::Close, this);
+    auto *box = new QMessageBox(QMessageBox::Warning, queueFailed ? tr("Cannot open the queue") : tr("Cannot open the store"),
+                                error, QMessageBox::Close, this);
     box->setObjectName(QStringLiteral("openError"));
     box->setAttribute(Qt::WA_DeleteOnClose);
     box->setWindowModality(Qt::WindowModal);
-    if (isPostgresUrl(url)) {
+    if (queueFailed) {
+        // Open Recent Queue and --queue may come without a password: say where it came from.
+        if (queuePassword(queueUrl).isEmpty())
+            box->setInformativeText(tr("This queue's URL has no password. Connect… lets you type one for this "
+                                       "session; $ONCE_QUEUE can hold one for Open Recent Queue."));
+        QPushButton *retry = box->addButton(tr("Connect…"), QMessageBox::AcceptRole);
+        retry->setObjectName(QStringLiteral("connect"));
+        connect(retry, &QPushButton::clicked, this, [this, queueUrl] { chooseBrokerQueue(queueUrl); });
+        QPushButton *own = box->addButton(tr("Use the Store's Own Queue"), QMessageBox::ResetRole);
+        own->setObjectName(QStringLiteral("useStoreQueue"));
+        connect(own, &QPushButton::clicked, this, [this, url] { openStore(url); });
+    } else if (isPostgresUrl(url)) {
         // Open Recent and --store reconnect without a password: say where it came from.
         if (storeUrlWithoutPassword(url) == url)
             box->setInformativeText(tr("This store's URL has no password, so libpq looked for one in PGPASSWORD and "
@@ -153,7 +222,7 @@ void MainWindow::chooseStore()
     const QString path = QFileDialog::getOpenFileName(this, tr("Open Store"), QString(),
                                                       tr("once stores (*.sqlite *.db);;All files (*)"));
     if (!path.isEmpty())
-        openStore(QStringLiteral("sqlite:") + path);
+        openStoreFromMenu(QStringLiteral("sqlite:") + path);
 }
 
 void MainWindow::choosePostgresStore(const QString &prefill)
@@ -169,7 +238,24 @@ void MainWindow::choosePostgresStore(const QString &prefill)
             dialog.setUrl(*last);
     }
     if (dialog.exec() == QDialog::Accepted)
-        openStore(dialog.url());
+        openStoreFromMenu(dialog.url());
+}
+
+void MainWindow::chooseBrokerQueue(const QString &prefill)
+{
+    BrokerQueueDialog dialog(this);
+    if (!prefill.isEmpty()) {
+        dialog.setUrl(prefill);
+    } else if (m_session && m_session->hasBrokerQueue()) {
+        dialog.setUrl(m_session->queueUrl());
+    } else {
+        // The last queue opened, if any (without its password).
+        const QStringList recent = Settings().recentQueues();
+        if (!recent.isEmpty())
+            dialog.setUrl(queueUrlForReopening(recent.constFirst()));
+    }
+    if (dialog.exec() == QDialog::Accepted)
+        openQueue(dialog.url());
 }
 
 void MainWindow::rebuildRecentMenu()
@@ -179,12 +265,27 @@ void MainWindow::rebuildRecentMenu()
     for (const QString &url : recent) {
         QString text = storeDisplayName(url);
         QAction *action = m_recentMenu->addAction(text.replace(QLatin1Char('&'), QLatin1String("&&")), this,
-                                                  [this, url] { openStore(url); });
+                                                  [this, url] { openStoreFromMenu(url); });
         if (isPostgresUrl(url))
             action->setToolTip(tr("Reconnects with the password from PGPASSWORD or ~/.pgpass"));
     }
     m_recentMenu->setToolTipsVisible(true);
     m_recentMenu->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::rebuildRecentQueuesMenu()
+{
+    m_recentQueuesMenu->clear();
+    const QStringList recent = Settings().recentQueues();
+    for (const QString &url : recent) {
+        QString text = tr("%1 %2").arg(queueBrokerName(url), queueDisplayName(url));
+        QAction *action = m_recentQueuesMenu->addAction(text.replace(QLatin1Char('&'), QLatin1String("&&")), this,
+                                                        [this, url] { openQueue(queueUrlForReopening(url)); });
+        action->setToolTip(tr("Opens this queue with the open store; the password comes from $ONCE_QUEUE when that "
+                              "names the same queue"));
+    }
+    m_recentQueuesMenu->setToolTipsVisible(true);
+    m_recentQueuesMenu->setEnabled(!recent.isEmpty());
 }
 
 void MainWindow::showPage(Page *page)

@@ -22,7 +22,9 @@ class StoreSession;
 // store announces a change, and otherwise every few seconds (Page::refreshIntervalMs).
 //
 // The URL a store was opened with may hold a password; the window shows, titles and
-// remembers stores only by their display name or password-free URL (storeurl.h).
+// remembers stores only by their display name or password-free URL (storeurl.h). The
+// same goes for a broker's queue (queueurl.h), which the window reads instead of the
+// store's own queue when one is open (--queue, File > Open Broker Queue).
 class MainWindow final : public QMainWindow
 {
     Q_OBJECT
@@ -32,7 +34,10 @@ public:
     explicit MainWindow(QWidget *parent = nullptr);
     ~MainWindow() override;
 
-    void openStore(const QString &url);
+    // queueUrl: a broker's queue to read instead of the store's own, or empty.
+    void openStore(const QString &url, const QString &queueUrl = QString());
+    // The open store (or the default one) with this broker's queue.
+    void openQueue(const QString &queueUrl);
     StoreSession *session() const { return m_session.get(); }
     EngineController *engine() const { return m_engine; }
     QTabWidget *tabs() const { return m_tabs; }
@@ -56,8 +61,13 @@ private:
     void buildMenus();
     void chooseStore();
     void choosePostgresStore(const QString &prefill = QString());
-    void showOpenError(const QString &url, const QString &error);
+    void chooseBrokerQueue(const QString &prefill = QString());
+    // A store chosen in the menus: the broker's queue stays when the store is the same one
+    // again (a reconnect), and goes with a different store, whose queue it is not.
+    void openStoreFromMenu(const QString &url);
+    void showOpenError(const QString &url, const QString &queueUrl, bool queueFailed, const QString &error);
     void rebuildRecentMenu();
+    void rebuildRecentQueuesMenu();
     void refreshCurrent();
     void showAbout();
     void showSettings();
@@ -68,7 +78,10 @@ private:
     QTabWidget *m_tabs = nullptr;
     QList<Page *> m_pages;
     QMenu *m_recentMenu = nullptr;
+    QMenu *m_recentQueuesMenu = nullptr;
+    QAction *m_useStoreQueueAction = nullptr;
     QLabel *m_storeLabel = nullptr; // "storeLabel"
+    QLabel *m_queueLabel = nullptr; // "queueLabel": the broker's queue, hidden without one
     QLabel *m_workerLabel = nullptr;
     QTimer m_refreshTimer;
 };

@@ -95,6 +95,16 @@ OverviewPage::OverviewPage(EngineController *engine, QWidget *parent) : Page(par
     emptyState->setAlignment(Qt::AlignCenter);
     emptyState->setWordWrap(true);
 
+    m_queuePlace = new QLabel;
+    m_queuePlace->setObjectName(QStringLiteral("queueLabel"));
+    m_queuePlace->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_queuePlace->setForegroundRole(QPalette::PlaceholderText);
+    m_queueUnavailable = new QLabel;
+    m_queueUnavailable->setObjectName(QStringLiteral("queueUnavailable"));
+    m_queueUnavailable->setWordWrap(true);
+    m_queueUnavailable->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_queueUnavailable->hide();
+
     m_ready = makeTile(QStringLiteral("readyTile"), tr("Ready"));
     m_inFlight = makeTile(QStringLiteral("inFlightTile"), tr("In flight"));
     m_delayed = makeTile(QStringLiteral("delayedTile"), tr("Delayed"));
@@ -154,7 +164,9 @@ OverviewPage::OverviewPage(EngineController *engine, QWidget *parent) : Page(par
     auto *content = new QWidget;
     auto *contentLayout = new QVBoxLayout(content);
     contentLayout->setContentsMargins(0, 0, 0, 0);
+    contentLayout->addWidget(m_queuePlace);
     contentLayout->addLayout(tiles);
+    contentLayout->addWidget(m_queueUnavailable);
     contentLayout->addWidget(m_error);
     contentLayout->addLayout(historyRow);
     contentLayout->addLayout(charts, 1);
@@ -189,7 +201,20 @@ void OverviewPage::setSession(StoreSession *session)
                              << connect(m_session, &StoreSession::failed, this, &OverviewPage::onFailed);
     }
     m_stack->setCurrentIndex(m_session ? 1 : 0);
+    showQueuePlace();
     updateAlerts();
+}
+
+void OverviewPage::showQueuePlace()
+{
+    if (m_session && m_session->hasBrokerQueue()) {
+        m_queuePlace->setText(tr("Queue at %1 — %2").arg(m_session->brokerName(), m_session->queueDisplayName()));
+        m_queuePlace->setToolTip(tr("Ready, in flight, delayed, dead letters and the oldest message come from the "
+                                    "broker; the rest from the ledger in the store."));
+    } else {
+        m_queuePlace->setText(tr("Queue in the store"));
+        m_queuePlace->setToolTip(QString());
+    }
 }
 
 void OverviewPage::refresh()
@@ -250,6 +275,9 @@ void OverviewPage::clearStats()
     }
     m_updated->setText(m_session ? tr("Loading…") : QString());
     m_error->hide();
+    m_queueUnavailable->hide();
+    for (Tile *tile : {m_inFlight, m_oldest})
+        tile->setToolTip(QString());
     const qint64 now = QDateTime::currentMSecsSinceEpoch();
     const qint64 window = selectedWindowMs();
     for (MetricChart *chart : {m_depthChart, m_ageChart, m_throughputChart, m_failuresChart})
@@ -263,8 +291,16 @@ void OverviewPage::showStats(const DeliveryStats &stats)
 
     m_ready->setValue(formatCount(stats.queue.ready));
     m_ready->setSubCaption(tr("waiting for a worker"));
-    m_inFlight->setValue(formatCount(stats.queue.inFlight));
-    m_inFlight->setSubCaption(tr("leased by workers now"));
+    // What the broker could not tell is not shown as a zero: those tiles say so, and why.
+    const QString unavailable = stats.queue.unavailable;
+    const QString notAvailable = tr("not available");
+    if (unavailable.isEmpty()) {
+        m_inFlight->setValue(formatCount(stats.queue.inFlight));
+        m_inFlight->setSubCaption(tr("leased by workers now"));
+    } else {
+        m_inFlight->setMutedValue(notAvailable);
+        m_inFlight->setSubCaption(tr("not reported by the broker"));
+    }
     m_delayed->setValue(formatCount(stats.queue.delayed));
     m_delayed->setSubCaption(stats.retrying == 1 ? tr("1 event between retries")
                                                  : tr("%1 events between retries").arg(formatCount(stats.retrying)));
@@ -273,12 +309,36 @@ void OverviewPage::showStats(const DeliveryStats &stats)
     m_inDoubt->setValue(formatCount(stats.inDoubt), stats.inDoubt > 0 ? Severity::Warning : Severity::Normal);
     m_inDoubt->setSubCaption(stats.inDoubt > 0 ? tr("need an operator's decision") : tr("nothing to decide"));
 
-    if (const auto age = stats.queue.oldestReadyAgeMs) {
+    for (Tile *tile : {m_inFlight, m_oldest})
+        tile->setToolTip(unavailable);
+    if (!unavailable.isEmpty()) {
+        m_oldest->setMutedValue(notAvailable);
+        m_oldest->setSubCaption(tr("not reported by the broker"));
+    } else if (const auto age = stats.queue.oldestReadyAgeMs) {
         m_oldest->setValue(formatDuration(*age), *age > oldestLimitMs ? Severity::Alert : Severity::Normal);
         m_oldest->setSubCaption(tr("alert above %1").arg(formatDuration(oldestLimitMs)));
+    } else if (stats.queue.ready > 0) {
+        // Messages wait, but the broker dates none of them (RabbitMQ's quorum queues keep
+        // no head timestamp): not "nothing is waiting", and no alert either.
+        m_oldest->setMutedValue(notAvailable);
+        m_oldest->setSubCaption(tr("not reported by the broker"));
+        m_oldest->setToolTip(tr("%1 messages are ready, but the broker does not say when the oldest arrived.")
+                                 .arg(formatCount(stats.queue.ready)));
     } else {
         m_oldest->setValue(QStringLiteral("—"));
         m_oldest->setSubCaption(tr("nothing is waiting"));
+    }
+    if (unavailable.isEmpty()) {
+        m_queueUnavailable->hide();
+    } else {
+        const QString broker = m_session && m_session->hasBrokerQueue() ? m_session->brokerName() : tr("The queue");
+        m_queueUnavailable->setText(
+            tr("%1 could not report the messages in flight or the oldest message's age, so they are not shown: %2")
+                .arg(broker, unavailable));
+        QPalette palette = m_queueUnavailable->palette();
+        palette.setColor(QPalette::WindowText, severityTextColor(Severity::Warning, this->palette()));
+        m_queueUnavailable->setPalette(palette);
+        m_queueUnavailable->show();
     }
 
     m_applied->setValue(formatCount(stats.appliedLast5Min));

@@ -20,7 +20,9 @@ class MetricChart;
 class Tile;
 
 // "Is anything wrong?" at a glance: the queue and the ledger in tiles, their history in
-// charts, and a banner naming what needs attention now.
+// charts, and a banner naming what needs attention now. A line names where the queue
+// lives (in the store, or at a broker); what a broker cannot report (RabbitMQ without its
+// management API) reads "not available", with the reason, rather than a made-up zero.
 class OverviewPage final : public Page
 {
     Q_OBJECT
@@ -43,6 +45,7 @@ private:
     void showStats(const once::DeliveryStats &stats);
     void showSeries(const once::MetricSeries &series, qint64 windowMs);
     void clearStats();
+    void showQueuePlace();
     void updateAlerts();
     qint64 selectedWindowMs() const;
 
@@ -56,6 +59,8 @@ private:
 
     AlertBanner *m_banner = nullptr;
     QStackedWidget *m_stack = nullptr;
+    QLabel *m_queuePlace = nullptr;      // "queueLabel"
+    QLabel *m_queueUnavailable = nullptr; // "queueUnavailable"
     QLabel *m_updated = nullptr;
     QLabel *m_error = nullptr;
     QComboBox *m_window = nullptr;

@@ -55,14 +55,16 @@ RedriveDialog::RedriveDialog(const QList<DeadLetter> &letters, const QString &au
     const QLocale locale;
     const int count = letterCount();
 
-    auto *headline =
+    m_headline =
         new QLabel(count == 0   ? tr("Nothing to redrive.")
                    : count == 1 ? tr("Put 1 dead letter back on the queue?")
                                 : tr("Put %1 dead letters back on the queue?").arg(locale.toString(count)));
-    QFont bold = headline->font();
+    m_headline->setObjectName(QStringLiteral("headline"));
+    m_headline->setWordWrap(true);
+    QFont bold = m_headline->font();
     bold.setBold(true);
     bold.setPointSizeF(bold.pointSizeF() * 1.15);
-    headline->setFont(bold);
+    m_headline->setFont(bold);
 
     auto *explanation = wrappingLabel(tr("Each goes back on the queue unchanged (same payload, same send "
                                          "key) with a fresh attempt budget, and "
@@ -75,6 +77,11 @@ RedriveDialog::RedriveDialog(const QList<DeadLetter> &letters, const QString &au
                                                  locale.toString(it.value()));
 
     auto *facts = new QFormLayout;
+    m_facts = facts;
+    m_queue = wrappingLabel();
+    m_queue->setObjectName(QStringLiteral("queue"));
+    facts->addRow(tr("Back on:"), m_queue);
+    facts->setRowVisible(m_queue, false);
     facts->addRow(tr("Dead letters:"), new QLabel(locale.toString(count)));
     facts->addRow(tr("By error class:"), wrappingLabel(classText.join(QStringLiteral(" · "))));
     auto *redriven =
@@ -158,7 +165,7 @@ RedriveDialog::RedriveDialog(const QList<DeadLetter> &letters, const QString &au
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
 
     auto *layout = new QVBoxLayout(this);
-    layout->addWidget(headline);
+    layout->addWidget(m_headline);
     layout->addWidget(explanation);
     layout->addLayout(facts);
     layout->addWidget(m_windowWarning);
@@ -179,6 +186,23 @@ int RedriveDialog::sampleCount() const
 bool RedriveDialog::showsIdempotencyWarning() const
 {
     return !m_windowWarning->isHidden();
+}
+
+void RedriveDialog::setQueueDescription(const QString &queue)
+{
+    m_queue->setText(queue);
+    m_facts->setRowVisible(m_queue, !queue.isEmpty());
+    const int count = letterCount();
+    if (count > 0 && !queue.isEmpty()) {
+        const QLocale locale;
+        m_headline->setText(count == 1 ? tr("Put 1 dead letter back on %1?").arg(queue)
+                                       : tr("Put %1 dead letters back on %2?").arg(locale.toString(count), queue));
+    }
+}
+
+QString RedriveDialog::queueDescription() const
+{
+    return m_queue->text();
 }
 
 int RedriveDialog::ratePerSecond() const

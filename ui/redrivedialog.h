@@ -4,6 +4,7 @@
 
 #include <QDialog>
 
+class QFormLayout;
 class QLabel;
 class QPushButton;
 class QSpinBox;
@@ -37,6 +38,9 @@ public:
     // Letters first sent longer ago than the partner keeps idempotency keys.
     int outsideIdempotencyWindowCount() const { return m_outsideWindow; }
     bool showsIdempotencyWarning() const;
+    // Names the queue they go back on, when it is a broker's ("RabbitMQ queue reminders").
+    void setQueueDescription(const QString &queue);
+    QString queueDescription() const;
     int ratePerSecond() const;
     void setRatePerSecond(int rate);
     QPushButton *redriveButton() const { return m_redriveButton; }
@@ -48,6 +52,9 @@ private:
     QString m_auditDetail;
     int m_redrivenBefore = 0;
     int m_outsideWindow = 0;
+    QLabel *m_headline = nullptr;
+    QLabel *m_queue = nullptr;
+    QFormLayout *m_facts = nullptr;
     QSpinBox *m_rate = nullptr;
     QLabel *m_estimate = nullptr;
     QLabel *m_windowWarning = nullptr;

@@ -1,20 +1,23 @@
 #include "settings.h"
 
+#include "queueurl.h"
 #include "storeurl.h"
 
 namespace once::ui {
 
 namespace {
 constexpr int MaxRecentStores = 8;
+constexpr int MaxRecentQueues = 8;
+const QString RecentQueuesKey = QStringLiteral("queues/recent");
 }
 
 namespace {
 
-QStringList withoutPasswords(const QStringList &urls)
+QStringList withoutPasswords(const QStringList &urls, QString (*strip)(const QString &) = storeUrlWithoutPassword)
 {
     QStringList clean;
     for (const QString &url : urls) {
-        const QString stripped = storeUrlWithoutPassword(url);
+        const QString stripped = strip(url);
         if (!stripped.isEmpty() && !clean.contains(stripped))
             clean.append(stripped);
     }
@@ -44,6 +47,29 @@ void Settings::addRecentStore(const QString &url)
     while (recent.size() > MaxRecentStores)
         recent.removeLast();
     m_settings.setValue(QStringLiteral("stores/recent"), recent);
+}
+
+QStringList Settings::recentQueues() const
+{
+    return withoutPasswords(m_settings.value(RecentQueuesKey).toStringList(), queueUrlWithoutPassword);
+}
+
+void Settings::scrubRecentQueues()
+{
+    const QStringList saved = m_settings.value(RecentQueuesKey).toStringList();
+    if (const QStringList clean = withoutPasswords(saved, queueUrlWithoutPassword); clean != saved)
+        m_settings.setValue(RecentQueuesKey, clean);
+}
+
+void Settings::addRecentQueue(const QString &url)
+{
+    const QString saved = queueUrlWithoutPassword(url);
+    QStringList recent = recentQueues();
+    recent.removeAll(saved);
+    recent.prepend(saved);
+    while (recent.size() > MaxRecentQueues)
+        recent.removeLast();
+    m_settings.setValue(RecentQueuesKey, recent);
 }
 
 } // namespace once::ui

@@ -15,6 +15,10 @@ public:
     void addRecentStore(const QString &url);
     // Rewrites the list without passwords, should an older version have saved one.
     void scrubRecentStores();
+    // Broker queue URLs (amqp://, redis://), the same way: without passwords (queueurl.h).
+    QStringList recentQueues() const;
+    void addRecentQueue(const QString &url);
+    void scrubRecentQueues();
 
     int oldestAgeAlertSeconds() const { return m_settings.value(QStringLiteral("alerts/oldestAgeSeconds"), 300).toInt(); }
     void setOldestAgeAlertSeconds(int seconds) { m_settings.setValue(QStringLiteral("alerts/oldestAgeSeconds"), seconds); }

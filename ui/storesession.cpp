@@ -1,18 +1,31 @@
 #include "storesession.h"
 
+#include "queueurl.h"
 #include "storeurl.h"
 
 namespace once::ui {
 
-StoreSession::StoreSession(const QString &storeUrl, QObject *parent)
-    : QObject(parent), m_storeUrl(storeUrl), m_displayName(storeDisplayName(storeUrl))
+StoreSession::StoreSession(const QString &storeUrl, const QString &queueUrl, QObject *parent)
+    : QObject(parent), m_storeUrl(storeUrl), m_displayName(storeDisplayName(storeUrl)), m_queueUrl(queueUrl),
+      m_queueDisplayName(queueUrl.isEmpty() ? QString() : ui::queueDisplayName(queueUrl)),
+      m_brokerName(queueUrl.isEmpty() ? QString() : queueBrokerName(queueUrl))
 {
     m_thread.setObjectName(QStringLiteral("store reader"));
-    m_reader = new StoreReader(storeUrl);
+    m_reader = new StoreReader(storeUrl, queueUrl);
     m_reader->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_reader, &QObject::deleteLater);
+    connect(m_reader, &StoreReader::queueOpened, this, [this](bool ok, const QString &displayName, const QString &brokerName) {
+        m_queueFailed = !ok;
+        // The broker's own word, should the URL have parsed differently here.
+        if (!displayName.isEmpty())
+            m_queueDisplayName = displayName;
+        if (!brokerName.isEmpty())
+            m_brokerName = brokerName;
+    });
     connect(m_reader, &StoreReader::opened, this, [this](bool ok, const QString &error, bool liveUpdates) {
-        m_liveUpdates = ok && liveUpdates;
+        // A broker's queue changes without the store hearing of it: with one, pages poll
+        // as often as on SQLite, and the store's notifications only bring refreshes sooner.
+        m_liveUpdates = ok && liveUpdates && !hasBrokerQueue();
         emit opened(ok, error);
     });
     connect(m_reader, &StoreReader::overviewLoaded, this, &StoreSession::overviewLoaded);

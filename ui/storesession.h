@@ -14,21 +14,34 @@ namespace once::ui {
 //
 // storeUrl() may hold a password (typed into the PostgreSQL dialog): it is for opening
 // connections only. Whatever is shown or saved uses displayName() or
-// urlWithoutPassword() (storeurl.h).
+// urlWithoutPassword() (storeurl.h). The same goes for queueUrl(), a broker's queue
+// (amqp://, redis://) the session reads instead of the store's own: shown as
+// queueDisplayName(), saved through queueUrlWithoutPassword() (queueurl.h).
 class StoreSession final : public QObject
 {
     Q_OBJECT
     Q_DISABLE_COPY_MOVE(StoreSession)
 
 public:
-    explicit StoreSession(const QString &storeUrl, QObject *parent = nullptr);
+    // queueUrl: a broker's queue, or empty for the store's own.
+    explicit StoreSession(const QString &storeUrl, const QString &queueUrl = QString(), QObject *parent = nullptr);
     ~StoreSession() override;
 
     QString storeUrl() const { return m_storeUrl; }
     // The store as a person may see it: never a password.
     QString displayName() const { return m_displayName; }
+    QString queueUrl() const { return m_queueUrl; }
+    bool hasBrokerQueue() const { return !m_queueUrl.isEmpty(); }
+    // The broker's queue as a person may see it ("amqp://once@host:5672/%2F?queue=reminders"),
+    // and the broker's name ("RabbitMQ", "Redis Streams"); empty for the store's own queue.
+    // Known from the URL alone, before the session opens.
+    QString queueDisplayName() const { return m_queueDisplayName; }
+    QString brokerName() const { return m_brokerName; }
+    // After a failed opened(): whether the broker's queue failed (the store had opened).
+    bool queueFailed() const { return m_queueFailed; }
     // Whether storeChanged() follows the store's changes by itself (PostgreSQL
-    // notifications), so that views may poll less often. Known once opened() came.
+    // notifications), so that views may poll less often. Known once opened() came; never
+    // with a broker's queue, whose changes the store does not hear of.
     bool hasLiveUpdates() const { return m_liveUpdates; }
 
     quint64 loadOverview(qint64 windowMs);
@@ -67,6 +80,10 @@ private:
 
     QString m_storeUrl;
     QString m_displayName;
+    QString m_queueUrl;
+    QString m_queueDisplayName;
+    QString m_brokerName;
+    bool m_queueFailed = false;
     bool m_liveUpdates = false;
     QThread m_thread;
     once::StoreReader *m_reader = nullptr; // lives on m_thread

@@ -55,8 +55,19 @@ QString Tile::subCaption() const
 void Tile::setValue(const QString &value, Severity severity)
 {
     m_value->setText(value);
-    if (severity != m_severity) {
+    if (severity != m_severity || m_muted) {
         m_severity = severity;
+        m_muted = false;
+        applyColours();
+    }
+}
+
+void Tile::setMutedValue(const QString &text)
+{
+    m_value->setText(text);
+    if (!m_muted || m_severity != Severity::Normal) {
+        m_severity = Severity::Normal;
+        m_muted = true;
         applyColours();
     }
 }
@@ -83,7 +94,8 @@ void Tile::applyColours()
     m_caption->setPalette(muted);
     m_subCaption->setPalette(muted);
     QPalette valuePalette = palette();
-    valuePalette.setColor(QPalette::WindowText, severityTextColor(m_severity, palette()));
+    valuePalette.setColor(QPalette::WindowText, m_muted ? palette().color(QPalette::PlaceholderText)
+                                                        : severityTextColor(m_severity, palette()));
     m_value->setPalette(valuePalette);
     update();
 }

@@ -24,6 +24,9 @@ public:
     Severity severity() const { return m_severity; }
 
     void setValue(const QString &value, Severity severity = Severity::Normal);
+    // A value nobody could measure ("not available"): muted, so it does not read as a number.
+    void setMutedValue(const QString &text);
+    bool isMuted() const { return m_muted; }
     void setSubCaption(const QString &text);
 
 protected:
@@ -37,6 +40,7 @@ private:
     QLabel *m_value = nullptr;
     QLabel *m_subCaption = nullptr;
     Severity m_severity = Severity::Normal;
+    bool m_muted = false;
 };
 
 } // namespace once::ui

@@ -442,6 +442,8 @@ void WorkerPage::start()
 
     EngineConfig config;
     config.storeUrl = m_session->storeUrl();
+    // The queue this window reads, so the console's worker takes what the pages show.
+    config.queueUrl = m_session->queueUrl();
     config.partnerUrl = *url;
     config.partnerToken = qgetenv(TokenVariable);
     config.workerId = QStringLiteral("console@%1:%2").arg(QHostInfo::localHostName()).arg(QCoreApplication::applicationPid());

@@ -32,6 +32,12 @@ int main(int argc, char *argv[])
                                      "(the password from PGPASSWORD or ~/.pgpass, as psql does; the console never "
                                      "shows or saves one)."),
                       QStringLiteral("url")});
+    parser.addOption({QStringLiteral("queue"),
+                      QStringLiteral("Read the queue at a broker, the ledger staying in the store: "
+                                     "amqp://USER:PASSWORD@HOST[:PORT]/VHOST?queue=NAME[&management=URL] or "
+                                     "redis://[:PASSWORD@]HOST[:PORT]/DB?stream=NAME (default: $ONCE_QUEUE). The "
+                                     "console never shows or saves the password."),
+                      QStringLiteral("url")});
     parser.addOption({QStringLiteral("demo"),
                       QStringLiteral("Open a fresh demo store with a simulated partner, a producer and a running worker.")});
     parser.addOption({QStringLiteral("screenshots"),
@@ -59,11 +65,16 @@ int main(int argc, char *argv[])
         config.backoffBaseMs = 500;
         config.backoffCapMs = 20000;
         window.engine()->start(config);
-    } else if (parser.isSet(QStringLiteral("store"))) {
-        window.openStore(parser.value(QStringLiteral("store")));
     } else {
-        const QStringList recent = once::ui::Settings().recentStores();
-        window.openStore(recent.isEmpty() ? once::defaultStoreUrl() : recent.constFirst());
+        // As for once itself: --queue, else $ONCE_QUEUE, else the store's own queue.
+        const QString queueUrl = parser.isSet(QStringLiteral("queue")) ? parser.value(QStringLiteral("queue"))
+                                                                       : qEnvironmentVariable("ONCE_QUEUE");
+        if (parser.isSet(QStringLiteral("store"))) {
+            window.openStore(parser.value(QStringLiteral("store")), queueUrl);
+        } else {
+            const QStringList recent = once::ui::Settings().recentStores();
+            window.openStore(recent.isEmpty() ? once::defaultStoreUrl() : recent.constFirst(), queueUrl);
+        }
     }
     window.show();
     if (parser.isSet(QStringLiteral("screenshots"))) {

@@ -1,0 +1,120 @@
+#include "brokerqueuedialog.h"
+
+#include "queueurl.h"
+#include "statuscolors.h"
+
+#include "brokerqueue.h"
+
+#include <QDialogButtonBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+namespace once::ui {
+
+BrokerQueueDialog::BrokerQueueDialog(QWidget *parent) : QDialog(parent)
+{
+    setWindowTitle(tr("Open Broker Queue"));
+    m_url = new QLineEdit;
+    m_url->setObjectName(QStringLiteral("url"));
+    m_url->setPlaceholderText(QStringLiteral("amqp://USER@HOST:5672/%2F?queue=NAME"));
+    m_url->setClearButtonEnabled(true);
+    m_password = new QLineEdit;
+    m_password->setObjectName(QStringLiteral("password"));
+    m_password->setEchoMode(QLineEdit::Password);
+    m_password->setPlaceholderText(tr("if the broker asks for one"));
+
+    auto *formats = new QLabel(
+        tr("<b>RabbitMQ:</b> <code>amqp://USER@HOST[:PORT]/VHOST?queue=NAME</code>"
+           "<br>&nbsp;&nbsp;and its management API, for the messages in flight and the oldest one's age "
+           "(default: port 15672 on the same host): <code>&amp;management=http://HOST:15672</code>"
+           "<br><b>Redis Streams:</b> <code>redis://HOST[:PORT]/DB?stream=NAME</code>"
+           "<br>The ledger stays in the open store; only the queue is read at the broker."));
+    formats->setObjectName(QStringLiteral("formats"));
+    formats->setWordWrap(true);
+    formats->setTextFormat(Qt::RichText);
+    formats->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto *note =
+        new QLabel(tr("The password is used for this session only: it is not saved, shown or logged. "
+                      "Open Recent Queue reconnects with the password from $ONCE_QUEUE when that names "
+                      "the same queue, as once does."));
+    note->setObjectName(QStringLiteral("passwordNote"));
+    note->setWordWrap(true);
+    note->setForegroundRole(QPalette::PlaceholderText);
+    m_preview = new QLabel;
+    m_preview->setObjectName(QStringLiteral("preview"));
+    m_preview->setWordWrap(true);
+    m_preview->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto *form = new QFormLayout;
+    form->addRow(tr("&URL:"), m_url);
+    form->addRow(QString(), formats);
+    form->addRow(tr("Pass&word:"), m_password);
+    form->addRow(tr("Queue:"), m_preview);
+
+    m_buttons = new QDialogButtonBox(QDialogButtonBox::Open | QDialogButtonBox::Cancel);
+    connect(m_buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+    connect(m_buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+
+    auto *layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addWidget(note);
+    layout->addWidget(m_buttons);
+    setMinimumWidth(620);
+
+    connect(m_url, &QLineEdit::textChanged, this, &BrokerQueueDialog::updateOk);
+    connect(m_url, &QLineEdit::editingFinished, this, &BrokerQueueDialog::movePasswordOutOfUrl);
+    connect(m_password, &QLineEdit::textChanged, this, &BrokerQueueDialog::updateOk);
+    updateOk();
+}
+
+void BrokerQueueDialog::setUrl(const QString &url)
+{
+    m_url->setText(queueUrlWithoutPassword(url));
+    m_password->setText(queuePassword(url));
+    updateOk();
+}
+
+QString BrokerQueueDialog::url() const
+{
+    const QString typed = m_url->text().trimmed();
+    return m_password->text().isEmpty()
+               ? typed
+               : queueUrlWithPassword(queueUrlWithoutPassword(typed), m_password->text());
+}
+
+// A password pasted into the URL would stay readable on the screen: once the field is
+// left, it moves into the masked one (which it then overrides, unless that has one).
+void BrokerQueueDialog::movePasswordOutOfUrl()
+{
+    const QString typed = m_url->text().trimmed();
+    const QString password = queuePassword(typed);
+    if (password.isEmpty())
+        return;
+    if (m_password->text().isEmpty())
+        m_password->setText(password);
+    m_url->setText(queueUrlWithoutPassword(typed));
+}
+
+void BrokerQueueDialog::updateOk()
+{
+    const QString typed = m_url->text().trimmed();
+    QString problem;
+    const auto location = typed.isEmpty() ? std::nullopt : QueueLocation::parse(url(), &problem);
+    m_buttons->button(QDialogButtonBox::Open)->setEnabled(location.has_value());
+    QPalette palette = m_preview->palette();
+    palette.setColor(QPalette::WindowText, location || typed.isEmpty()
+                                               ? this->palette().color(QPalette::WindowText)
+                                               : severityTextColor(Severity::Alert, this->palette()));
+    m_preview->setPalette(palette);
+    // What will be opened, as the window will show it: without the password.
+    if (location)
+        m_preview->setText(tr("%1 — %2").arg(location->brokerName(), location->displayName()));
+    else
+        m_preview->setText(typed.isEmpty() ? tr("(a queue URL is needed)") : problem);
+}
+
+} // namespace once::ui

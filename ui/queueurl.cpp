@@ -1,0 +1,112 @@
+#include "queueurl.h"
+
+#include "brokerqueue.h"
+#include "storeurl.h"
+
+#include <QCoreApplication>
+#include <QUrl>
+
+namespace once::ui {
+
+namespace {
+
+std::optional<QueueLocation> parsed(const QString &url)
+{
+    QString ignored;
+    return QueueLocation::parse(url, &ignored);
+}
+
+} // namespace
+
+bool isQueueUrl(const QString &url)
+{
+    return QueueLocation::isBrokerUrl(url);
+}
+
+QString queueDisplayName(const QString &url)
+{
+    if (const auto location = parsed(url))
+        return location->displayName();
+    return queueUrlWithoutPassword(url);
+}
+
+QString queueBrokerName(const QString &url)
+{
+    if (const auto location = parsed(url))
+        return location->brokerName();
+    // A URL with a mistake in it still names its broker: say which in the error.
+    if (url.startsWith(QLatin1String("amqp://")))
+        return QStringLiteral("RabbitMQ");
+    if (url.startsWith(QLatin1String("redis://")))
+        return QStringLiteral("Redis Streams");
+    return {};
+}
+
+QString queueName(const QString &url)
+{
+    const auto location = parsed(url);
+    return location ? location->name : QString();
+}
+
+QString queuePlace(const QString &url)
+{
+    const auto location = parsed(url);
+    if (!location)
+        return queueDisplayName(url);
+    if (location->kind == QueueLocation::Kind::RabbitMq)
+        return QCoreApplication::translate("once::ui", "%1 queue %2")
+            .arg(location->brokerName(), location->name);
+    return QCoreApplication::translate("once::ui", "%1 stream %2")
+        .arg(location->brokerName(), location->name);
+}
+
+QString deadLetterPlace(const QString &url)
+{
+    const auto location = parsed(url);
+    if (!location)
+        return queueDisplayName(url);
+    // core/rabbitmqqueue.cpp and core/redisstreamqueue.cpp name them so.
+    if (location->kind == QueueLocation::Kind::RabbitMq)
+        return QCoreApplication::translate("once::ui", "%1 queue %2.dead")
+            .arg(location->brokerName(), location->name);
+    return QCoreApplication::translate("once::ui", "%1 stream %2:dead")
+        .arg(location->brokerName(), location->name);
+}
+
+QString queueUrlWithoutPassword(const QString &url)
+{
+    QUrl parsedUrl(url, QUrl::StrictMode);
+    if (!parsedUrl.isValid() || parsedUrl.password().isEmpty())
+        return storeUrlWithoutPassword(url);
+    parsedUrl.setPassword(QString());
+    // A Redis URL has a password and no user: drop the "@" that would be left.
+    if (parsedUrl.userName().isEmpty())
+        parsedUrl.setUserInfo(QString());
+    return parsedUrl.toString(QUrl::FullyEncoded);
+}
+
+QString queueUrlWithPassword(const QString &url, const QString &password)
+{
+    QUrl parsedUrl(url, QUrl::StrictMode);
+    if (!parsedUrl.isValid() || password.isEmpty())
+        return url;
+    parsedUrl.setPassword(password, QUrl::DecodedMode);
+    return parsedUrl.toString(QUrl::FullyEncoded);
+}
+
+QString queuePassword(const QString &url)
+{
+    const QUrl parsedUrl(url, QUrl::StrictMode);
+    return parsedUrl.isValid() ? parsedUrl.password(QUrl::FullyDecoded) : QString();
+}
+
+QString queueUrlForReopening(const QString &savedUrl)
+{
+    const QString fromEnvironment = qEnvironmentVariable("ONCE_QUEUE");
+    if (!fromEnvironment.isEmpty() &&
+        queueUrlWithoutPassword(fromEnvironment) == queueUrlWithoutPassword(savedUrl))
+        return fromEnvironment;
+    return savedUrl;
+}
+
+} // namespace once::ui
