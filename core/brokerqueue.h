@@ -65,10 +65,6 @@ public:
     virtual std::optional<QList<DeadLetter>> discard(int max, const std::function<bool(const DeadLetter &)> &select,
                                                      QString *error) = 0;
 
-    // A file descriptor that becomes readable when deliveries may be waiting, so an
-    // idle worker wakes at once instead of polling; -1 when the broker offers none.
-    virtual int wakeDescriptor() const { return -1; }
-
 protected:
     explicit BrokerQueue(QueueLocation location) : m_location(std::move(location)) {}
 

@@ -509,7 +509,6 @@ public:
 
     bool open(const QString &connectionName, QString *error);
     bool broken() const { return m_broken; }
-    int socket() const { return m_connection && !m_broken ? amqp_get_sockfd(m_connection) : -1; }
     amqp_connection_state_t connection() const { return m_connection; }
     // Called before each operation: drops what earlier ones left behind.
     void begin();
@@ -1073,11 +1072,6 @@ RabbitMqSession *RabbitMqQueue::session(QString *error)
     }
     m_session->begin();
     return m_session.get();
-}
-
-int RabbitMqQueue::wakeDescriptor() const
-{
-    return m_session ? m_session->socket() : -1;
 }
 
 bool RabbitMqQueue::declareTopology(QString *error)

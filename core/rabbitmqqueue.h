@@ -15,10 +15,6 @@ class RabbitMqSession;
 // A lease is a delivery this consumer has not settled yet. RabbitMQ has no lease
 // timeout: a delivery stays with this consumer until it is settled or the connection
 // closes (the broker then redelivers it), so leaseUntilMs is only advisory.
-//
-// wakeDescriptor() is the connection's socket. It is a hint: deliveries may already sit
-// in the client's buffers, so a worker that wakes on it must still lease until a lease
-// comes back short. After a reconnect the descriptor is another one.
 class RabbitMqQueue final : public BrokerQueue
 {
 public:
@@ -37,7 +33,6 @@ public:
                                              QString *error) override;
     std::optional<QList<DeadLetter>> discard(int max, const std::function<bool(const DeadLetter &)> &select,
                                              QString *error) override;
-    int wakeDescriptor() const override;
 
 private:
     enum class Take

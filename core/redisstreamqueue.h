@@ -39,10 +39,6 @@ public:
                                              QString *error) override;
     std::optional<QList<DeadLetter>> discard(int max, const std::function<bool(const DeadLetter &)> &select,
                                              QString *error) override;
-    // Redis is polled: a blocking XREADGROUP would hold the one connection that the same
-    // turn's settlements need, and Redis has no notification a second descriptor could
-    // wait on without missing entries added meanwhile.
-    int wakeDescriptor() const override { return -1; }
 
 private:
     struct ReplyDeleter
