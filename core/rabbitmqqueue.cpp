@@ -50,6 +50,7 @@
 #include <QNetworkAccessManager>
 #include <QNetworkReply>
 #include <QRandomGenerator>
+#include <QThread>
 #include <QUuid>
 
 #include <amqp.h>
@@ -1319,6 +1320,42 @@ std::optional<QueueCounts> RabbitMqQueue::counts(QString *error)
 
 // Fills in what only the management API knows (in flight, the oldest message's age);
 // says why not when it cannot, else returns nothing.
+namespace {
+
+struct HttpAnswer
+{
+    int status = 0;
+    QNetworkReply::NetworkError error = QNetworkReply::NoError;
+    QString errorString;
+    QByteArray body;
+};
+
+// Runs the request on a thread of its own while this one waits without an event loop: a
+// nested loop here would run whatever else is queued for the calling thread (the engine's
+// next turn, the console's next request) in the middle of the caller's call.
+HttpAnswer getWithoutEventLoop(const QNetworkRequest &request)
+{
+    HttpAnswer answer;
+    const std::unique_ptr<QThread> thread(QThread::create([&request, &answer] {
+        QNetworkAccessManager manager;
+        const std::unique_ptr<QNetworkReply> reply(manager.get(request));
+        if (!reply->isFinished()) {
+            QEventLoop loop;
+            QObject::connect(reply.get(), &QNetworkReply::finished, &loop, &QEventLoop::quit);
+            loop.exec();
+        }
+        answer.status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
+        answer.error = reply->error();
+        answer.errorString = reply->errorString();
+        answer.body = reply->readAll();
+    }));
+    thread->start();
+    thread->wait();
+    return answer;
+}
+
+} // namespace
+
 QString RabbitMqQueue::managementProblem(QueueCounts *counts) const
 {
     const QueueLocation &where = location();
@@ -1330,27 +1367,20 @@ QString RabbitMqQueue::managementProblem(QueueCounts *counts) const
     const auto problem = [&base](const QString &reason) {
         return QStringLiteral("RabbitMQ management API not reachable at %1: %2").arg(base, reason);
     };
-    QNetworkAccessManager manager;
     QNetworkRequest request(url);
     const QByteArray credentials = where.user.toUtf8() + ':' + where.password.toUtf8();
     request.setRawHeader("Authorization", "Basic " + credentials.toBase64());
     request.setTransferTimeout(ManagementTimeoutMs);
     // The credentials go to this address, never to one it redirects to.
     request.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::ManualRedirectPolicy);
-    std::unique_ptr<QNetworkReply> reply(manager.get(request));
-    if (!reply->isFinished()) {
-        QEventLoop loop;
-        QObject::connect(reply.get(), &QNetworkReply::finished, &loop, &QEventLoop::quit);
-        loop.exec(QEventLoop::ExcludeUserInputEvents);
-    }
-    const int status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
-    if (reply->error() == QNetworkReply::OperationCanceledError)
+    const HttpAnswer answer = getWithoutEventLoop(request);
+    if (answer.error == QNetworkReply::OperationCanceledError)
         return problem(QStringLiteral("no answer within %1 s").arg(ManagementTimeoutMs / 1000));
-    if (status == 401)
+    if (answer.status == 401)
         return problem(QStringLiteral("HTTP 401 (the user needs the monitoring or management tag)"));
-    if (status != 200)
-        return problem(status ? QStringLiteral("HTTP %1").arg(status) : reply->errorString());
-    const QJsonObject queue = QJsonDocument::fromJson(reply->readAll()).object();
+    if (answer.status != 200)
+        return problem(answer.status ? QStringLiteral("HTTP %1").arg(answer.status) : answer.errorString);
+    const QJsonObject queue = QJsonDocument::fromJson(answer.body).object();
     // A queue's statistics appear some seconds after it was declared.
     if (!queue.contains(QLatin1String("messages_unacknowledged")))
         return QStringLiteral("RabbitMQ management API at %1 has no statistics for queue %2 yet")

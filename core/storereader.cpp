@@ -18,46 +18,6 @@ constexpr int RedriveTickMs = 100;
 constexpr int MinChangeIntervalMs = 1000;
 }
 
-// While a request runs, its broker may wait on the network in a nested event loop (the
-// RabbitMQ management API is read over HTTP on this thread). Without care, requests and
-// timer ticks queued meanwhile would run inside it, using the store or the broker in the
-// middle of another call, or closing them under it. So every request marks the thread
-// busy, and one that arrives while it is busy waits its turn: they run in order when the
-// outermost request returns.
-class StoreReader::Busy
-{
-public:
-    explicit Busy(StoreReader &reader) : m_reader(reader) { ++m_reader.m_busy; }
-    ~Busy()
-    {
-        if (--m_reader.m_busy == 0)
-            m_reader.runDeferred();
-    }
-    Q_DISABLE_COPY_MOVE(Busy)
-
-private:
-    StoreReader &m_reader;
-};
-
-bool StoreReader::deferWhileBusy(std::function<void()> request)
-{
-    if (m_busy == 0)
-        return false;
-    m_deferred.append(std::move(request));
-    return true;
-}
-
-void StoreReader::runDeferred()
-{
-    // A deferred request ends with its own Busy going: the loop here carries on instead.
-    if (m_runningDeferred)
-        return;
-    m_runningDeferred = true;
-    while (!m_deferred.isEmpty())
-        m_deferred.takeFirst()();
-    m_runningDeferred = false;
-}
-
 StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, QObject *parent)
     : QObject(parent), m_storeUrl(storeUrl), m_queueUrl(queueUrl)
 {
@@ -73,15 +33,7 @@ StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, QObje
     qRegisterMetaType<once::WorkerRecord>();
     qRegisterMetaType<QList<once::WorkerRecord>>();
     m_redriveTimer.setInterval(RedriveTickMs);
-    connect(&m_redriveTimer, &QTimer::timeout, this, [this] {
-        // A tick that comes while a request waits on the broker is dropped rather than
-        // queued behind it: the next one comes soon enough, and bunched ticks would
-        // break the rate.
-        if (m_busy > 0)
-            return;
-        const Busy busy(*this);
-        redriveNextBatch();
-    });
+    connect(&m_redriveTimer, &QTimer::timeout, this, &StoreReader::redriveNextBatch);
     m_changeTimer.setSingleShot(true);
     connect(&m_changeTimer, &QTimer::timeout, this, &StoreReader::announceChange);
 }
@@ -90,9 +42,6 @@ StoreReader::~StoreReader() = default;
 
 void StoreReader::open()
 {
-    if (deferWhileBusy([this] { open(); }))
-        return;
-    const Busy busy(*this);
     QString error;
     m_store = Store::open(m_storeUrl, &error);
     if (!m_store) {
@@ -132,12 +81,6 @@ void StoreReader::open()
 
 void StoreReader::close()
 {
-    if (m_busy > 0) {
-        // Closing wins over whatever waits: nothing queued behind it is wanted any more.
-        m_deferred.clear();
-        m_deferred.append([this] { close(); });
-        return;
-    }
     m_redriveTimer.stop();
     m_changeTimer.stop();
     m_redrive.reset();
@@ -220,9 +163,6 @@ std::optional<QList<DeadLetter>> StoreReader::brokerDeadLetters(const DeadLetter
 
 void StoreReader::loadOverview(quint64 token, qint64 windowMs)
 {
-    if (deferWhileBusy([=, this] { loadOverview(token, windowMs); }))
-        return;
-    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
@@ -240,9 +180,6 @@ void StoreReader::loadOverview(quint64 token, qint64 windowMs)
 
 void StoreReader::loadEvents(quint64 token, const EventFilter &filter)
 {
-    if (deferWhileBusy([=, this] { loadEvents(token, filter); }))
-        return;
-    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
@@ -254,9 +191,6 @@ void StoreReader::loadEvents(quint64 token, const EventFilter &filter)
 
 void StoreReader::countEvents(quint64 token, const EventFilter &filter)
 {
-    if (deferWhileBusy([=, this] { countEvents(token, filter); }))
-        return;
-    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
@@ -268,9 +202,6 @@ void StoreReader::countEvents(quint64 token, const EventFilter &filter)
 
 void StoreReader::loadHistory(quint64 token, const QString &keyOrEventId)
 {
-    if (deferWhileBusy([=, this] { loadHistory(token, keyOrEventId); }))
-        return;
-    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
@@ -284,9 +215,6 @@ void StoreReader::loadHistory(quint64 token, const QString &keyOrEventId)
 
 void StoreReader::loadDeadLetters(quint64 token, const DeadLetterFilter &filter)
 {
-    if (deferWhileBusy([=, this] { loadDeadLetters(token, filter); }))
-        return;
-    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
@@ -299,9 +227,6 @@ void StoreReader::loadDeadLetters(quint64 token, const DeadLetterFilter &filter)
 
 void StoreReader::loadInDoubt(quint64 token)
 {
-    if (deferWhileBusy([=, this] { loadInDoubt(token); }))
-        return;
-    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
@@ -313,9 +238,6 @@ void StoreReader::loadInDoubt(quint64 token)
 
 void StoreReader::loadAudit(quint64 token, int limit)
 {
-    if (deferWhileBusy([=, this] { loadAudit(token, limit); }))
-        return;
-    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
@@ -327,9 +249,6 @@ void StoreReader::loadAudit(quint64 token, int limit)
 
 void StoreReader::loadWorkers(quint64 token)
 {
-    if (deferWhileBusy([=, this] { loadWorkers(token); }))
-        return;
-    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
@@ -341,9 +260,6 @@ void StoreReader::loadWorkers(quint64 token)
 
 void StoreReader::redrive(quint64 token, const QList<DeadLetter> &letters, int ratePerSecond, const QString &detail)
 {
-    if (deferWhileBusy([=, this] { redrive(token, letters, ratePerSecond, detail); }))
-        return;
-    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     if (m_redrive) {
@@ -400,9 +316,6 @@ void StoreReader::redriveNextBatch()
 
 void StoreReader::discard(quint64 token, const QList<DeadLetter> &letters, const QString &detail)
 {
-    if (deferWhileBusy([=, this] { discard(token, letters, detail); }))
-        return;
-    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;
@@ -416,9 +329,6 @@ void StoreReader::discard(quint64 token, const QList<DeadLetter> &letters, const
 
 void StoreReader::resolve(quint64 token, const QByteArray &sendKey, bool resend)
 {
-    if (deferWhileBusy([=, this] { resolve(token, sendKey, resend); }))
-        return;
-    const Busy busy(*this);
     if (!ensureOpen(token))
         return;
     QString error;

@@ -8,7 +8,6 @@
 #include <QObject>
 #include <QTimer>
 
-#include <functional>
 #include <memory>
 
 namespace once {
@@ -85,10 +84,6 @@ signals:
     void storeChanged();
 
 private:
-    // Requests wait while another runs: see deferWhileBusy().
-    class Busy;
-    bool deferWhileBusy(std::function<void()> request);
-    void runDeferred();
 
     void redriveNextBatch();
     bool ensureOpen(quint64 token);
@@ -121,9 +116,6 @@ private:
     QTimer m_redriveTimer{this}; // a child, so that moveToThread() takes it along
     QTimer m_changeTimer{this};  // the next storeChanged(), while one is due
     QElapsedTimer m_sinceChange; // since the last storeChanged()
-    int m_busy = 0;               // requests running on this thread (more than one: nested)
-    bool m_runningDeferred = false;
-    QList<std::function<void()>> m_deferred;
 };
 
 } // namespace once
