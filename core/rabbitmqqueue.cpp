@@ -1347,7 +1347,8 @@ HttpAnswer getWithoutEventLoop(const QNetworkRequest &request)
         answer.status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
         answer.error = reply->error();
         answer.errorString = reply->errorString();
-        answer.body = reply->readAll();
+        if (reply->error() == QNetworkReply::NoError)
+            answer.body = reply->readAll();
     }));
     thread->start();
     thread->wait();
