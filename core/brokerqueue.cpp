@@ -112,6 +112,11 @@ QString QueueLocation::brokerName() const
     return kind == Kind::RabbitMq ? QStringLiteral("RabbitMQ") : QStringLiteral("Redis Streams");
 }
 
+QString QueueLocation::deadLetterName() const
+{
+    return name + (kind == Kind::RabbitMq ? QStringLiteral(".dead") : QStringLiteral(":dead"));
+}
+
 std::unique_ptr<BrokerQueue> openBrokerQueue(const QueueLocation &location, const QString &consumerName, int prefetch,
                                              QString *error)
 {

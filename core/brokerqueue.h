@@ -34,6 +34,9 @@ struct QueueLocation
     // The URL without its password, for logs, the UI and errors.
     QString displayName() const;
     QString brokerName() const; // "RabbitMQ", "Redis Streams"
+    // Where the broker keeps the dead letters: queue NAME.dead (RabbitMQ), stream
+    // NAME:dead (Redis).
+    QString deadLetterName() const;
 };
 
 // A queue at a broker. The engine sees the MessageQueue side; the operator commands

@@ -322,11 +322,6 @@ QByteArray retryQueueName(const QString &name, int seconds)
     return QStringLiteral("%1.retry.%2s").arg(name).arg(seconds).toUtf8();
 }
 
-QByteArray deadQueueName(const QString &name)
-{
-    return (name + QStringLiteral(".dead")).toUtf8();
-}
-
 // The shortest tier at least as long as the delay, else the longest.
 int tierFor(qint64 delayMs)
 {
@@ -969,11 +964,11 @@ Publication retryCopy(const Lease &lease, const QString &name, qint64 delayMs, q
     return copy;
 }
 
-Publication deadLetterCopy(const Lease &lease, const QString &name, const DeadLetterInfo &info, qint64 now)
+Publication deadLetterCopy(const Lease &lease, const QByteArray &deadQueue, const DeadLetterInfo &info, qint64 now)
 {
     Publication copy = copyOf(*lease.envelope, lease.received.id);
     copy.exchange = QByteArray(); // the default exchange: routing key = queue
-    copy.routingKey = deadQueueName(name);
+    copy.routingKey = deadQueue;
     copy.headers.remove(header::VisibleAt);
     copy.headers.setInt(header::Receives, lease.received.delivery);
     copy.headers.setInt(header::EnqueuedAt, lease.received.enqueuedAtMs);
@@ -1083,7 +1078,7 @@ bool RabbitMqQueue::declareTopology(QString *error)
     amqp_connection_state_t connection = session->connection();
     const QString name = location().name;
     const QByteArray main = name.toUtf8();
-    const QByteArray dead = deadQueueName(name);
+    const QByteArray dead = location().deadLetterName().toUtf8();
     const auto declared = [&](const void *ok, const QString &what) {
         return session->checkLast(AdminChannel, ok, what, error);
     };
@@ -1265,7 +1260,7 @@ bool RabbitMqQueue::settle(const QList<Settlement> &settlements, QString *error)
         }
         copies.push_back(settlement.kind == Settlement::Kind::Retry
                              ? retryCopy(lease, location().name, settlement.delayMs, now)
-                             : deadLetterCopy(lease, location().name, settlement.deadLetter, now));
+                             : deadLetterCopy(lease, location().deadLetterName().toUtf8(), settlement.deadLetter, now));
         copied.push_back(lease.tag);
         copiedKeys.push_back(key);
     }
@@ -1291,7 +1286,7 @@ std::optional<QueueCounts> RabbitMqQueue::counts(QString *error)
         return std::nullopt;
     QueueCounts counts;
     const auto ready = depth(*session, location().name.toUtf8(), error);
-    const auto dead = ready ? depth(*session, deadQueueName(location().name), error) : std::nullopt;
+    const auto dead = ready ? depth(*session, location().deadLetterName().toUtf8(), error) : std::nullopt;
     if (!dead)
         return std::nullopt;
     counts.ready = *ready;
@@ -1421,7 +1416,7 @@ RabbitMqQueue::takeDeadLetters(Take take, int max, const std::function<bool(cons
     RabbitMqSession *session = this->session(error);
     if (!session)
         return std::nullopt;
-    const QByteArray dead = deadQueueName(location().name);
+    const QByteArray dead = location().deadLetterName().toUtf8();
     const auto count = depth(*session, dead, error);
     if (!count)
         return std::nullopt;

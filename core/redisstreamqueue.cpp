@@ -313,7 +313,7 @@ void RedisStreamQueue::ContextDeleter::operator()(redisContext *context) const
 
 RedisStreamQueue::RedisStreamQueue(QueueLocation location, const QString &consumerName)
     : BrokerQueue(std::move(location)), m_consumer(consumerName.toUtf8()),
-      m_stream(this->location().name.toUtf8()), m_delayed(m_stream + ":delayed"), m_dead(m_stream + ":dead")
+      m_stream(this->location().name.toUtf8()), m_delayed(m_stream + ":delayed"), m_dead(this->location().deadLetterName().toUtf8())
 {
 }
 

@@ -16,6 +16,14 @@ std::optional<QueueLocation> parsed(const QString &url)
     return QueueLocation::parse(url, &ignored);
 }
 
+// "RabbitMQ queue NAME", "Redis Streams stream NAME".
+QString brokerPlace(const QueueLocation &location, const QString &name)
+{
+    return location.kind == QueueLocation::Kind::RabbitMq
+               ? QCoreApplication::translate("once::ui", "%1 queue %2").arg(location.brokerName(), name)
+               : QCoreApplication::translate("once::ui", "%1 stream %2").arg(location.brokerName(), name);
+}
+
 } // namespace
 
 bool isQueueUrl(const QString &url)
@@ -51,26 +59,13 @@ QString queueName(const QString &url)
 QString queuePlace(const QString &url)
 {
     const auto location = parsed(url);
-    if (!location)
-        return queueDisplayName(url);
-    if (location->kind == QueueLocation::Kind::RabbitMq)
-        return QCoreApplication::translate("once::ui", "%1 queue %2")
-            .arg(location->brokerName(), location->name);
-    return QCoreApplication::translate("once::ui", "%1 stream %2")
-        .arg(location->brokerName(), location->name);
+    return location ? brokerPlace(*location, location->name) : queueDisplayName(url);
 }
 
 QString deadLetterPlace(const QString &url)
 {
     const auto location = parsed(url);
-    if (!location)
-        return queueDisplayName(url);
-    // core/rabbitmqqueue.cpp and core/redisstreamqueue.cpp name them so.
-    if (location->kind == QueueLocation::Kind::RabbitMq)
-        return QCoreApplication::translate("once::ui", "%1 queue %2.dead")
-            .arg(location->brokerName(), location->name);
-    return QCoreApplication::translate("once::ui", "%1 stream %2:dead")
-        .arg(location->brokerName(), location->name);
+    return location ? brokerPlace(*location, location->deadLetterName()) : queueDisplayName(url);
 }
 
 QString queueUrlWithoutPassword(const QString &url)

@@ -20,7 +20,7 @@ QString queueName(const QString &url);
 // The queue for a sentence: "RabbitMQ queue reminders", "Redis Streams stream reminders".
 QString queuePlace(const QString &url);
 // Where the broker keeps the dead letters, for a heading: "RabbitMQ queue reminders.dead",
-// "Redis Streams stream reminders:dead" (the names the core gives them).
+// "Redis Streams stream reminders:dead" (QueueLocation::deadLetterName()).
 QString deadLetterPlace(const QString &url);
 // What may be saved (the recent queues): the URL as typed without its password.
 QString queueUrlWithoutPassword(const QString &url);
