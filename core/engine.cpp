@@ -19,6 +19,8 @@ namespace {
 constexpr int MaxLeaseBatch = 256;
 // After a failed store write (a lost connection, a deadlock victim): soon, not at once.
 constexpr int StoreRetryMs = 250;
+// How long an outcome may wait for a turn while claimed deliveries keep the sends busy.
+constexpr qint64 MaxWriteWaitMs = 25;
 } // namespace
 
 Engine::Engine(const EngineConfig &config, QObject *parent)
@@ -73,7 +75,8 @@ void Engine::start()
     if (m_running)
         return;
     QString error;
-    m_storeSide = new EngineStore(m_config.storeUrl, m_config.queueUrl, m_config.workerId, m_config.concurrency);
+    m_storeSide = new EngineStore(m_config.storeUrl, m_config.queueUrl, m_config.workerId,
+                                  m_config.concurrency + leaseAhead());
     m_storeSide->moveToThread(&m_storeThread);
     m_storeThread.setObjectName(QStringLiteral("once-engine-store"));
     m_storeThread.start();
@@ -165,16 +168,22 @@ void Engine::cycle()
 {
     if (!m_running)
         return;
+    const qint64 now = nowMs();
+    if (hasPendingWrites() && !m_writesWaitingSinceMs)
+        m_writesWaitingSinceMs = now;
     if (m_turn) {
         m_cycleWanted = true; // the turn's end looks again
         return;
     }
     m_idle = false;
-    const qint64 now = nowMs();
     const int settling = int(m_pendingSettlements.size());
     const bool consuming = !m_stopping && !m_paused;
-    const int room = consuming ? std::min(MaxLeaseBatch, m_breaker.allowance(now, m_config.concurrency, m_inFlight - settling))
-                               : 0;
+    if (turnCanWait(now, consuming)) {
+        scheduleCycle(m_writesWaitingSinceMs + MaxWriteWaitMs - now);
+        return;
+    }
+    const int capacity = m_config.concurrency + leaseAhead();
+    const int room = consuming ? std::min(MaxLeaseBatch, m_breaker.allowance(now, capacity, m_inFlight - settling)) : 0;
     if (!hasPendingWrites() && room <= 0) {
         if (m_stopping && m_inFlight == 0)
             finish(0);
@@ -188,6 +197,7 @@ void Engine::cycle()
     turn.request.updates.swap(m_pendingUpdates);
     turn.request.attempts.swap(m_pendingAttempts);
     turn.request.settlements.swap(m_pendingSettlements);
+    m_writesWaitingSinceMs = 0;
     turn.request.room = room;
     turn.request.leaseMs = m_config.leaseMs;
     turn.request.workerId = m_config.workerId;
@@ -324,11 +334,44 @@ void Engine::onNotification(const QString &channel)
         scheduleCycle(0);
 }
 
+// Claims beyond the send slots: a delivery that finishes hands its slot to the next
+// claimed one at once, instead of waiting for a turn to lease it, and turns can wait to
+// carry more (turnCanWait). Each of them widens the in-doubt window of a crash by one key:
+// harmless when the partner dedupes by key and the policy resends, so only then.
+int Engine::leaseAhead() const
+{
+    return m_config.inDoubtPolicy == InDoubtPolicy::Resend ? m_config.concurrency : 0;
+}
+
+// A turn costs the store about the same for one outcome as for ten: while enough claimed
+// deliveries wait for a send slot, outcomes gather for a few milliseconds more.
+bool Engine::turnCanWait(qint64 now, bool consuming) const
+{
+    const auto lowWater = size_t(leaseAhead() / 4);
+    return consuming && hasPendingWrites() && m_readyToSend.size() > lowWater
+           && now - m_writesWaitingSinceMs < MaxWriteWaitMs;
+}
+
 void Engine::sendNow(const Delivery &delivery)
 {
-    const qint64 sentAt = nowMs();
-    m_sender->send(delivery.reminder.sendKey, delivery.reminder.payload, this,
-                   [this, delivery, sentAt](const SendOutcome &outcome) { onSent(delivery, outcome, sentAt); });
+    m_readyToSend.push_back(delivery);
+    sendReady();
+}
+
+void Engine::sendReady()
+{
+    while (m_sending < m_config.concurrency && !m_readyToSend.empty()) {
+        const Delivery delivery = std::move(m_readyToSend.front());
+        m_readyToSend.pop_front();
+        ++m_sending;
+        const qint64 sentAt = nowMs();
+        m_sender->send(delivery.reminder.sendKey, delivery.reminder.payload, this,
+                       [this, delivery, sentAt](const SendOutcome &outcome) {
+                           --m_sending;
+                           onSent(delivery, outcome, sentAt);
+                           sendReady();
+                       });
+    }
 }
 
 void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64 sentAtMs)

@@ -10,6 +10,7 @@
 #include <QTimer>
 #include <QUrl>
 
+#include <deque>
 #include <limits>
 #include <memory>
 
@@ -110,6 +111,9 @@ private:
     void cycle();
     bool hasPendingWrites() const;
     void sendNow(const Delivery &delivery);
+    void sendReady();
+    int leaseAhead() const;
+    bool turnCanWait(qint64 now, bool consuming) const;
     void onSent(const Delivery &delivery, const SendOutcome &outcome, qint64 sentAtMs);
     void deadLetter(const Delivery &delivery, const QString &errorClass, const QString &error, int attempts);
     void acknowledge(const Delivery &delivery);
@@ -164,7 +168,11 @@ private:
     bool m_stopping = false;
 
     int m_inFlight = 0; // leased and not yet settled
-    // Written by the next cycle, in one transaction.
+    int m_sending = 0;  // at the partner now, at most the configured concurrency
+    // Claimed and waiting for a free send slot (see leaseAhead()).
+    std::deque<Delivery> m_readyToSend;
+    // Written by the next cycle, in one transaction; waiting since m_writesWaitingSinceMs.
+    qint64 m_writesWaitingSinceMs = 0;
     QList<LedgerUpdate> m_pendingUpdates;
     QList<Attempt> m_pendingAttempts;
     QList<Settlement> m_pendingSettlements;

@@ -404,8 +404,10 @@ void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, Server
         return;
     }
     conn->awaiting = true;
+    stats.peakHeld = std::max(stats.peakHeld, ++stats.held);
     QTimer::singleShot(profile.latencyMs, q, [this, conn, key, keyed, keepAlive = request.keepAlive] {
         conn->awaiting = false;
+        --q->m_stats.held;
         accept(conn, key, keyed, keepAlive);
         processBuffer(conn);
     });
@@ -480,6 +482,7 @@ QByteArray PartnerSimulator::Private::statsJson() const
     o.insert(QLatin1String("duplicate_requests"), s.duplicateRequests);
     o.insert(QLatin1String("duplicate_effects"), s.duplicateEffects);
     o.insert(QLatin1String("dropped"), s.dropped);
+    o.insert(QLatin1String("peak_held"), s.peakHeld);
     return QJsonDocument(o).toJson(QJsonDocument::Compact);
 }
 

@@ -31,13 +31,15 @@ struct PartnerStats
     qint64 duplicateRequests = 0; // requests whose Idempotency-Key was seen before
     qint64 duplicateEffects = 0;  // effects on a key that already had one (only without idempotency)
     qint64 dropped = 0;           // connections closed after accepting, without an answer
+    qint64 held = 0;              // requests waiting out the profile's latency now...
+    qint64 peakHeld = 0;          // ...and the most at once: a client's real concurrency
 };
 
 // A real HTTP/1.1 server on a loopback address standing in for an email/SMS provider.
 // POST /reminders applies one effect per Idempotency-Key and answers a repeated key with
 // a replay of the first successful response (a 409 while the first is still in progress,
 // a 422 when the body differs). GET /stats returns PartnerStats as JSON
-// (requests, effects, duplicate_requests, duplicate_effects, dropped);
+// (requests, effects, duplicate_requests, duplicate_effects, dropped, peak_held);
 // GET /effects returns {"<key>": count, ...}. Serves many connections at once.
 class PartnerSimulator final : public QObject
 {

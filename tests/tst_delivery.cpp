@@ -94,6 +94,8 @@ private slots:
     void badInputUncheckedMessageIsDeadLettered();
     void outageLongerThanRetryBudgetThenRedrive();
     void sigtermFinishesInFlight();
+    void claimsRunAheadOfSendsOnlyWhenResending_data();
+    void claimsRunAheadOfSendsOnlyWhenResending();
     void tokenNeverLeaks();
     void foreignProducerPublishes();
 
@@ -929,6 +931,54 @@ void DeliveryTest::sigtermFinishesInFlight()
                   {QStringLiteral("claimed"), 0},
                   {QStringLiteral("acked"), Count},
                   {QStringLiteral("duplicates_suppressed"), 0}});
+}
+
+void DeliveryTest::claimsRunAheadOfSendsOnlyWhenResending_data()
+{
+    QTest::addColumn<QString>("policy");
+    QTest::addColumn<int>("mostClaimed"); // per send slot
+    // A claim waiting for a send slot is one more key in doubt if the worker dies: with
+    // resend that costs a repeated key the partner dedupes, with hold an operator's time.
+    QTest::newRow("resend") << QStringLiteral("resend") << 2;
+    QTest::newRow("hold") << QStringLiteral("hold") << 1;
+}
+
+void DeliveryTest::claimsRunAheadOfSendsOnlyWhenResending()
+{
+    QFETCH(QString, policy);
+    QFETCH(int, mostClaimed);
+    PartnerProfile slow;
+    slow.latencyMs = 200;
+    m_partner->setProfile(slow);
+    constexpr int Concurrency = 4;
+    constexpr int Count = 48;
+    const auto keys = enqueueReminders(Count, QStringLiteral("ahead"));
+    QCOMPARE(keys.size(), Count);
+
+    QProcess *worker = startWorker({QStringLiteral("--concurrency"), QString::number(Concurrency),
+                                    QStringLiteral("--in-doubt"), policy, QStringLiteral("--until-idle")});
+    qint64 peakClaimed = 0;
+    QElapsedTimer sinceLook;
+    sinceLook.start();
+    const auto finished = waitFor(worker, WorkerTimeoutMs, [&] {
+        if (sinceLook.elapsed() < 10)
+            return;
+        sinceLook.restart();
+        const auto rows = storeQuery(QStringLiteral("SELECT COUNT(*) FROM ledger WHERE state = 'claimed'"));
+        if (!rows.isEmpty())
+            peakClaimed = std::max(peakClaimed, rows.first().toLongLong());
+    });
+    QVERIFY2(finished.exitedWith(0), finished.describe().constData());
+    VERIFY_NO_PROBLEMS(exactlyOnceProblems(keys));
+
+    // The partner never had more requests at once than the configured concurrency, and
+    // had that many: the slots were kept busy.
+    QCOMPARE(m_partner->stats().peakHeld, qint64(Concurrency));
+    qInfo("most keys claimed at once: %lld (%d send slots, --in-doubt %s)", peakClaimed, Concurrency,
+          qPrintable(policy));
+    QVERIFY2(peakClaimed <= mostClaimed * Concurrency, qPrintable(QString::number(peakClaimed)));
+    // Claims ahead of the slots are seen (resend), or the slots themselves were.
+    QVERIFY2(peakClaimed > (mostClaimed - 1) * Concurrency, qPrintable(QString::number(peakClaimed)));
 }
 
 void DeliveryTest::tokenNeverLeaks()

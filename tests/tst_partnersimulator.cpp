@@ -398,7 +398,8 @@ void tst_PartnerSimulator::statsEffectsHealthAndUnknownPaths()
     QCOMPARE(s.value(QLatin1String("duplicate_requests")).toInteger(), 1);
     QCOMPARE(s.value(QLatin1String("duplicate_effects")).toInteger(), 0);
     QCOMPARE(s.value(QLatin1String("dropped")).toInteger(), 0);
-    QCOMPARE(s.size(), 5);
+    QCOMPARE(s.value(QLatin1String("peak_held")).toInteger(), 0); // no latency, nothing waited
+    QCOMPARE(s.size(), 6);
 
     const QJsonObject e = jsonOf(exchange(client, get(partner.port(), QStringLiteral("/effects"))));
     QCOMPARE(e.size(), 2);
@@ -475,6 +476,9 @@ void tst_PartnerSimulator::latencyDoesNotBlockOtherConnections()
     QTRY_COMPARE_WITH_TIMEOUT(done, 20, 10000);
     // Serialised they would take 6 s; in parallel a little over 300 ms.
     QVERIFY2(clock.elapsed() < 3000, qPrintable(QString::number(clock.elapsed())));
+    // All twenty waited out the latency together, and none waits any more.
+    QCOMPARE(partner.stats().peakHeld, 20);
+    QCOMPARE(partner.stats().held, 0);
 }
 
 void tst_PartnerSimulator::hundredsOfConcurrentConnections()
