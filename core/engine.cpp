@@ -347,7 +347,7 @@ int Engine::leaseAhead() const
 // deliveries wait for a send slot, outcomes gather for a few milliseconds more.
 bool Engine::turnCanWait(qint64 now, bool consuming) const
 {
-    const auto lowWater = size_t(leaseAhead() / 4);
+    const auto lowWater = size_t(leaseAhead() / 2);
     return consuming && hasPendingWrites() && m_readyToSend.size() > lowWater
            && now - m_writesWaitingSinceMs < MaxWriteWaitMs;
 }
