@@ -22,8 +22,6 @@ QVariant nullIfEmpty(const QString &text)
 QList<ClaimResult> SqlLedger::claim(const QList<ClaimRequest> &requests, const QString &workerId,
                                     InDoubtPolicy policy, QString *error)
 {
-    QList<ClaimResult> results;
-    QList<Attempt> attempts;
     Transaction transaction(m_db);
     if (!transaction.begin(error))
         return {};
@@ -31,26 +29,37 @@ QList<ClaimResult> SqlLedger::claim(const QList<ClaimRequest> &requests, const Q
     QSet<QByteArray> inserted;
     if (!insertClaims(requests, workerId, now, &inserted, error))
         return {};
-    results.reserve(requests.size());
-    attempts.reserve(requests.size());
-    for (const auto &request : requests) {
-        ClaimResult result;
-        Attempt attempt{request.reminder.sendKey, request.reminder.eventId, request.messageId, request.delivery,
-                        workerId, now, QStringLiteral("claim"), QString(), 0, -1, {}, {}, {}};
-        // A key claimed twice in one batch: the first request won the insert, the
-        // second meets the first one's live claim like any other duplicate.
-        if (inserted.remove(request.reminder.sendKey)) {
-            // A plain claim gets no history row of its own: the send row that follows
-            // names the same delivery, and one row a delivery is most of a turn's cost.
-            results.append(result);
-            continue;
-        }
-        if (!resolveTakenKey(request, workerId, policy, now, &result, &attempt, error))
-            return {};
-        results.append(result);
-        attempts.append(std::move(attempt));
+    QList<ClaimResult> results(requests.size());
+    // A key claimed twice in one batch: the first request won the insert, the second
+    // meets the first one's live claim like any other duplicate.
+    QList<qsizetype> taken;
+    for (qsizetype i = 0; i < requests.size(); ++i) {
+        if (!inserted.remove(requests.at(i).reminder.sendKey))
+            taken.append(i);
     }
-    if (!insertAttempts(attempts, error) || !transaction.commit(error))
+    // A plain claim gets no history row of its own: the send row that follows names the
+    // same delivery, and one row a delivery is most of a turn's cost.
+    if (taken.isEmpty())
+        return transaction.commit(error) ? results : QList<ClaimResult>();
+
+    QList<QByteArray> keys;
+    for (const qsizetype i : std::as_const(taken))
+        keys.append(requests.at(i).reminder.sendKey);
+    auto rows = readTakenKeys(keys, error);
+    if (!rows)
+        return {};
+    QList<Attempt> attempts;
+    attempts.reserve(taken.size());
+    for (const qsizetype i : std::as_const(taken)) {
+        const ClaimRequest &request = requests.at(i);
+        const auto row = rows->find(request.reminder.sendKey);
+        if (row == rows->end()) {
+            *error = QStringLiteral("ledger row for a taken key vanished");
+            return {};
+        }
+        attempts.append(resolveTakenKey(request, workerId, policy, now, &*row, &results[i]));
+    }
+    if (!writeTakenKeys(*rows, now, error) || !insertAttempts(attempts, error) || !transaction.commit(error))
         return {};
     return results;
 }
@@ -113,93 +122,172 @@ bool SqlLedger::insertClaims(const QList<ClaimRequest> &requests, const QString 
     return true;
 }
 
-// Only when the insert finds the key taken does the existing row say which path to take.
-bool SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &workerId, InDoubtPolicy policy,
-                                qint64 now, ClaimResult *result, Attempt *attempt, QString *error)
+// The rows of keys whose claim insert found them taken, in one read.
+std::optional<QHash<QByteArray, SqlLedger::TakenKey>> SqlLedger::readTakenKeys(const QList<QByteArray> &keys,
+                                                                               QString *error)
 {
-    const QString key = QString::fromLatin1(request.reminder.sendKey);
-    auto &select = m_db.prepared(QStringLiteral(
-        "SELECT state, owner_message, claim_expires_at, round_sends, first_sent_at, owner_delivery, owner_worker "
-        "FROM ledger WHERE send_key = ?%1")
-        // PostgreSQL runs workers' transactions side by side: lock the row, so that two
-        // deliveries that find the same expired claim cannot both take it over. (SQLite
-        // has one writer at a time.)
-        .arg(m_db.isPostgres() ? QStringLiteral(" FOR UPDATE") : QString()));
-    select.addBindValue(key);
-    if (!m_db.exec(select, error))
-        return false;
-    if (!select.next()) {
-        *error = QStringLiteral("ledger row for a taken key vanished");
-        return false;
+    QHash<QByteArray, TakenKey> rows;
+    RowBatch batch(m_db, {QStringLiteral("TEXT")});
+    for (qsizetype start = 0, count = 0; start < keys.size(); start += count) {
+        count = batch.rowsFrom(start, keys.size());
+        batch.clear();
+        for (qsizetype i = start; i < start + count; ++i)
+            batch.add(QString::fromLatin1(keys.at(i)));
+        auto &select = m_db.prepared(
+            QStringLiteral("SELECT send_key, state, owner_message, claim_expires_at, round_sends, first_sent_at, "
+                           "owner_delivery, owner_worker FROM ledger WHERE send_key IN (SELECT v.column1 FROM ")
+            + batch.source()
+            // PostgreSQL runs workers' transactions side by side: lock the rows, in key
+            // order like the inserts, so that two deliveries that find the same expired
+            // claim cannot both take it over. (SQLite has one writer at a time.)
+            + (m_db.isPostgres() ? QStringLiteral(") ORDER BY send_key FOR UPDATE") : QStringLiteral(")")));
+        batch.bind(select);
+        if (!m_db.exec(select, error))
+            return std::nullopt;
+        while (select.next()) {
+            TakenKey row;
+            row.state = select.value(1).toString();
+            row.stateAsRead = row.state;
+            row.ownerMessage = select.value(2);
+            row.claimExpiresAtMs = select.value(3).toLongLong();
+            row.roundSends = select.value(4).toInt();
+            row.firstSentAtMs = select.value(5).toLongLong();
+            row.ownerDelivery = select.value(6);
+            row.ownerWorker = select.value(7).toString();
+            rows.insert(select.value(0).toString().toLatin1(), std::move(row));
+        }
+        select.finish();
     }
-    const QString state = select.value(0).toString();
-    const QVariant owner = select.value(1);
-    const qint64 expiresAt = select.value(2).toLongLong();
-    result->sendsThisRound = select.value(3).toInt();
-    result->firstSentAtMs = select.value(4).toLongLong();
-    const QString holder = QStringLiteral("message %1 delivery %2 on %3")
-                               .arg(owner.toString(), select.value(5).toString(), select.value(6).toString());
-    select.finish();
-    const bool ownedByThisMessage = owner.isNull() || owner.toString() == request.messageId;
+    return rows;
+}
 
-    // Takes the key over for this delivery, guarded by the state it was read in.
+// Decides what a delivery whose key is taken does, from the key's row as this batch has
+// left it so far (an earlier request of the batch may have taken the key over), and
+// changes that row to match. Returns the delivery's history row.
+Attempt SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &workerId, InDoubtPolicy policy,
+                                   qint64 now, TakenKey *row, ClaimResult *result)
+{
+    Attempt attempt{request.reminder.sendKey, request.reminder.eventId, request.messageId, request.delivery,
+                    workerId, now, QStringLiteral("claim"), QString(), 0, -1, {}, {}, {}};
+    result->sendsThisRound = row->roundSends;
+    result->firstSentAtMs = row->firstSentAtMs;
+    const bool ownedByThisMessage = row->ownerMessage.isNull() || row->ownerMessage.toString() == request.messageId;
+
     const auto takeOver = [&](QLatin1String newState) {
-        auto &update = m_db.prepared(QStringLiteral(
-            "UPDATE ledger SET state = ?, owner_message = ?, owner_delivery = ?, owner_worker = ?, "
-            "claim_expires_at = ?, updated_at = ? WHERE send_key = ? AND state = ?"));
-        update.addBindValue(QString(newState));
-        update.addBindValue(request.messageId);
-        update.addBindValue(request.delivery);
-        update.addBindValue(workerId);
-        update.addBindValue(request.leaseUntilMs);
-        update.addBindValue(now);
-        update.addBindValue(key);
-        update.addBindValue(state);
-        return m_db.exec(update, error);
+        row->state = QString(newState);
+        row->ownerMessage = request.messageId;
+        row->ownerDelivery = request.delivery;
+        row->ownerWorker = workerId;
+        row->claimExpiresAtMs = request.leaseUntilMs;
+        row->takenOver = true;
     };
     const auto countDuplicate = [&](const QString &why) {
         result->outcome = ClaimResult::Outcome::Duplicate;
-        attempt->outcome = QStringLiteral("duplicate");
-        attempt->error = why;
-        auto &update = m_db.prepared(QStringLiteral("UPDATE ledger SET duplicates = duplicates + 1 WHERE send_key = ?"));
-        update.addBindValue(key);
-        return m_db.exec(update, error);
+        attempt.outcome = QStringLiteral("duplicate");
+        attempt.error = why;
+        ++row->duplicates;
     };
 
-    if (state == LedgerState::Applied)
-        return countDuplicate(QStringLiteral("already applied"));
-    if (state == LedgerState::InDoubt)
-        return countDuplicate(QStringLiteral("held in doubt for an operator"));
-    if (state == LedgerState::Dead)
-        return countDuplicate(QStringLiteral("dead-lettered; an operator may redrive it"));
-    if (state == LedgerState::Retrying) {
-        if (!ownedByThisMessage)
-            return countDuplicate(QStringLiteral("another message carries this key"));
-        result->outcome = ClaimResult::Outcome::Claimed;
-        attempt->outcome = QStringLiteral("claimed");
-        return takeOver(LedgerState::Claimed);
+    const QString &state = row->state;
+    if (state == LedgerState::Applied) {
+        countDuplicate(QStringLiteral("already applied"));
+    } else if (state == LedgerState::InDoubt) {
+        countDuplicate(QStringLiteral("held in doubt for an operator"));
+    } else if (state == LedgerState::Dead) {
+        countDuplicate(QStringLiteral("dead-lettered; an operator may redrive it"));
+    } else if (state == LedgerState::Retrying) {
+        if (!ownedByThisMessage) {
+            countDuplicate(QStringLiteral("another message carries this key"));
+        } else {
+            result->outcome = ClaimResult::Outcome::Claimed;
+            attempt.outcome = QStringLiteral("claimed");
+            takeOver(LedgerState::Claimed);
+        }
+    } else if (row->claimExpiresAtMs > now) {
+        // Claimed: a live claim belongs to a worker that is still sending.
+        if (!ownedByThisMessage) {
+            countDuplicate(QStringLiteral("another message holds a live claim"));
+        } else {
+            result->outcome = ClaimResult::Outcome::Busy;
+            result->busyForMs = row->claimExpiresAtMs - now;
+            attempt.outcome = QStringLiteral("busy");
+        }
+    } else {
+        // The holder's claim expired without an outcome: it died between claim and
+        // record, perhaps after the partner accepted. That is the in-doubt window.
+        attempt.errorClass = QStringLiteral("in-doubt");
+        attempt.error = QStringLiteral("the claim of message %1 delivery %2 on %3 ended without a recorded outcome")
+                            .arg(row->ownerMessage.toString(), row->ownerDelivery.toString(), row->ownerWorker);
+        if (policy == InDoubtPolicy::Hold) {
+            result->outcome = ClaimResult::Outcome::Held;
+            attempt.outcome = QStringLiteral("held");
+            takeOver(LedgerState::InDoubt);
+        } else {
+            result->outcome = ClaimResult::Outcome::Resend;
+            attempt.outcome = QStringLiteral("resend");
+            takeOver(LedgerState::Claimed);
+        }
     }
-    // Claimed: a live claim belongs to a worker that is still sending.
-    if (expiresAt > now) {
-        if (!ownedByThisMessage)
-            return countDuplicate(QStringLiteral("another message holds a live claim"));
-        result->outcome = ClaimResult::Outcome::Busy;
-        result->busyForMs = expiresAt - now;
-        attempt->outcome = QStringLiteral("busy");
-        return true;
+    return attempt;
+}
+
+// Writes what resolveTakenKey() decided: duplicate counts, and the keys taken over,
+// guarded by the state they were read in.
+bool SqlLedger::writeTakenKeys(const QHash<QByteArray, TakenKey> &rows, qint64 now, QString *error)
+{
+    QList<QPair<QByteArray, const TakenKey *>> sorted; // the lock order of the inserts
+    for (auto it = rows.cbegin(); it != rows.cend(); ++it)
+        sorted.append({it.key(), &it.value()});
+    std::sort(sorted.begin(), sorted.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+
+    RowBatch counts(m_db, {QStringLiteral("TEXT"), QStringLiteral("INTEGER")});
+    RowBatch takeovers(m_db, {QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("TEXT"),
+                              QStringLiteral("INTEGER"), QStringLiteral("TEXT"), QStringLiteral("BIGINT"),
+                              QStringLiteral("TEXT"), QStringLiteral("BIGINT")});
+    QList<const QPair<QByteArray, const TakenKey *> *> counted;
+    QList<const QPair<QByteArray, const TakenKey *> *> takenOver;
+    for (const auto &entry : std::as_const(sorted)) {
+        if (entry.second->duplicates > 0)
+            counted.append(&entry);
+        if (entry.second->takenOver)
+            takenOver.append(&entry);
     }
-    // The holder's claim expired without an outcome: it died between claim and record,
-    // perhaps after the partner accepted. That is the in-doubt window.
-    attempt->errorClass = QStringLiteral("in-doubt");
-    attempt->error = QStringLiteral("the claim of %1 ended without a recorded outcome").arg(holder);
-    if (policy == InDoubtPolicy::Hold) {
-        result->outcome = ClaimResult::Outcome::Held;
-        attempt->outcome = QStringLiteral("held");
-        return takeOver(LedgerState::InDoubt);
+    for (qsizetype start = 0, count = 0; start < counted.size(); start += count) {
+        count = counts.rowsFrom(start, counted.size());
+        counts.clear();
+        for (qsizetype i = start; i < start + count; ++i) {
+            counts.add(QString::fromLatin1(counted.at(i)->first));
+            counts.add(counted.at(i)->second->duplicates);
+        }
+        auto &update = m_db.prepared(QStringLiteral("UPDATE ledger SET duplicates = ledger.duplicates + v.column2 FROM ")
+                                     + counts.source() + QStringLiteral(" WHERE ledger.send_key = v.column1"));
+        counts.bind(update);
+        if (!m_db.exec(update, error))
+            return false;
     }
-    result->outcome = ClaimResult::Outcome::Resend;
-    attempt->outcome = QStringLiteral("resend");
-    return takeOver(LedgerState::Claimed);
+    for (qsizetype start = 0, count = 0; start < takenOver.size(); start += count) {
+        count = takeovers.rowsFrom(start, takenOver.size());
+        takeovers.clear();
+        for (qsizetype i = start; i < start + count; ++i) {
+            const TakenKey &row = *takenOver.at(i)->second;
+            takeovers.add(QString::fromLatin1(takenOver.at(i)->first));
+            takeovers.add(row.state);
+            takeovers.add(row.ownerMessage);
+            takeovers.add(row.ownerDelivery);
+            takeovers.add(row.ownerWorker);
+            takeovers.add(row.claimExpiresAtMs);
+            takeovers.add(row.stateAsRead);
+            takeovers.add(now);
+        }
+        auto &update = m_db.prepared(
+            QStringLiteral("UPDATE ledger SET state = v.column2, owner_message = v.column3, owner_delivery = v.column4, "
+                           "owner_worker = v.column5, claim_expires_at = v.column6, updated_at = v.column8 FROM ")
+            + takeovers.source() + QStringLiteral(" WHERE ledger.send_key = v.column1 AND ledger.state = v.column7"));
+        takeovers.bind(update);
+        if (!m_db.exec(update, error))
+            return false;
+    }
+    return true;
 }
 
 bool SqlLedger::insertAttempts(const QList<Attempt> &attempts, QString *error)

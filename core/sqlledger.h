@@ -2,7 +2,11 @@
 
 #include "ledger.h"
 
+#include <QHash>
 #include <QSet>
+#include <QVariant>
+
+#include <optional>
 
 namespace once {
 
@@ -23,10 +27,27 @@ public:
     bool insertAttempts(const QList<Attempt> &attempts, QString *error);
 
 private:
+    // A taken key's ledger row, as the claims of one batch leave it.
+    struct TakenKey
+    {
+        QString state;
+        QString stateAsRead;
+        QVariant ownerMessage; // null once redriven: any message may take the key
+        QVariant ownerDelivery;
+        QString ownerWorker;
+        qint64 claimExpiresAtMs = 0;
+        int roundSends = 0;
+        qint64 firstSentAtMs = 0;
+        int duplicates = 0;     // deliveries of this batch answered as duplicates
+        bool takenOver = false; // by a delivery of this batch
+    };
+
     bool insertClaims(const QList<ClaimRequest> &requests, const QString &workerId, qint64 now,
                       QSet<QByteArray> *inserted, QString *error);
-    bool resolveTakenKey(const ClaimRequest &request, const QString &workerId, InDoubtPolicy policy, qint64 now,
-                         ClaimResult *result, Attempt *attempt, QString *error);
+    std::optional<QHash<QByteArray, TakenKey>> readTakenKeys(const QList<QByteArray> &keys, QString *error);
+    static Attempt resolveTakenKey(const ClaimRequest &request, const QString &workerId, InDoubtPolicy policy,
+                                   qint64 now, TakenKey *row, ClaimResult *result);
+    bool writeTakenKeys(const QHash<QByteArray, TakenKey> &rows, qint64 now, QString *error);
 
     Database &m_db;
 };

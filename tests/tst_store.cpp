@@ -143,6 +143,7 @@ private slots:
     void deadKeyIsDuplicate();
     void claimBatchDecidesEachRequest();
     void firstOfTwoRequestsForAKeyWinsInALargeBatch();
+    void takenKeysInOneBatchSeeEachOthersDecisions();
     void twoStoresInterleavedClaimEachKeyOnce();
     void twoThreadsClaimEachKeyOnce();
     void lateRecordFromExpiredClaimCannotOverwriteApplied();
@@ -1067,6 +1068,70 @@ void TestStore::firstOfTwoRequestsForAKeyWinsInALargeBatch()
                      .toString(),
                  QStringLiteral("first-%1").arg(i));
     }
+}
+
+void TestStore::takenKeysInOneBatchSeeEachOthersDecisions()
+{
+    // Keys already in the ledger are read in one go and decided in batch order: a later
+    // request must see what an earlier one of the same batch did to the key.
+    const Reminder expired = makeReminder(QStringLiteral("u"), QStringLiteral("expired"));
+    const Reminder applied = makeReminder(QStringLiteral("u"), QStringLiteral("applied"));
+    const Reminder retrying = makeReminder(QStringLiteral("u"), QStringLiteral("retrying"));
+    QString error;
+    QCOMPARE(claim(*m_store, claimRequest(expired, QStringLiteral("m1"), 1, nowMs() - 1)).outcome,
+             ClaimResult::Outcome::Claimed);
+    QCOMPARE(claim(*m_store, claimRequest(applied, QStringLiteral("m2"))).outcome, ClaimResult::Outcome::Claimed);
+    QCOMPARE(claim(*m_store, claimRequest(retrying, QStringLiteral("m3"))).outcome, ClaimResult::Outcome::Claimed);
+    QVERIFY2(m_store->ledger().record({LedgerUpdate{applied.sendKey, QStringLiteral("m2"), 1, LedgerState::Applied, true,
+                                                    nowMs(), 200, {}, {}, {}},
+                                       LedgerUpdate{retrying.sendKey, QStringLiteral("m3"), 1, LedgerState::Retrying,
+                                                    true, nowMs(), 503, QStringLiteral("http-5xx"), {}, {}}},
+                                      {}, &error),
+             qPrintable(error));
+
+    const qint64 lease = nowMs() + LongLease;
+    const auto results = m_store->ledger().claim(
+        {claimRequest(expired, QStringLiteral("m4"), 1, lease), claimRequest(applied, QStringLiteral("m5"), 1, lease),
+         claimRequest(expired, QStringLiteral("m6"), 1, lease), claimRequest(retrying, QStringLiteral("m3"), 2, lease),
+         claimRequest(applied, QStringLiteral("m7"), 1, lease), claimRequest(retrying, QStringLiteral("m3"), 3, lease)},
+        Worker, InDoubtPolicy::Resend, &error);
+    QVERIFY2(results.size() == 6, qPrintable(error));
+    // The first takes the expired claim over; the second then meets its live claim.
+    QCOMPARE(results.at(0).outcome, ClaimResult::Outcome::Resend);
+    QCOMPARE(results.at(2).outcome, ClaimResult::Outcome::Duplicate);
+    QCOMPARE(results.at(1).outcome, ClaimResult::Outcome::Duplicate);
+    QCOMPARE(results.at(4).outcome, ClaimResult::Outcome::Duplicate);
+    // The retrying key's own message claims it again, and a second delivery of that
+    // message in the same batch finds it busy.
+    QCOMPARE(results.at(3).outcome, ClaimResult::Outcome::Claimed);
+    QCOMPARE(results.at(3).sendsThisRound, 1);
+    QCOMPARE(results.at(5).outcome, ClaimResult::Outcome::Busy);
+
+    const auto column = [this](const char *name, const Reminder &reminder) {
+        return scalar(QStringLiteral("SELECT %1 FROM ledger WHERE send_key = ?").arg(QLatin1String(name)),
+                      {QString::fromLatin1(reminder.sendKey)});
+    };
+    QCOMPARE(column("owner_message", expired).toString(), QStringLiteral("m4"));
+    QCOMPARE(column("state", expired).toString(), QString(LedgerState::Claimed));
+    QCOMPARE(column("claim_expires_at", expired).toLongLong(), lease);
+    QCOMPARE(column("duplicates", expired).toInt(), 1);
+    QCOMPARE(column("duplicates", applied).toInt(), 2);
+    QCOMPARE(column("state", applied).toString(), QString(LedgerState::Applied));
+    QCOMPARE(column("state", retrying).toString(), QString(LedgerState::Claimed));
+    QCOMPARE(column("owner_delivery", retrying).toInt(), 2);
+    QCOMPARE(column("duplicates", retrying).toInt(), 0);
+    // Every request on a taken key has its history row, in batch order.
+    const auto outcomesOf = [this](const QByteArray &key, const QString &step) {
+        QStringList outcomes;
+        for (const auto &attempt : attemptsOf(key)) {
+            if (attempt.step == step)
+                outcomes << attempt.outcome;
+        }
+        return outcomes;
+    };
+    QCOMPARE(outcomesOf(expired.sendKey, QStringLiteral("claim")), (QStringList{QStringLiteral("resend"), QStringLiteral("duplicate")}));
+    QCOMPARE(outcomesOf(applied.sendKey, QStringLiteral("claim")), (QStringList{QStringLiteral("duplicate"), QStringLiteral("duplicate")}));
+    QCOMPARE(outcomesOf(retrying.sendKey, QStringLiteral("claim")), (QStringList{QStringLiteral("claimed"), QStringLiteral("busy")}));
 }
 
 void TestStore::twoStoresInterleavedClaimEachKeyOnce()
