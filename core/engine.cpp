@@ -16,7 +16,7 @@ Q_LOGGING_CATEGORY(lcEngine, "once.core.engine")
 namespace once {
 
 namespace {
-constexpr int MaxLeaseBatch = 512;
+constexpr int MaxLeaseBatch = 256;
 // After a failed store write (a lost connection, a deadlock victim): soon, not at once.
 constexpr int StoreRetryMs = 250;
 // How long an outcome may wait for a turn while claimed deliveries keep the sends busy.
