@@ -21,6 +21,9 @@ constexpr int MaxLeaseBatch = 256;
 constexpr int StoreRetryMs = 250;
 // How long an outcome may wait for a turn while claimed deliveries keep the sends busy.
 constexpr qint64 MaxWriteWaitMs = 25;
+// Smaller turns run on one connection: splitting them saves the server less time than
+// the second thread and backend cost when workers share the CPU with the database.
+constexpr int MinSplitTurnHalf = 32;
 } // namespace
 
 Engine::Engine(const EngineConfig &config, QObject *parent)
@@ -102,6 +105,11 @@ void Engine::start()
     }
     m_listening = m_storeSide->listening();
     connect(m_storeSide, &EngineStore::notified, this, &Engine::onNotification);
+    const bool postgres = onStore([](Store &store) { return store.database().isPostgres(); });
+    if (postgres && m_config.queueUrl.isEmpty() && !openClaimSide(&error)) {
+        fail(QStringLiteral("cannot open the claims' connection to the store: ") + error);
+        return;
+    }
     m_storeDisplayName = onStore([](Store &store) { return store.database().location().displayName(); });
     if (!m_config.queueUrl.isEmpty()) {
         EngineStore *side = m_storeSide;
@@ -204,15 +212,61 @@ void Engine::cycle()
     turn.request.policy = m_config.inDoubtPolicy;
     turn.settling = settling;
     turn.consuming = consuming;
-    EngineStore *side = m_storeSide;
-    const TurnRequest request = turn.request;
-    QMetaObject::invokeMethod(side, [this, side, request] {
+    turn.result.ok = true;
+    if (!m_claimSide || settling < MinSplitTurnHalf || room < MinSplitTurnHalf) {
+        runTurnPart(m_storeSide, turn.request, TurnPart::Whole);
+        return;
+    }
+    // On PostgreSQL the outcomes and the new claims touch different rows, and with large
+    // turns a worker waits on the server for most of its time: the two halves go to two
+    // connections and run side by side, as two workers' turns would (the same lock order
+    // keeps them apart; a key both touch waits for the other's commit).
+    qCDebug(lcEngine) << "turn on two connections:" << settling << "settlements," << room << "to lease";
+    TurnRequest writes = turn.request;
+    writes.room = 0;
+    TurnRequest claims = turn.request;
+    claims.updates.clear();
+    claims.attempts.clear();
+    claims.settlements.clear();
+    if (!writes.updates.isEmpty() || !writes.attempts.isEmpty() || !writes.settlements.isEmpty())
+        runTurnPart(m_storeSide, writes, TurnPart::Writes);
+    if (claims.room > 0)
+        runTurnPart(m_claimSide, claims, TurnPart::Claims);
+}
+
+void Engine::runTurnPart(EngineStore *side, const TurnRequest &request, TurnPart part)
+{
+    ++m_turn->partsRunning;
+    QMetaObject::invokeMethod(side, [this, side, request, part] {
         const TurnResult result = side->runTurn(request);
-        QMetaObject::invokeMethod(this, [this, result] { onTurnDone(result); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(this, [this, result, part] { onTurnPartDone(result, part); }, Qt::QueuedConnection);
     }, Qt::QueuedConnection);
 }
 
-void Engine::onTurnDone(const TurnResult &result)
+void Engine::onTurnPartDone(const TurnResult &result, TurnPart part)
+{
+    if (!m_turn)
+        return;
+    TurnResult &merged = m_turn->result;
+    merged.ok = merged.ok && result.ok;
+    if (!result.error.isEmpty())
+        merged.error += (merged.error.isEmpty() ? QString() : QStringLiteral("; ")) + result.error;
+    if (part != TurnPart::Claims)
+        merged.writesCommitted = result.ok || result.writesCommitted;
+    if (part != TurnPart::Writes) {
+        merged.leased = result.leased;
+        merged.claims = result.claims;
+        merged.claimedMessages = result.claimedMessages;
+        merged.results = result.results;
+        merged.invalid = result.invalid;
+    }
+    if (--m_turn->partsRunning == 0)
+        onTurnDone(std::move(merged));
+}
+
+// Leases come back only with their claims committed: they are worked on even when the
+// turn's writes failed.
+void Engine::onTurnDone(TurnResult result)
 {
     const std::unique_ptr<Turn> turn = std::move(m_turn);
     if (!m_running || !turn)
@@ -220,25 +274,21 @@ void Engine::onTurnDone(const TurnResult &result)
     const TurnRequest &request = turn->request;
     if (!result.leased.isEmpty())
         m_idleTurns = 0;
+    if (result.ok || result.writesCommitted) {
+        settled(*turn, nowMs());
+    } else {
+        // None of this turn's writes happened: keep the outcomes for the next one.
+        m_pendingUpdates = request.updates + m_pendingUpdates;
+        m_pendingAttempts = request.attempts + m_pendingAttempts;
+        m_pendingSettlements = request.settlements + m_pendingSettlements;
+    }
     if (!result.ok) {
         qCWarning(lcEngine).noquote() << "store write failed, retrying:" << result.error;
         emit errorOccurred(QStringLiteral("store write failed: ") + result.error);
-        if (result.writesCommitted) {
-            settled(*turn, nowMs());
-        } else {
-            // Nothing of this turn happened: keep the outcomes for the next one.
-            m_pendingUpdates = request.updates + m_pendingUpdates;
-            m_pendingAttempts = request.attempts + m_pendingAttempts;
-            m_pendingSettlements = request.settlements + m_pendingSettlements;
-        }
-        m_cycleWanted = false;
-        scheduleCycle(StoreRetryMs);
-        return;
     }
     if (!result.claims.isEmpty())
         failpoint("after-claim");
 
-    settled(*turn, nowMs());
     m_counters.leased += result.leased.size();
     m_inFlight += int(result.leased.size());
     for (const auto &[index, reason] : result.invalid) {
@@ -273,6 +323,11 @@ void Engine::onTurnDone(const TurnResult &result)
         }
     }
 
+    if (!result.ok) {
+        m_cycleWanted = false;
+        scheduleCycle(StoreRetryMs);
+        return;
+    }
     if (m_stopping && m_inFlight == 0 && !hasPendingWrites()) {
         finish(0);
         return;
@@ -534,8 +589,28 @@ void Engine::heartbeat()
     });
 }
 
+bool Engine::openClaimSide(QString *error)
+{
+    m_claimSide = new EngineStore(m_config.storeUrl, QString(), m_config.workerId, 0);
+    m_claimSide->moveToThread(&m_claimThread);
+    m_claimThread.setObjectName(QStringLiteral("once-engine-claims"));
+    m_claimThread.start();
+    bool opened = false;
+    EngineStore *side = m_claimSide;
+    QMetaObject::invokeMethod(side, [side, error] { return side->open(error, EngineStore::Notifications::Ignore); },
+                              Qt::BlockingQueuedConnection, &opened);
+    return opened;
+}
+
 void Engine::closeStore()
 {
+    if (m_claimSide) {
+        QMetaObject::invokeMethod(m_claimSide, &EngineStore::close, Qt::BlockingQueuedConnection);
+        m_claimThread.quit();
+        m_claimThread.wait();
+        delete m_claimSide;
+        m_claimSide = nullptr;
+    }
     if (!m_storeSide)
         return;
     QMetaObject::invokeMethod(m_storeSide, &EngineStore::close, Qt::BlockingQueuedConnection);

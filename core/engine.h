@@ -128,14 +128,20 @@ private:
     qint64 idleWaitMs() const;
     void noteRetriesDue(const QList<Settlement> &settlements, qint64 committedAtMs);
 
-    // One turn at a time is on the store's thread; this is what it was asked to do.
+    // One turn at a time is on the store's thread (and, on PostgreSQL, the claims' thread);
+    // this is what it was asked to do.
     struct Turn
     {
         TurnRequest request;
         int settling = 0;
         bool consuming = false;
+        int partsRunning = 0;
+        TurnResult result; // the parts' results, merged
     };
-    void onTurnDone(const TurnResult &result);
+    enum class TurnPart { Whole, Writes, Claims };
+    void runTurnPart(EngineStore *side, const TurnRequest &request, TurnPart part);
+    void onTurnPartDone(const TurnResult &result, TurnPart part);
+    void onTurnDone(TurnResult result);
     void settled(const Turn &turn, qint64 committedAtMs);
     // Runs a store call on the store's thread and waits for it.
     template<typename Function>
@@ -143,11 +149,17 @@ private:
     // Queues a store call behind the running turn, without waiting.
     template<typename Function>
     void onStoreLater(Function function);
+    bool openClaimSide(QString *error);
     void closeStore();
 
     EngineConfig m_config;
     QThread m_storeThread;
     EngineStore *m_storeSide = nullptr; // lives on m_storeThread
+    // PostgreSQL: a second connection leases and claims while the first records, as two
+    // workers would (see cycle()). Null on SQLite, which has one writer at a time, and
+    // with a broker, whose outcomes must commit before its acks.
+    QThread m_claimThread;
+    EngineStore *m_claimSide = nullptr;
     QString m_storeDisplayName;
     std::unique_ptr<Turn> m_turn;
     bool m_cycleWanted = false;

@@ -20,7 +20,7 @@ EngineStore::EngineStore(QString storeUrl, QString queueUrl, QString consumerNam
 
 EngineStore::~EngineStore() = default;
 
-bool EngineStore::open(QString *error)
+bool EngineStore::open(QString *error, Notifications notifications)
 {
     m_store = Store::open(m_storeUrl, error);
     if (!m_store)
@@ -34,7 +34,7 @@ bool EngineStore::open(QString *error)
         return m_broker != nullptr;
     }
     Database &database = m_store->database();
-    if (database.listen(Channel::Queue)) {
+    if (notifications == Notifications::Listen && database.listen(Channel::Queue)) {
         m_listening = true;
         connect(database.connection().driver(), &QSqlDriver::notification, this,
                 [this](const QString &channel) { emit notified(channel); });
@@ -75,7 +75,7 @@ TurnResult EngineStore::runTurn(const TurnRequest &request)
     // On PostgreSQL, other workers' transactions run beside this one: commit the outcomes
     // before leasing and claiming, so that the row locks of one step are not held while
     // the next waits on another worker's (two short transactions, no lock cycles).
-    if (ok && database.isPostgres() && writes) {
+    if (ok && database.isPostgres() && writes && request.room > 0) {
         ok = batch.commit(&turn.error) && batch.begin(&turn.error);
         turn.writesCommitted = ok;
     }

@@ -50,8 +50,11 @@ public:
     EngineStore(QString storeUrl, QString queueUrl, QString consumerName, int prefetch);
     ~EngineStore() override;
 
+    // Ignore: a second connection of the engine, which the first one's notifications wake.
+    enum class Notifications { Listen, Ignore };
+
     // On the store's thread from here on.
-    bool open(QString *error);
+    bool open(QString *error, Notifications notifications = Notifications::Listen);
     void close();
     Store &store() { return *m_store; }
     MessageQueue &queue();
@@ -59,8 +62,9 @@ public:
     bool listening() const { return m_listening; }
 
     // Records outcomes and settles their messages, then leases and claims new work: one
-    // durable commit on SQLite (group commit), two on PostgreSQL, and with a broker the
-    // outcomes' commit, the broker's acks, then the claims' commit (see the .cpp).
+    // durable commit on SQLite (group commit), two on PostgreSQL (where the engine runs
+    // the two halves on two connections), and with a broker the outcomes' commit, the
+    // broker's acks, then the claims' commit (see the .cpp).
     TurnResult runTurn(const TurnRequest &request);
 
 signals:

@@ -94,6 +94,7 @@ private slots:
     void badInputUncheckedMessageIsDeadLettered();
     void outageLongerThanRetryBudgetThenRedrive();
     void sigtermFinishesInFlight();
+    void largeTurnsSurviveACrash();
     void claimsRunAheadOfSendsOnlyWhenResending_data();
     void claimsRunAheadOfSendsOnlyWhenResending();
     void tokenNeverLeaks();
@@ -935,6 +936,41 @@ void DeliveryTest::sigtermFinishesInFlight()
                   {QStringLiteral("claimed"), 0},
                   {QStringLiteral("acked"), Count},
                   {QStringLiteral("duplicates_suppressed"), 0}});
+}
+
+void DeliveryTest::largeTurnsSurviveACrash()
+{
+    // Many sends in flight make large turns, which a worker on PostgreSQL splits over two
+    // connections (outcomes on one, leases and claims on the other). A SIGKILL in the
+    // middle of that must leave nothing sent twice and nothing lost.
+    PartnerProfile profile;
+    profile.latencyMs = 30;
+    m_partner->setProfile(profile);
+    constexpr int Count = 1200;
+    const auto keys = enqueueReminders(Count, QStringLiteral("large"));
+    QCOMPARE(keys.size(), Count);
+
+    QProcess *worker = startWorker({QStringLiteral("--concurrency"), QStringLiteral("64")},
+                                   {{QStringLiteral("QT_LOGGING_RULES"), QStringLiteral("once.core.engine.debug=true")}});
+    QVERIFY(pumpUntil([this] { return m_partner->stats().effects >= Count / 3; }, WorkerTimeoutMs));
+    worker->kill();
+    const auto killed = waitFor(worker, 10000);
+    QVERIFY2(killed.crashed(), killed.describe().constData());
+    QVERIFY2(m_partner->stats().effects < Count, "the worker delivered everything before the kill; the test proved nothing");
+    if (m_stores.isPostgres() && !m_queues.isBroker())
+        QVERIFY2(killed.err.contains("turn on two connections"), "no turn was large enough to split");
+
+    const auto survivor = runWorker({QStringLiteral("--until-idle")});
+    QVERIFY2(survivor.exitedWith(0), survivor.describe().constData());
+    VERIFY_NO_PROBLEMS(exactlyOnceProblems(keys));
+    QVERIFY2(pumpUntil([this] { return stats().value(QLatin1String("in_flight")).toInteger(-1) == 0; }, 15000),
+             "messages still in flight after the last worker stopped");
+    VERIFY_STATS({{QStringLiteral("ready"), 0},
+                  {QStringLiteral("claimed"), 0},
+                  {QStringLiteral("retrying"), 0},
+                  {QStringLiteral("in_doubt"), 0},
+                  {QStringLiteral("dead"), 0},
+                  {QStringLiteral("acked"), Count}});
 }
 
 void DeliveryTest::claimsRunAheadOfSendsOnlyWhenResending_data()
