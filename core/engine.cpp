@@ -392,10 +392,14 @@ void Engine::onNotification(const QString &channel)
 // Claims beyond the send slots: a delivery that finishes hands its slot to the next
 // claimed one at once, instead of waiting for a turn to lease it, and turns can wait to
 // carry more (turnCanWait). Each of them widens the in-doubt window of a crash by one key:
-// harmless when the partner dedupes by key and the policy resends, so only then.
+// harmless when the partner dedupes by key and the policy resends, so only then. And only
+// when the lease outlasts a wait for a slot (at most one request timeout) and the send
+// itself: a claim that expired mid-send would be taken over and resent by another worker.
 int Engine::leaseAhead() const
 {
-    return m_config.inDoubtPolicy == InDoubtPolicy::Resend ? m_config.concurrency : 0;
+    const bool resending = m_config.inDoubtPolicy == InDoubtPolicy::Resend;
+    const bool leaseCoversWaitAndSend = m_config.leaseMs > 2 * qint64(m_config.requestTimeoutMs);
+    return resending && leaseCoversWaitAndSend ? m_config.concurrency : 0;
 }
 
 // A turn costs the store about the same for one outcome as for ten: while enough claimed

@@ -950,7 +950,8 @@ void DeliveryTest::largeTurnsSurviveACrash()
     const auto keys = enqueueReminders(Count, QStringLiteral("large"));
     QCOMPARE(keys.size(), Count);
 
-    QProcess *worker = startWorker({QStringLiteral("--concurrency"), QStringLiteral("64")},
+    QProcess *worker = startWorker({QStringLiteral("--concurrency"), QStringLiteral("64"), QStringLiteral("--lease"),
+                                    QStringLiteral("3")},
                                    {{QStringLiteral("QT_LOGGING_RULES"), QStringLiteral("once.core.engine.debug=true")}});
     QVERIFY(pumpUntil([this] { return m_partner->stats().effects >= Count / 3; }, WorkerTimeoutMs));
     worker->kill();
@@ -976,16 +977,21 @@ void DeliveryTest::largeTurnsSurviveACrash()
 void DeliveryTest::claimsRunAheadOfSendsOnlyWhenResending_data()
 {
     QTest::addColumn<QString>("policy");
+    QTest::addColumn<QString>("lease");   // seconds; the harness's request timeout is 1 s
     QTest::addColumn<int>("mostClaimed"); // per send slot
     // A claim waiting for a send slot is one more key in doubt if the worker dies: with
     // resend that costs a repeated key the partner dedupes, with hold an operator's time.
-    QTest::newRow("resend") << QStringLiteral("resend") << 2;
-    QTest::newRow("hold") << QStringLiteral("hold") << 1;
+    QTest::newRow("resend") << QStringLiteral("resend") << QStringLiteral("3") << 2;
+    QTest::newRow("hold") << QStringLiteral("hold") << QStringLiteral("3") << 1;
+    // A claim waiting for a slot for up to a request timeout (1 s), then sending for as
+    // long again, could outlive a 2 s lease.
+    QTest::newRow("resend, short lease") << QStringLiteral("resend") << QStringLiteral("2") << 1;
 }
 
 void DeliveryTest::claimsRunAheadOfSendsOnlyWhenResending()
 {
     QFETCH(QString, policy);
+    QFETCH(QString, lease);
     QFETCH(int, mostClaimed);
     PartnerProfile slow;
     slow.latencyMs = 200;
@@ -996,7 +1002,8 @@ void DeliveryTest::claimsRunAheadOfSendsOnlyWhenResending()
     QCOMPARE(keys.size(), Count);
 
     QProcess *worker = startWorker({QStringLiteral("--concurrency"), QString::number(Concurrency),
-                                    QStringLiteral("--in-doubt"), policy, QStringLiteral("--until-idle")});
+                                    QStringLiteral("--in-doubt"), policy, QStringLiteral("--lease"), lease,
+                                    QStringLiteral("--until-idle")});
     qint64 peakClaimed = 0;
     QElapsedTimer sinceLook;
     sinceLook.start();
@@ -1014,8 +1021,8 @@ void DeliveryTest::claimsRunAheadOfSendsOnlyWhenResending()
     // The partner never had more requests at once than the configured concurrency, and
     // had that many: the slots were kept busy.
     QCOMPARE(m_partner->stats().peakHeld, qint64(Concurrency));
-    qInfo("most keys claimed at once: %lld (%d send slots, --in-doubt %s)", peakClaimed, Concurrency,
-          qPrintable(policy));
+    qInfo("most keys claimed at once: %lld (%d send slots, --in-doubt %s, --lease %s)", peakClaimed, Concurrency,
+          qPrintable(policy), qPrintable(lease));
     QVERIFY2(peakClaimed <= mostClaimed * Concurrency, qPrintable(QString::number(peakClaimed)));
     // Claims ahead of the slots are seen (resend), or the slots themselves were.
     QVERIFY2(peakClaimed > (mostClaimed - 1) * Concurrency, qPrintable(QString::number(peakClaimed)));

@@ -198,14 +198,16 @@ quint16 ScaleOutTest::startPartner(Partner partner)
 QProcess *ScaleOutTest::startWorker(const QString &id)
 {
     ++m_figures.workersStarted;
-    // Short leases and claims, so that what a killed worker held comes back in seconds;
-    // --until-idle, so that the survivors exit once the queue is empty; retries soon, and
-    // enough of them that an overloaded moment does not dead-letter a reminder.
+    // Short leases and claims, so that what a killed worker held comes back in seconds,
+    // yet longer than two request timeouts, so that (with resend) a worker claims ahead of
+    // its send slots as it does in production; --until-idle, so that the survivors exit
+    // once the queue is empty; retries soon, and enough of them that an overloaded moment
+    // does not dead-letter a reminder.
     return m_once->start({QStringLiteral("worker"), QStringLiteral("--partner"),
                           QStringLiteral("http://127.0.0.1:%1/reminders").arg(m_partnerPort),
                           QStringLiteral("--worker-id"), id, QStringLiteral("--concurrency"),
                           QString::number(Concurrency), QStringLiteral("--lease"), QStringLiteral("3"),
-                          QStringLiteral("--timeout"), QStringLiteral("2"), QStringLiteral("--in-doubt"),
+                          QStringLiteral("--timeout"), QStringLiteral("1"), QStringLiteral("--in-doubt"),
                           m_inDoubtPolicy, QStringLiteral("--backoff-base-ms"), QStringLiteral("100"),
                           QStringLiteral("--backoff-cap-s"), QStringLiteral("2"), QStringLiteral("--max-attempts"),
                           QStringLiteral("20"), QStringLiteral("--until-idle")});
