@@ -145,6 +145,13 @@ private:
     QString writeFile(const QString &name, const QByteArray &content);
 
     QJsonObject stats() { return m_once->stats(); }
+    // Whether `once stats` comes to count nothing in flight. RabbitMQ's management API,
+    // which counts unacked messages, samples a quorum queue every 5 s: right after a
+    // worker left, it may still count that worker's deliveries.
+    bool nothingInFlight()
+    {
+        return pumpUntil([this] { return stats().value(QLatin1String("in_flight")).toInteger(-1) == 0; }, 15000);
+    }
     QJsonObject history(const QByteArray &key);
     QJsonArray jsonArray(const QStringList &args) { return m_once->jsonArray(args); }
     // Rows of a read-only query on the store, through a connection of the test's own,
@@ -915,10 +922,7 @@ void DeliveryTest::sigtermFinishesInFlight()
     const auto partnerAtStop = m_partner->stats();
     QVERIFY2(partnerAtStop.effects < Count, "the worker delivered everything before SIGTERM; the test proved nothing");
     QCOMPARE(partnerAtStop.requests, partnerAtStop.effects);
-    // RabbitMQ's management API, which counts unacked messages, samples a quorum queue
-    // every 5 s: it may still count the deliveries of the worker that just left.
-    QVERIFY2(pumpUntil([this] { return stats().value(QLatin1String("in_flight")).toInteger(-1) == 0; }, 15000),
-             "messages still in flight after the worker stopped");
+    QVERIFY2(nothingInFlight(), "messages still in flight after the worker stopped");
     VERIFY_STATS({{QStringLiteral("in_flight"), 0},
                   {QStringLiteral("claimed"), 0},
                   {QStringLiteral("retrying"), 0},
@@ -964,8 +968,7 @@ void DeliveryTest::largeTurnsSurviveACrash()
     const auto survivor = runWorker({QStringLiteral("--until-idle")});
     QVERIFY2(survivor.exitedWith(0), survivor.describe().constData());
     VERIFY_NO_PROBLEMS(exactlyOnceProblems(keys));
-    QVERIFY2(pumpUntil([this] { return stats().value(QLatin1String("in_flight")).toInteger(-1) == 0; }, 15000),
-             "messages still in flight after the last worker stopped");
+    QVERIFY2(nothingInFlight(), "messages still in flight after the last worker stopped");
     VERIFY_STATS({{QStringLiteral("ready"), 0},
                   {QStringLiteral("claimed"), 0},
                   {QStringLiteral("retrying"), 0},
