@@ -196,6 +196,7 @@ int runBench(const QStringList &arguments)
         {QStringLiteral("workers"), QStringLiteral("Worker processes on the store."), QStringLiteral("N"), QStringLiteral("1")},
         {QStringLiteral("concurrency"), QStringLiteral("Sends in flight per worker."), QStringLiteral("N"), QStringLiteral("256")},
         {QStringLiteral("partner-latency-ms"), QStringLiteral("Simulated partner latency."), QStringLiteral("MS"), QStringLiteral("0")},
+        {QStringLiteral("in-doubt"), QStringLiteral("The workers' in-doubt policy: resend or hold (hold claims no further ahead than it sends)."), QStringLiteral("POLICY"), QStringLiteral("resend")},
     });
     command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
@@ -209,6 +210,9 @@ int runBench(const QStringList &arguments)
     const auto latency = command.integer(QStringLiteral("partner-latency-ms"), 0, 10000);
     if (!count || !duplicates || !rate || !duration || !workers || !concurrency || !latency)
         return Usage;
+    const QString inDoubtPolicy = parser.value(QStringLiteral("in-doubt"));
+    if (inDoubtPolicy != QLatin1String("resend") && inDoubtPolicy != QLatin1String("hold"))
+        return command.usageError(QStringLiteral("--in-doubt must be resend or hold"));
 
     QTemporaryDir scratch;
     const QString storeUrl = parser.isSet(QStringLiteral("store"))
@@ -281,8 +285,8 @@ int runBench(const QStringList &arguments)
         process->start(QCoreApplication::applicationFilePath(),
                        {QStringLiteral("worker"), QStringLiteral("--partner"),
                         QStringLiteral("http://127.0.0.1:%1/reminders").arg(port), QStringLiteral("--concurrency"),
-                        QString::number(*concurrency), QStringLiteral("--worker-id"),
-                        QStringLiteral("bench-%1-%2").arg(nonce).arg(i + 1)});
+                        QString::number(*concurrency), QStringLiteral("--in-doubt"), inDoubtPolicy,
+                        QStringLiteral("--worker-id"), QStringLiteral("bench-%1-%2").arg(nonce).arg(i + 1)});
         if (!process->waitForStarted())
             return failure(QStringLiteral("a worker process did not start"));
         processes.push_back(std::move(process));
@@ -357,8 +361,9 @@ int runBench(const QStringList &arguments)
                     qPrintable(broker->location().brokerName()));
     std::printf("mode                   %s\n", *rate ? qPrintable(QStringLiteral("open loop at %1/s for %2 s").arg(*rate).arg(*duration))
                                                    : "closed loop (enqueue all, then drain)");
-    std::printf("workers                %lld processes, %lld sends in flight each, partner latency %lld ms\n",
-                *workers, *concurrency, *latency);
+    std::printf("workers                %lld processes, %lld sends in flight each, partner latency %lld ms, "
+                "in doubt: %s\n",
+                *workers, *concurrency, *latency, qPrintable(inDoubtPolicy));
     std::printf("reminders applied      %lld of %lld published messages\n", run->applied, published);
     std::printf("applied per worker     %s\n", qPrintable(perWorker.join(QLatin1String(" / "))));
     std::printf("elapsed                %.2f s (workers started to last outcome recorded)\n", seconds);
