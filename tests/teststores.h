@@ -5,7 +5,9 @@
 #pragma once
 
 #include <QCoreApplication>
+#include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QSqlDatabase>
 #include <QSqlError>
 #include <QSqlQuery>
@@ -82,6 +84,13 @@ public:
 
     // The server's password for user once (PostgreSQL only).
     QString password() const { return m_adminUrl.password(); }
+
+    // A file scripts/postgres-cluster wrote next to the URL, such as the CA certificate
+    // that signed the server's (ca.crt), or one that did not (other-ca.crt).
+    static QString clusterFile(const QString &name)
+    {
+        return QFileInfo(qEnvironmentVariable("ONCE_TEST_POSTGRES_URL_FILE")).dir().filePath(name);
+    }
 
     // A connection to the server's maintenance database, as the user who owns every test
     // database, for checks that must not go through the code under test (PostgreSQL only).

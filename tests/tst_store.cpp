@@ -120,6 +120,7 @@ private slots:
     void newerSchemaIsRefused();
     void storeUrlIsValidated();
     void passwordFromEnvironment();
+    void tlsVerifyFullChecksTheServer();
 
     // Queue
     void enqueueThenLeaseGivesFirstDelivery();
@@ -504,6 +505,38 @@ void TestStore::passwordFromEnvironment()
     const auto counts = store->queue().counts(&error);
     QVERIFY2(counts, qPrintable(error));
     QCOMPARE(counts->ready, qint64(1));
+}
+
+void TestStore::tlsVerifyFullChecksTheServer()
+{
+    if (!m_stores.isPostgres())
+        QSKIP("PostgreSQL only: a SQLite store is a local file");
+    const QString trusted = TestStores::clusterFile(QStringLiteral("ca.crt"));
+    const QString stranger = TestStores::clusterFile(QStringLiteral("other-ca.crt"));
+    QVERIFY2(QFile::exists(trusted) && QFile::exists(stranger), qPrintable(trusted));
+    const auto verifyFull = [this](const QString &ca) {
+        QUrl url(m_url, QUrl::StrictMode);
+        url.setQuery(QStringLiteral("sslmode=verify-full&sslrootcert=") + ca);
+        return url.toString(QUrl::FullyEncoded);
+    };
+
+    // The server's certificate names 127.0.0.1 and is signed by the CA the URL trusts.
+    QString error;
+    auto store = Store::open(verifyFull(trusted), &error);
+    QVERIFY2(store, qPrintable(error));
+    QSqlQuery session(store->database().connection());
+    QVERIFY2(session.exec(QStringLiteral("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")) && session.next(),
+             qPrintable(session.lastError().text()));
+    QVERIFY2(session.value(0).toBool(), "the session is not encrypted");
+    session.finish();
+    store.reset();
+
+    // Trusting another CA, the same server is refused: a clear line, no password in it.
+    error.clear();
+    QVERIFY(!Store::open(verifyFull(stranger), &error));
+    QVERIFY2(error.contains(QLatin1String("certificate verify failed")), qPrintable(error));
+    QVERIFY2(!error.contains(QLatin1Char('\n')), qPrintable(error));
+    QVERIFY2(!error.contains(m_stores.password()), qPrintable(error));
 }
 
 // --- Queue -----------------------------------------------------------------------

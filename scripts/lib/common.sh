@@ -9,13 +9,14 @@ ONCE_BUILD=${ONCE_BUILD_DIR:-$ONCE_ROOT/build}
 # recommends are not installed here. postgresql (the server) and libqt6sql6-psql (Qt's
 # driver) are for the store tests' PostgreSQL variants, which run against a private
 # server from scripts/postgres-cluster; the package's post-install may create a system
-# cluster, which nothing starts without an init system and the tests never use.
+# cluster, which nothing starts without an init system and the tests never use; openssl
+# makes that server's TLS certificates.
 ONCE_PACKAGES=(
     cmake ninja-build g++ pkg-config dpkg-dev
     qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libsqlite3-dev libgl-dev
     libqt6opengl6-dev qt6-charts-dev qt6-svg-dev libqt6svg6
     xvfb xauth
-    postgresql libqt6sql6-psql
+    postgresql libqt6sql6-psql openssl
     rabbitmq-server redis-server librabbitmq-dev libhiredis-dev
 )
 
