@@ -514,9 +514,16 @@ void TestStore::tlsVerifyFullChecksTheServer()
     const QString trusted = TestStores::clusterFile(QStringLiteral("ca.crt"));
     const QString stranger = TestStores::clusterFile(QStringLiteral("other-ca.crt"));
     QVERIFY2(QFile::exists(trusted) && QFile::exists(stranger), qPrintable(trusted));
-    const auto verifyFull = [this](const QString &ca) {
+    // hostName: the name the certificate must carry; the connection still goes to the
+    // test server's address.
+    const auto verifyFull = [this](const QString &ca, const QString &hostName = QString()) {
         QUrl url(m_url, QUrl::StrictMode);
-        url.setQuery(QStringLiteral("sslmode=verify-full&sslrootcert=") + ca);
+        QString query = QStringLiteral("sslmode=verify-full&sslrootcert=") + ca;
+        if (!hostName.isEmpty()) {
+            query += QStringLiteral("&hostaddr=") + url.host();
+            url.setHost(hostName);
+        }
+        url.setQuery(query);
         return url.toString(QUrl::FullyEncoded);
     };
 
@@ -536,6 +543,13 @@ void TestStore::tlsVerifyFullChecksTheServer()
     QVERIFY(!Store::open(verifyFull(stranger), &error));
     QVERIFY2(error.contains(QLatin1String("certificate verify failed")), qPrintable(error));
     QVERIFY2(!error.contains(QLatin1Char('\n')), qPrintable(error));
+    QVERIFY2(!error.contains(m_stores.password()), qPrintable(error));
+
+    // And so is a server whose certificate names other hosts than the one asked for.
+    error.clear();
+    QVERIFY2(Store::open(verifyFull(trusted, QStringLiteral("localhost")), &error), qPrintable(error));
+    QVERIFY(!Store::open(verifyFull(trusted, QStringLiteral("wrong.example")), &error));
+    QVERIFY2(error.contains(QLatin1String("does not match host name \"wrong.example\"")), qPrintable(error));
     QVERIFY2(!error.contains(m_stores.password()), qPrintable(error));
 }
 
