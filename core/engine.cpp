@@ -78,15 +78,8 @@ void Engine::start()
     if (m_running)
         return;
     QString error;
-    m_storeSide = new EngineStore(m_config.storeUrl, m_config.queueUrl, m_config.workerId,
-                                  m_config.concurrency + leaseAhead());
-    m_storeSide->moveToThread(&m_storeThread);
-    m_storeThread.setObjectName(QStringLiteral("once-engine-store"));
-    m_storeThread.start();
-    bool opened = false;
-    QMetaObject::invokeMethod(m_storeSide, [this, &error] { return m_storeSide->open(&error); },
-                              Qt::BlockingQueuedConnection, &opened);
-    if (!opened) {
+    if (!openSide(&m_storeSide, &m_storeThread, QStringLiteral("once-engine-store"), m_config.queueUrl,
+                  m_config.concurrency + leaseAhead(), EngineStore::Notifications::Listen, &error)) {
         fail(error);
         return;
     }
@@ -106,7 +99,9 @@ void Engine::start()
     m_listening = m_storeSide->listening();
     connect(m_storeSide, &EngineStore::notified, this, &Engine::onNotification);
     const bool postgres = onStore([](Store &store) { return store.database().isPostgres(); });
-    if (postgres && m_config.queueUrl.isEmpty() && !openClaimSide(&error)) {
+    if (postgres && m_config.queueUrl.isEmpty()
+        && !openSide(&m_claimSide, &m_claimThread, QStringLiteral("once-engine-claims"), QString(), 0,
+                     EngineStore::Notifications::Ignore, &error)) {
         fail(QStringLiteral("cannot open the claims' connection to the store: ") + error);
         return;
     }
@@ -593,35 +588,37 @@ void Engine::heartbeat()
     });
 }
 
-bool Engine::openClaimSide(QString *error)
+// Puts a store side on its thread and opens its connection there; *side is set before
+// the open, so that closeStore() cleans up after a failed one too.
+bool Engine::openSide(EngineStore **side, QThread *thread, const QString &threadName, const QString &queueUrl,
+                      int prefetch, EngineStore::Notifications notifications, QString *error)
 {
-    m_claimSide = new EngineStore(m_config.storeUrl, QString(), m_config.workerId, 0);
-    m_claimSide->moveToThread(&m_claimThread);
-    m_claimThread.setObjectName(QStringLiteral("once-engine-claims"));
-    m_claimThread.start();
+    EngineStore *opening = new EngineStore(m_config.storeUrl, queueUrl, m_config.workerId, prefetch);
+    *side = opening;
+    opening->moveToThread(thread);
+    thread->setObjectName(threadName);
+    thread->start();
     bool opened = false;
-    EngineStore *side = m_claimSide;
-    QMetaObject::invokeMethod(side, [side, error] { return side->open(error, EngineStore::Notifications::Ignore); },
+    QMetaObject::invokeMethod(opening, [opening, notifications, error] { return opening->open(error, notifications); },
                               Qt::BlockingQueuedConnection, &opened);
     return opened;
 }
 
+void Engine::closeSide(EngineStore **side, QThread *thread)
+{
+    if (!*side)
+        return;
+    QMetaObject::invokeMethod(*side, &EngineStore::close, Qt::BlockingQueuedConnection);
+    thread->quit();
+    thread->wait();
+    delete *side;
+    *side = nullptr;
+}
+
 void Engine::closeStore()
 {
-    if (m_claimSide) {
-        QMetaObject::invokeMethod(m_claimSide, &EngineStore::close, Qt::BlockingQueuedConnection);
-        m_claimThread.quit();
-        m_claimThread.wait();
-        delete m_claimSide;
-        m_claimSide = nullptr;
-    }
-    if (!m_storeSide)
-        return;
-    QMetaObject::invokeMethod(m_storeSide, &EngineStore::close, Qt::BlockingQueuedConnection);
-    m_storeThread.quit();
-    m_storeThread.wait();
-    delete m_storeSide;
-    m_storeSide = nullptr;
+    closeSide(&m_claimSide, &m_claimThread);
+    closeSide(&m_storeSide, &m_storeThread);
 }
 
 void Engine::fail(const QString &message)

@@ -149,7 +149,9 @@ private:
     // Queues a store call behind the running turn, without waiting.
     template<typename Function>
     void onStoreLater(Function function);
-    bool openClaimSide(QString *error);
+    bool openSide(EngineStore **side, QThread *thread, const QString &threadName, const QString &queueUrl,
+                  int prefetch, EngineStore::Notifications notifications, QString *error);
+    void closeSide(EngineStore **side, QThread *thread);
     void closeStore();
 
     EngineConfig m_config;
