@@ -5,16 +5,13 @@
 
 #include "brokerqueue.h"
 
-#include <QDialogButtonBox>
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
-#include <QPushButton>
-#include <QVBoxLayout>
 
 namespace once::ui {
 
-BrokerQueueDialog::BrokerQueueDialog(QWidget *parent) : QDialog(parent)
+BrokerQueueDialog::BrokerQueueDialog(QWidget *parent) : ConnectionDialog(parent)
 {
     setWindowTitle(tr("Open Broker Queue"));
     m_url = new QLineEdit;
@@ -37,33 +34,15 @@ BrokerQueueDialog::BrokerQueueDialog(QWidget *parent) : QDialog(parent)
     formats->setTextFormat(Qt::RichText);
     formats->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
-    auto *note =
-        new QLabel(tr("The password is used for this session only: it is not saved, shown or logged. "
-                      "Open Recent Queue reconnects with the password from $ONCE_QUEUE when that names "
-                      "the same queue, as once does."));
-    note->setObjectName(QStringLiteral("passwordNote"));
-    note->setWordWrap(true);
-    note->setForegroundRole(QPalette::PlaceholderText);
-    m_preview = new QLabel;
-    m_preview->setObjectName(QStringLiteral("preview"));
-    m_preview->setWordWrap(true);
-    m_preview->setTextInteractionFlags(Qt::TextSelectableByMouse);
-
     auto *form = new QFormLayout;
     form->addRow(tr("&URL:"), m_url);
     form->addRow(QString(), formats);
     form->addRow(tr("Pass&word:"), m_password);
-    form->addRow(tr("Queue:"), m_preview);
-
-    m_buttons = new QDialogButtonBox(QDialogButtonBox::Open | QDialogButtonBox::Cancel);
-    connect(m_buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
-    connect(m_buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
-
-    auto *layout = new QVBoxLayout(this);
-    layout->addLayout(form);
-    layout->addWidget(note);
-    layout->addWidget(m_buttons);
-    setMinimumWidth(620);
+    layOut(form, tr("Queue:"),
+           tr("The password is used for this session only: it is not saved, shown or logged. "
+              "Open Recent Queue reconnects with the password from $ONCE_QUEUE when that names "
+              "the same queue, as once does."),
+           620);
 
     connect(m_url, &QLineEdit::textChanged, this, &BrokerQueueDialog::updateOk);
     connect(m_url, &QLineEdit::editingFinished, this, &BrokerQueueDialog::movePasswordOutOfUrl);
@@ -104,17 +83,15 @@ void BrokerQueueDialog::updateOk()
     const QString typed = m_url->text().trimmed();
     QString problem;
     const auto location = typed.isEmpty() ? std::nullopt : QueueLocation::parse(url(), &problem);
-    m_buttons->button(QDialogButtonBox::Open)->setEnabled(location.has_value());
-    QPalette palette = m_preview->palette();
+    QPalette palette = preview()->palette();
     palette.setColor(QPalette::WindowText, location || typed.isEmpty()
                                                ? this->palette().color(QPalette::WindowText)
                                                : severityTextColor(Severity::Alert, this->palette()));
-    m_preview->setPalette(palette);
-    // What will be opened, as the window will show it: without the password.
+    preview()->setPalette(palette);
     if (location)
-        m_preview->setText(tr("%1 — %2").arg(location->brokerName(), location->displayName()));
+        setPreview(tr("%1 — %2").arg(location->brokerName(), location->displayName()), true);
     else
-        m_preview->setText(typed.isEmpty() ? tr("(a queue URL is needed)") : problem);
+        setPreview(typed.isEmpty() ? tr("(a queue URL is needed)") : problem, false);
 }
 
 } // namespace once::ui

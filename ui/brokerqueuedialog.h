@@ -1,9 +1,7 @@
 #pragma once
 
-#include <QDialog>
+#include "connectiondialog.h"
 
-class QDialogButtonBox;
-class QLabel;
 class QLineEdit;
 
 namespace once::ui {
@@ -12,7 +10,7 @@ namespace once::ui {
 // console reads instead of the store's own, while the ledger stays in the store. The
 // password goes into a masked field of its own (one typed into the URL moves there) and
 // no further than url(), which the window opens the queue with; it is never saved.
-class BrokerQueueDialog final : public QDialog
+class BrokerQueueDialog final : public ConnectionDialog
 {
     Q_OBJECT
     Q_DISABLE_COPY_MOVE(BrokerQueueDialog)
@@ -35,8 +33,6 @@ private:
 
     QLineEdit *m_url = nullptr;
     QLineEdit *m_password = nullptr;
-    QLabel *m_preview = nullptr;
-    QDialogButtonBox *m_buttons = nullptr;
 };
 
 } // namespace once::ui

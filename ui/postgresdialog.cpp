@@ -3,15 +3,11 @@
 #include "storeurl.h"
 
 #include <QComboBox>
-#include <QDialogButtonBox>
 #include <QFormLayout>
-#include <QLabel>
 #include <QLineEdit>
-#include <QPushButton>
 #include <QSpinBox>
 #include <QUrl>
 #include <QUrlQuery>
-#include <QVBoxLayout>
 
 namespace once::ui {
 
@@ -21,7 +17,7 @@ const QString SslMode = QStringLiteral("sslmode");
 
 } // namespace
 
-PostgresDialog::PostgresDialog(QWidget *parent) : QDialog(parent)
+PostgresDialog::PostgresDialog(QWidget *parent) : ConnectionDialog(parent)
 {
     setWindowTitle(tr("Open PostgreSQL Store"));
     m_host = new QLineEdit(QStringLiteral("localhost"));
@@ -45,17 +41,6 @@ PostgresDialog::PostgresDialog(QWidget *parent) : QDialog(parent)
     for (const char *mode : {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"})
         m_sslMode->addItem(QString::fromLatin1(mode), QString::fromLatin1(mode));
 
-    auto *note =
-        new QLabel(tr("The password is used for this session only: it is not saved, shown or logged. "
-                      "Open Recent reconnects without it, so libpq then looks in PGPASSWORD and "
-                      "~/.pgpass, as psql does."));
-    note->setObjectName(QStringLiteral("passwordNote"));
-    note->setWordWrap(true);
-    note->setForegroundRole(QPalette::PlaceholderText);
-    m_preview = new QLabel;
-    m_preview->setObjectName(QStringLiteral("preview"));
-    m_preview->setTextInteractionFlags(Qt::TextSelectableByMouse);
-
     auto *form = new QFormLayout;
     form->addRow(tr("&Host:"), m_host);
     form->addRow(tr("&Port:"), m_port);
@@ -63,17 +48,11 @@ PostgresDialog::PostgresDialog(QWidget *parent) : QDialog(parent)
     form->addRow(tr("&User:"), m_user);
     form->addRow(tr("Pass&word:"), m_password);
     form->addRow(tr("&SSL mode:"), m_sslMode);
-    form->addRow(tr("Store:"), m_preview);
-
-    m_buttons = new QDialogButtonBox(QDialogButtonBox::Open | QDialogButtonBox::Cancel);
-    connect(m_buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
-    connect(m_buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
-
-    auto *layout = new QVBoxLayout(this);
-    layout->addLayout(form);
-    layout->addWidget(note);
-    layout->addWidget(m_buttons);
-    setMinimumWidth(460);
+    layOut(form, tr("Store:"),
+           tr("The password is used for this session only: it is not saved, shown or logged. "
+              "Open Recent reconnects without it, so libpq then looks in PGPASSWORD and "
+              "~/.pgpass, as psql does."),
+           460);
 
     for (QLineEdit *field : {m_host, m_database, m_user, m_password})
         connect(field, &QLineEdit::textChanged, this, &PostgresDialog::updateOk);
@@ -130,9 +109,7 @@ void PostgresDialog::updateOk()
     const bool complete = !m_host->text().trimmed().isEmpty() && !m_database->text().trimmed().isEmpty() &&
                           !m_database->text().contains(QLatin1Char('/')) &&
                           !m_user->text().trimmed().isEmpty();
-    m_buttons->button(QDialogButtonBox::Open)->setEnabled(complete);
-    // What will be opened, as the window will show it: without the password.
-    m_preview->setText(complete ? storeDisplayName(url()) : tr("(host, database and user are needed)"));
+    setPreview(complete ? storeDisplayName(url()) : tr("(host, database and user are needed)"), complete);
 }
 
 } // namespace once::ui

@@ -1,10 +1,8 @@
 #pragma once
 
-#include <QDialog>
+#include "connectiondialog.h"
 
 class QComboBox;
-class QDialogButtonBox;
-class QLabel;
 class QLineEdit;
 class QSpinBox;
 
@@ -14,7 +12,7 @@ namespace once::ui {
 // password is typed into a masked field and goes no further than url(), which the
 // window opens the store with; it is never saved. Without one, libpq looks in
 // PGPASSWORD and ~/.pgpass, as psql does (and as Open Recent relies on).
-class PostgresDialog final : public QDialog
+class PostgresDialog final : public ConnectionDialog
 {
     Q_OBJECT
     Q_DISABLE_COPY_MOVE(PostgresDialog)
@@ -44,8 +42,6 @@ private:
     QLineEdit *m_user = nullptr;
     QLineEdit *m_password = nullptr;
     QComboBox *m_sslMode = nullptr;
-    QLabel *m_preview = nullptr;
-    QDialogButtonBox *m_buttons = nullptr;
     // Query options of a URL given to setUrl() other than sslmode (connect_timeout, ...),
     // kept so that reopening it keeps them.
     QList<std::pair<QString, QString>> m_otherOptions;
