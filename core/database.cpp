@@ -279,6 +279,9 @@ CREATE INDEX queue_samples_at ON queue_samples(at);
     },
     // 3: the worker registry
     {WorkersTable, WorkersTable},
+    // 4: when the current claim of a key was taken, so that an event in doubt can say
+    // "claimed at T by W, may have been sent" (a claim has no history row of its own)
+    {"ALTER TABLE ledger ADD COLUMN claimed_at INTEGER", "ALTER TABLE ledger ADD COLUMN claimed_at BIGINT"},
 };
 
 constexpr int LatestVersion = int(std::size(Migrations));

@@ -6,7 +6,9 @@
 #include "store.h"
 
 #include <QCoreApplication>
+#include <QDateTime>
 #include <QSqlDriver>
+#include <QTimeZone>
 #include <QSysInfo>
 
 #include <QLoggingCategory>
@@ -288,12 +290,13 @@ void Engine::onTurnDone(TurnResult result)
     m_inFlight += int(result.leased.size());
     for (const auto &[index, reason] : result.invalid) {
         ++m_counters.invalid;
-        deadLetter(Delivery{result.leased.at(index), {}, 0, 0}, QStringLiteral("invalid-message"), reason, 0);
+        deadLetter(Delivery{result.leased.at(index), {}, 0, 0, 0}, QStringLiteral("invalid-message"), reason, 0);
     }
     for (qsizetype i = 0; i < result.claims.size(); ++i) {
         const ClaimResult &claim = result.results.at(i);
-        const Delivery delivery{result.leased.at(result.claimedMessages.at(i)), result.claims.at(i).reminder,
-                                claim.sendsThisRound, claim.firstSentAtMs};
+        const ClaimRequest &request = result.claims.at(i);
+        const Delivery delivery{result.leased.at(result.claimedMessages.at(i)), request.reminder,
+                                claim.sendsThisRound, claim.firstSentAtMs, request.leaseUntilMs};
         switch (claim.outcome) {
         case ClaimResult::Outcome::Resend:
             ++m_counters.resent;
@@ -417,8 +420,12 @@ void Engine::sendReady()
     while (m_sending < m_config.concurrency && !m_readyToSend.empty()) {
         const Delivery delivery = std::move(m_readyToSend.front());
         m_readyToSend.pop_front();
-        ++m_sending;
         const qint64 sentAt = nowMs();
+        if (!claimOutlastsSend(delivery, sentAt)) {
+            releaseUnsent(delivery, sentAt);
+            continue;
+        }
+        ++m_sending;
         m_sender->send(delivery.reminder.sendKey, delivery.reminder.payload, this,
                        [this, delivery, sentAt](const SendOutcome &outcome) {
                            --m_sending;
@@ -426,6 +433,39 @@ void Engine::sendReady()
                            sendReady();
                        });
     }
+}
+
+// A lease is a promise that expires. A worker stopped (SIGSTOP, a VM pause, swapping)
+// past its claim wakes up believing it still owns the deliveries it had claimed, while
+// another worker may have taken them over and sent them. So a send starts only while the
+// claim outlasts the send's own timeout: a request that went out later could reach the
+// partner after the key's new holder, a second effect at a partner without idempotency.
+bool Engine::claimOutlastsSend(const Delivery &delivery, qint64 now) const
+{
+    return now + m_config.requestTimeoutMs < delivery.claimExpiresAtMs;
+}
+
+// A claim that ran out before its send: nothing went to the partner. If nobody has taken
+// the key over, it goes back to retrying (the message's next delivery claims it again,
+// not as in doubt, since it was never sent); the history tells either way.
+void Engine::releaseUnsent(const Delivery &delivery, qint64 now)
+{
+    ++m_counters.lapsed;
+    const Reminder &reminder = delivery.reminder;
+    const QString why = QStringLiteral("not sent: the claim ran out at %1, %2 ms ago (was this worker stopped or "
+                                       "stalled?); the key is left to whoever holds it now")
+                            .arg(QDateTime::fromMSecsSinceEpoch(delivery.claimExpiresAtMs, QTimeZone::utc())
+                                     .toString(Qt::ISODateWithMs),
+                                 QString::number(std::max<qint64>(0, now - delivery.claimExpiresAtMs)));
+    m_pendingAttempts.append(Attempt{reminder.sendKey, reminder.eventId, delivery.message.id, delivery.message.delivery,
+                                     m_config.workerId, now, QStringLiteral("claim"), QStringLiteral("lapsed"), 0, -1,
+                                     QStringLiteral("claim-lapsed"), why, {}});
+    m_pendingUpdates.append(LedgerUpdate{reminder.sendKey, delivery.message.id, delivery.message.delivery,
+                                         LedgerState::Retrying, false, 0, 0, QStringLiteral("claim-lapsed"), why, {}});
+    m_pendingSettlements.append({Settlement::Kind::Retry, delivery.message.id, delivery.message.delivery, 0, {}});
+    qCWarning(lcEngine).noquote() << "claim of" << QString::fromLatin1(reminder.sendKey) << "ran out before its send;"
+                                  << "not sent";
+    scheduleCycle(0);
 }
 
 void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64 sentAtMs)
@@ -444,6 +484,12 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
         failpoint("after-send");
         m_breaker.recordSuccess();
         ++m_counters.applied;
+        // The ledger takes a 2xx even from a claim that ran out meanwhile (see
+        // SqlLedger::record); the history says when that happened.
+        if (now >= delivery.claimExpiresAtMs)
+            attempt.error = QStringLiteral("answered after this worker's claim had run out (at %1)")
+                                .arg(QDateTime::fromMSecsSinceEpoch(delivery.claimExpiresAtMs, QTimeZone::utc())
+                                         .toString(Qt::ISODateWithMs));
         // The outcome, the ledger change and the ack commit in one transaction, so the
         // one "applied" row also stands for the ack.
         attempt.outcome = QStringLiteral("applied");

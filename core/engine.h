@@ -52,6 +52,7 @@ struct EngineCounters
     qint64 held = 0;
     qint64 resent = 0;
     qint64 invalid = 0;
+    qint64 lapsed = 0;   // claims that ran out before their send could start: not sent
     qint64 failures = 0; // partner calls that did not succeed
     int inFlight = 0;
     CircuitBreaker::State breaker = CircuitBreaker::State::Closed;
@@ -105,6 +106,7 @@ private:
         Reminder reminder;
         int sendsThisRound = 0;
         qint64 firstSentAtMs = 0;
+        qint64 claimExpiresAtMs = 0; // when another delivery may take the key over
     };
 
     void scheduleCycle(qint64 delayMs);
@@ -112,6 +114,8 @@ private:
     bool hasPendingWrites() const;
     void sendNow(const Delivery &delivery);
     void sendReady();
+    bool claimOutlastsSend(const Delivery &delivery, qint64 now) const;
+    void releaseUnsent(const Delivery &delivery, qint64 now);
     int leaseAhead() const;
     bool turnCanWait(qint64 now, bool consuming) const;
     void onSent(const Delivery &delivery, const SendOutcome &outcome, qint64 sentAtMs);

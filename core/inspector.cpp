@@ -33,7 +33,7 @@ QJsonValue textOrNull(const QString &text)
 const QString EventColumns = QStringLiteral(
     "send_key, event_id, user_id, reminder_id, destination, channel, state, scheduled_at, created_at, updated_at, "
     "first_sent_at, applied_at, sends, duplicates, redrives, last_http_status, last_error_class, last_error, "
-    "provider_request_id, payload");
+    "provider_request_id, payload, owner_worker, claimed_at, claim_expires_at");
 
 EventRow readEvent(const QSqlQuery &query)
 {
@@ -58,6 +58,9 @@ EventRow readEvent(const QSqlQuery &query)
     row.lastError = query.value(17).toString();
     row.providerRequestId = query.value(18).toString();
     row.payload = query.value(19).toByteArray();
+    row.claimedBy = query.value(20).toString();
+    row.claimedAtMs = query.value(21).toLongLong();
+    row.claimExpiresAtMs = query.value(22).toLongLong();
     return row;
 }
 
@@ -133,7 +136,31 @@ QJsonObject EventRow::toJson() const
         {QStringLiteral("last_error_class"), textOrNull(lastErrorClass)},
         {QStringLiteral("last_error"), textOrNull(lastError)},
         {QStringLiteral("provider_request_id"), textOrNull(providerRequestId)},
+        {QStringLiteral("claimed_by"), textOrNull(claimedBy)},
+        {QStringLiteral("claimed_at"), timeOrNull(claimedAtMs)},
+        {QStringLiteral("known"), state == LedgerState::InDoubt ? QJsonValue(whatIsKnown()) : QJsonValue(QJsonValue::Null)},
     };
+}
+
+QString EventRow::whatIsKnown() const
+{
+    const QString before = sends > 0 ? QStringLiteral("; %1 send%2 on record, the first at %3")
+                                           .arg(QString::number(sends), sends == 1 ? QString() : QStringLiteral("s"),
+                                                formatTime(firstSentAtMs))
+                                     : QString();
+    const QString by = claimedBy.isEmpty() ? QStringLiteral("a worker") : claimedBy;
+    if (claimExpiresAtMs > 0) {
+        // The holder vanished (killed, or stopped past its lease) between its claim and
+        // an outcome: its request may or may not have been written.
+        const QString when = claimedAtMs > 0 ? QStringLiteral(" at ") + formatTime(claimedAtMs) : QString();
+        return QStringLiteral("claimed%1 by %2, may have been sent: the claim ran out at %3 without a recorded "
+                              "outcome%4")
+            .arg(when, by, formatTime(claimExpiresAtMs), before);
+    }
+    // The worker itself gave up on an answer it had asked for.
+    return QStringLiteral("sent %1 time%2, first at %3, by %4; no complete answer to the last send%5")
+        .arg(QString::number(sends), sends == 1 ? QString() : QStringLiteral("s"), formatTime(firstSentAtMs), by,
+             lastError.isEmpty() ? QString() : QStringLiteral(": ") + lastError);
 }
 
 QJsonObject DeadLetter::toJson() const

@@ -53,8 +53,14 @@ struct EventRow
     QString lastError;
     QString providerRequestId;
     QByteArray payload;
+    QString claimedBy;          // the worker of the key's current (or last) claim
+    qint64 claimedAtMs = 0;     // 0: not known
+    qint64 claimExpiresAtMs = 0; // 0: no claim pending (an outcome was recorded)
 
     QJsonObject toJson() const;
+    // For an event in doubt: what is known of its last send, in one line ("claimed at T
+    // by W, may have been sent: the claim ran out without a recorded outcome").
+    QString whatIsKnown() const;
 };
 
 struct EventFilter

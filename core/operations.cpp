@@ -149,6 +149,29 @@ bool Operations::resend(BrokerQueue &queue, const QByteArray &sendKey, QString *
     }, error);
 }
 
+// A 2xx in the history means the partner acted, whatever the ledger says (a store
+// written before late answers settled their keys, or a ledger row edited by hand):
+// resending would act twice at a partner that does not dedupe.
+bool Operations::refuseIfAnswered2xx(const QByteArray &sendKey, QString *error)
+{
+    auto &select = m_db.prepared(QStringLiteral(
+        "SELECT at, http_status, provider_request_id FROM attempts WHERE send_key = ? AND step = 'send' "
+        "AND http_status >= 200 AND http_status < 300 ORDER BY id LIMIT 1"));
+    select.addBindValue(QString::fromLatin1(sendKey));
+    if (!m_db.exec(select, error))
+        return false;
+    if (!select.next())
+        return true;
+    const QString request = select.value(2).toString();
+    *error = QStringLiteral("refusing to resend %1: the partner answered HTTP %2 to a send at %3%4, so it has "
+                            "delivered it; resending could deliver it twice. Mark it delivered instead.")
+                 .arg(QString::fromLatin1(sendKey), QString::number(select.value(1).toInt()),
+                      formatTime(select.value(0).toLongLong()),
+                      request.isEmpty() ? QString() : QStringLiteral(" (request %1)").arg(request));
+    select.finish();
+    return false;
+}
+
 bool Operations::resendThrough(const QByteArray &sendKey,
                                const std::function<bool(const OutgoingMessage &, QString *)> &put, QString *error)
 {
@@ -156,7 +179,7 @@ bool Operations::resendThrough(const QByteArray &sendKey,
     if (!transaction.begin(error))
         return false;
     const auto payload = inDoubtPayload(sendKey, error);
-    if (!payload)
+    if (!payload || !refuseIfAnswered2xx(sendKey, error))
         return false;
     const auto reminder = parseReminder(*payload).reminder;
     const qint64 now = nowMs();

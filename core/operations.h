@@ -49,6 +49,7 @@ private:
     bool resendThrough(const QByteArray &sendKey, const std::function<bool(const OutgoingMessage &, QString *)> &put,
                        QString *error);
     std::optional<QByteArray> inDoubtPayload(const QByteArray &sendKey, QString *error);
+    bool refuseIfAnswered2xx(const QByteArray &sendKey, QString *error);
 
     Database &m_db;
     SqlQueue &m_queue;

@@ -108,9 +108,9 @@ bool SqlLedger::insertClaims(const QList<ClaimRequest> &requests, const QString 
         auto &insert = m_db.prepared(
             QStringLiteral("INSERT INTO ledger (send_key, event_id, user_id, reminder_id, scheduled_at, destination, "
                            "channel, payload, state, owner_message, owner_delivery, owner_worker, claim_expires_at, "
-                           "created_at, updated_at) SELECT v.column1, v.column2, v.column3, v.column4, v.column5, "
-                           "v.column6, v.column7, v.column8, 'claimed', v.column9, v.column10, v.column11, v.column12, "
-                           "v.column13, v.column14 FROM ")
+                           "created_at, updated_at, claimed_at) SELECT v.column1, v.column2, v.column3, v.column4, "
+                           "v.column5, v.column6, v.column7, v.column8, 'claimed', v.column9, v.column10, v.column11, "
+                           "v.column12, v.column13, v.column14, v.column14 FROM ")
             + rows.source() + QStringLiteral(" WHERE true ON CONFLICT (send_key) DO NOTHING RETURNING send_key"));
         rows.bind(insert);
         if (!m_db.exec(insert, error))
@@ -135,7 +135,7 @@ std::optional<QHash<QByteArray, SqlLedger::TakenKey>> SqlLedger::readTakenKeys(c
             batch.add(QString::fromLatin1(keys.at(i)));
         auto &select = m_db.prepared(
             QStringLiteral("SELECT send_key, state, owner_message, claim_expires_at, round_sends, first_sent_at, "
-                           "owner_delivery, owner_worker FROM ledger WHERE send_key IN (SELECT v.column1 FROM ")
+                           "owner_delivery, owner_worker, claimed_at FROM ledger WHERE send_key IN (SELECT v.column1 FROM ")
             + batch.source()
             // PostgreSQL runs workers' transactions side by side: lock the rows, in key
             // order like the inserts, so that two deliveries that find the same expired
@@ -154,6 +154,7 @@ std::optional<QHash<QByteArray, SqlLedger::TakenKey>> SqlLedger::readTakenKeys(c
             row.firstSentAtMs = select.value(5).toLongLong();
             row.ownerDelivery = select.value(6);
             row.ownerWorker = select.value(7).toString();
+            row.claimedAtMs = select.value(8).toLongLong();
             rows.insert(select.value(0).toString().toLatin1(), std::move(row));
         }
         select.finish();
@@ -173,12 +174,20 @@ Attempt SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &w
     result->firstSentAtMs = row->firstSentAtMs;
     const bool ownedByThisMessage = row->ownerMessage.isNull() || row->ownerMessage.toString() == request.messageId;
 
-    const auto takeOver = [&](QLatin1String newState) {
-        row->state = QString(newState);
+    const auto takeOver = [&] {
+        row->state = QString(LedgerState::Claimed);
         row->ownerMessage = request.messageId;
         row->ownerDelivery = request.delivery;
         row->ownerWorker = workerId;
         row->claimExpiresAtMs = request.leaseUntilMs;
+        row->claimedAtMs = now;
+        row->takenOver = true;
+    };
+    // Held for an operator, the row keeps the claim that ran out (who held it, since
+    // when): that is what the operator needs to know, and a late answer to that claim's
+    // send can still settle the key (SqlLedger::record).
+    const auto hold = [&] {
+        row->state = QString(LedgerState::InDoubt);
         row->takenOver = true;
     };
     const auto countDuplicate = [&](const QString &why) {
@@ -201,7 +210,7 @@ Attempt SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &w
         } else {
             result->outcome = ClaimResult::Outcome::Claimed;
             attempt.outcome = QStringLiteral("claimed");
-            takeOver(LedgerState::Claimed);
+            takeOver();
         }
     } else if (row->claimExpiresAtMs > now) {
         // Claimed: a live claim belongs to a worker that is still sending.
@@ -221,11 +230,11 @@ Attempt SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &w
         if (policy == InDoubtPolicy::Hold) {
             result->outcome = ClaimResult::Outcome::Held;
             attempt.outcome = QStringLiteral("held");
-            takeOver(LedgerState::InDoubt);
+            hold();
         } else {
             result->outcome = ClaimResult::Outcome::Resend;
             attempt.outcome = QStringLiteral("resend");
-            takeOver(LedgerState::Claimed);
+            takeOver();
         }
     }
     return attempt;
@@ -243,7 +252,7 @@ bool SqlLedger::writeTakenKeys(const QHash<QByteArray, TakenKey> &rows, qint64 n
     RowBatch counts(m_db, {QStringLiteral("TEXT"), QStringLiteral("INTEGER")});
     RowBatch takeovers(m_db, {QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("TEXT"),
                               QStringLiteral("INTEGER"), QStringLiteral("TEXT"), QStringLiteral("BIGINT"),
-                              QStringLiteral("TEXT"), QStringLiteral("BIGINT")});
+                              QStringLiteral("TEXT"), QStringLiteral("BIGINT"), QStringLiteral("BIGINT")});
     QList<const QPair<QByteArray, const TakenKey *> *> counted;
     QList<const QPair<QByteArray, const TakenKey *> *> takenOver;
     for (const auto &entry : std::as_const(sorted)) {
@@ -278,10 +287,12 @@ bool SqlLedger::writeTakenKeys(const QHash<QByteArray, TakenKey> &rows, qint64 n
             takeovers.add(row.claimExpiresAtMs);
             takeovers.add(row.stateAsRead);
             takeovers.add(now);
+            takeovers.add(row.claimedAtMs ? QVariant(row.claimedAtMs) : QVariant());
         }
         auto &update = m_db.prepared(
             QStringLiteral("UPDATE ledger SET state = v.column2, owner_message = v.column3, owner_delivery = v.column4, "
-                           "owner_worker = v.column5, claim_expires_at = v.column6, updated_at = v.column8 FROM ")
+                           "owner_worker = v.column5, claim_expires_at = v.column6, updated_at = v.column8, "
+                           "claimed_at = v.column9 FROM ")
             + takeovers.source() + QStringLiteral(" WHERE ledger.send_key = v.column1 AND ledger.state = v.column7"));
         takeovers.bind(update);
         if (!m_db.exec(update, error))
@@ -326,6 +337,11 @@ bool SqlLedger::insertAttempts(const QList<Attempt> &attempts, QString *error)
     return true;
 }
 
+// A send's outcome settles its key when the delivery still holds the claim. A delivery
+// whose claim ran out (its worker was stopped or stalled past the lease) and was taken
+// over can only add knowledge: its request counts as a send, and a 2xx settles the key
+// as applied whatever became of it since (in doubt, retrying, dead, or claimed again),
+// because the partner has acted; anything else it learnt is left to the key's holder.
 bool SqlLedger::record(const QList<LedgerUpdate> &updates, const QList<Attempt> &attempts, QString *error)
 {
     Transaction transaction(m_db);
@@ -339,42 +355,65 @@ bool SqlLedger::record(const QList<LedgerUpdate> &updates, const QList<Attempt> 
         sorted.append(&change);
     std::stable_sort(sorted.begin(), sorted.end(),
               [](const LedgerUpdate *a, const LedgerUpdate *b) { return a->sendKey < b->sendKey; });
+    // One statement joins a row of the ledger to at most one of its outcomes: a key with
+    // two outcomes in one turn (its holder's and a late one) takes them in two rounds.
+    QList<QList<const LedgerUpdate *>> rounds;
+    for (qsizetype i = 0, occurrence = 0; i < sorted.size(); ++i) {
+        occurrence = i > 0 && sorted.at(i)->sendKey == sorted.at(i - 1)->sendKey ? occurrence + 1 : 0;
+        if (rounds.size() <= occurrence)
+            rounds.append(QList<const LedgerUpdate *>());
+        rounds[occurrence].append(sorted.at(i));
+    }
     // Many outcomes per statement, joined to the ledger by key: a statement per key was
     // a round trip per key on PostgreSQL, most of a turn's time.
     RowBatch rows(m_db, {QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("BIGINT"), QStringLiteral("INTEGER"),
                          QStringLiteral("BIGINT"), QStringLiteral("INTEGER"), QStringLiteral("TEXT"), QStringLiteral("TEXT"),
                          QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("INTEGER")});
-    for (qsizetype start = 0, count = 0; start < sorted.size(); start += count) {
-        count = rows.rowsFrom(start, sorted.size());
-        rows.clear();
-        for (qsizetype i = start; i < start + count; ++i) {
-            const LedgerUpdate &change = *sorted.at(i);
-            rows.add(QString::fromLatin1(change.sendKey));
-            rows.add(QString(change.state));
-            rows.add(now);
-            rows.add(change.countsAsSend ? 1 : 0);
-            rows.add(change.sentAtMs ? QVariant(change.sentAtMs) : QVariant());
-            rows.add(change.httpStatus ? QVariant(change.httpStatus) : QVariant());
-            rows.add(nullIfEmpty(change.errorClass));
-            rows.add(nullIfEmpty(change.error));
-            rows.add(nullIfEmpty(change.providerRequestId));
-            rows.add(change.messageId);
-            rows.add(change.delivery);
+    // The claim holder, as the row was before this statement (SET reads the old row).
+    static const QString holder = QStringLiteral(
+        "(ledger.state = 'claimed' AND ledger.owner_message = v.column10 AND ledger.owner_delivery = v.column11)");
+    static const QString learnt = QStringLiteral("(%1 OR (v.column2 = 'applied' AND ledger.state <> 'applied'))").arg(holder);
+    static const QString sql =
+        QStringLiteral("UPDATE ledger SET "
+                       "state = CASE WHEN %1 THEN v.column2 WHEN v.column2 = 'applied' THEN 'applied' ELSE ledger.state END, "
+                       "updated_at = CASE WHEN %2 THEN v.column3 ELSE ledger.updated_at END, "
+                       "sends = ledger.sends + v.column4, "
+                       "round_sends = CASE WHEN %1 THEN ledger.round_sends + v.column4 ELSE ledger.round_sends END, "
+                       "first_sent_at = COALESCE(ledger.first_sent_at, v.column5), "
+                       "applied_at = CASE WHEN v.column2 = 'applied' AND ledger.state <> 'applied' THEN v.column3 "
+                       "ELSE ledger.applied_at END, "
+                       "claim_expires_at = CASE WHEN %1 OR v.column2 = 'applied' THEN NULL ELSE ledger.claim_expires_at END, "
+                       "last_http_status = CASE WHEN %2 THEN COALESCE(v.column6, ledger.last_http_status) "
+                       "ELSE ledger.last_http_status END, "
+                       "last_error_class = CASE WHEN %2 THEN v.column7 ELSE ledger.last_error_class END, "
+                       "last_error = CASE WHEN %2 THEN v.column8 ELSE ledger.last_error END, "
+                       "provider_request_id = CASE WHEN %2 THEN COALESCE(v.column9, ledger.provider_request_id) "
+                       "ELSE ledger.provider_request_id END FROM ")
+            .arg(holder, learnt);
+    for (const auto &round : std::as_const(rounds)) {
+        for (qsizetype start = 0, count = 0; start < round.size(); start += count) {
+            count = rows.rowsFrom(start, round.size());
+            rows.clear();
+            for (qsizetype i = start; i < start + count; ++i) {
+                const LedgerUpdate &change = *round.at(i);
+                rows.add(QString::fromLatin1(change.sendKey));
+                rows.add(QString(change.state));
+                rows.add(now);
+                rows.add(change.countsAsSend ? 1 : 0);
+                rows.add(change.sentAtMs ? QVariant(change.sentAtMs) : QVariant());
+                rows.add(change.httpStatus ? QVariant(change.httpStatus) : QVariant());
+                rows.add(nullIfEmpty(change.errorClass));
+                rows.add(nullIfEmpty(change.error));
+                rows.add(nullIfEmpty(change.providerRequestId));
+                rows.add(change.messageId);
+                rows.add(change.delivery);
+            }
+            static const QString where = QStringLiteral(" WHERE ledger.send_key = v.column1 AND (%1 OR v.column4 = 1)").arg(holder);
+            auto &update = m_db.prepared(sql + rows.source() + where);
+            rows.bind(update);
+            if (!m_db.exec(update, error))
+                return false;
         }
-        auto &update = m_db.prepared(
-            QStringLiteral(
-                "UPDATE ledger SET state = v.column2, updated_at = v.column3, sends = ledger.sends + v.column4, "
-                "round_sends = ledger.round_sends + v.column4, first_sent_at = COALESCE(ledger.first_sent_at, v.column5), "
-                "applied_at = CASE WHEN v.column2 = 'applied' THEN v.column3 ELSE ledger.applied_at END, "
-                "claim_expires_at = NULL, last_http_status = COALESCE(v.column6, ledger.last_http_status), "
-                "last_error_class = v.column7, last_error = v.column8, "
-                "provider_request_id = COALESCE(v.column9, ledger.provider_request_id) FROM ")
-            + rows.source()
-            + QStringLiteral(" WHERE ledger.send_key = v.column1 AND ledger.state = 'claimed' "
-                             "AND ledger.owner_message = v.column10 AND ledger.owner_delivery = v.column11"));
-        rows.bind(update);
-        if (!m_db.exec(update, error))
-            return false;
     }
     if (!insertAttempts(attempts, error))
         return false;

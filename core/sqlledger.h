@@ -36,6 +36,7 @@ private:
         QVariant ownerDelivery;
         QString ownerWorker;
         qint64 claimExpiresAtMs = 0;
+        qint64 claimedAtMs = 0; // 0: not known (a key claimed before schema 4)
         int roundSends = 0;
         qint64 firstSentAtMs = 0;
         int duplicates = 0;     // deliveries of this batch answered as duplicates

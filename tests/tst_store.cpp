@@ -148,6 +148,9 @@ private slots:
     void twoStoresInterleavedClaimEachKeyOnce();
     void twoThreadsClaimEachKeyOnce();
     void lateRecordFromExpiredClaimCannotOverwriteApplied();
+    void lateAnswerOnlyAddsKnowledge_data();
+    void lateAnswerOnlyAddsKnowledge();
+    void lateAnswerAndHoldersAnswerInOneTurn();
 
     // Operations
     void redriveRequeuesDeadLetterAndReopensKey();
@@ -953,13 +956,25 @@ void TestStore::expiredClaimIsInDoubt()
     QFETCH(QString, state);
     const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"));
     // The holder's claim ran out (it died between claim and record).
-    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"), 1, nowMs() - 1), policy).outcome,
+    const qint64 firstClaimAt = nowMs();
+    const qint64 expired = firstClaimAt - 1;
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"), 1, expired), policy).outcome,
              ClaimResult::Outcome::Claimed);
+    QVERIFY(scalar(QStringLiteral("SELECT claimed_at FROM ledger")).toLongLong() >= firstClaimAt);
+    const qint64 firstClaimedAt = scalar(QStringLiteral("SELECT claimed_at FROM ledger")).toLongLong();
     const qint64 newLease = nowMs() + LongLease;
     QCOMPARE(claim(*m_store, claimRequest(reminder, nextMessage, 2, newLease), policy).outcome, outcome);
     QCOMPARE(stateOf(reminder.sendKey), state);
-    QCOMPARE(scalar(QStringLiteral("SELECT owner_message FROM ledger")).toString(), nextMessage);
-    QCOMPARE(scalar(QStringLiteral("SELECT claim_expires_at FROM ledger")).toLongLong(), newLease);
+    if (policy == InDoubtPolicy::Hold) {
+        // Held, the row keeps the claim that ran out: who held it, since when, until when.
+        QCOMPARE(scalar(QStringLiteral("SELECT owner_message FROM ledger")).toString(), QStringLiteral("m1"));
+        QCOMPARE(scalar(QStringLiteral("SELECT claim_expires_at FROM ledger")).toLongLong(), expired);
+        QCOMPARE(scalar(QStringLiteral("SELECT claimed_at FROM ledger")).toLongLong(), firstClaimedAt);
+    } else {
+        QCOMPARE(scalar(QStringLiteral("SELECT owner_message FROM ledger")).toString(), nextMessage);
+        QCOMPARE(scalar(QStringLiteral("SELECT claim_expires_at FROM ledger")).toLongLong(), newLease);
+        QVERIFY(scalar(QStringLiteral("SELECT claimed_at FROM ledger")).toLongLong() >= firstClaimedAt);
+    }
     // Not a duplicate: nothing was suppressed.
     QCOMPARE(scalar(QStringLiteral("SELECT duplicates FROM ledger")).toInt(), 0);
     const auto attempts = attemptsOf(reminder.sendKey);
@@ -1303,6 +1318,128 @@ void TestStore::lateRecordFromExpiredClaimCannotOverwriteApplied()
     QVERIFY(record(*m_store, reminder.sendKey, LedgerState::InDoubt, true, 0, QStringLiteral("in-doubt"), nowMs(),
                    QStringLiteral("m1"), 1));
     QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::Applied));
+}
+
+// What became of the key after worker 1's claim (m1, delivery 1) ran out, before
+// worker 1's answer comes in late.
+enum class AfterExpiry { Held, ClaimedAgain, RetryingAgain, Dead, AppliedByNewHolder };
+Q_DECLARE_METATYPE(AfterExpiry)
+
+void TestStore::lateAnswerOnlyAddsKnowledge_data()
+{
+    QTest::addColumn<AfterExpiry>("after");
+    QTest::addColumn<QString>("lateState"); // what worker 1 learnt
+    QTest::addColumn<int>("lateStatus");
+    QTest::addColumn<QString>("expected");
+    const QString applied = LedgerState::Applied;
+    QTest::newRow("2xx, held in doubt") << AfterExpiry::Held << applied << 200 << applied;
+    QTest::newRow("2xx, claimed by a resend") << AfterExpiry::ClaimedAgain << applied << 200 << applied;
+    QTest::newRow("2xx, retrying after the resend's 503") << AfterExpiry::RetryingAgain << applied << 200 << applied;
+    QTest::newRow("2xx, dead after the resend's 400") << AfterExpiry::Dead << applied << 200 << applied;
+    QTest::newRow("2xx, applied by the resend") << AfterExpiry::AppliedByNewHolder << applied << 200 << applied;
+    QTest::newRow("503, held in doubt") << AfterExpiry::Held << QString(LedgerState::Retrying) << 503
+                                        << QString(LedgerState::InDoubt);
+    QTest::newRow("no answer, claimed by a resend") << AfterExpiry::ClaimedAgain << QString(LedgerState::InDoubt) << 0
+                                                    << QString(LedgerState::Claimed);
+    QTest::newRow("400, retrying") << AfterExpiry::RetryingAgain << QString(LedgerState::Dead) << 400
+                                   << QString(LedgerState::Retrying);
+}
+
+// A worker whose claim ran out (stopped past its lease) and was taken over may still hear
+// from the partner. A 2xx is knowledge nobody else has: the partner acted, so the key is
+// applied, whatever became of it meanwhile. Anything else is left to the key's holder.
+// Either way the request counts as a send.
+void TestStore::lateAnswerOnlyAddsKnowledge()
+{
+    QFETCH(AfterExpiry, after);
+    QFETCH(QString, lateState);
+    QFETCH(int, lateStatus);
+    QFETCH(QString, expected);
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"));
+    QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"), 1, nowMs() - 1)).outcome,
+             ClaimResult::Outcome::Claimed);
+    const InDoubtPolicy policy = after == AfterExpiry::Held ? InDoubtPolicy::Hold : InDoubtPolicy::Resend;
+    QVERIFY(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"), 2), policy).outcome != ClaimFailed);
+    int sendsBefore = 0;
+    switch (after) {
+    case AfterExpiry::Held:
+    case AfterExpiry::ClaimedAgain:
+        break;
+    case AfterExpiry::RetryingAgain:
+        QVERIFY(record(*m_store, reminder.sendKey, LedgerState::Retrying, true, 503, QStringLiteral("http-5xx"), nowMs(),
+                       QStringLiteral("m1"), 2));
+        sendsBefore = 1;
+        break;
+    case AfterExpiry::Dead:
+        QVERIFY(record(*m_store, reminder.sendKey, LedgerState::Dead, true, 400, QStringLiteral("rejected"), nowMs(),
+                       QStringLiteral("m1"), 2));
+        sendsBefore = 1;
+        break;
+    case AfterExpiry::AppliedByNewHolder:
+        QVERIFY(record(*m_store, reminder.sendKey, LedgerState::Applied, true, 201, QString(), nowMs(),
+                       QStringLiteral("m1"), 2));
+        sendsBefore = 1;
+        break;
+    }
+    const QVariantList before = {scalar(QStringLiteral("SELECT applied_at FROM ledger")),
+                                 scalar(QStringLiteral("SELECT last_http_status FROM ledger")),
+                                 scalar(QStringLiteral("SELECT claim_expires_at FROM ledger")),
+                                 scalar(QStringLiteral("SELECT round_sends FROM ledger"))};
+    const QString stateBefore = stateOf(reminder.sendKey);
+
+    const qint64 lateSentAt = nowMs() - 5000;
+    QString errorClass;
+    if (lateState != LedgerState::Applied)
+        errorClass = lateStatus ? QStringLiteral("http-%1").arg(lateStatus) : QStringLiteral("in-doubt");
+    QVERIFY(record(*m_store, reminder.sendKey, QLatin1String(lateState.toLatin1().constData()), true, lateStatus,
+                   errorClass, lateSentAt, QStringLiteral("m1"), 1));
+
+    QCOMPARE(stateOf(reminder.sendKey), expected);
+    QCOMPARE(scalar(QStringLiteral("SELECT sends FROM ledger")).toInt(), sendsBefore + 1);
+    // The attempt budget belongs to the key's holder.
+    QCOMPARE(scalar(QStringLiteral("SELECT round_sends FROM ledger")), before.at(3));
+    const bool learnt = expected == LedgerState::Applied && stateBefore != LedgerState::Applied;
+    if (learnt) {
+        QVERIFY(scalar(QStringLiteral("SELECT applied_at FROM ledger")).toLongLong() > 0);
+        QCOMPARE(scalar(QStringLiteral("SELECT last_http_status FROM ledger")).toInt(), lateStatus);
+        QVERIFY(scalar(QStringLiteral("SELECT claim_expires_at FROM ledger")).isNull());
+        QCOMPARE(scalar(QStringLiteral("SELECT last_error_class FROM ledger")).toString(), QString());
+    } else {
+        // Nothing the key's holder recorded is overwritten.
+        QCOMPARE(scalar(QStringLiteral("SELECT applied_at FROM ledger")), before.at(0));
+        QCOMPARE(scalar(QStringLiteral("SELECT last_http_status FROM ledger")), before.at(1));
+        QCOMPARE(scalar(QStringLiteral("SELECT claim_expires_at FROM ledger")), before.at(2));
+    }
+    // The first send on record is the earliest known.
+    QVERIFY(scalar(QStringLiteral("SELECT first_sent_at FROM ledger")).toLongLong() > 0);
+}
+
+void TestStore::lateAnswerAndHoldersAnswerInOneTurn()
+{
+    // The holder's 503 and the late 2xx of the claim before it reach the ledger in the
+    // same turn: the 2xx wins, whichever order they come in.
+    for (const bool lateFirst : {true, false}) {
+        const Reminder reminder = makeReminder(QStringLiteral("u"), lateFirst ? QStringLiteral("first") : QStringLiteral("last"));
+        QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"), 1, nowMs() - 1)).outcome,
+                 ClaimResult::Outcome::Claimed);
+        QCOMPARE(claim(*m_store, claimRequest(reminder, QStringLiteral("m1"), 2)).outcome, ClaimResult::Outcome::Resend);
+        const LedgerUpdate late{reminder.sendKey, QStringLiteral("m1"), 1, LedgerState::Applied, true, nowMs(), 200,
+                                {}, {}, QStringLiteral("req-late")};
+        const LedgerUpdate holder{reminder.sendKey, QStringLiteral("m1"), 2, LedgerState::Retrying, true, nowMs(), 503,
+                                  QStringLiteral("http-5xx"), QStringLiteral("HTTP 503"), {}};
+        QString error;
+        QVERIFY2(m_store->ledger().record(lateFirst ? QList<LedgerUpdate>{late, holder} : QList<LedgerUpdate>{holder, late},
+                                          {}, &error),
+                 qPrintable(error));
+        QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::Applied));
+        QCOMPARE(scalar(QStringLiteral("SELECT sends FROM ledger WHERE send_key = ?"), {QString::fromLatin1(reminder.sendKey)})
+                     .toInt(),
+                 2);
+        QCOMPARE(scalar(QStringLiteral("SELECT provider_request_id FROM ledger WHERE send_key = ?"),
+                        {QString::fromLatin1(reminder.sendKey)})
+                     .toString(),
+                 QStringLiteral("req-late"));
+    }
 }
 
 // --- Operations ------------------------------------------------------------------

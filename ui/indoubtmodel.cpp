@@ -10,7 +10,8 @@ bool sameEvent(const EventRow &a, const EventRow &b)
 {
     return a.eventId == b.eventId && a.userId == b.userId && a.reminderId == b.reminderId &&
            a.destination == b.destination && a.updatedAtMs == b.updatedAtMs &&
-           a.firstSentAtMs == b.firstSentAtMs && a.sends == b.sends && a.state == b.state;
+           a.firstSentAtMs == b.firstSentAtMs && a.sends == b.sends && a.state == b.state &&
+           a.claimedBy == b.claimedBy && a.claimedAtMs == b.claimedAtMs && a.claimExpiresAtMs == b.claimExpiresAtMs;
 }
 
 } // namespace
@@ -47,6 +48,8 @@ QVariant InDoubtModel::data(const QModelIndex &index, int role) const
             return event.firstSentAtMs;
         case Sends:
             return event.sends;
+        case Known:
+            return event.whatIsKnown();
         case Count:
             break;
         }
@@ -70,6 +73,8 @@ QVariant InDoubtModel::data(const QModelIndex &index, int role) const
             return formatLocalTime(event.firstSentAtMs);
         case Sends:
             return QLocale().toString(event.sends);
+        case Known:
+            return event.whatIsKnown();
         case Count:
             break;
         }
@@ -85,6 +90,8 @@ QVariant InDoubtModel::data(const QModelIndex &index, int role) const
             return event.firstSentAtMs > 0 ? formatTime(event.firstSentAtMs) : QString();
         case Sends:
             return tr("Requests that reached, or may have reached, the partner");
+        case Known:
+            return event.whatIsKnown();
         default:
             return {};
         }
@@ -116,6 +123,8 @@ QVariant InDoubtModel::headerData(int section, Qt::Orientation orientation, int 
             return tr("First sent");
         case Sends:
             return tr("Sends");
+        case Known:
+            return tr("What is known");
         case Count:
             break;
         }

@@ -24,6 +24,7 @@ public:
         Since,
         FirstSent,
         Sends,
+        Known,
         Count
     };
     Q_ENUM(Column)

@@ -437,9 +437,9 @@ int runInDoubt(const QStringList &arguments)
         return Ok;
     }
     for (const auto &row : *rows)
-        printLine(QStringLiteral("%1  since %2  event=%3  first sent %4")
+        printLine(QStringLiteral("%1  since %2  event=%3  %4")
                       .arg(QString::fromLatin1(row.sendKey), formatTime(row.updatedAtMs), or_(row.eventId, QStringLiteral("-")),
-                           or_(formatTime(row.firstSentAtMs), QStringLiteral("never"))));
+                           row.whatIsKnown()));
     return Ok;
 }
 
