@@ -13,6 +13,7 @@
 #include <QUrlQuery>
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <thread>
@@ -412,11 +413,12 @@ Database::~Database()
     QSqlDatabase::removeDatabase(m_connectionName);
 }
 
-std::unique_ptr<Database> Database::open(const StoreLocation &location, QString *error)
+std::unique_ptr<Database> Database::open(const StoreLocation &location, QString *error, Access access)
 {
     static QAtomicInteger<quint64> counter;
     std::unique_ptr<Database> db(new Database);
     db->m_location = location;
+    db->m_access = access;
     db->m_connectionName = QStringLiteral("once-%1").arg(counter.fetchAndAddRelaxed(1));
     if (location.kind == StoreLocation::Kind::Postgres) {
         if (!QSqlDatabase::isDriverAvailable(QStringLiteral("QPSQL"))) {
@@ -438,21 +440,94 @@ std::unique_ptr<Database> Database::open(const StoreLocation &location, QString 
         db->m_db.setConnectOptions(options.join(QLatin1Char(';')));
     } else {
         const QFileInfo file(location.path);
-        if (!QDir().mkpath(file.absolutePath())) {
+        if (access == Access::ReadOnly) {
+            // Looking never creates: a mistyped path is an error, not a new empty store.
+            if (!file.exists()) {
+                *error = QStringLiteral("no store at %1 (once init creates one)").arg(location.displayName());
+                return nullptr;
+            }
+        } else if (!QDir().mkpath(file.absolutePath())) {
             *error = QStringLiteral("cannot create the folder %1").arg(file.absolutePath());
             return nullptr;
         }
         db->m_db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), db->m_connectionName);
         db->m_db.setDatabaseName(location.path);
+        if (access == Access::ReadOnly)
+            db->m_db.setConnectOptions(QStringLiteral("QSQLITE_OPEN_READONLY"));
     }
     if (!db->connect(error) || !db->migrate(error))
         return nullptr;
     return db;
 }
 
+bool Database::isStillAtPath(QString *error)
+{
+    if (isPostgres() || !m_fileInode)
+        return true;
+    struct stat now = {};
+    const QByteArray path = QFile::encodeName(m_location.path);
+    const bool exists = ::stat(path.constData(), &now) == 0;
+    if (exists && quint64(now.st_dev) == m_fileDevice && quint64(now.st_ino) == m_fileInode)
+        return true;
+    m_lastFailure = StoreFailure::Permanent;
+    *error = exists ? QStringLiteral("the store file %1 was replaced by another file while in use; stopping so that "
+                                     "nothing is written to the old one")
+                          .arg(m_location.path)
+                    : QStringLiteral("the store file %1 was deleted while in use; stopping so that nothing is written "
+                                     "to a file nobody can see")
+                          .arg(m_location.path);
+    return false;
+}
+
+bool Database::checkIntegrity(QString *error)
+{
+    if (isPostgres())
+        return true;
+    QSqlQuery query(m_db);
+    if (!query.exec(QStringLiteral("PRAGMA quick_check(5)"))) {
+        noteFailure(query.lastError());
+        *error = QStringLiteral("the store %1 cannot be checked: %2").arg(m_location.displayName(), query.lastError().text());
+        return false;
+    }
+    QStringList problems;
+    while (query.next()) {
+        for (const auto &line : query.value(0).toString().split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
+            if (!line.startsWith(QLatin1String("***"))) // "*** in database main ***"
+                problems << line.simplified();
+        }
+    }
+    if (problems == QStringList{QStringLiteral("ok")})
+        return true;
+    m_lastFailure = StoreFailure::Permanent;
+    *error = QStringLiteral("the store %1 is corrupt: %2").arg(m_location.displayName(), problems.join(QLatin1String("; ")));
+    return false;
+}
+
+// Changing the journal mode needs the file to itself, and SQLite answers "database is
+// locked" at once rather than call the busy handler (which could deadlock there): two
+// processes opening a new store together (two `once init`, or init and enqueue) meet here.
+bool Database::execWhileBusy(const QString &sql, QString *error)
+{
+    constexpr int MaxWaitMs = 30000;
+    for (int waited = 0;; waited += 2) {
+        QSqlQuery query(m_db);
+        if (query.exec(sql))
+            return true;
+        noteFailure(query.lastError());
+        if (m_lastFailure != StoreFailure::Contention || waited >= MaxWaitMs) {
+            *error = QStringLiteral("%1 (in: %2)").arg(query.lastError().text(), sql);
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+}
+
 bool Database::connect(QString *error)
 {
     if (!m_db.open()) {
+        noteFailure(m_db.lastError());
+        if (isPostgres() && m_lastFailure == StoreFailure::Permanent)
+            m_lastFailure = StoreFailure::ConnectionLost; // a server that cannot be reached yet
         QString reason = m_db.lastError().text().simplified();
         // libpq's own words for a missing password do not say what to do about it.
         if (reason.contains(QLatin1String("no password supplied")))
@@ -465,6 +540,9 @@ bool Database::connect(QString *error)
         // libpq on every start; warnings and errors still do.
         if (!exec(QStringLiteral("SET client_min_messages = warning"), error))
             return false;
+        if (isReadOnly()
+            && !exec(QStringLiteral("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"), error))
+            return false;
         for (const auto &channel : std::as_const(m_channels))
             m_db.driver()->subscribeToNotification(channel);
         return true;
@@ -474,17 +552,24 @@ bool Database::connect(QString *error)
         if (auto *connection = *static_cast<sqlite3 *const *>(handle.constData()))
             sqlite3_busy_handler(connection, retryWhileBusy, nullptr);
     }
-    // WAL lets readers (the console, `once stats`) run beside a writing worker;
-    // synchronous=FULL makes every commit, and so every claim, durable before the
-    // partner is called.
+    struct stat opened = {};
+    if (::stat(QFile::encodeName(m_location.path).constData(), &opened) == 0) {
+        m_fileDevice = quint64(opened.st_dev);
+        m_fileInode = quint64(opened.st_ino);
+    }
     // A larger page cache and memory-mapped reads keep a busy worker from paying a
     // system call for every page it touches.
-    for (const auto pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=OFF",
-                              "PRAGMA cache_size=-65536", "PRAGMA mmap_size=1073741824"}) {
+    for (const auto pragma : {"PRAGMA foreign_keys=OFF", "PRAGMA cache_size=-65536", "PRAGMA mmap_size=1073741824"}) {
         if (!exec(QString::fromLatin1(pragma), error))
             return false;
     }
-    return true;
+    if (isReadOnly())
+        return true; // the file keeps the journal mode its writers gave it
+    // WAL lets readers (the console, `once stats`) run beside a writing worker;
+    // synchronous=FULL makes every commit, and so every claim, durable before the
+    // partner is called.
+    return execWhileBusy(QStringLiteral("PRAGMA journal_mode=WAL"), error)
+           && exec(QStringLiteral("PRAGMA synchronous=FULL"), error);
 }
 
 bool Database::ensureConnected(QString *error)
@@ -507,14 +592,60 @@ bool Database::ensureConnected(QString *error)
     return true;
 }
 
-void Database::noteFailure()
+void Database::noteFailure(const QSqlError &failure)
 {
+    m_lastFailure = classifyStoreFailure(isPostgres(), failure.nativeErrorCode());
     if (isPostgres())
         m_connectionSuspect = true;
 }
 
+bool Database::readSchemaVersion(int *version, QString *error)
+{
+    QSqlQuery query(m_db);
+    const QString exists = isPostgres()
+                               ? QStringLiteral("SELECT to_regclass('schema_version') IS NOT NULL")
+                               : QStringLiteral("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'");
+    const bool known = query.exec(exists) && query.next();
+    const bool present = known && query.value(0).toBool();
+    if (known && present)
+        query.exec(QStringLiteral("SELECT version FROM schema_version"));
+    if (!known || (present && !query.isActive())) {
+        noteFailure(query.lastError());
+        *error = QStringLiteral("cannot read the store %1: %2").arg(m_location.displayName(), query.lastError().text());
+        return false;
+    }
+    *version = present && query.next() ? query.value(0).toInt() : 0;
+    return true;
+}
+
+// Writes only to upgrade: opening a store that is up to date writes nothing, so two
+// processes opening it together never wait for each other here, and a store on a
+// read-only disk opens at all.
 bool Database::migrate(QString *error)
 {
+    int version = 0;
+    if (!readSchemaVersion(&version, error))
+        return false;
+    const auto newer = [&] {
+        *error = QStringLiteral("the store %1 has schema version %2, newer than this program knows (%3): "
+                                "upgrade once before using this store")
+                     .arg(m_location.displayName(), QString::number(version), QString::number(LatestVersion));
+        return false;
+    };
+    if (version > LatestVersion)
+        return newer();
+    if (version == LatestVersion) {
+        m_schemaVersion = version;
+        return true;
+    }
+    if (isReadOnly()) {
+        m_lastFailure = StoreFailure::Permanent;
+        *error = version == 0 ? QStringLiteral("%1 is not a once store (once init creates one)").arg(m_location.displayName())
+                              : QStringLiteral("the store %1 has schema version %2, older than this program's (%3): "
+                                               "once init upgrades it")
+                                    .arg(m_location.displayName(), QString::number(version), QString::number(LatestVersion));
+        return false;
+    }
     Transaction transaction(*this);
     if (!transaction.begin(error))
         return false;
@@ -522,21 +653,12 @@ bool Database::migrate(QString *error)
         return false;
     if (!exec(QStringLiteral("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"), error))
         return false;
-    QSqlQuery query(m_db);
-    if (!query.exec(QStringLiteral("SELECT version FROM schema_version"))) {
-        *error = query.lastError().text();
+    // Another process may have upgraded it while this one waited for the lock.
+    if (!readSchemaVersion(&version, error))
         return false;
-    }
-    int version = query.next() ? query.value(0).toInt() : 0;
-    query.finish();
-    if (version > LatestVersion) {
-        *error = QStringLiteral("the store %1 has schema version %2, newer than this program knows (%3): "
-                                "upgrade once before using this store")
-                     .arg(m_location.displayName())
-                     .arg(version)
-                     .arg(LatestVersion);
-        return false;
-    }
+    if (version > LatestVersion)
+        return newer();
+    const bool upgrading = version < LatestVersion;
     for (; version < LatestVersion; ++version) {
         const char *script = isPostgres() ? Migrations[version].postgres : Migrations[version].sqlite;
         const auto statements = QString::fromLatin1(script).split(QLatin1Char(';'), Qt::SkipEmptyParts);
@@ -548,8 +670,9 @@ bool Database::migrate(QString *error)
         }
         qCDebug(lcDatabase) << "store upgraded to schema version" << version + 1;
     }
-    if (!exec(QStringLiteral("DELETE FROM schema_version"), error)
-        || !exec(QStringLiteral("INSERT INTO schema_version (version) VALUES (%1)").arg(LatestVersion), error))
+    if (upgrading
+        && (!exec(QStringLiteral("DELETE FROM schema_version"), error)
+            || !exec(QStringLiteral("INSERT INTO schema_version (version) VALUES (%1)").arg(LatestVersion), error)))
         return false;
     m_schemaVersion = LatestVersion;
     return transaction.commit(error);
@@ -583,7 +706,7 @@ QSqlQuery &Database::prepared(const QString &sql)
         slot->setForwardOnly(true);
         if (!slot->prepare(sql)) {
             qCWarning(lcDatabase).noquote() << "cannot prepare" << sql.simplified().left(120) << slot->lastError().text();
-            noteFailure();
+            noteFailure(slot->lastError());
         }
     }
     return *slot;
@@ -598,7 +721,7 @@ bool Database::exec(QSqlQuery &query, QString *error)
 {
     if (query.exec())
         return true;
-    noteFailure();
+    noteFailure(query.lastError());
     if (error)
         *error = query.lastError().text();
     return false;
@@ -609,7 +732,7 @@ bool Database::exec(const QString &sql, QString *error)
     QSqlQuery query(m_db);
     if (query.exec(sql))
         return true;
-    noteFailure();
+    noteFailure(query.lastError());
     if (error)
         *error = QStringLiteral("%1 (in: %2)").arg(query.lastError().text(), sql.simplified().left(80));
     return false;

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "storefailure.h"
+
 #include <QSqlDatabase>
 #include <QSqlQuery>
 #include <QString>
@@ -54,12 +56,28 @@ class Database final
 public:
     ~Database();
 
-    static std::unique_ptr<Database> open(const StoreLocation &location, QString *error);
+    // ReadOnly: for the commands that only look (stats, events, history, ...): nothing is
+    // written, not even the schema version, so they work on a backup, a read-only disk
+    // or a store they may only read. A store whose schema needs an upgrade is refused.
+    enum class Access { ReadWrite, ReadOnly };
+    static std::unique_ptr<Database> open(const StoreLocation &location, QString *error,
+                                          Access access = Access::ReadWrite);
 
     QSqlDatabase &connection() { return m_db; }
     const StoreLocation &location() const { return m_location; }
     bool isPostgres() const { return m_location.kind == StoreLocation::Kind::Postgres; }
     int schemaVersion() const { return m_schemaVersion; }
+    bool isReadOnly() const { return m_access == Access::ReadOnly; }
+
+    // What the last failed call met (see StoreFailure): whether to try again.
+    StoreFailure lastFailure() const { return m_lastFailure; }
+    // SQLite: whether the file at the store's path is still the one this connection has
+    // open. A store deleted or replaced under a running worker would otherwise take its
+    // writes into an unlinked file while producers enqueue into the new one, unseen.
+    // Always true on PostgreSQL.
+    bool isStillAtPath(QString *error);
+    // SQLite: PRAGMA quick_check, for `once init` (an open alone can miss a corrupt page).
+    bool checkIntegrity(QString *error);
 
     // PostgreSQL only (a no-op on SQLite, where every reader polls one file): wakes the
     // listeners of a channel when the current transaction commits, at once if none is open.
@@ -90,14 +108,21 @@ public:
 private:
     Database() = default;
     bool connect(QString *error);
+    bool readSchemaVersion(int *version, QString *error);
     bool migrate(QString *error);
     bool ensureConnected(QString *error);
-    void noteFailure();
+    void noteFailure(const QSqlError &failure);
+    bool execWhileBusy(const QString &sql, QString *error);
 
     QSqlDatabase m_db;
     QString m_connectionName;
     StoreLocation m_location;
     int m_schemaVersion = 0;
+    Access m_access = Access::ReadWrite;
+    StoreFailure m_lastFailure = StoreFailure::None;
+    // SQLite: the file this connection opened (device and inode).
+    quint64 m_fileDevice = 0;
+    quint64 m_fileInode = 0;
     int m_transactionDepth = 0;
     bool m_rollbackOnly = false;
     // A statement failed outside SQLite: the server may have gone (failover, restart,

@@ -26,6 +26,9 @@ constexpr qint64 MaxWriteWaitMs = 25;
 // Smaller turns run on one connection: splitting them saves the server less time than
 // the second thread and backend cost when workers share the CPU with the database.
 constexpr int MinSplitTurnHalf = 32;
+// How long a permanent store failure may last before the engine gives up (see
+// noteStoreFailure): long enough for a brief I/O error or a failover's read-only moment.
+constexpr qint64 PermanentStoreFailureMs = 10000;
 } // namespace
 
 Engine::Engine(const EngineConfig &config, QObject *parent)
@@ -246,6 +249,7 @@ void Engine::onTurnPartDone(const TurnResult &result, TurnPart part)
         return;
     TurnResult &merged = m_turn->result;
     merged.ok = merged.ok && result.ok;
+    merged.failure = std::max(merged.failure, result.failure); // the graver of the two
     if (!result.error.isEmpty())
         merged.error += (merged.error.isEmpty() ? QString() : QStringLiteral("; ")) + result.error;
     if (part != TurnPart::Claims)
@@ -279,10 +283,8 @@ void Engine::onTurnDone(TurnResult result)
         m_pendingAttempts = request.attempts + m_pendingAttempts;
         m_pendingSettlements = request.settlements + m_pendingSettlements;
     }
-    if (!result.ok) {
-        qCWarning(lcEngine).noquote() << "store write failed, retrying:" << result.error;
-        emit errorOccurred(QStringLiteral("store write failed: ") + result.error);
-    }
+    if (!result.ok && !noteStoreFailure(result))
+        return; // the engine stopped
     if (!result.claims.isEmpty())
         failpoint("after-claim");
 
@@ -326,6 +328,7 @@ void Engine::onTurnDone(TurnResult result)
         scheduleCycle(StoreRetryMs);
         return;
     }
+    m_storeFailure = {};
     if (m_stopping && m_inFlight == 0 && !hasPendingWrites()) {
         finish(0);
         return;
@@ -346,6 +349,35 @@ void Engine::onTurnDone(TurnResult result)
         ++m_idleTurns;
         scheduleCycle(idleWaitMs());
     }
+}
+
+// Contention and a lost connection pass: the turn is tried again, for as long as it
+// takes. A permanent failure (a corrupt, full, read-only, replaced or deleted store)
+// does not: once it has lasted PermanentStoreFailureMs the engine stops with one line,
+// and what is in flight is left as after a crash (in doubt, found by the next worker).
+// Returns false when it stopped.
+bool Engine::noteStoreFailure(const TurnResult &result)
+{
+    const qint64 now = nowMs();
+    const bool permanent = result.failure == StoreFailure::Permanent;
+    if (!permanent)
+        m_storeFailure.permanentSinceMs = 0;
+    else if (!m_storeFailure.permanentSinceMs)
+        m_storeFailure.permanentSinceMs = now;
+    if (permanent && now - m_storeFailure.permanentSinceMs >= PermanentStoreFailureMs) {
+        fail(QStringLiteral("stopping: the store %1 cannot be used (%2): %3")
+                 .arg(m_storeDisplayName, QString::fromLatin1(storeFailureName(result.failure)), result.error));
+        return false;
+    }
+    // A failing store fails every quarter second: say so when it changes, then every 10 s.
+    if (result.error != m_storeFailure.lastError || now - m_storeFailure.lastWarnedMs >= 10000) {
+        m_storeFailure.lastError = result.error;
+        m_storeFailure.lastWarnedMs = now;
+        qCWarning(lcEngine).noquote() << QStringLiteral("store write failed (%1), retrying: %2")
+                                                 .arg(QString::fromLatin1(storeFailureName(result.failure)), result.error);
+        emit errorOccurred(QStringLiteral("store write failed: ") + result.error);
+    }
+    return true;
 }
 
 // The turn's settlements are on the queue: those messages are no longer in flight.

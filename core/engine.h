@@ -146,6 +146,7 @@ private:
     void runTurnPart(EngineStore *side, const TurnRequest &request, TurnPart part);
     void onTurnPartDone(const TurnResult &result, TurnPart part);
     void onTurnDone(TurnResult result);
+    bool noteStoreFailure(const TurnResult &result);
     void settled(const Turn &turn, qint64 committedAtMs);
     // Runs a store call on the store's thread and waits for it.
     template<typename Function>
@@ -195,6 +196,12 @@ private:
     QList<Attempt> m_pendingAttempts;
     QList<Settlement> m_pendingSettlements;
     EngineCounters m_counters;
+    struct StoreFailureSpell
+    {
+        qint64 permanentSinceMs = 0;
+        qint64 lastWarnedMs = 0;
+        QString lastError;
+    } m_storeFailure; // since the last turn that went through
 };
 
 } // namespace once

@@ -60,10 +60,14 @@ QString EngineStore::queueDisplayName() const
 
 TurnResult EngineStore::runTurn(const TurnRequest &request)
 {
+    Database &database = m_store->database();
+    TurnResult turn;
+    if (!database.isStillAtPath(&turn.error)) {
+        turn.failure = StoreFailure::Permanent;
+        return turn;
+    }
     if (m_broker)
         return runBrokerTurn(request);
-    TurnResult turn;
-    Database &database = m_store->database();
     Transaction batch(database);
     const bool writes = !request.updates.isEmpty() || !request.attempts.isEmpty() || !request.settlements.isEmpty();
     bool ok = batch.begin(&turn.error);
@@ -91,6 +95,7 @@ TurnResult EngineStore::runTurn(const TurnRequest &request)
     if (!turn.ok) {
         // The leases and claims were rolled back: those messages stay on the queue.
         forgetLeases(&turn);
+        turn.failure = database.lastFailure();
     }
     return turn;
 }
@@ -102,13 +107,19 @@ TurnResult EngineStore::runTurn(const TurnRequest &request)
 TurnResult EngineStore::runBrokerTurn(const TurnRequest &request)
 {
     TurnResult turn;
+    // A broker that fails is one that went away for now; the store says for itself.
+    turn.failure = StoreFailure::ConnectionLost;
+    const auto storeFailed = [this, &turn] {
+        turn.failure = m_store->database().lastFailure();
+        return turn;
+    };
     if (!request.updates.isEmpty() || !request.attempts.isEmpty()) {
         Transaction outcomes(m_store->database());
         if (!outcomes.begin(&turn.error) || !m_store->ledger().record(request.updates, request.attempts, &turn.error))
-            return turn;
+            return storeFailed();
         failpoint("after-record");
         if (!outcomes.commit(&turn.error))
-            return turn;
+            return storeFailed();
     }
     // The outcomes are durable: if settling fails now, the broker redelivers those
     // messages and the ledger answers them as duplicates.
@@ -127,11 +138,13 @@ TurnResult EngineStore::runBrokerTurn(const TurnRequest &request)
     }
     if (turn.leased.isEmpty()) {
         turn.ok = true;
+        turn.failure = StoreFailure::None;
         return turn;
     }
     failpoint("after-consume");
     Transaction claims(m_store->database());
     turn.ok = claims.begin(&turn.error) && claimLeased(request, &turn) && claims.commit(&turn.error);
+    turn.failure = turn.ok ? StoreFailure::None : m_store->database().lastFailure();
     if (!turn.ok) {
         // Nothing was claimed: hand the deliveries back rather than hold them unacked.
         QList<Settlement> release;

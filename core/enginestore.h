@@ -3,6 +3,7 @@
 #include "brokerqueue.h"
 #include "ledger.h"
 #include "messagequeue.h"
+#include "storefailure.h"
 
 #include <QObject>
 
@@ -30,6 +31,7 @@ struct TurnResult
     // PostgreSQL commits the writes before leasing: a turn can fail after them.
     bool writesCommitted = false;
     QString error;
+    StoreFailure failure = StoreFailure::None; // what the failed step met: try again, or not
     QList<QueueMessage> leased;
     QList<ClaimRequest> claims;  // the leased messages that parse...
     QList<int> claimedMessages;  // ...at these indexes of leased

@@ -19,12 +19,13 @@ class Store final
     Q_DISABLE_COPY_MOVE(Store)
 
 public:
-    static std::unique_ptr<Store> open(const QString &url, QString *error)
+    static std::unique_ptr<Store> open(const QString &url, QString *error,
+                                       Database::Access access = Database::Access::ReadWrite)
     {
         const auto location = StoreLocation::parse(url, error);
         if (!location)
             return nullptr;
-        auto db = Database::open(*location, error);
+        auto db = Database::open(*location, error, access);
         if (!db)
             return nullptr;
         return std::unique_ptr<Store>(new Store(std::move(db)));

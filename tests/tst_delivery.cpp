@@ -39,6 +39,7 @@
 #include <QUrl>
 #include <QUrlQuery>
 
+#include <csignal>
 #include <functional>
 #include <memory>
 
@@ -93,6 +94,7 @@ private slots:
     void badInputDelayOverLimitIsUsageError();
     void badInputUncheckedMessageIsDeadLettered();
     void outageLongerThanRetryBudgetThenRedrive();
+    void sigtermFinishesInFlight_data();
     void sigtermFinishesInFlight();
     void largeTurnsSurviveACrash();
     void claimsRunAheadOfSendsOnlyWhenResending_data();
@@ -901,8 +903,18 @@ void DeliveryTest::outageLongerThanRetryBudgetThenRedrive()
     QVERIFY2(audit.first().endsWith(QStringLiteral("|%1").arg(Count)), qPrintable(audit.first()));
 }
 
+void DeliveryTest::sigtermFinishesInFlight_data()
+{
+    QTest::addColumn<int>("signal");
+    QTest::newRow("SIGTERM") << int(SIGTERM);
+    // A closed terminal or a careless kill -HUP: killed by it, a worker would leave its
+    // claims to expire in doubt.
+    QTest::newRow("SIGHUP") << int(SIGHUP);
+}
+
 void DeliveryTest::sigtermFinishesInFlight()
 {
+    QFETCH(int, signal);
     PartnerProfile slow;
     slow.latencyMs = 500;
     m_partner->setProfile(slow);
@@ -912,7 +924,7 @@ void DeliveryTest::sigtermFinishesInFlight()
 
     QProcess *worker = startWorker({QStringLiteral("--concurrency"), QStringLiteral("8")});
     QVERIFY(pumpUntil([this] { return m_partner->stats().effects >= 1; }, WorkerTimeoutMs));
-    worker->terminate(); // SIGTERM: stop consuming, finish what is in flight
+    ::kill(pid_t(worker->processId()), signal); // stop consuming, finish what is in flight
     const auto stopped = waitFor(worker, 5000);
     QVERIFY2(stopped.exitedWith(0), stopped.describe().constData());
     QVERIFY2(stopped.err.contains("stopping, finishing what is in flight"), stopped.err.constData());

@@ -7,8 +7,10 @@
 #include <QCoreApplication>
 #include <QSocketNotifier>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <thread>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,9 +19,16 @@ namespace once::cli {
 namespace {
 
 int signalPipe[2] = {-1, -1};
+std::atomic<int> signalsReceived{0};
 
 void onTerminationSignal(int)
 {
+    // A second signal means "now": the event loop may be the very thing that is stuck.
+    if (signalsReceived.fetch_add(1) >= 1) {
+        static const char message[] = "once: stopping at once; deliveries in flight will show as in doubt\n";
+        [[maybe_unused]] const auto written = ::write(STDERR_FILENO, message, sizeof message - 1);
+        ::_exit(Failure);
+    }
     const char byte = 1;
     [[maybe_unused]] const auto written = ::write(signalPipe[1], &byte, 1);
 }
@@ -27,7 +36,8 @@ void onTerminationSignal(int)
 } // namespace
 
 // A signal handler may do almost nothing itself: it writes a byte that the event loop
-// reads.
+// reads. SIGHUP (a closed terminal, a careless `kill -HUP`) stops as gently as SIGTERM:
+// killed abruptly, a worker would leave its claims to expire in doubt.
 void watchTerminationSignals(QObject *context, std::function<void()> onSignal)
 {
     if (::socketpair(AF_UNIX, SOCK_STREAM, 0, signalPipe) != 0)
@@ -44,6 +54,19 @@ void watchTerminationSignals(QObject *context, std::function<void()> onSignal)
     action.sa_flags = SA_RESTART;
     sigaction(SIGTERM, &action, nullptr);
     sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGHUP, &action, nullptr);
+}
+
+// On a thread of its own, so that it fires even when the event loop waits on a store that
+// does not answer.
+void exitAfter(std::chrono::milliseconds grace, const QString &message)
+{
+    std::thread([grace, line = QByteArray(message.toLocal8Bit() + '\n')] {
+        std::this_thread::sleep_for(grace);
+        std::fputs(line.constData(), stderr);
+        std::fflush(stderr);
+        std::_Exit(Failure);
+    }).detach();
 }
 
 Command::Command(const QString &name, const QString &description, const QString &synopsis) : m_name(name)
@@ -82,10 +105,11 @@ QString Command::storeUrl() const
     return m_parser.isSet(QStringLiteral("store")) ? m_parser.value(QStringLiteral("store")) : defaultStoreUrl();
 }
 
-std::unique_ptr<Store> Command::openStore() const
+std::unique_ptr<Store> Command::openStore(Access access) const
 {
     QString error;
-    auto store = Store::open(storeUrl(), &error);
+    auto store = Store::open(storeUrl(), &error,
+                             access == Access::ReadOnly ? Database::Access::ReadOnly : Database::Access::ReadWrite);
     if (!store)
         failure(error);
     return store;

@@ -5,6 +5,7 @@
 #include <QJsonDocument>
 #include <QStringList>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 
@@ -29,7 +30,10 @@ public:
     // Returns -1 to go on, or the exit code to return.
     int parse(const QStringList &arguments);
     QString storeUrl() const;
-    std::unique_ptr<Store> openStore() const; // prints the error itself
+    // Prints the error itself. ReadOnly for the commands that only look: they write
+    // nothing, so they work on a backup, a read-only disk or a store they may only read.
+    enum class Access { ReadWrite, ReadOnly };
+    std::unique_ptr<Store> openStore(Access access = Access::ReadWrite) const;
     // --queue, for the subcommands that touch the queue: a broker's queue, else the store's.
     void addQueueOption();
     QString queueUrl() const; // --queue, else $ONCE_QUEUE; empty: the store's own queue
@@ -57,8 +61,11 @@ template<typename Rows> void printJsonArray(const Rows &rows)
 }
 void printLine(const QString &line);
 int failure(const QString &message);
-// Turns SIGTERM and SIGINT into a call on the event loop.
+// Turns SIGTERM, SIGINT and SIGHUP into a call on the event loop; a second one exits at once.
 void watchTerminationSignals(QObject *context, std::function<void()> onSignal);
+// Ends the process with status 1 and this line after the grace period, whatever the event
+// loop is doing: for a stop that must not wait for ever on a store or a partner.
+void exitAfter(std::chrono::milliseconds grace, const QString &message);
 
 int runInit(const QStringList &arguments);
 int runEnqueue(const QStringList &arguments);

@@ -57,9 +57,12 @@ int runInit(const QStringList &arguments)
     const auto store = command.openStore();
     if (!store)
         return Failure;
+    // An open reads little of the file: a store corrupt further in would be called ready.
+    QString integrityError;
+    if (!store->database().checkIntegrity(&integrityError))
+        return failure(integrityError);
     printLine(QStringLiteral("store %1 ready (schema version %2)")
-                  .arg(store->database().location().displayName())
-                  .arg(store->database().schemaVersion()));
+                  .arg(store->database().location().displayName(), QString::number(store->database().schemaVersion())));
     if (command.queueUrl().isEmpty())
         return Ok;
     const auto broker = command.openBrokerQueue();
@@ -166,7 +169,7 @@ int runStats(const QStringList &arguments)
     command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
-    const auto store = command.openStore();
+    const auto store = command.openStore(Command::Access::ReadOnly);
     if (!store)
         return Failure;
     QString error;
@@ -208,7 +211,7 @@ int runHistory(const QStringList &arguments)
         return exit;
     if (command.parser().positionalArguments().size() != 1)
         return command.usageError(QStringLiteral("give one send key or event id"));
-    const auto store = command.openStore();
+    const auto store = command.openStore(Command::Access::ReadOnly);
     if (!store)
         return Failure;
     QString error;
@@ -264,7 +267,7 @@ int runEvents(const QStringList &arguments)
                              LedgerState::Dead};
     if (!state.isEmpty() && !states.contains(state))
         return command.usageError(QStringLiteral("unknown state \"%1\" (one of %2)").arg(state, states.join(QLatin1String(", "))));
-    const auto store = command.openStore();
+    const auto store = command.openStore(Command::Access::ReadOnly);
     if (!store)
         return Failure;
     EventFilter filter;
@@ -298,7 +301,7 @@ int runDeadLetters(const QStringList &arguments)
     QString error;
     std::optional<QList<DeadLetter>> letters;
     if (command.queueUrl().isEmpty()) {
-        const auto store = command.openStore();
+        const auto store = command.openStore(Command::Access::ReadOnly);
         if (!store)
             return Failure;
         letters = store->inspector().deadLetters(filter, &error);
@@ -358,7 +361,8 @@ int runRedrive(const QStringList &arguments)
     }
     if (!all && filter.sendKeys.isEmpty() && filter.errorClass.isEmpty() && !filter.sinceMs)
         return command.usageError(QStringLiteral("choose what to redrive: --all, --key, --error-class or --since"));
-    const auto store = command.openStore();
+    const auto store = command.openStore(parser.isSet(QStringLiteral("dry-run")) ? Command::Access::ReadOnly
+                                                                                 : Command::Access::ReadWrite);
     if (!store)
         return Failure;
     std::unique_ptr<BrokerQueue> broker;
@@ -425,7 +429,7 @@ int runInDoubt(const QStringList &arguments)
     command.parser().addOption({QStringLiteral("json"), QStringLiteral("Print JSON.")});
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
-    const auto store = command.openStore();
+    const auto store = command.openStore(Command::Access::ReadOnly);
     if (!store)
         return Failure;
     QString error;

@@ -11,12 +11,20 @@
 
 namespace once::cli {
 
+namespace {
+// Beyond the last send's timeout, for its outcome and the others' to be recorded.
+constexpr int StopGraceMarginMs = 5000;
+} // namespace
+
 int runWorker(const QStringList &arguments)
 {
     Command command(QStringLiteral("worker"),
                     QStringLiteral("Delivers queued reminders to the partner: claim the send key, send with it as "
                                    "Idempotency-Key, record, ack. The bearer token comes from ONCE_PARTNER_TOKEN. "
-                                   "SIGTERM or SIGINT: stop consuming, finish what is in flight, exit 0."),
+                                   "SIGTERM, SIGINT or SIGHUP: stop consuming, finish what is in flight, exit 0; "
+                                   "what is not finished within --timeout + 5 s (or at a second signal) is left "
+                                   "in doubt, exit 1. A store that fails for good (corrupt, full, read-only, "
+                                   "deleted or replaced) for 10 s: exit 1."),
                     {});
     auto &parser = command.parser();
     parser.addOptions({
@@ -84,8 +92,14 @@ int runWorker(const QStringList &arguments)
         exitCode = code;
         QCoreApplication::exit(code);
     });
-    watchTerminationSignals(&engine, [&engine] {
+    // In flight means at the partner (at most --timeout) or waiting for a turn to record:
+    // past that, a store or a partner that does not answer must not keep the process.
+    const auto grace = std::chrono::milliseconds(config.requestTimeoutMs + StopGraceMarginMs);
+    watchTerminationSignals(&engine, [&engine, grace] {
         std::fputs("once worker: stopping, finishing what is in flight\n", stderr);
+        exitAfter(grace, QStringLiteral("once worker: not stopped after %1 s; exiting now, deliveries still in flight "
+                                        "will show as in doubt")
+                             .arg(grace.count() / 1000));
         engine.stop();
     });
     QTimer progress;

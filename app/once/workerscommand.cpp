@@ -59,7 +59,7 @@ int runWorkers(const QStringList &arguments)
     command.parser().addOption({QStringLiteral("json"), QStringLiteral("Print JSON.")});
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
-    const auto store = command.openStore();
+    const auto store = command.openStore(Command::Access::ReadOnly);
     if (!store)
         return Failure;
     QString error;

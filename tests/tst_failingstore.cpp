@@ -1,0 +1,494 @@
+// The store failing under real `once` processes: a file deleted or replaced under a
+// running worker, a full disk, a corrupt file, a read-only disk or database, a store held
+// locked, two processes creating one store together, and the signals that stop a worker
+// meanwhile. Effects are counted at the in-process partner simulator: whatever the store
+// does, no reminder is lost or applied twice, and every stop is one clear line.
+//
+// Runs on SQLite and on PostgreSQL (STORES in tests/CMakeLists.txt); the disk tests need
+// root to mount a small tmpfs of their own, and skip without it.
+#include "deliveryharness.h"
+#include "partnersimulator.h"
+#include "teststores.h"
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonObject>
+#include <QLoggingCategory>
+#include <QSqlQuery>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <csignal>
+#include <unistd.h>
+
+using namespace once;
+using namespace oncetest;
+
+class FailingStoreTest final : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void initTestCase();
+    void init();
+    void cleanup();
+
+    void storeFileGoneStopsTheWorker_data();
+    void storeFileGoneStopsTheWorker();
+    void fullDiskStopsTheWorkerAndLosesNothing();
+    void corruptStoreIsNeverReady();
+    void readingCommandsWorkOnAReadOnlyDisk();
+    void readOnlyDatabaseStopsTheWorker();
+    void readingCommandsNeedOnlyReadAccess();
+    void sigtermEndsWithinTheGraceWhileTheStoreIsLocked();
+    void racingInitsNeverFail();
+
+private:
+    QString partnerUrl() const { return QStringLiteral("http://127.0.0.1:%1/reminders").arg(m_partner->port()); }
+    QStringList workerArgs(const QStringList &extra = {}) const;
+    // Writes reminders to a file and enqueues them at storeUrl (this test's store when
+    // empty); returns their keys, empty after a warning when the enqueue failed.
+    QList<QByteArray> enqueue(int count, const QString &prefix, const QString &storeUrl = {});
+    // A tmpfs of `size` at a folder of this test's own, unmounted at cleanup; false (and a
+    // skip reason) without the privilege.
+    bool mountScratch(const QString &size, QString *path, QString *why);
+    bool remountReadOnly(const QString &path);
+    QString sqlitePath() const { return m_storeUrl.mid(int(qstrlen("sqlite:"))); }
+    // Effects at the partner per key: empty when each key had exactly one.
+    QString exactlyOnceProblems(const QList<QByteArray> &keys) const;
+
+    TestStores m_stores;
+    QString m_onceBin;
+    QString m_storeUrl;
+    std::unique_ptr<QTemporaryDir> m_dir;
+    std::unique_ptr<PartnerSimulator> m_partner;
+    std::unique_ptr<OnceRunner> m_once;
+    QStringList m_mounts;
+};
+
+void FailingStoreTest::initTestCase()
+{
+    m_onceBin = qEnvironmentVariable("ONCE_BIN");
+    QVERIFY2(QFile::exists(m_onceBin), "ONCE_BIN must name the built once binary (ctest sets it)");
+    QLoggingCategory::setFilterRules(QStringLiteral("once.core.partnersim.debug=false"));
+}
+
+void FailingStoreTest::init()
+{
+    m_dir = std::make_unique<QTemporaryDir>();
+    QVERIFY(m_dir->isValid());
+    m_storeUrl = m_stores.newUrl();
+    m_once = std::make_unique<OnceRunner>(m_onceBin, m_storeUrl);
+    m_partner = std::make_unique<PartnerSimulator>();
+    QString error;
+    QVERIFY2(m_partner->listen(QHostAddress::LocalHost, 0, &error), qPrintable(error));
+}
+
+void FailingStoreTest::cleanup()
+{
+    m_once.reset();
+    m_partner.reset();
+    for (const auto &mount : std::as_const(m_mounts))
+        QProcess::execute(QStringLiteral("umount"), {QStringLiteral("-l"), mount});
+    m_mounts.clear();
+    m_dir.reset();
+}
+
+QStringList FailingStoreTest::workerArgs(const QStringList &extra) const
+{
+    return QStringList{QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl(),
+                       QStringLiteral("--lease"), QStringLiteral("3"), QStringLiteral("--timeout"), QStringLiteral("1"),
+                       QStringLiteral("--backoff-base-ms"), QStringLiteral("50")}
+           + extra;
+}
+
+QList<QByteArray> FailingStoreTest::enqueue(int count, const QString &prefix, const QString &storeUrl)
+{
+    QByteArray lines;
+    QList<QByteArray> keys;
+    for (int i = 0; i < count; ++i) {
+        const auto reminder = makeReminder(prefix, i);
+        lines += reminder.line + '\n';
+        keys.append(reminder.key);
+    }
+    const QString file = m_dir->filePath(prefix + QStringLiteral(".jsonl"));
+    QFile out(file);
+    if (!out.open(QIODevice::WriteOnly) || out.write(lines) != lines.size())
+        return {};
+    out.close();
+    QStringList args{QStringLiteral("enqueue"), file};
+    if (!storeUrl.isEmpty())
+        args << QStringLiteral("--store") << storeUrl;
+    const auto result = m_once->run(args);
+    if (!result.exitedWith(0)) {
+        qWarning("%s", result.describe().constData());
+        return {};
+    }
+    return keys;
+}
+
+bool FailingStoreTest::mountScratch(const QString &size, QString *path, QString *why)
+{
+    if (::geteuid() != 0) {
+        *why = QStringLiteral("mounting a small tmpfs needs root");
+        return false;
+    }
+    *path = m_dir->filePath(QStringLiteral("disk-%1").arg(m_mounts.size()));
+    QDir().mkpath(*path);
+    QProcess mount;
+    mount.start(QStringLiteral("mount"),
+                {QStringLiteral("-t"), QStringLiteral("tmpfs"), QStringLiteral("-o"), QStringLiteral("size=") + size,
+                 QStringLiteral("tmpfs"), *path});
+    if (!mount.waitForFinished(10000) || mount.exitCode() != 0) {
+        *why = QStringLiteral("cannot mount a tmpfs here: ") + QString::fromLocal8Bit(mount.readAllStandardError());
+        return false;
+    }
+    m_mounts.append(*path);
+    return true;
+}
+
+bool FailingStoreTest::remountReadOnly(const QString &path)
+{
+    return QProcess::execute(QStringLiteral("mount"), {QStringLiteral("-o"), QStringLiteral("remount,ro"), path}) == 0;
+}
+
+QString FailingStoreTest::exactlyOnceProblems(const QList<QByteArray> &keys) const
+{
+    const auto effects = m_partner->effectsByKey();
+    QStringList problems;
+    for (const auto &key : keys) {
+        if (effects.value(key) != 1)
+            problems << QStringLiteral("%1 had %2 effects").arg(QString::fromLatin1(key), QString::number(effects.value(key)));
+    }
+    if (effects.size() != keys.size())
+        problems << QStringLiteral("%1 keys had effects, expected %2").arg(effects.size()).arg(keys.size());
+    return problems.mid(0, 10).join(QLatin1String("; "));
+}
+
+void FailingStoreTest::storeFileGoneStopsTheWorker_data()
+{
+    QTest::addColumn<bool>("replaced");
+    QTest::newRow("deleted") << false;
+    QTest::newRow("replaced by a new store") << true;
+}
+
+// A worker that kept its handle on a deleted (or replaced) file would go on writing where
+// nobody looks, while producers enqueue into the file now at the path, unseen.
+void FailingStoreTest::storeFileGoneStopsTheWorker()
+{
+    if (m_stores.isPostgres())
+        QSKIP("a store file is SQLite's");
+    QFETCH(bool, replaced);
+    QVERIFY(m_once->run({QStringLiteral("init")}).exitedWith(0));
+    const auto before = enqueue(5, QStringLiteral("before"));
+    QCOMPARE(before.size(), 5);
+    QProcess *worker = m_once->start(workerArgs());
+    QVERIFY(pumpUntil([&] { return m_partner->stats().effects == 5; }, WorkerTimeoutMs));
+
+    const QString path = sqlitePath();
+    if (replaced) {
+        // As a careless restore would: the old file moved away, a new store in its place.
+        for (const auto suffix : {"", "-wal", "-shm"})
+            QFile::rename(path + QLatin1String(suffix), path + QLatin1String(".old") + QLatin1String(suffix));
+        QVERIFY(m_once->run({QStringLiteral("init")}).exitedWith(0));
+    } else {
+        for (const auto suffix : {"", "-wal", "-shm"})
+            QFile::remove(path + QLatin1String(suffix));
+    }
+    const auto after = replaced ? enqueue(5, QStringLiteral("after")) : QList<QByteArray>();
+    QElapsedTimer clock;
+    clock.start();
+    const auto stopped = m_once->waitFor(worker, WorkerTimeoutMs);
+    QVERIFY2(stopped.exitedWith(1), stopped.describe().constData());
+    QVERIFY2(stopped.err.contains(replaced ? "was replaced by another file while in use" : "was deleted while in use"),
+             stopped.err.constData());
+    QVERIFY2(clock.elapsed() < 30000, "the worker took too long to notice");
+    if (!replaced)
+        return;
+    // What was enqueued into the new store is delivered by a worker on it, once.
+    const auto rest = m_once->run(workerArgs({QStringLiteral("--until-idle")}), {}, WorkerTimeoutMs);
+    QVERIFY2(rest.exitedWith(0), rest.describe().constData());
+    VERIFY_NO_PROBLEMS(exactlyOnceProblems(before + after));
+}
+
+void FailingStoreTest::fullDiskStopsTheWorkerAndLosesNothing()
+{
+    if (m_stores.isPostgres())
+        QSKIP("the disk tests run on SQLite");
+    QString disk, why;
+    if (!mountScratch(QStringLiteral("8M"), &disk, &why))
+        QSKIP(qPrintable(why));
+    const QString store = QStringLiteral("sqlite:") + disk + QStringLiteral("/store.sqlite");
+    QVERIFY(m_once->run({QStringLiteral("init"), QStringLiteral("--store"), store}).exitedWith(0));
+    constexpr int Count = 600;
+    const auto keys = enqueue(Count, QStringLiteral("full"), store);
+    QCOMPARE(keys.size(), Count);
+    PartnerProfile slow;
+    slow.latencyMs = 20;
+    m_partner->setProfile(slow);
+    QProcess *worker = m_once->start(workerArgs({QStringLiteral("--store"), store, QStringLiteral("--concurrency"),
+                                                 QStringLiteral("4")}));
+    QVERIFY(pumpUntil([&] { return m_partner->stats().effects >= 20; }, WorkerTimeoutMs));
+    // Fill what is left of the disk while the worker runs.
+    QFile filler(disk + QStringLiteral("/filler"));
+    QVERIFY(filler.open(QIODevice::WriteOnly));
+    const QByteArray block(16 * 1024, 'x');
+    while (filler.write(block) == block.size() && filler.flush()) {
+    }
+    filler.close();
+
+    QElapsedTimer clock;
+    clock.start();
+    const auto stopped = m_once->waitFor(worker, WorkerTimeoutMs);
+    QVERIFY2(m_partner->stats().effects < Count, "the worker delivered everything: the disk never filled");
+    QVERIFY2(stopped.exitedWith(1), stopped.describe().constData());
+    QVERIFY2(stopped.err.contains("stopping: the store") && stopped.err.contains("disk is full"), stopped.err.constData());
+    QVERIFY2(clock.elapsed() < 40000, "the worker took too long to give up");
+
+    // Space again: a new worker finishes the job; nothing lost, nothing applied twice (the
+    // partner dedupes what the first worker sent without recording).
+    QVERIFY(QFile::remove(disk + QStringLiteral("/filler")));
+    const auto rest = m_once->run(workerArgs({QStringLiteral("--store"), store, QStringLiteral("--until-idle")}), {},
+                                  WorkerTimeoutMs);
+    QVERIFY2(rest.exitedWith(0), rest.describe().constData());
+    VERIFY_NO_PROBLEMS(exactlyOnceProblems(keys));
+    const auto stats = QJsonDocument::fromJson(
+                           m_once->run({QStringLiteral("stats"), QStringLiteral("--json"), QStringLiteral("--store"), store}).out)
+                           .object();
+    VERIFY_NO_PROBLEMS(statsProblems(stats, {{QStringLiteral("acked"), Count},
+                                             {QStringLiteral("ready"), 0},
+                                             {QStringLiteral("in_flight"), 0},
+                                             {QStringLiteral("claimed"), 0}}));
+}
+
+void FailingStoreTest::corruptStoreIsNeverReady()
+{
+    if (m_stores.isPostgres())
+        QSKIP("a corrupt file is SQLite's");
+    QVERIFY(m_once->run({QStringLiteral("init")}).exitedWith(0));
+    QCOMPARE(enqueue(200, QStringLiteral("corrupt")).size(), 200);
+    {
+        QFile file(sqlitePath());
+        QVERIFY(file.open(QIODevice::ReadWrite));
+        QVERIFY(file.size() > 5 * 4096);
+        file.seek(3 * 4096);
+        file.write(QByteArray(8192, char(0xde)));
+    }
+    const auto init = m_once->run({QStringLiteral("init")});
+    QVERIFY2(init.exitedWith(1), init.describe().constData());
+    QVERIFY2(!init.out.contains("ready"), init.out.constData());
+    QVERIFY2(init.err.startsWith("once: the store sqlite:") && init.err.contains(" is corrupt: ")
+                 && init.err.count('\n') == 1,
+             init.err.constData());
+
+    QElapsedTimer clock;
+    clock.start();
+    const auto worker = m_once->run(workerArgs({QStringLiteral("--until-idle")}), {}, WorkerTimeoutMs);
+    QVERIFY2(worker.exitedWith(1), worker.describe().constData());
+    QVERIFY2(worker.err.contains("malformed"), worker.err.constData());
+    QVERIFY2(clock.elapsed() < 40000, "the worker took too long to give up");
+    // Warned once, not four times a second.
+    QVERIFY2(worker.err.count("store write failed") <= 3, worker.err.constData());
+}
+
+void FailingStoreTest::readingCommandsWorkOnAReadOnlyDisk()
+{
+    if (m_stores.isPostgres())
+        QSKIP("the disk tests run on SQLite");
+    QString disk, why;
+    if (!mountScratch(QStringLiteral("16M"), &disk, &why))
+        QSKIP(qPrintable(why));
+    const QString store = QStringLiteral("sqlite:") + disk + QStringLiteral("/store.sqlite");
+    QVERIFY(m_once->run({QStringLiteral("init"), QStringLiteral("--store"), store}).exitedWith(0));
+    const auto keys = enqueue(20, QStringLiteral("ro"), store);
+    QCOMPARE(keys.size(), 20);
+    // Some of it delivered, the rest left by a worker killed mid-run (its -wal and -shm
+    // stay behind, as a crash leaves them).
+    PartnerProfile slow;
+    slow.latencyMs = 200;
+    m_partner->setProfile(slow);
+    QProcess *worker = m_once->start(workerArgs({QStringLiteral("--store"), store}));
+    const auto acked = [&] {
+        return QJsonDocument::fromJson(
+                   m_once->run({QStringLiteral("stats"), QStringLiteral("--json"), QStringLiteral("--store"), store}).out)
+            .object()
+            .value(QLatin1String("acked"))
+            .toInt();
+    };
+    QVERIFY(pumpUntil([&] { return acked() >= 5; }, WorkerTimeoutMs));
+    worker->kill();
+    worker->waitForFinished(5000);
+    QVERIFY2(QFile::exists(disk + QStringLiteral("/store.sqlite-wal")), "no write-ahead log was left behind");
+    QVERIFY(remountReadOnly(disk));
+
+    for (const QStringList &command :
+         {QStringList{QStringLiteral("stats"), QStringLiteral("--json")}, QStringList{QStringLiteral("events")},
+          QStringList{QStringLiteral("history"), QString::fromLatin1(keys.first())}, QStringList{QStringLiteral("dlq")},
+          QStringList{QStringLiteral("in-doubt")}, QStringList{QStringLiteral("workers")},
+          QStringList{QStringLiteral("redrive"), QStringLiteral("--all"), QStringLiteral("--dry-run")}}) {
+        const auto result = m_once->run(command + QStringList{QStringLiteral("--store"), store});
+        QVERIFY2(result.exitedWith(0), result.describe().constData());
+    }
+    QVERIFY(acked() >= 5); // read from the write-ahead log the killed worker left
+    // Writing commands say why they cannot, in one line.
+    const auto enqueueing = m_once->run({QStringLiteral("enqueue"), QStringLiteral("--store"), store,
+                                         m_dir->filePath(QStringLiteral("ro.jsonl"))});
+    QVERIFY2(enqueueing.exitedWith(1), enqueueing.describe().constData());
+    QVERIFY2(enqueueing.err.contains("readonly") || enqueueing.err.contains("read-only"), enqueueing.err.constData());
+    QVERIFY2(enqueueing.err.count('\n') <= 2, enqueueing.err.constData());
+}
+
+// A database the server turns read-only (a primary demoted to a standby, a DBA's switch):
+// the worker's sessions come back read-only, and it stops instead of retrying for ever.
+void FailingStoreTest::readOnlyDatabaseStopsTheWorker()
+{
+    if (!m_stores.isPostgres())
+        QSKIP("a read-only database is PostgreSQL's (the SQLite disk tests cover files)");
+    QVERIFY(m_once->run({QStringLiteral("init")}).exitedWith(0));
+    QCOMPARE(enqueue(20, QStringLiteral("before")).size(), 20);
+    QProcess *worker = m_once->start(workerArgs());
+    QVERIFY(pumpUntil([&] { return m_partner->stats().effects == 20; }, WorkerTimeoutMs));
+
+    const QString database = QUrl(m_storeUrl).path().mid(1);
+    QSqlQuery admin(m_stores.admin());
+    QVERIFY2(admin.exec(QStringLiteral("ALTER DATABASE %1 SET default_transaction_read_only = on").arg(database)),
+             qPrintable(admin.lastError().text()));
+    // New sessions are read-only; end the worker's, as a failover would.
+    QVERIFY2(admin.exec(QStringLiteral("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '%1' "
+                                       "AND pid <> pg_backend_pid()")
+                            .arg(database)),
+             qPrintable(admin.lastError().text()));
+    QCOMPARE(enqueue(1, QStringLiteral("after")).size(), 0); // a producer is refused too
+
+    QElapsedTimer clock;
+    clock.start();
+    const auto stopped = m_once->waitFor(worker, WorkerTimeoutMs);
+    admin.exec(QStringLiteral("ALTER DATABASE %1 RESET default_transaction_read_only").arg(database));
+    QVERIFY2(stopped.exitedWith(1), stopped.describe().constData());
+    QVERIFY2(stopped.err.contains("stopping: the store") && stopped.err.contains("read-only transaction"),
+             stopped.err.constData());
+    QVERIFY2(clock.elapsed() < 40000, "the worker took too long to give up");
+}
+
+// A role that may only read (support staff, a reporting job) can look at everything.
+void FailingStoreTest::readingCommandsNeedOnlyReadAccess()
+{
+    if (!m_stores.isPostgres())
+        QSKIP("roles are PostgreSQL's (readingCommandsWorkOnAReadOnlyDisk covers SQLite)");
+    QVERIFY(m_once->run({QStringLiteral("init")}).exitedWith(0));
+    const auto keys = enqueue(3, QStringLiteral("look"));
+    QCOMPARE(keys.size(), 3);
+    QVERIFY(m_once->run(workerArgs({QStringLiteral("--until-idle")}), {}, WorkerTimeoutMs).exitedWith(0));
+
+    const QString database = QUrl(m_storeUrl).path().mid(1);
+    const QString role = database + QStringLiteral("_reader");
+    QSqlQuery admin(m_stores.admin());
+    QVERIFY2(admin.exec(QStringLiteral("CREATE ROLE %1 LOGIN PASSWORD 'reader-pw'").arg(role)),
+             qPrintable(admin.lastError().text()));
+    {
+        QSqlDatabase db = m_stores.openRaw(m_storeUrl, QStringLiteral("failingstore-grant"));
+        QSqlQuery grant(db);
+        QVERIFY2(grant.exec(QStringLiteral("GRANT SELECT ON ALL TABLES IN SCHEMA public TO %1").arg(role)),
+                 qPrintable(grant.lastError().text()));
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("failingstore-grant"));
+    QUrl url(m_storeUrl);
+    url.setUserName(role);
+    url.setPassword(QStringLiteral("reader-pw"));
+    const QString readerUrl = url.toString(QUrl::FullyEncoded);
+    for (const QStringList &command :
+         {QStringList{QStringLiteral("stats")}, QStringList{QStringLiteral("events")},
+          QStringList{QStringLiteral("history"), QString::fromLatin1(keys.first())}, QStringList{QStringLiteral("dlq")},
+          QStringList{QStringLiteral("in-doubt")}, QStringList{QStringLiteral("workers")}}) {
+        const auto result = m_once->run(command + QStringList{QStringLiteral("--store"), readerUrl});
+        QVERIFY2(result.exitedWith(0), result.describe().constData());
+    }
+    const auto enqueueing = m_once->run({QStringLiteral("enqueue"), QStringLiteral("--store"), readerUrl,
+                                         m_dir->filePath(QStringLiteral("look.jsonl"))});
+    QVERIFY2(enqueueing.exitedWith(1), enqueueing.describe().constData());
+    QVERIFY2(enqueueing.err.contains("permission denied"), enqueueing.err.constData());
+    admin.exec(QStringLiteral("REVOKE ALL ON ALL TABLES IN SCHEMA public FROM %1").arg(role));
+}
+
+// A store that does not answer (here: held locked by another session) must not keep a
+// stopping worker for ever: within --timeout + 5 s it exits, and what it had in flight
+// is left as after a crash.
+void FailingStoreTest::sigtermEndsWithinTheGraceWhileTheStoreIsLocked()
+{
+    QVERIFY(m_once->run({QStringLiteral("init")}).exitedWith(0));
+    const auto keys = enqueue(40, QStringLiteral("locked"));
+    QCOMPARE(keys.size(), 40);
+    PartnerProfile slow;
+    slow.latencyMs = 300;
+    m_partner->setProfile(slow);
+    QProcess *worker = m_once->start(workerArgs({QStringLiteral("--concurrency"), QStringLiteral("4")}));
+    QVERIFY(pumpUntil([&] { return m_partner->stats().effects >= 4 && m_partner->stats().held > 0; }, WorkerTimeoutMs));
+
+    {
+        QSqlDatabase lock = m_stores.openRaw(m_storeUrl, QStringLiteral("failingstore-lock"));
+        QSqlQuery hold(lock);
+        QVERIFY2(hold.exec(m_stores.isPostgres() ? QStringLiteral("BEGIN") : QStringLiteral("BEGIN EXCLUSIVE")),
+                 qPrintable(hold.lastError().text()));
+        if (m_stores.isPostgres())
+            QVERIFY2(hold.exec(QStringLiteral("LOCK TABLE ledger, queue, attempts IN ACCESS EXCLUSIVE MODE")),
+                     qPrintable(hold.lastError().text()));
+        QTest::qWait(1000); // the worker's next turn now waits on the lock
+        QElapsedTimer clock;
+        clock.start();
+        ::kill(pid_t(worker->processId()), SIGTERM);
+        const auto stopped = m_once->waitFor(worker, 30000);
+        const qint64 took = clock.elapsed();
+        hold.exec(QStringLiteral("ROLLBACK"));
+        lock.close();
+        QVERIFY2(stopped.exitedWith(1), stopped.describe().constData());
+        QVERIFY2(stopped.err.contains("not stopped after 6 s; exiting now, deliveries still in flight will show as in doubt"),
+                 stopped.err.constData());
+        QVERIFY2(took >= 5000 && took < 15000, qPrintable(QStringLiteral("stopped after %1 ms").arg(took)));
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("failingstore-lock"));
+
+    // Nothing lost: a new worker finds what was in flight in doubt and resends it with its
+    // key; the partner dedupes.
+    m_partner->setProfile(PartnerProfile{});
+    const auto rest = m_once->run(workerArgs({QStringLiteral("--until-idle")}), {}, WorkerTimeoutMs);
+    QVERIFY2(rest.exitedWith(0), rest.describe().constData());
+    VERIFY_NO_PROBLEMS(exactlyOnceProblems(keys));
+}
+
+// Two processes opening a new store at once (two `once init`, init and enqueue) both
+// switch it to WAL; SQLite answers that "database is locked" without waiting.
+void FailingStoreTest::racingInitsNeverFail()
+{
+    if (m_stores.isPostgres())
+        QSKIP("the journal mode is SQLite's (PostgreSQL serialises schema upgrades with a lock)");
+    const QString line = QString::fromUtf8(makeReminder(QStringLiteral("race"), 1).line);
+    const QString input = m_dir->filePath(QStringLiteral("race.jsonl"));
+    {
+        QFile file(input);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(line.toUtf8() + '\n');
+    }
+    constexpr int Rounds = 60;
+    QStringList failures;
+    for (int round = 0; round < Rounds; ++round) {
+        const QString store = QStringLiteral("sqlite:") + m_dir->filePath(QStringLiteral("race-%1.sqlite").arg(round));
+        const QStringList second = round % 2 ? QStringList{QStringLiteral("enqueue"), QStringLiteral("--store"), store, input}
+                                             : QStringList{QStringLiteral("init"), QStringLiteral("--store"), store};
+        QProcess *a = m_once->start({QStringLiteral("init"), QStringLiteral("--store"), store});
+        QProcess *b = m_once->start(second);
+        for (QProcess *process : {a, b}) {
+            const auto result = m_once->waitFor(process, CommandTimeoutMs);
+            if (!result.exitedWith(0))
+                failures << QString::fromUtf8(result.describe());
+            m_once->release(process);
+        }
+    }
+    QVERIFY2(failures.isEmpty(), qPrintable(QStringLiteral("%1 of %2 processes failed; the first: %3")
+                                               .arg(QString::number(failures.size()), QString::number(2 * Rounds),
+                                                    failures.value(0))));
+}
+
+QTEST_GUILESS_MAIN(FailingStoreTest)
+#include "tst_failingstore.moc"
