@@ -152,6 +152,9 @@ private slots:
 
     void summariesAndVerdicts();
     void csvQuoting();
+    void csvDefusesFormulas_data();
+    void csvDefusesFormulas();
+    void csvExportOfAHostileEventRunsNothing();
     void modelLoadsPagesOnDemand();
     void modelStaysConsistentWhileFetching();
     void newFilterDropsOldAnswers();
@@ -337,6 +340,45 @@ void TestUiEvents::csvQuoting()
     QCOMPARE(csvField(QStringLiteral("two\nlines")), QStringLiteral("\"two\nlines\""));
     QCOMPARE(csvField(QStringLiteral(" padded")), QStringLiteral("\" padded\""));
     QCOMPARE(parseCsv(csvField(TrickyError) + QStringLiteral("\r\n")), QList<QStringList>{{TrickyError}});
+}
+
+void TestUiEvents::csvDefusesFormulas_data()
+{
+    QTest::addColumn<QString>("value");
+    QTest::addColumn<QString>("field");
+    QTest::newRow("=") << QStringLiteral("=HYPERLINK(\"http://evil\",\"x\")")
+                       << QStringLiteral("\"'=HYPERLINK(\"\"http://evil\"\",\"\"x\"\")\"");
+    QTest::newRow("+") << QStringLiteral("+1+1") << QStringLiteral("'+1+1");
+    QTest::newRow("-") << QStringLiteral("-2+3") << QStringLiteral("'-2+3");
+    QTest::newRow("@") << QStringLiteral("@SUM(A1)") << QStringLiteral("'@SUM(A1)");
+    QTest::newRow("tab") << QStringLiteral("\t=1") << QStringLiteral("'\t=1");
+    QTest::newRow("CR") << QStringLiteral("\r=1") << QStringLiteral("\"'\r=1\"");
+    QTest::newRow("inside is fine") << QStringLiteral("a=b") << QStringLiteral("a=b");
+    QTest::newRow("plain") << QStringLiteral("req_42") << QStringLiteral("req_42");
+}
+
+void TestUiEvents::csvDefusesFormulas()
+{
+    QFETCH(QString, value);
+    QFETCH(QString, field);
+    QCOMPARE(csvField(value), field);
+}
+
+// Every value a producer or a partner chose, exported: no cell starts like a formula.
+void TestUiEvents::csvExportOfAHostileEventRunsNothing()
+{
+    EventRow event;
+    event.sendKey = "%3Dcmd:r:2026-12-01T09:00:00Z";
+    event.eventId = QStringLiteral("=1+1");
+    Attempt send{{}, {}, QStringLiteral("@msg"), 1, QStringLiteral("-worker"), 1764579600000, QStringLiteral("send"),
+                 QStringLiteral("transient"), 503, 12, QStringLiteral("http-5xx"),
+                 QStringLiteral("=HYPERLINK(\"http://evil\")"), QStringLiteral("+cmd|' /C calc'!A0")};
+    const auto rows = parseCsv(QString::fromUtf8(historyToCsv(event, {send})));
+    QCOMPARE(rows.size(), 2);
+    for (const QString &cell : rows.at(1))
+        QVERIFY2(cell.isEmpty() || !QStringLiteral("=+-@\t\r").contains(cell.front()), qPrintable(cell));
+    QVERIFY(rows.at(1).contains(QStringLiteral("'=1+1")));
+    QVERIFY(rows.at(1).contains(QStringLiteral("'+cmd|' /C calc'!A0")));
 }
 
 void TestUiEvents::modelLoadsPagesOnDemand()

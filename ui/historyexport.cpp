@@ -26,12 +26,17 @@ QByteArray historyToJson(const EventRow &event, const QList<Attempt> &attempts)
 
 QString csvField(const QString &text)
 {
-    const bool quote = text.contains(QLatin1Char(',')) || text.contains(QLatin1Char('"'))
-                    || text.contains(QLatin1Char('\n')) || text.contains(QLatin1Char('\r'))
-                    || text.startsWith(QLatin1Char(' ')) || text.endsWith(QLatin1Char(' '));
+    // A spreadsheet runs a cell that starts with one of these as a formula, and producers
+    // and partners choose these values (a user id, a request id, an error body): an
+    // apostrophe in front keeps the cell text, and spreadsheets do not show it.
+    static const QString formulaStarts = QStringLiteral("=+-@\t\r");
+    const QString value = !text.isEmpty() && formulaStarts.contains(text.front()) ? QLatin1Char('\'') + text : text;
+    const bool quote = value.contains(QLatin1Char(',')) || value.contains(QLatin1Char('"'))
+                    || value.contains(QLatin1Char('\n')) || value.contains(QLatin1Char('\r'))
+                    || value.startsWith(QLatin1Char(' ')) || value.endsWith(QLatin1Char(' '));
     if (!quote)
-        return text;
-    QString quoted = text;
+        return value;
+    QString quoted = value;
     quoted.replace(QLatin1Char('"'), QLatin1String("\"\""));
     return QLatin1Char('"') + quoted + QLatin1Char('"');
 }
