@@ -153,9 +153,9 @@ QString EventRow::whatIsKnown() const
         // The holder vanished (killed, or stopped past its lease) between its claim and
         // an outcome: its request may or may not have been written.
         const QString when = claimedAtMs > 0 ? QStringLiteral(" at ") + formatTime(claimedAtMs) : QString();
-        return QStringLiteral("claimed%1 by %2, may have been sent: the claim ran out at %3 without a recorded "
-                              "outcome%4")
-            .arg(when, by, formatTime(claimExpiresAtMs), before);
+        return QStringLiteral("claimed by %1%2, may have been sent (the claim ran out at %3 without a recorded "
+                              "outcome)%4")
+            .arg(by, when, formatTime(claimExpiresAtMs), before);
     }
     // The worker itself gave up on an answer it had asked for.
     return QStringLiteral("sent %1 time%2, first at %3, by %4; no complete answer to the last send%5")

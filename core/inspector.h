@@ -58,8 +58,8 @@ struct EventRow
     qint64 claimExpiresAtMs = 0; // 0: no claim pending (an outcome was recorded)
 
     QJsonObject toJson() const;
-    // For an event in doubt: what is known of its last send, in one line ("claimed at T
-    // by W, may have been sent: the claim ran out without a recorded outcome").
+    // For an event in doubt: what is known of its last send, in one line ("claimed by W at
+    // T, may have been sent (the claim ran out at T2 without a recorded outcome)").
     QString whatIsKnown() const;
 };
 

@@ -103,6 +103,7 @@ private slots:
     void discardAsksFirst();
     void emptyStates();
     void inDoubtPageResolves();
+    void inDoubtPageRefusesToResendWhatThePartnerAccepted();
 
 private:
     // Buries one reminder as a dead letter with the given class and first attempt, after
@@ -130,7 +131,7 @@ void TestUiDeadLetters::initTestCase()
     settings.setIdempotencyWindowHours(24);
     settings.setRedriveRate(50);
     settings.setHeaderState(QStringLiteral("deadLetters"), {});
-    settings.setHeaderState(QStringLiteral("inDoubt"), {});
+    settings.setHeaderState(QStringLiteral("inDoubt.known"), {});
 }
 
 void TestUiDeadLetters::init()
@@ -744,6 +745,40 @@ void TestUiDeadLetters::inDoubtPageResolves()
     QCOMPARE(entries.size(), 2);
     QCOMPARE(entries.at(0).action, QStringLiteral("resolve-resend"));
     QCOMPARE(entries.at(1).action, QStringLiteral("resolve-mark-delivered"));
+}
+
+// A ledger that says in doubt beside a history that holds the partner's 2xx (a store an
+// older once wrote): the page says what is known, and a resend is refused, loudly.
+void TestUiDeadLetters::inDoubtPageRefusesToResendWhatThePartnerAccepted()
+{
+    const Reminder accepted = makeReminder(QStringLiteral("u-a"), QStringLiteral("dentist"));
+    makeInDoubt(accepted);
+    QString error;
+    const Attempt send{accepted.sendKey, accepted.eventId, QStringLiteral("m-u-a"), 1, Worker, nowMs() - 1000,
+                       QStringLiteral("send"), QStringLiteral("applied"), 200, 40, {}, {}, QStringLiteral("req_7")};
+    QVERIFY2(m_store->ledger().insertAttempts({send}, &error), qPrintable(error));
+    auto session = openSession();
+    InDoubtPage page;
+    page.setSession(session.get());
+    page.show();
+    page.refresh();
+    auto *table = page.findChild<QTableView *>(QStringLiteral("inDoubt"));
+    QTRY_COMPARE(table->model()->rowCount(), 1);
+    const QString known = table->model()->index(0, InDoubtModel::Known).data().toString();
+    QVERIFY2(known.startsWith(QLatin1String("claimed by ")) && known.contains(QLatin1String("may have been sent")),
+             qPrintable(known));
+
+    table->selectRow(0);
+    page.findChild<QAction *>(QStringLiteral("resend"))->trigger();
+    page.findChild<QMessageBox *>()->findChild<QPushButton *>(QStringLiteral("confirm"))->click();
+    auto *status = page.findChild<QLabel *>(QStringLiteral("status"));
+    QTRY_VERIFY2(status->text().contains(QLatin1String("1 failed")), qPrintable(status->text()));
+    QVERIFY2(status->text().contains(QLatin1String("the partner answered HTTP 200 to a send at")),
+             qPrintable(status->text()));
+    QCOMPARE(m_store->inspector().event(QString::fromLatin1(accepted.sendKey), &error)->state,
+             QString(LedgerState::InDoubt));
+    QCOMPARE(m_store->queue().counts(&error)->ready, qint64(0));
+    QCOMPARE(table->model()->rowCount(), 1);
 }
 
 QTEST_MAIN(TestUiDeadLetters)

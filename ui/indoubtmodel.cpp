@@ -44,8 +44,6 @@ QVariant InDoubtModel::data(const QModelIndex &index, int role) const
             return event.destination;
         case Since:
             return event.updatedAtMs;
-        case FirstSent:
-            return event.firstSentAtMs;
         case Sends:
             return event.sends;
         case Known:
@@ -69,8 +67,6 @@ QVariant InDoubtModel::data(const QModelIndex &index, int role) const
             return event.destination;
         case Since:
             return formatLocalTime(event.updatedAtMs);
-        case FirstSent:
-            return formatLocalTime(event.firstSentAtMs);
         case Sends:
             return QLocale().toString(event.sends);
         case Known:
@@ -86,8 +82,6 @@ QVariant InDoubtModel::data(const QModelIndex &index, int role) const
             return QString::fromLatin1(event.sendKey);
         case Since:
             return event.updatedAtMs > 0 ? formatTime(event.updatedAtMs) : QString();
-        case FirstSent:
-            return event.firstSentAtMs > 0 ? formatTime(event.firstSentAtMs) : QString();
         case Sends:
             return tr("Requests that reached, or may have reached, the partner");
         case Known:
@@ -119,8 +113,6 @@ QVariant InDoubtModel::headerData(int section, Qt::Orientation orientation, int 
             return tr("Destination");
         case Since:
             return tr("In doubt since");
-        case FirstSent:
-            return tr("First sent");
         case Sends:
             return tr("Sends");
         case Known:

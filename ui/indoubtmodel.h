@@ -22,9 +22,8 @@ public:
         Reminder,
         Destination,
         Since,
-        FirstSent,
         Sends,
-        Known,
+        Known, // what is known of the last send: who claimed it when, whether it went out
         Count
     };
     Q_ENUM(Column)

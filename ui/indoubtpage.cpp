@@ -22,7 +22,9 @@ namespace once::ui {
 
 namespace {
 
-const QString HeaderView = QStringLiteral("inDoubt");
+// Named for its columns: a layout saved for another set of columns (before "What is
+// known" replaced "First sent") would put the old widths on the new ones.
+const QString HeaderView = QStringLiteral("inDoubt.known");
 
 QToolButton *actionButton(QAction *action)
 {
@@ -107,15 +109,15 @@ void InDoubtPage::buildUi()
     QHeaderView *header = m_table->horizontalHeader();
     header->setSectionsMovable(true);
     header->setHighlightSections(false);
+    header->setStretchLastSection(true); // what is known, the longest text
     if (!header->restoreState(Settings().headerState(HeaderView))) {
         const int time = m_table->fontMetrics().horizontalAdvance(QStringLiteral("0000-00-00 00:00:00")) + 24;
-        m_table->setColumnWidth(InDoubtModel::SendKey, 300);
+        m_table->setColumnWidth(InDoubtModel::SendKey, 260);
         m_table->setColumnWidth(InDoubtModel::EventId, 110);
         m_table->setColumnWidth(InDoubtModel::User, 110);
         m_table->setColumnWidth(InDoubtModel::Reminder, 130);
-        m_table->setColumnWidth(InDoubtModel::Destination, 160);
+        m_table->setColumnWidth(InDoubtModel::Destination, 120);
         m_table->setColumnWidth(InDoubtModel::Since, time);
-        m_table->setColumnWidth(InDoubtModel::FirstSent, time);
         m_table->setColumnWidth(InDoubtModel::Sends, 60);
         m_table->sortByColumn(InDoubtModel::Since, Qt::AscendingOrder);
     } else {
