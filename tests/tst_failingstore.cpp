@@ -470,7 +470,29 @@ void FailingStoreTest::racingInitsNeverFail()
         QVERIFY(file.open(QIODevice::WriteOnly));
         file.write(line.toUtf8() + '\n');
     }
-    constexpr int Rounds = 60;
+    // Deterministic first: another process is creating the file (holds its write lock)
+    // when init switches it to WAL. SQLite answers at once rather than wait, since this
+    // connection already reads the file (deadlock avoidance); init must wait it out.
+    {
+        const QString path = m_dir->filePath(QStringLiteral("held.sqlite"));
+        {
+            QSqlDatabase other = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("failingstore-creator"));
+            other.setDatabaseName(path);
+            QVERIFY(other.open());
+            QSqlQuery hold(other);
+            QVERIFY2(hold.exec(QStringLiteral("BEGIN IMMEDIATE")), qPrintable(hold.lastError().text()));
+            QProcess *init = m_once->start({QStringLiteral("init"), QStringLiteral("--store"), QStringLiteral("sqlite:") + path});
+            QTest::qWait(1500);
+            QCOMPARE(init->state(), QProcess::Running); // waiting, not failed
+            hold.exec(QStringLiteral("COMMIT"));
+            const auto result = m_once->waitFor(init, CommandTimeoutMs);
+            QVERIFY2(result.exitedWith(0), result.describe().constData());
+            other.close();
+        }
+        QSqlDatabase::removeDatabase(QStringLiteral("failingstore-creator"));
+    }
+    // Then the race itself, a few times.
+    constexpr int Rounds = 20;
     QStringList failures;
     for (int round = 0; round < Rounds; ++round) {
         const QString store = QStringLiteral("sqlite:") + m_dir->filePath(QStringLiteral("race-%1.sqlite").arg(round));
