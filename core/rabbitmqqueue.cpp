@@ -319,7 +319,7 @@ Publication copyOf(const amqp_envelope_t &envelope, const QString &id)
 
 QByteArray retryQueueName(const QString &name, int seconds)
 {
-    return QStringLiteral("%1.retry.%2s").arg(name).arg(seconds).toUtf8();
+    return QStringLiteral("%1.retry.%2s").arg(name, QString::number(seconds)).toUtf8();
 }
 
 // The shortest tier at least as long as the delay, else the longest.
@@ -1197,8 +1197,8 @@ QList<QueueMessage> RabbitMqQueue::lease(int max, qint64 leaseMs, const QString 
         // Producers should set message_id: without one, a redelivery looks like another
         // message to the ledger.
         const QString fallbackId = QStringLiteral("amqp-%1-%2-%3")
-                                       .arg(m_consumerName, session->connectionToken)
-                                       .arg(envelope->delivery_tag);
+                                       .arg(m_consumerName, session->connectionToken,
+                                            QString::number(envelope->delivery_tag));
         Received received = describe(*envelope, fallbackId, now);
         if (received.visibleAtMs && *received.visibleAtMs - now > DueToleranceMs) {
             early.push_back(std::move(envelope));

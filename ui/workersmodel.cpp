@@ -221,8 +221,7 @@ QVariant WorkersModel::data(const QModelIndex &index, int role) const
             return worker.id == m_ownWorkerId && !m_ownWorkerId.isEmpty()
                        ? tr("%1: this console's worker (version %2)").arg(worker.id, worker.version)
                        : tr("%1 (version %2, up to %3 sends in flight)")
-                             .arg(worker.id, worker.version)
-                             .arg(worker.concurrency);
+                             .arg(worker.id, worker.version, QString::number(worker.concurrency));
         case Status:
             if (status == Gone)
                 return tr("No heartbeat for %1 (a running worker writes one every %2 s): it crashed, was "

@@ -25,12 +25,12 @@ QString or_(const QString &text, const QString &fallback)
 
 QString describe(const EventRow &row)
 {
+    // One multi-argument arg(): a value substituted first must never be read as a
+    // placeholder by the next call (a key holds "%2B", "%3A", "%20").
     return QStringLiteral("%1  %2  user=%3 reminder=%4 sends=%5%6")
-        .arg(row.state, -9)
-        .arg(QString::fromLatin1(row.sendKey))
-        .arg(row.userId, row.reminderId)
-        .arg(row.sends)
-        .arg(row.duplicates ? QStringLiteral(" duplicates_suppressed=%1").arg(row.duplicates) : QString());
+        .arg(row.state.leftJustified(9), QString::fromLatin1(row.sendKey), row.userId, row.reminderId,
+             QString::number(row.sends),
+             row.duplicates ? QStringLiteral(" duplicates_suppressed=%1").arg(row.duplicates) : QString());
 }
 
 // A broker filters nothing itself: list its dead letters and filter here.
@@ -197,7 +197,8 @@ int runStats(const QStringList &arguments)
         return Ok;
     }
     for (auto it = json.begin(); it != json.end(); ++it)
-        printLine(QStringLiteral("%1 %2").arg(it.key() + QLatin1Char(':'), -24).arg(it.value().toVariant().toString()));
+        printLine(QString(it.key() + QLatin1Char(':')).leftJustified(24) + QLatin1Char(' ')
+                  + it.value().toVariant().toString());
     return Ok;
 }
 
@@ -234,7 +235,8 @@ int runHistory(const QStringList &arguments)
     for (const auto &attempt : *attempts) {
         QString line = QStringLiteral("  %1  %2 %3").arg(formatTime(attempt.atMs), attempt.step, attempt.outcome);
         if (!attempt.messageId.isEmpty())
-            line += QStringLiteral("  message=%1 delivery=%2 worker=%3").arg(attempt.messageId).arg(attempt.delivery).arg(attempt.workerId);
+            line += QStringLiteral("  message=%1 delivery=%2 worker=%3")
+                        .arg(attempt.messageId, QString::number(attempt.delivery), attempt.workerId);
         if (attempt.httpStatus)
             line += QStringLiteral("  http=%1").arg(attempt.httpStatus);
         if (attempt.latencyMs >= 0)
@@ -320,10 +322,8 @@ int runDeadLetters(const QStringList &arguments)
     for (const auto &letter : *letters)
         printLine(QStringLiteral("%1  %2  %3  attempts=%4 redrives=%5  %6")
                       .arg(letter.id, or_(QString::fromLatin1(letter.sendKey), QStringLiteral("(no key)")),
-                           letter.errorClass)
-                      .arg(letter.attempts)
-                      .arg(letter.redriveCount)
-                      .arg(letter.lastError));
+                           letter.errorClass, QString::number(letter.attempts), QString::number(letter.redriveCount),
+                           letter.lastError));
     return Ok;
 }
 
