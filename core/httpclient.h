@@ -1,46 +1,13 @@
 #pragma once
 
-#include <QByteArray>
-#include <QList>
+#include "httpmessage.h"
+
 #include <QObject>
-#include <QPair>
-#include <QUrl>
 
 #include <functional>
 #include <memory>
 
 namespace once {
-
-using HttpHeaders = QList<QPair<QByteArray, QByteArray>>;
-
-struct HttpRequest
-{
-    QUrl url;
-    QByteArray method = "POST";
-    HttpHeaders headers; // extra headers; Host, Content-Length and Connection are added by the client
-    QByteArray body;
-    int timeoutMs = 10000; // whole exchange, from the first byte written to the last byte read
-};
-
-// What happened to one request. The distinction between NotSent and InDoubt is the
-// reason this client exists: a caller may retry NotSent freely, but an InDoubt request
-// may already have taken effect at the server.
-struct HttpResult
-{
-    enum class Status {
-        Response, // a complete HTTP response arrived (any status code)
-        NotSent,  // failed before any byte of the request was written: refused, DNS, TLS handshake
-        InDoubt,  // failed after the request was (partly) written: timeout, reset, close without answer
-    };
-    Status status = Status::NotSent;
-    int httpStatus = 0;
-    HttpHeaders headers;
-    QByteArray body;
-    QString error; // human-readable; never contains request headers
-    qint64 latencyMs = 0;
-
-    QByteArray header(const QByteArray &name) const; // case-insensitive, first match
-};
 
 class HttpConnectionPool;
 
