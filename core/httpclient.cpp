@@ -53,6 +53,7 @@ struct Pending
     HttpClient::Callback callback;
     QElapsedTimer started;
     int timeoutMs = 0;
+    qint64 maxResponseBodyBytes = 0;
     bool headRequest = false;
 };
 
@@ -138,6 +139,8 @@ private:
     void startExchange(Connection *c);
     void onReady(Connection *c);
     void onReadyRead(Connection *c);
+    http::ResponseParser::Progress readResponse(Connection *c);
+    void failResponse(Connection *c);
     void onSocketDown(Connection *c, const QString &why);
     void onTimeout(Connection *c);
     void finishResponse(Connection *c);
@@ -285,6 +288,7 @@ void HttpConnectionPool::send(const HttpRequest &request, QObject *context, Http
     pending.hasContext = context != nullptr;
     pending.callback = std::move(callback);
     pending.timeoutMs = request.timeoutMs;
+    pending.maxResponseBodyBytes = request.maxResponseBodyBytes;
     pending.headRequest = request.method == "HEAD";
 
     QString error;
@@ -380,7 +384,7 @@ void HttpConnectionPool::onReady(Connection *c)
 void HttpConnectionPool::startExchange(Connection *c)
 {
     c->m_state = Connection::State::Busy;
-    c->m_parser.reset(c->m_pending.headRequest);
+    c->m_parser.reset(c->m_pending.headRequest, c->m_pending.maxResponseBodyBytes);
     if (c->m_pending.timeoutMs > 0)
         c->m_timer.start(c->m_pending.timeoutMs);
     else
@@ -413,20 +417,45 @@ void HttpConnectionPool::onReadyRead(Connection *c)
     case Connection::State::Closed:
         return;
     }
-    c->m_parser.feed(c->m_socket->readAll());
-    switch (c->m_parser.parse()) {
+    switch (readResponse(c)) {
     case ResponseParser::Progress::NeedMore:
         return;
     case ResponseParser::Progress::Done:
         finishResponse(c);
         return;
     case ResponseParser::Progress::Error:
-        qCWarning(lcHttp) << "protocol error from" << describe(c->m_host) << c->m_parser.error();
-        failExchange(
-            c, HttpResult::Status::InDoubt,
-            QStringLiteral("invalid response from %1: %2").arg(describe(c->m_host), c->m_parser.error()));
+        failResponse(c);
         return;
     }
+}
+
+ResponseParser::Progress HttpConnectionPool::readResponse(Connection *c)
+{
+    // In pieces, each parsed before the next is read: the parser's buffer never holds
+    // more than one piece (and an unfinished line), whatever the socket has buffered.
+    constexpr qint64 Piece = 16 * 1024;
+    char piece[Piece];
+    for (;;) {
+        const qint64 got = c->m_socket->read(piece, Piece);
+        if (got <= 0)
+            return ResponseParser::Progress::NeedMore;
+        c->m_parser.feed(QByteArrayView(piece, got));
+        const ResponseParser::Progress progress = c->m_parser.parse();
+        if (progress != ResponseParser::Progress::NeedMore)
+            return progress;
+    }
+}
+
+void HttpConnectionPool::failResponse(Connection *c)
+{
+    // The request was written: whatever the partner did with it is unknown to us now.
+    // The connection goes (failExchange discards it), so nothing more is read from it.
+    const ResponseParser &parser = c->m_parser;
+    qCWarning(lcHttp) << "unusable response from" << describe(c->m_host) << parser.error();
+    const QString text = parser.tooLarge()
+                             ? QStringLiteral("response from %1 not read to its end: %2")
+                             : QStringLiteral("invalid response from %1: %2");
+    failExchange(c, HttpResult::Status::InDoubt, text.arg(describe(c->m_host), parser.error()));
 }
 
 void HttpConnectionPool::finishResponse(Connection *c)
@@ -434,6 +463,7 @@ void HttpConnectionPool::finishResponse(Connection *c)
     c->m_timer.stop();
     Host *host = c->m_host;
     const bool reuse = c->m_parser.keepAlive() && !c->m_parser.hasTrailingData() &&
+                       c->m_socket->bytesAvailable() == 0 &&
                        c->m_socket->state() == QAbstractSocket::ConnectedState;
     HttpResult result = c->m_parser.takeResult();
     result.status = HttpResult::Status::Response;
@@ -468,18 +498,19 @@ void HttpConnectionPool::onSocketDown(Connection *c, const QString &why)
         break;
     }
     // The answer may have arrived together with the close: use every byte first.
-    c->m_parser.feed(c->m_socket->readAll());
-    ResponseParser::Progress progress = c->m_parser.parse();
+    ResponseParser::Progress progress = readResponse(c);
     if (progress == ResponseParser::Progress::NeedMore)
         progress = c->m_parser.finishAtEof();
     if (progress == ResponseParser::Progress::Done) {
         finishResponse(c);
         return;
     }
-    const QString detail = progress == ResponseParser::Progress::Error ? c->m_parser.error() : why;
+    if (progress == ResponseParser::Progress::Error) {
+        failResponse(c);
+        return;
+    }
     failExchange(c, HttpResult::Status::InDoubt,
-                 QStringLiteral("connection to %1 lost before a complete response: %2")
-                     .arg(describe(c->m_host), detail));
+                 QStringLiteral("connection to %1 lost before a complete response: %2").arg(describe(c->m_host), why));
 }
 
 void HttpConnectionPool::onTimeout(Connection *c)

@@ -12,6 +12,9 @@ namespace once {
 
 using HttpHeaders = QList<QPair<QByteArray, QByteArray>>;
 
+// A partner's answer is an excerpt and a request id: 64 KiB of body is plenty.
+constexpr qint64 DefaultMaxResponseBodyBytes = 64 * 1024;
+
 struct HttpRequest
 {
     QUrl url;
@@ -19,6 +22,9 @@ struct HttpRequest
     HttpHeaders headers; // extra headers; Host, Content-Length and Connection are added by the client
     QByteArray body;
     int timeoutMs = 10000; // whole exchange, from the first byte written to the last byte read
+    // The most response body read; a longer one ends the exchange in doubt (the request
+    // was written by then) and closes the connection.
+    qint64 maxResponseBodyBytes = DefaultMaxResponseBodyBytes;
 };
 
 // What happened to one request. The distinction between NotSent and InDoubt is the
