@@ -17,10 +17,15 @@ std::optional<qint64> parseRetryAfterMs(const QByteArray &value, qint64 nowMs)
     const QByteArray trimmed = value.trimmed();
     if (trimmed.isEmpty())
         return std::nullopt;
-    bool isNumber = false;
-    const qint64 seconds = trimmed.toLongLong(&isNumber);
-    if (isNumber)
-        return seconds < 0 ? std::nullopt : std::optional<qint64>(std::min(seconds, MaxMs / 1000) * 1000);
+    // delay-seconds = 1*DIGIT (RFC 9110 10.2.3), of any length: a number too large for
+    // 64 bits asks for longer than the cap, not for nothing.
+    if (std::all_of(trimmed.begin(), trimmed.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        bool fits = false;
+        const qint64 seconds = trimmed.size() <= 18 ? trimmed.toLongLong(&fits) : 0;
+        if (!fits || seconds > MaxMs / 1000)
+            return MaxMs;
+        return seconds * 1000;
+    }
     // IMF-fixdate, e.g. "Wed, 21 Oct 2015 07:28:00 GMT", always in GMT: parse date and
     // time apart so that no local time zone (or its daylight-saving gap) is involved.
     const QStringList parts = QString::fromLatin1(trimmed).split(QLatin1Char(' '), Qt::SkipEmptyParts);

@@ -207,6 +207,14 @@ void TestSendOutcome::parsesRetryAfter_data()
     QTest::newRow("date a month ahead is capped") << httpDate(Now + 31LL * 24 * 3600 * 1000) << true
                                                   << qint64(24 * 3600 * 1000);
     QTest::newRow("huge seconds are capped") << QByteArray("99999999999999999") << true << qint64(24 * 3600 * 1000);
+    // Beyond 64-bit range is a partner asking for very long, not for nothing: capped too.
+    QTest::newRow("seconds beyond 64 bits are capped") << QByteArray("99999999999999999999999") << true
+                                                      << qint64(24 * 3600 * 1000);
+    QTest::newRow("19 digits are capped") << QByteArray("9223372036854775808") << true << qint64(24 * 3600 * 1000);
+    QTest::newRow("a day exactly") << QByteArray("86400") << true << qint64(24 * 3600 * 1000);
+    QTest::newRow("leading zeros") << QByteArray("0007") << true << qint64(7000);
+    QTest::newRow("+5 is not delay-seconds") << QByteArray("+5") << false << qint64(0);
+    QTest::newRow("5 s") << QByteArray("5 s") << false << qint64(0);
     QTest::newRow("garbage date") << QByteArray("Tue, 99 Foo 2026 25:61:00 GMT") << false << qint64(0);
 }
 
