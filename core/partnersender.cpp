@@ -1,5 +1,7 @@
 #include "partnersender.h"
 
+#include "partnertext.h"
+
 #include <QDateTime>
 #include <QTimeZone>
 #include <QJsonDocument>
@@ -47,7 +49,7 @@ qint64 retryDelayMs(int sendsSoFar, qint64 baseMs, qint64 capMs, qint64 retryAft
     return std::max(jittered, retryAfterMs);
 }
 
-SendOutcome classify(const HttpResult &result, qint64 nowMs)
+SendOutcome classify(const HttpResult &result, qint64 nowMs, const SecretRedactor &redactor)
 {
     SendOutcome outcome;
     outcome.latencyMs = result.latencyMs;
@@ -56,29 +58,33 @@ SendOutcome classify(const HttpResult &result, qint64 nowMs)
     case HttpResult::Status::NotSent:
         outcome.kind = SendOutcome::Kind::Transient;
         outcome.errorClass = QStringLiteral("connect-failed");
-        outcome.error = result.error;
+        outcome.error = partnerText(result.error, redactor, MaxErrorChars);
         return outcome;
     case HttpResult::Status::InDoubt:
         outcome.kind = SendOutcome::Kind::InDoubt;
         outcome.errorClass = QStringLiteral("in-doubt");
-        outcome.error = result.error;
+        outcome.error = partnerText(result.error, redactor, MaxErrorChars);
         return outcome;
     case HttpResult::Status::Response:
         break;
     }
 
+    // Everything below comes from the partner: redacted and made one printable line
+    // before it is cut, stored or shown.
     const int status = result.httpStatus;
-    outcome.providerRequestId = QString::fromLatin1(result.header("x-request-id"));
-    if (outcome.providerRequestId.isEmpty() && result.body.startsWith('{')) {
+    QString requestId = QString::fromLatin1(result.header("x-request-id"));
+    if (requestId.isEmpty() && result.body.startsWith('{')) {
         const auto reply = QJsonDocument::fromJson(result.body).object();
-        outcome.providerRequestId = reply.value(QLatin1String("request_id")).toString();
+        requestId = reply.value(QLatin1String("request_id")).toString();
     }
+    outcome.providerRequestId = partnerText(requestId, redactor, MaxRequestIdChars);
     if (status >= 200 && status < 300) {
         outcome.kind = SendOutcome::Kind::Applied;
         return outcome;
     }
-    const QString reason = QString::fromUtf8(result.body.left(200)).simplified();
-    outcome.error = QStringLiteral("HTTP %1%2").arg(status).arg(reason.isEmpty() ? QString() : QStringLiteral(": ") + reason);
+    const QString reason = partnerText(QString::fromUtf8(result.body), redactor, MaxReasonChars);
+    outcome.error = QStringLiteral("HTTP ") + QString::number(status)
+                    + (reason.isEmpty() ? QString() : QStringLiteral(": ") + reason);
     if (const auto after = parseRetryAfterMs(result.header("retry-after"), nowMs))
         outcome.retryAfterMs = *after;
     if (status == 429) {
@@ -108,6 +114,7 @@ PartnerSender::PartnerSender(const QUrl &partnerUrl, int maxConnections, int tim
     , m_url(partnerUrl)
     , m_timeoutMs(timeoutMs)
     , m_authorization(bearerToken.isEmpty() ? QByteArray() : "Bearer " + bearerToken)
+    , m_redactor(QList<QByteArray>{bearerToken})
 {
 }
 
@@ -126,8 +133,8 @@ void PartnerSender::send(const QByteArray &sendKey, const QByteArray &payload, Q
     request.headers = {{"Content-Type", "application/json"}, {"Idempotency-Key", sendKey}};
     if (!m_authorization.isEmpty())
         request.headers.append({"Authorization", m_authorization});
-    m_client.send(request, context, [onFinished = std::move(onFinished)](const HttpResult &result) {
-        onFinished(classify(result, QDateTime::currentMSecsSinceEpoch()));
+    m_client.send(request, context, [this, onFinished = std::move(onFinished)](const HttpResult &result) {
+        onFinished(classify(result, QDateTime::currentMSecsSinceEpoch(), m_redactor));
     });
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "httpclient.h"
+#include "partnertext.h"
 
 #include <QObject>
 #include <QUrl>
@@ -31,7 +32,15 @@ struct SendOutcome
     QString providerRequestId;
 };
 
-SendOutcome classify(const HttpResult &result, qint64 nowMs);
+// Bounds on what is kept of a partner's words, in characters.
+constexpr qsizetype MaxReasonChars = 200;     // the excerpt of an error body
+constexpr qsizetype MaxRequestIdChars = 128;  // the provider's request id
+constexpr qsizetype MaxErrorChars = 500;      // a whole error line
+
+// What a partner's answer means. Everything taken from the partner (the error excerpt,
+// the request id from a header or the JSON body) passes the redactor and partnerText()
+// first: the partner may echo the request's Authorization header.
+SendOutcome classify(const HttpResult &result, qint64 nowMs, const SecretRedactor &redactor = {});
 
 // Retry-After as seconds or an HTTP date; nullopt when absent or unreadable.
 std::optional<qint64> parseRetryAfterMs(const QByteArray &value, qint64 nowMs);
@@ -62,6 +71,7 @@ private:
     QUrl m_url;
     int m_timeoutMs = 10000;
     QByteArray m_authorization;
+    SecretRedactor m_redactor;
 };
 
 } // namespace once
