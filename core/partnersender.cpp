@@ -107,6 +107,28 @@ SendOutcome classify(const HttpResult &result, qint64 nowMs, const SecretRedacto
     return outcome;
 }
 
+QString partnerTokenProblem(const QByteArray &token)
+{
+    bool lineBreak = false;
+    bool nul = false;
+    bool control = false;
+    for (const char ch : token) {
+        const auto c = static_cast<unsigned char>(ch);
+        lineBreak = lineBreak || c == '\r' || c == '\n';
+        nul = nul || c == 0;
+        control = control || c < 0x20 || c == 0x7f;
+    }
+    if (lineBreak)
+        return QStringLiteral("contains a line break (CR or LF), which cannot be sent in an HTTP header");
+    if (nul)
+        return QStringLiteral("contains a NUL byte, which cannot be sent in an HTTP header");
+    if (control)
+        return QStringLiteral("contains a control character, which cannot be sent in an HTTP header");
+    if (!token.isEmpty() && (token.front() == ' ' || token.back() == ' '))
+        return QStringLiteral("starts or ends with a space, which a partner would not see in the header");
+    return {};
+}
+
 PartnerSender::PartnerSender(const QUrl &partnerUrl, int maxConnections, int timeoutMs,
                              const QByteArray &bearerToken, QObject *parent)
     : QObject(parent)

@@ -49,6 +49,12 @@ std::optional<qint64> parseRetryAfterMs(const QByteArray &value, qint64 nowMs);
 // never shorter than what the partner asked for with Retry-After.
 qint64 retryDelayMs(int sendsSoFar, qint64 baseMs, qint64 capMs, qint64 retryAfterMs);
 
+// Why a bearer token cannot go into an Authorization header, or an empty string when it
+// can. A line break would end the header early, so every send would fail before it left
+// (and every reminder would be dead-lettered as "connect-failed"): such a token is
+// refused at start. The text never quotes the token.
+QString partnerTokenProblem(const QByteArray &token);
+
 // Sends a reminder to the partner with its send key as Idempotency-Key. The bearer
 // token goes into the Authorization header only; it is never part of an outcome.
 class PartnerSender final : public QObject

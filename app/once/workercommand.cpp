@@ -2,6 +2,7 @@
 
 #include "brokerqueue.h"
 #include "engine.h"
+#include "partnersender.h"
 
 #include <QCoreApplication>
 #include <QHostInfo>
@@ -56,6 +57,10 @@ int runWorker(const QStringList &arguments)
     if (*timeout >= *lease)
         return command.usageError(QStringLiteral("--lease must be longer than --timeout, or a slow send looks like a crash"));
 
+    const QByteArray token = qgetenv("ONCE_PARTNER_TOKEN");
+    if (const QString problem = partnerTokenProblem(token); !problem.isEmpty())
+        return command.usageError(QStringLiteral("ONCE_PARTNER_TOKEN ") + problem);
+
     QString queueError;
     if (!command.queueUrl().isEmpty() && !QueueLocation::parse(command.queueUrl(), &queueError))
         return command.usageError(queueError);
@@ -64,7 +69,7 @@ int runWorker(const QStringList &arguments)
     config.storeUrl = command.storeUrl();
     config.queueUrl = command.queueUrl();
     config.partnerUrl = partner;
-    config.partnerToken = qgetenv("ONCE_PARTNER_TOKEN");
+    config.partnerToken = token;
     config.workerId = parser.isSet(QStringLiteral("worker-id"))
                           ? parser.value(QStringLiteral("worker-id"))
                           : QStringLiteral("%1:%2").arg(QHostInfo::localHostName()).arg(QCoreApplication::applicationPid());
