@@ -1,5 +1,7 @@
 #pragma once
 
+#include "hostileanswers.h"
+
 #include <QHash>
 #include <QHostAddress>
 #include <QObject>
@@ -22,6 +24,8 @@ struct PartnerProfile
     int outageEverySeconds = 0;       // 0: one outage; otherwise repeat this often after the first
     double dropAfterAcceptRate = 0.0; // apply the effect, then close the connection without answering
     bool idempotent = true;           // false: every request is an effect, Idempotency-Key ignored
+    HostileMode hostile = HostileMode::None; // misbehave on purpose (hostileanswers.h)...
+    int hostileCount = 0;                    // ...for the first N requests to /reminders (0: for all)
 };
 
 struct PartnerStats
@@ -33,13 +37,14 @@ struct PartnerStats
     qint64 dropped = 0;           // connections closed after accepting, without an answer
     qint64 held = 0;              // requests waiting out the profile's latency now...
     qint64 peakHeld = 0;          // ...and the most at once: a client's real concurrency
+    qint64 hostile = 0;           // requests answered the profile's hostile way
 };
 
 // A real HTTP/1.1 server on a loopback address standing in for an email/SMS provider.
 // POST /reminders applies one effect per Idempotency-Key and answers a repeated key with
 // a replay of the first successful response (a 409 while the first is still in progress,
 // a 422 when the body differs). GET /stats returns PartnerStats as JSON
-// (requests, effects, duplicate_requests, duplicate_effects, dropped, peak_held);
+// (requests, effects, duplicate_requests, duplicate_effects, dropped, peak_held, hostile);
 // GET /effects returns {"<key>": count, ...}. Serves many connections at once.
 class PartnerSimulator final : public QObject
 {

@@ -8,6 +8,26 @@
 
 namespace once::cli {
 
+namespace {
+
+QStringList hostileNames()
+{
+    QStringList names;
+    for (const HostileModeInfo &info : hostileModes())
+        names << info.name;
+    return names;
+}
+
+QString hostileHelp()
+{
+    QString help = QStringLiteral("Misbehave on purpose, to rehearse a hostile partner: none (default)");
+    for (const HostileModeInfo &info : hostileModes())
+        help += QStringLiteral("; ") + info.name + QStringLiteral(": ") + info.description;
+    return help + QLatin1Char('.');
+}
+
+} // namespace
+
 int runPartnerSim(const QStringList &arguments)
 {
     Command command(QStringLiteral("partner-sim"),
@@ -26,6 +46,8 @@ int runPartnerSim(const QStringList &arguments)
         {QStringLiteral("outage-every"), QStringLiteral("Repeat the outage every S seconds (0: once)."), QStringLiteral("S"), QStringLiteral("0")},
         {QStringLiteral("drop-after-accept-rate"), QStringLiteral("Share of requests applied and then left without an answer."), QStringLiteral("R"), QStringLiteral("0")},
         {QStringLiteral("no-idempotency"), QStringLiteral("Ignore Idempotency-Key: every request is an effect.")},
+        {QStringLiteral("hostile"), hostileHelp(), QStringLiteral("MODE"), QStringLiteral("none")},
+        {QStringLiteral("hostile-count"), QStringLiteral("Misbehave only for the first N requests (0: for all)."), QStringLiteral("N"), QStringLiteral("0")},
     });
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
@@ -38,9 +60,13 @@ int runPartnerSim(const QStringList &arguments)
     const auto outageSeconds = command.integer(QStringLiteral("outage-seconds"), 0, 86400);
     const auto outageEvery = command.integer(QStringLiteral("outage-every"), 0, 86400);
     const auto dropRate = command.rate(QStringLiteral("drop-after-accept-rate"));
+    const auto hostileCount = command.integer(QStringLiteral("hostile-count"), 0, 1LL << 30);
     if (!port || !failRate || !throttleRate || !retryAfter || !latency || !outageAfter || !outageSeconds || !outageEvery
-        || !dropRate)
+        || !dropRate || !hostileCount)
         return Usage;
+    const auto hostile = hostileModeFromName(parser.value(QStringLiteral("hostile")));
+    if (!hostile)
+        return command.usageError(QStringLiteral("--hostile must be none or one of: ") + hostileNames().join(QLatin1String(", ")));
 
     PartnerProfile profile;
     profile.failRate = *failRate;
@@ -52,6 +78,8 @@ int runPartnerSim(const QStringList &arguments)
     profile.outageEverySeconds = int(*outageEvery);
     profile.dropAfterAcceptRate = *dropRate;
     profile.idempotent = !parser.isSet(QStringLiteral("no-idempotency"));
+    profile.hostile = *hostile;
+    profile.hostileCount = int(*hostileCount);
     PartnerSimulator simulator(profile);
     QString error;
     if (!simulator.listen(QHostAddress::LocalHost, quint16(*port), &error))
