@@ -95,7 +95,7 @@ void writeHostileAnswer(QTcpSocket *socket, HostileMode mode, const QByteArray &
     case HostileMode::EndlessHeaders:
         socket->write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n");
         streamForever(socket, [n = 0]() mutable -> QByteArray {
-            return QByteArray("X-Filler-") + QByteArray::number(++n) + QByteArray(": ") + QByteArray(1000, 'h')
+            return QByteArray("X-Filler-") + QByteArray::number(++n) + QByteArray(": ") + QByteArray(2000, 'h')
                    + QByteArray("\r\n");
         });
         return;

@@ -72,7 +72,7 @@ SendOutcome classify(const HttpResult &result, qint64 nowMs, const SecretRedacto
     // Everything below comes from the partner: redacted and made one printable line
     // before it is cut, stored or shown.
     const int status = result.httpStatus;
-    QString requestId = QString::fromLatin1(result.header("x-request-id"));
+    QString requestId = QString::fromUtf8(result.header("x-request-id"));
     if (requestId.isEmpty() && result.body.startsWith('{')) {
         const auto reply = QJsonDocument::fromJson(result.body).object();
         requestId = reply.value(QLatin1String("request_id")).toString();
