@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 #include <vector>
 
 namespace {
@@ -38,6 +39,35 @@ bool isToken(QByteArrayView s)
             return false;
     }
     return true;
+}
+
+// The alerts that only a handshake in progress can cause, named: the peer's TLS layer
+// refused the session, so it never handed our request to the server behind it.
+std::optional<QString> handshakeAlertName(QSsl::AlertType type)
+{
+    switch (type) {
+    case QSsl::AlertType::HandshakeFailure:
+        return QStringLiteral("handshake failure");
+    case QSsl::AlertType::NoCertificate:
+    case QSsl::AlertType::CertificateRequired:
+        return QStringLiteral("a client certificate is required");
+    case QSsl::AlertType::BadCertificate:
+        return QStringLiteral("bad certificate");
+    case QSsl::AlertType::UnsupportedCertificate:
+        return QStringLiteral("unsupported certificate");
+    case QSsl::AlertType::CertificateRevoked:
+        return QStringLiteral("certificate revoked");
+    case QSsl::AlertType::CertificateExpired:
+        return QStringLiteral("certificate expired");
+    case QSsl::AlertType::CertificateUnknown:
+        return QStringLiteral("certificate unknown");
+    case QSsl::AlertType::UnknownCa:
+        return QStringLiteral("unknown CA");
+    case QSsl::AlertType::AccessDenied:
+        return QStringLiteral("access denied");
+    default:
+        return std::nullopt;
+    }
 }
 
 bool isSafeValue(QByteArrayView s)
@@ -99,6 +129,9 @@ public:
     State m_state = State::Connecting;
     Pending m_pending; // meaningful while Connecting or Busy
     ResponseParser m_parser;
+    // A fatal alert about the handshake: in TLS 1.3 a partner refuses our certificate
+    // only after we consider the handshake done (and may have written the request).
+    QString m_handshakeAlert;
 };
 
 struct Host
@@ -141,6 +174,7 @@ private:
     void onReadyRead(Connection *c);
     http::ResponseParser::Progress readResponse(Connection *c);
     void failResponse(Connection *c);
+    QString connectError(Connection *c, const QString &why) const;
     void onSocketDown(Connection *c, const QString &why);
     void onTimeout(Connection *c);
     void finishResponse(Connection *c);
@@ -354,7 +388,15 @@ void HttpConnectionPool::openConnection(Host *host, Pending &&pending)
     });
     if (host->tls) {
         auto *ssl = static_cast<QSslSocket *>(socket);
+        ssl->setSslConfiguration(m_client->m_sslConfiguration);
         QObject::connect(ssl, &QSslSocket::encrypted, c, [this, c] { onReady(c); });
+        QObject::connect(ssl, &QSslSocket::alertReceived, c,
+                         [c](QSsl::AlertLevel level, QSsl::AlertType type, const QString &) {
+                             if (level != QSsl::AlertLevel::Fatal)
+                                 return;
+                             if (const auto name = handshakeAlertName(type))
+                                 c->m_handshakeAlert = *name;
+                         });
     }
     QObject::connect(socket, &QIODevice::readyRead, c, [this, c] { onReadyRead(c); });
     QObject::connect(socket, &QAbstractSocket::errorOccurred, c, [this, c](QAbstractSocket::SocketError) {
@@ -491,11 +533,18 @@ void HttpConnectionPool::onSocketDown(Connection *c, const QString &why)
         return;
     }
     case Connection::State::Connecting:
-        failExchange(c, HttpResult::Status::NotSent,
-                     QStringLiteral("could not connect to %1: %2").arg(describe(c->m_host), why));
+        failExchange(c, HttpResult::Status::NotSent, connectError(c, why));
         return;
     case Connection::State::Busy:
         break;
+    }
+    if (!c->m_handshakeAlert.isEmpty()) {
+        // Written into a session the partner's TLS layer refused: nothing reached the
+        // partner's server, so nothing can have taken effect.
+        failExchange(c, HttpResult::Status::NotSent,
+                     QStringLiteral("TLS handshake with %1 failed: the partner refused it (%2)")
+                         .arg(describe(c->m_host), c->m_handshakeAlert));
+        return;
     }
     // The answer may have arrived together with the close: use every byte first.
     ResponseParser::Progress progress = readResponse(c);
@@ -511,6 +560,24 @@ void HttpConnectionPool::onSocketDown(Connection *c, const QString &why)
     }
     failExchange(c, HttpResult::Status::InDoubt,
                  QStringLiteral("connection to %1 lost before a complete response: %2").arg(describe(c->m_host), why));
+}
+
+QString HttpConnectionPool::connectError(Connection *c, const QString &why) const
+{
+    // A refused certificate says why in the verification errors: every one of them
+    // (expired and for another name, say), not only the first.
+    if (!c->m_handshakeAlert.isEmpty())
+        return QStringLiteral("TLS handshake with %1 failed: the partner refused it (%2)")
+            .arg(describe(c->m_host), c->m_handshakeAlert);
+    if (c->m_host->tls && c->m_socket->error() == QAbstractSocket::SslHandshakeFailedError) {
+        QStringList reasons;
+        for (const QSslError &error : static_cast<QSslSocket *>(c->m_socket)->sslHandshakeErrors())
+            reasons << error.errorString();
+        reasons.removeDuplicates();
+        return QStringLiteral("TLS handshake with %1 failed: %2")
+            .arg(describe(c->m_host), reasons.isEmpty() ? why : reasons.join(QLatin1String("; ")));
+    }
+    return QStringLiteral("could not connect to %1: %2").arg(describe(c->m_host), why);
 }
 
 void HttpConnectionPool::onTimeout(Connection *c)

@@ -130,7 +130,7 @@ QString partnerTokenProblem(const QByteArray &token)
 }
 
 PartnerSender::PartnerSender(const QUrl &partnerUrl, int maxConnections, int timeoutMs,
-                             const QByteArray &bearerToken, QObject *parent)
+                             const QByteArray &bearerToken, const PartnerTls &tls, QObject *parent)
     : QObject(parent)
     , m_client(maxConnections)
     , m_url(partnerUrl)
@@ -138,6 +138,7 @@ PartnerSender::PartnerSender(const QUrl &partnerUrl, int maxConnections, int tim
     , m_authorization(bearerToken.isEmpty() ? QByteArray() : "Bearer " + bearerToken)
     , m_redactor(QList<QByteArray>{bearerToken})
 {
+    m_client.setSslConfiguration(tls.sslConfiguration());
 }
 
 QString PartnerSender::displayUrl() const

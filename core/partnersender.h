@@ -2,6 +2,7 @@
 
 #include "httpclient.h"
 #include "partnertext.h"
+#include "partnertls.h"
 
 #include <QObject>
 #include <QUrl>
@@ -64,7 +65,7 @@ class PartnerSender final : public QObject
 
 public:
     PartnerSender(const QUrl &partnerUrl, int maxConnections, int timeoutMs, const QByteArray &bearerToken,
-                  QObject *parent = nullptr);
+                  const PartnerTls &tls = {}, QObject *parent = nullptr);
 
     void send(const QByteArray &sendKey, const QByteArray &payload, QObject *context,
               std::function<void(const SendOutcome &)> onFinished);

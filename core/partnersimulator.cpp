@@ -9,6 +9,7 @@
 #include <QLoggingCategory>
 #include <QPointer>
 #include <QRandomGenerator>
+#include <QSslServer>
 #include <QTcpServer>
 #include <QTcpSocket>
 #include <QTimer>
@@ -113,6 +114,7 @@ struct PartnerSimulator::Private
         delete server;
     }
 
+    void setUp();
     void onNewConnection();
     void onReadyRead(const ConnectionPtr &conn);
     void processBuffer(const ConnectionPtr &conn);
@@ -190,6 +192,10 @@ void PartnerSimulator::Private::onNewConnection()
             if (conn->socket)
                 conn->socket->deleteLater();
         });
+        // Over TLS the connection is handed out after its handshake, when the request may
+        // have arrived already (its readyRead long gone).
+        if (socket->bytesAvailable() > 0)
+            QMetaObject::invokeMethod(socket, [this, conn] { onReadyRead(conn); }, Qt::QueuedConnection);
     }
 }
 
@@ -547,9 +553,31 @@ QByteArray PartnerSimulator::Private::effectsJson() const
 PartnerSimulator::PartnerSimulator(const PartnerProfile &profile, QObject *parent)
     : QObject(parent), m_profile(profile), d(std::make_unique<Private>(this))
 {
+    d->setUp();
+}
+
+void PartnerSimulator::Private::setUp()
+{
     // Hundreds of clients may connect in the same instant.
-    d->server->setListenBacklogSize(1024);
-    connect(d->server, &QTcpServer::newConnection, this, [this] { d->onNewConnection(); });
+    server->setListenBacklogSize(1024);
+    QObject::connect(server, &QTcpServer::newConnection, q, [this] { onNewConnection(); });
+    // A QSslServer adds a connection once its handshake is done, after newConnection: it
+    // says so with this one. Either call takes every connection waiting.
+    QObject::connect(server, &QTcpServer::pendingConnectionAvailable, q, [this] { onNewConnection(); });
+}
+
+void PartnerSimulator::setTlsConfiguration(const QSslConfiguration &configuration)
+{
+    if (d->server->isListening())
+        return;
+    // A QSslServer hands out a connection once its handshake is done; the rest of the
+    // simulator sees the same QTcpSocket interface.
+    auto *server = new QSslServer(this);
+    server->setSslConfiguration(configuration);
+    delete d->server;
+    d->server = server;
+    d->setUp();
+    m_tls = true;
 }
 
 PartnerSimulator::~PartnerSimulator() = default;

@@ -8,6 +8,7 @@
 
 #include <memory>
 
+class QSslConfiguration;
 class QTcpServer;
 
 namespace once {
@@ -55,6 +56,10 @@ public:
     explicit PartnerSimulator(const PartnerProfile &profile = {}, QObject *parent = nullptr);
     ~PartnerSimulator() override;
 
+    // Serves HTTPS instead of HTTP, with the configuration's certificate and key (and, if
+    // it sets VerifyPeer, only to clients with a certificate its CAs signed). Before listen().
+    void setTlsConfiguration(const QSslConfiguration &configuration);
+    bool isTls() const { return m_tls; }
     // port 0 picks a free port. Returns false with errorText filled on failure.
     bool listen(const QHostAddress &address, quint16 port, QString *errorText = nullptr);
     quint16 port() const;
@@ -73,6 +78,7 @@ private:
     PartnerProfile m_profile;
     PartnerStats m_stats;
     QHash<QByteArray, int> m_effectsByKey;
+    bool m_tls = false;
     std::unique_ptr<Private> d;
 };
 

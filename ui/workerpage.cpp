@@ -463,6 +463,18 @@ void WorkerPage::start()
     config.queueUrl = m_session->queueUrl();
     config.partnerUrl = *url;
     config.partnerToken = qgetenv(TokenVariable);
+    // As for `once worker`: a partner behind its own CA, or one that wants a client
+    // certificate, is set up through the environment.
+    QString tlsError;
+    const auto partnerTls = PartnerTls::load(qEnvironmentVariable("ONCE_PARTNER_CA"),
+                                             qEnvironmentVariable("ONCE_PARTNER_CERT"),
+                                             qEnvironmentVariable("ONCE_PARTNER_KEY"), &tlsError);
+    if (!partnerTls) {
+        m_engineError->setText(tr("The worker cannot start: %1.").arg(tlsError));
+        m_engineError->show();
+        return;
+    }
+    config.partnerTls = *partnerTls;
     config.workerId = QStringLiteral("console@%1:%2").arg(QHostInfo::localHostName()).arg(QCoreApplication::applicationPid());
     config.concurrency = m_concurrency->value();
     config.maxAttempts = m_maxAttempts->value();

@@ -1,6 +1,9 @@
 #include "cli.h"
 
 #include "partnersimulator.h"
+#include "partnertls.h"
+
+#include <QSslSocket>
 
 #include <QCoreApplication>
 
@@ -48,6 +51,9 @@ int runPartnerSim(const QStringList &arguments)
         {QStringLiteral("no-idempotency"), QStringLiteral("Ignore Idempotency-Key: every request is an effect.")},
         {QStringLiteral("hostile"), hostileHelp(), QStringLiteral("MODE"), QStringLiteral("none")},
         {QStringLiteral("hostile-count"), QStringLiteral("Misbehave only for the first N requests (0: for all)."), QStringLiteral("N"), QStringLiteral("0")},
+        {QStringLiteral("tls-cert"), QStringLiteral("Serve HTTPS with this PEM certificate (and chain)."), QStringLiteral("FILE")},
+        {QStringLiteral("tls-key"), QStringLiteral("The PEM private key of --tls-cert."), QStringLiteral("FILE")},
+        {QStringLiteral("tls-client-ca"), QStringLiteral("Mutual TLS: serve only clients with a certificate these PEM CAs signed."), QStringLiteral("FILE")},
     });
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
@@ -82,10 +88,41 @@ int runPartnerSim(const QStringList &arguments)
     profile.hostileCount = int(*hostileCount);
     PartnerSimulator simulator(profile);
     QString error;
+    const bool tls = parser.isSet(QStringLiteral("tls-cert")) || parser.isSet(QStringLiteral("tls-key"))
+                     || parser.isSet(QStringLiteral("tls-client-ca"));
+    if (tls) {
+        if (!parser.isSet(QStringLiteral("tls-cert")) || !parser.isSet(QStringLiteral("tls-key")))
+            return command.usageError(QStringLiteral("--tls-cert and --tls-key go together"));
+        const auto chain = readPemCertificates(parser.value(QStringLiteral("tls-cert")), &error);
+        if (!chain)
+            return command.usageError(QStringLiteral("--tls-cert: ") + error);
+        const auto key = readPemPrivateKey(parser.value(QStringLiteral("tls-key")), &error);
+        if (!key)
+            return command.usageError(QStringLiteral("--tls-key: ") + error);
+        if (!QSslSocket::supportsSsl())
+            return failure(QStringLiteral("TLS is not available in this build"));
+        QSslConfiguration configuration = QSslConfiguration::defaultConfiguration();
+        configuration.setLocalCertificateChain(*chain);
+        configuration.setPrivateKey(*key);
+        configuration.setPeerVerifyMode(QSslSocket::VerifyNone);
+        if (parser.isSet(QStringLiteral("tls-client-ca"))) {
+            const auto clientCas = readPemCertificates(parser.value(QStringLiteral("tls-client-ca")), &error);
+            if (!clientCas)
+                return command.usageError(QStringLiteral("--tls-client-ca: ") + error);
+            configuration.setCaCertificates(*clientCas);
+            configuration.setPeerVerifyMode(QSslSocket::VerifyPeer);
+            // Refuse as a real TLS server does, with an alert in the handshake, rather
+            // than by closing the connection once it is established.
+            configuration.setHandshakeMustInterruptOnError(true);
+            configuration.setMissingCertificateIsFatal(true);
+        }
+        simulator.setTlsConfiguration(configuration);
+    }
     if (!simulator.listen(QHostAddress::LocalHost, quint16(*port), &error))
         return failure(error);
     // Scripts read this line to learn the port.
-    std::printf("partner simulator listening on http://127.0.0.1:%u/reminders\n", unsigned(simulator.port()));
+    std::printf("partner simulator listening on %s://127.0.0.1:%u/reminders\n", tls ? "https" : "http",
+                unsigned(simulator.port()));
     std::fflush(stdout);
     watchTerminationSignals(&simulator, [] { QCoreApplication::exit(0); });
     return QCoreApplication::exec();
