@@ -27,6 +27,8 @@ namespace {
 using http::equalsCi;
 using http::ResponseParser;
 
+constexpr qint64 kSocketReadBufferBytes = 64 * 1024;
+
 bool isToken(QByteArrayView s)
 {
     if (s.isEmpty())
@@ -381,6 +383,9 @@ void HttpConnectionPool::openConnection(Host *host, Pending &&pending)
     QTcpSocket *socket = c->m_socket;
     // Requests are small and latency matters more than packet count.
     socket->setSocketOption(QAbstractSocket::LowDelayOption, 1);
+    // What the socket holds before the parser takes it: a partner that sends faster than
+    // we read waits in the kernel's buffer, not in ours.
+    socket->setReadBufferSize(kSocketReadBufferBytes);
     QObject::connect(socket, &QAbstractSocket::connected, c, [this, c] {
         ++m_client->m_connectionsOpened;
         if (!c->m_host->tls)

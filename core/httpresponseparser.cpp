@@ -9,8 +9,8 @@ namespace once::http {
 namespace {
 
 // Bounds that keep a misbehaving server from growing our buffers or holding our thread.
-constexpr qsizetype kMaxLineLength = 64 * 1024;       // the status line and each header line
-constexpr qsizetype kMaxHeaderBytes = 256 * 1024;     // all header lines (and trailers) together
+constexpr qsizetype kMaxLineLength = 32 * 1024;       // the status line and each header line
+constexpr qsizetype kMaxHeaderBytes = 64 * 1024;      // all header lines (and trailers) together
 constexpr int kMaxHeaderCount = 256;
 constexpr qsizetype kMaxChunkLineLength = 4 * 1024;   // a chunk size with its extensions
 constexpr qsizetype kMaxFramingBytes = 1024 * 1024;   // all chunk size lines and chunk ends together
