@@ -59,6 +59,7 @@ private slots:
 
     void workerSurvivesAnswersWithoutBounds_data();
     void workerSurvivesAnswersWithoutBounds();
+    void manyEndlessAnswersAtOnceStayBounded();
     void echoedTokenIsStoredAndShownNowhere();
     void hostileRequestIdIsKeptAsOnePrintableLine();
     void retryAfterBeyond64BitsWaitsTheCap();
@@ -254,6 +255,43 @@ void HostilePartnerTest::workerSurvivesAnswersWithoutBounds()
         }
     }
     QCOMPARE(hostileKeys, 1);
+}
+
+// Every send of a full set of connections meets an answer that never ends, all at once:
+// the worker's memory stays bounded by connections times the limits, and every reminder
+// ends as a dead letter that says why (one attempt each, so that the circuit breaker,
+// which opens after five failures in a row, has no say), none lost, none left claimed.
+void HostilePartnerTest::manyEndlessAnswersAtOnceStayBounded()
+{
+    setHostile(HostileMode::EndlessBody, 0);
+    constexpr int Count = 32;
+    const auto keys = m_once->enqueueReminders(m_dir->path(), Count, QStringLiteral("many"));
+    QCOMPARE(keys.size(), Count);
+    QProcess *worker = startWorker({QStringLiteral("--until-idle"), QStringLiteral("--concurrency"),
+                                    QString::number(Count), QStringLiteral("--max-attempts"), QStringLiteral("1")});
+    QVERIFY2(worker->waitForStarted(CommandTimeoutMs), qPrintable(worker->errorString()));
+    const qint64 pid = worker->processId();
+    qint64 peakKiB = -1;
+    const auto result = m_once->waitFor(worker, WorkerTimeoutMs, [&] { peakKiB = std::max(peakKiB, peakMemoryKiB(pid)); });
+    QVERIFY2(result.exitedWith(0), result.describe().constData());
+    QVERIFY2(peakKiB > 0 && peakKiB < MemoryBoundKiB,
+             qPrintable(QStringLiteral("the worker's peak memory was %1 KiB").arg(peakKiB)));
+    qInfo("peak memory of the worker with %d endless answers at once: %lld KiB", Count, peakKiB);
+    QCOMPARE(m_partner->stats().requests, Count);
+    QCOMPARE(m_partner->stats().effects, Count);
+    QCOMPARE(m_partner->stats().duplicateEffects, 0);
+    VERIFY_STATS({{QStringLiteral("ready"), 0},
+                  {QStringLiteral("in_flight"), 0},
+                  {QStringLiteral("dead"), Count},
+                  {QStringLiteral("claimed"), 0}});
+    const QJsonArray dead = m_once->jsonArray({QStringLiteral("dlq"), QStringLiteral("--json")});
+    QCOMPARE(dead.size(), Count);
+    for (const auto &value : dead) {
+        const QJsonObject letter = value.toObject();
+        QCOMPARE(letter.value(QLatin1String("error_class")).toString(), QStringLiteral("in-doubt"));
+        QVERIFY2(letter.value(QLatin1String("last_error")).toString().contains(QLatin1String("64 KiB limit")),
+                 qPrintable(compact(letter)));
+    }
 }
 
 // A partner whose error page shows the request's Authorization header, in its body and
