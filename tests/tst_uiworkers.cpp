@@ -157,6 +157,7 @@ private slots:
     void notificationsRefreshAtMostOncePerSecond();
     void passwordIsNeverShownOrSaved();
     void unusableTokenKeepsTheWorkerFromStarting();
+    void unreadablePartnerCaKeepsTheWorkerFromStarting();
     void postgresDialogBuildsTheUrl();
 
 private:
@@ -583,6 +584,33 @@ void TestUiWorkers::unusableTokenKeepsTheWorkerFromStarting()
     QTest::qWait(200);
     QCOMPARE(console.window->engine()->state(), EngineController::State::Stopped);
     QCOMPARE(partner.stats().requests, 0);
+}
+
+void TestUiWorkers::unreadablePartnerCaKeepsTheWorkerFromStarting()
+{
+    // As `once worker` does, the console's worker reads ONCE_PARTNER_CA: a file it cannot
+    // use is said at Start, and nothing starts.
+    const QByteArray saved = qgetenv("ONCE_PARTNER_CA");
+    const bool hadCa = qEnvironmentVariableIsSet("ONCE_PARTNER_CA");
+    qputenv("ONCE_PARTNER_CA", "/nonexistent/partner-ca.pem");
+    const auto restore = qScopeGuard([&] {
+        if (hadCa)
+            qputenv("ONCE_PARTNER_CA", saved);
+        else
+            qunsetenv("ONCE_PARTNER_CA");
+    });
+    Console console;
+    QVERIFY(console.open(m_stores.newUrl()));
+    WorkerPage *page = console.page();
+    page->findChild<QLineEdit *>(QStringLiteral("partnerUrl"))->setText(QStringLiteral("https://127.0.0.1:9/reminders"));
+    auto *start = page->findChild<QPushButton *>(QStringLiteral("startButton"));
+    QVERIFY(start->isEnabled());
+    start->click();
+    const auto *engineError = page->findChild<QLabel *>(QStringLiteral("engineError"));
+    QVERIFY2(engineError->isVisible() && engineError->text().contains(QLatin1String("partner CA: cannot read")),
+             qPrintable(engineError->text()));
+    QTest::qWait(200);
+    QCOMPARE(console.window->engine()->state(), EngineController::State::Stopped);
 }
 
 void TestUiWorkers::postgresDialogBuildsTheUrl()
