@@ -89,7 +89,7 @@ void Engine::start()
         return;
     }
     m_sender = new PartnerSender(m_config.partnerUrl, m_config.concurrency, m_config.requestTimeoutMs,
-                                 m_config.partnerToken, this);
+                                 m_config.partnerToken, m_config.partnerTls, this);
     WorkerRecord self;
     self.id = m_config.workerId;
     self.host = QSysInfo::machineHostName();

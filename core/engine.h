@@ -4,6 +4,7 @@
 #include "enginestore.h"
 #include "ledger.h"
 #include "messagequeue.h"
+#include "partnertls.h"
 
 #include <QObject>
 #include <QThread>
@@ -40,6 +41,7 @@ struct EngineConfig
     qint64 untilIdleHorizonMs = 60000;
     int breakerThreshold = 5;
     qint64 retentionMs = 30LL * 24 * 3600 * 1000;
+    PartnerTls partnerTls; // CAs to trust for the partner, a client certificate for mutual TLS
 };
 
 struct EngineCounters

@@ -1,5 +1,6 @@
 #include "httpclient.h"
 
+#include "httpresponseparser.h"
 #include "httpsyntax.h"
 
 #include <QElapsedTimer>
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 #include <vector>
 
 namespace {
@@ -20,25 +22,12 @@ Q_LOGGING_CATEGORY(lcHttp, "once.core.http")
 
 namespace once {
 
-QByteArray HttpResult::header(const QByteArray &name) const
-{
-    for (const auto &h : headers) {
-        if (h.first.compare(name, Qt::CaseInsensitive) == 0)
-            return h.second;
-    }
-    return {};
-}
-
 namespace {
 
 using http::equalsCi;
-using http::hasToken;
+using http::ResponseParser;
 
-// Bounds that keep a misbehaving server from growing our buffers without limit.
-constexpr qsizetype kMaxLineLength = 64 * 1024;
-constexpr qsizetype kMaxHeaderBytes = 256 * 1024;
-constexpr int kMaxHeaderCount = 256;
-
+constexpr qint64 kSocketReadBufferBytes = 64 * 1024;
 
 bool isToken(QByteArrayView s)
 {
@@ -54,309 +43,38 @@ bool isToken(QByteArrayView s)
     return true;
 }
 
+// The alerts that only a handshake in progress can cause, named: the peer's TLS layer
+// refused the session, so it never handed our request to the server behind it.
+std::optional<QString> handshakeAlertName(QSsl::AlertType type)
+{
+    switch (type) {
+    case QSsl::AlertType::HandshakeFailure:
+        return QStringLiteral("handshake failure");
+    case QSsl::AlertType::NoCertificate:
+    case QSsl::AlertType::CertificateRequired:
+        return QStringLiteral("a client certificate is required");
+    case QSsl::AlertType::BadCertificate:
+        return QStringLiteral("bad certificate");
+    case QSsl::AlertType::UnsupportedCertificate:
+        return QStringLiteral("unsupported certificate");
+    case QSsl::AlertType::CertificateRevoked:
+        return QStringLiteral("certificate revoked");
+    case QSsl::AlertType::CertificateExpired:
+        return QStringLiteral("certificate expired");
+    case QSsl::AlertType::CertificateUnknown:
+        return QStringLiteral("certificate unknown");
+    case QSsl::AlertType::UnknownCa:
+        return QStringLiteral("unknown CA");
+    case QSsl::AlertType::AccessDenied:
+        return QStringLiteral("access denied");
+    default:
+        return std::nullopt;
+    }
+}
+
 bool isSafeValue(QByteArrayView s)
 {
     return !s.contains('\r') && !s.contains('\n') && !s.contains('\0');
-}
-
-// Incremental HTTP/1.x response parser. Bytes are appended to an internal buffer and
-// consumed from a read position, so a response split over many reads is parsed once.
-class ResponseParser
-{
-public:
-    enum class Progress
-    {
-        NeedMore,
-        Done,
-        Error
-    };
-
-    void reset(bool headRequest)
-    {
-        m_state = State::StatusLine;
-        m_headRequest = headRequest;
-        m_result = HttpResult();
-        m_error.clear();
-        m_remaining = 0;
-        m_headerBytes = 0;
-        m_minorVersion = 1;
-        m_connectionClose = false;
-        m_connectionKeepAlive = false;
-        // Any leftover bytes of a previous exchange would be a protocol violation; the
-        // connection is not reused in that case, so dropping them here is safe.
-        m_buffer.resize(0);
-        m_pos = 0;
-    }
-
-    void readFrom(QIODevice *device)
-    {
-        const qint64 available = device->bytesAvailable();
-        if (available <= 0)
-            return;
-        if (m_pos > 0 && m_pos == m_buffer.size()) {
-            m_buffer.resize(0);
-            m_pos = 0;
-        }
-        const qsizetype old = m_buffer.size();
-        m_buffer.resize(old + available);
-        const qint64 got = device->read(m_buffer.data() + old, available);
-        m_buffer.resize(old + std::max<qint64>(got, 0));
-    }
-
-    Progress parse();
-
-    // The server closed the connection: a body delimited by the close is complete now.
-    Progress finishAtEof()
-    {
-        if (m_state == State::Done)
-            return Progress::Done;
-        if (m_state == State::UntilClose) {
-            m_state = State::Done;
-            return Progress::Done;
-        }
-        return Progress::NeedMore;
-    }
-
-    bool hasTrailingData() const { return m_pos < m_buffer.size(); }
-    bool keepAlive() const
-    {
-        if (m_bodyUntilClose || m_connectionClose)
-            return false;
-        return m_minorVersion >= 1 || m_connectionKeepAlive;
-    }
-    const QString &error() const { return m_error; }
-    HttpResult takeResult() { return std::move(m_result); }
-
-private:
-    enum class State
-    {
-        StatusLine,
-        Headers,
-        Body,
-        ChunkSize,
-        ChunkData,
-        ChunkEnd,
-        Trailers,
-        UntilClose,
-        Done
-    };
-
-    enum class Line
-    {
-        Got,
-        NeedMore,
-        TooLong
-    };
-    Line takeLine(QByteArrayView *line)
-    {
-        const qsizetype nl = m_buffer.indexOf('\n', m_pos);
-        if (nl < 0)
-            return m_buffer.size() - m_pos > kMaxLineLength ? Line::TooLong : Line::NeedMore;
-        qsizetype end = nl;
-        if (end > m_pos && m_buffer.at(end - 1) == '\r')
-            --end;
-        *line = QByteArrayView(m_buffer.constData() + m_pos, end - m_pos);
-        m_headerBytes += nl + 1 - m_pos;
-        m_pos = nl + 1;
-        return Line::Got;
-    }
-
-    Progress fail(const QString &why)
-    {
-        m_error = why;
-        return Progress::Error;
-    }
-
-    Progress parseStatusLine(QByteArrayView line);
-    Progress parseHeader(QByteArrayView line);
-    Progress headersComplete();
-
-    QByteArray m_buffer;
-    qsizetype m_pos = 0;
-    State m_state = State::StatusLine;
-    HttpResult m_result;
-    QString m_error;
-    qint64 m_remaining = 0;
-    qsizetype m_headerBytes = 0;
-    int m_minorVersion = 1;
-    qint64 m_contentLength = -1;
-    bool m_chunked = false;
-    bool m_headRequest = false;
-    bool m_connectionClose = false;
-    bool m_connectionKeepAlive = false;
-    bool m_bodyUntilClose = false;
-};
-
-ResponseParser::Progress ResponseParser::parseStatusLine(QByteArrayView line)
-{
-    // "HTTP/1.1 200 OK"; the reason phrase is optional.
-    if (line.size() < 12 || !line.startsWith("HTTP/1.") || line.at(8) != ' ')
-        return fail(QStringLiteral("malformed status line"));
-    const char minor = line.at(7);
-    if (minor < '0' || minor > '9')
-        return fail(QStringLiteral("malformed status line"));
-    bool ok = false;
-    const int code = line.sliced(9, 3).toInt(&ok);
-    if (!ok || code < 100 || code > 999 || (line.size() > 12 && line.at(12) != ' '))
-        return fail(QStringLiteral("malformed status line"));
-    m_minorVersion = minor - '0';
-    m_result.httpStatus = code;
-    m_result.headers.clear();
-    m_contentLength = -1;
-    m_chunked = false;
-    m_connectionClose = false;
-    m_connectionKeepAlive = false;
-    m_bodyUntilClose = false;
-    m_state = State::Headers;
-    return Progress::NeedMore;
-}
-
-ResponseParser::Progress ResponseParser::parseHeader(QByteArrayView line)
-{
-    const qsizetype colon = line.indexOf(':');
-    if (colon <= 0)
-        return fail(QStringLiteral("malformed response header"));
-    if (m_result.headers.size() >= kMaxHeaderCount)
-        return fail(QStringLiteral("too many response headers"));
-    const QByteArrayView name = line.first(colon).trimmed();
-    const QByteArrayView value = line.sliced(colon + 1).trimmed();
-    if (equalsCi(name, "content-length")) {
-        bool ok = false;
-        const qint64 length = value.toLongLong(&ok);
-        if (!ok || length < 0 || (m_contentLength >= 0 && m_contentLength != length))
-            return fail(QStringLiteral("invalid Content-Length"));
-        m_contentLength = length;
-    } else if (equalsCi(name, "transfer-encoding")) {
-        m_chunked = hasToken(value, "chunked");
-    } else if (equalsCi(name, "connection")) {
-        m_connectionClose = m_connectionClose || hasToken(value, "close");
-        m_connectionKeepAlive = m_connectionKeepAlive || hasToken(value, "keep-alive");
-    }
-    m_result.headers.append({name.toByteArray(), value.toByteArray()});
-    return Progress::NeedMore;
-}
-
-ResponseParser::Progress ResponseParser::headersComplete()
-{
-    const int code = m_result.httpStatus;
-    if (code >= 100 && code < 200 && code != 101) {
-        // Interim response (100 Continue, 103 Early Hints): the real one follows.
-        m_state = State::StatusLine;
-        return Progress::NeedMore;
-    }
-    if (m_headRequest || code == 204 || code == 304 || code == 101) {
-        m_state = State::Done;
-        m_bodyUntilClose = code == 101;
-        return Progress::Done;
-    }
-    if (m_chunked) {
-        m_state = State::ChunkSize;
-        return Progress::NeedMore;
-    }
-    if (m_contentLength >= 0) {
-        m_remaining = m_contentLength;
-        m_result.body.reserve(m_contentLength);
-        m_state = m_remaining > 0 ? State::Body : State::Done;
-        return m_state == State::Done ? Progress::Done : Progress::NeedMore;
-    }
-    m_bodyUntilClose = true;
-    m_state = State::UntilClose;
-    return Progress::NeedMore;
-}
-
-ResponseParser::Progress ResponseParser::parse()
-{
-    for (;;) {
-        switch (m_state) {
-        case State::StatusLine:
-        case State::Headers:
-        case State::Trailers: {
-            QByteArrayView line;
-            const Line got = takeLine(&line);
-            if (got == Line::TooLong)
-                return fail(QStringLiteral("response header line too long"));
-            if (got == Line::NeedMore)
-                return Progress::NeedMore;
-            if (m_headerBytes > kMaxHeaderBytes)
-                return fail(QStringLiteral("response headers too large"));
-            if (m_state == State::StatusLine) {
-                if (line.isEmpty())
-                    continue; // tolerate stray CRLF between responses (RFC 9112 2.2)
-                if (parseStatusLine(line) == Progress::Error)
-                    return Progress::Error;
-            } else if (m_state == State::Headers) {
-                if (line.isEmpty()) {
-                    const Progress p = headersComplete();
-                    if (p != Progress::NeedMore)
-                        return p;
-                } else if (parseHeader(line) == Progress::Error) {
-                    return Progress::Error;
-                }
-            } else if (line.isEmpty()) {
-                m_state = State::Done;
-                return Progress::Done;
-            }
-            break;
-        }
-        case State::Body:
-        case State::ChunkData: {
-            const qint64 available = m_buffer.size() - m_pos;
-            if (available == 0)
-                return Progress::NeedMore;
-            const qint64 take = std::min(available, m_remaining);
-            m_result.body.append(m_buffer.constData() + m_pos, take);
-            m_pos += take;
-            m_remaining -= take;
-            if (m_remaining > 0)
-                return Progress::NeedMore;
-            if (m_state == State::Body) {
-                m_state = State::Done;
-                return Progress::Done;
-            }
-            m_state = State::ChunkEnd;
-            break;
-        }
-        case State::ChunkEnd: {
-            QByteArrayView line;
-            const Line got = takeLine(&line);
-            if (got == Line::NeedMore)
-                return Progress::NeedMore;
-            if (got == Line::TooLong || !line.isEmpty())
-                return fail(QStringLiteral("malformed chunk terminator"));
-            m_state = State::ChunkSize;
-            break;
-        }
-        case State::ChunkSize: {
-            QByteArrayView line;
-            const Line got = takeLine(&line);
-            if (got == Line::TooLong)
-                return fail(QStringLiteral("chunk size line too long"));
-            if (got == Line::NeedMore)
-                return Progress::NeedMore;
-            const qsizetype semicolon = line.indexOf(';'); // chunk extensions are ignored
-            const QByteArrayView hex = (semicolon < 0 ? line : line.first(semicolon)).trimmed();
-            bool ok = false;
-            const qint64 size = hex.toLongLong(&ok, 16);
-            if (!ok || size < 0 || hex.size() > 15)
-                return fail(QStringLiteral("malformed chunk size"));
-            if (size == 0) {
-                m_state = State::Trailers;
-            } else {
-                m_remaining = size;
-                m_state = State::ChunkData;
-            }
-            break;
-        }
-        case State::UntilClose:
-            if (m_pos < m_buffer.size()) {
-                m_result.body.append(m_buffer.constData() + m_pos, m_buffer.size() - m_pos);
-                m_pos = m_buffer.size();
-            }
-            return Progress::NeedMore;
-        case State::Done:
-            return Progress::Done;
-        }
-    }
 }
 
 struct Pending
@@ -367,6 +85,7 @@ struct Pending
     HttpClient::Callback callback;
     QElapsedTimer started;
     int timeoutMs = 0;
+    qint64 maxResponseBodyBytes = 0;
     bool headRequest = false;
 };
 
@@ -412,6 +131,9 @@ public:
     State m_state = State::Connecting;
     Pending m_pending; // meaningful while Connecting or Busy
     ResponseParser m_parser;
+    // A fatal alert about the handshake: in TLS 1.3 a partner refuses our certificate
+    // only after we consider the handshake done (and may have written the request).
+    QString m_handshakeAlert;
 };
 
 struct Host
@@ -452,6 +174,9 @@ private:
     void startExchange(Connection *c);
     void onReady(Connection *c);
     void onReadyRead(Connection *c);
+    http::ResponseParser::Progress readResponse(Connection *c);
+    void failResponse(Connection *c);
+    QString connectError(Connection *c, const QString &why) const;
     void onSocketDown(Connection *c, const QString &why);
     void onTimeout(Connection *c);
     void finishResponse(Connection *c);
@@ -599,6 +324,7 @@ void HttpConnectionPool::send(const HttpRequest &request, QObject *context, Http
     pending.hasContext = context != nullptr;
     pending.callback = std::move(callback);
     pending.timeoutMs = request.timeoutMs;
+    pending.maxResponseBodyBytes = request.maxResponseBodyBytes;
     pending.headRequest = request.method == "HEAD";
 
     QString error;
@@ -657,6 +383,9 @@ void HttpConnectionPool::openConnection(Host *host, Pending &&pending)
     QTcpSocket *socket = c->m_socket;
     // Requests are small and latency matters more than packet count.
     socket->setSocketOption(QAbstractSocket::LowDelayOption, 1);
+    // What the socket holds before the parser takes it: a partner that sends faster than
+    // we read waits in the kernel's buffer, not in ours.
+    socket->setReadBufferSize(kSocketReadBufferBytes);
     QObject::connect(socket, &QAbstractSocket::connected, c, [this, c] {
         ++m_client->m_connectionsOpened;
         if (!c->m_host->tls)
@@ -664,7 +393,15 @@ void HttpConnectionPool::openConnection(Host *host, Pending &&pending)
     });
     if (host->tls) {
         auto *ssl = static_cast<QSslSocket *>(socket);
+        ssl->setSslConfiguration(m_client->m_sslConfiguration);
         QObject::connect(ssl, &QSslSocket::encrypted, c, [this, c] { onReady(c); });
+        QObject::connect(ssl, &QSslSocket::alertReceived, c,
+                         [c](QSsl::AlertLevel level, QSsl::AlertType type, const QString &) {
+                             if (level != QSsl::AlertLevel::Fatal)
+                                 return;
+                             if (const auto name = handshakeAlertName(type))
+                                 c->m_handshakeAlert = *name;
+                         });
     }
     QObject::connect(socket, &QIODevice::readyRead, c, [this, c] { onReadyRead(c); });
     QObject::connect(socket, &QAbstractSocket::errorOccurred, c, [this, c](QAbstractSocket::SocketError) {
@@ -694,7 +431,7 @@ void HttpConnectionPool::onReady(Connection *c)
 void HttpConnectionPool::startExchange(Connection *c)
 {
     c->m_state = Connection::State::Busy;
-    c->m_parser.reset(c->m_pending.headRequest);
+    c->m_parser.reset(c->m_pending.headRequest, c->m_pending.maxResponseBodyBytes);
     if (c->m_pending.timeoutMs > 0)
         c->m_timer.start(c->m_pending.timeoutMs);
     else
@@ -727,20 +464,45 @@ void HttpConnectionPool::onReadyRead(Connection *c)
     case Connection::State::Closed:
         return;
     }
-    c->m_parser.readFrom(c->m_socket);
-    switch (c->m_parser.parse()) {
+    switch (readResponse(c)) {
     case ResponseParser::Progress::NeedMore:
         return;
     case ResponseParser::Progress::Done:
         finishResponse(c);
         return;
     case ResponseParser::Progress::Error:
-        qCWarning(lcHttp) << "protocol error from" << describe(c->m_host) << c->m_parser.error();
-        failExchange(
-            c, HttpResult::Status::InDoubt,
-            QStringLiteral("invalid response from %1: %2").arg(describe(c->m_host), c->m_parser.error()));
+        failResponse(c);
         return;
     }
+}
+
+ResponseParser::Progress HttpConnectionPool::readResponse(Connection *c)
+{
+    // In pieces, each parsed before the next is read: the parser's buffer never holds
+    // more than one piece (and an unfinished line), whatever the socket has buffered.
+    constexpr qint64 Piece = 16 * 1024;
+    char piece[Piece];
+    for (;;) {
+        const qint64 got = c->m_socket->read(piece, Piece);
+        if (got <= 0)
+            return ResponseParser::Progress::NeedMore;
+        c->m_parser.feed(QByteArrayView(piece, got));
+        const ResponseParser::Progress progress = c->m_parser.parse();
+        if (progress != ResponseParser::Progress::NeedMore)
+            return progress;
+    }
+}
+
+void HttpConnectionPool::failResponse(Connection *c)
+{
+    // The request was written: whatever the partner did with it is unknown to us now.
+    // The connection goes (failExchange discards it), so nothing more is read from it.
+    const ResponseParser &parser = c->m_parser;
+    qCWarning(lcHttp) << "unusable response from" << describe(c->m_host) << parser.error();
+    const QString text = parser.tooLarge()
+                             ? QStringLiteral("response from %1 not read to its end: %2")
+                             : QStringLiteral("invalid response from %1: %2");
+    failExchange(c, HttpResult::Status::InDoubt, text.arg(describe(c->m_host), parser.error()));
 }
 
 void HttpConnectionPool::finishResponse(Connection *c)
@@ -748,6 +510,7 @@ void HttpConnectionPool::finishResponse(Connection *c)
     c->m_timer.stop();
     Host *host = c->m_host;
     const bool reuse = c->m_parser.keepAlive() && !c->m_parser.hasTrailingData() &&
+                       c->m_socket->bytesAvailable() == 0 &&
                        c->m_socket->state() == QAbstractSocket::ConnectedState;
     HttpResult result = c->m_parser.takeResult();
     result.status = HttpResult::Status::Response;
@@ -775,25 +538,51 @@ void HttpConnectionPool::onSocketDown(Connection *c, const QString &why)
         return;
     }
     case Connection::State::Connecting:
-        failExchange(c, HttpResult::Status::NotSent,
-                     QStringLiteral("could not connect to %1: %2").arg(describe(c->m_host), why));
+        failExchange(c, HttpResult::Status::NotSent, connectError(c, why));
         return;
     case Connection::State::Busy:
         break;
     }
+    if (!c->m_handshakeAlert.isEmpty()) {
+        // Written into a session the partner's TLS layer refused: nothing reached the
+        // partner's server, so nothing can have taken effect.
+        failExchange(c, HttpResult::Status::NotSent,
+                     QStringLiteral("TLS handshake with %1 failed: the partner refused it (%2)")
+                         .arg(describe(c->m_host), c->m_handshakeAlert));
+        return;
+    }
     // The answer may have arrived together with the close: use every byte first.
-    c->m_parser.readFrom(c->m_socket);
-    ResponseParser::Progress progress = c->m_parser.parse();
+    ResponseParser::Progress progress = readResponse(c);
     if (progress == ResponseParser::Progress::NeedMore)
         progress = c->m_parser.finishAtEof();
     if (progress == ResponseParser::Progress::Done) {
         finishResponse(c);
         return;
     }
-    const QString detail = progress == ResponseParser::Progress::Error ? c->m_parser.error() : why;
+    if (progress == ResponseParser::Progress::Error) {
+        failResponse(c);
+        return;
+    }
     failExchange(c, HttpResult::Status::InDoubt,
-                 QStringLiteral("connection to %1 lost before a complete response: %2")
-                     .arg(describe(c->m_host), detail));
+                 QStringLiteral("connection to %1 lost before a complete response: %2").arg(describe(c->m_host), why));
+}
+
+QString HttpConnectionPool::connectError(Connection *c, const QString &why) const
+{
+    // A refused certificate says why in the verification errors: every one of them
+    // (expired and for another name, say), not only the first.
+    if (!c->m_handshakeAlert.isEmpty())
+        return QStringLiteral("TLS handshake with %1 failed: the partner refused it (%2)")
+            .arg(describe(c->m_host), c->m_handshakeAlert);
+    if (c->m_host->tls && c->m_socket->error() == QAbstractSocket::SslHandshakeFailedError) {
+        QStringList reasons;
+        for (const QSslError &error : static_cast<QSslSocket *>(c->m_socket)->sslHandshakeErrors())
+            reasons << error.errorString();
+        reasons.removeDuplicates();
+        return QStringLiteral("TLS handshake with %1 failed: %2")
+            .arg(describe(c->m_host), reasons.isEmpty() ? why : reasons.join(QLatin1String("; ")));
+    }
+    return QStringLiteral("could not connect to %1: %2").arg(describe(c->m_host), why);
 }
 
 void HttpConnectionPool::onTimeout(Connection *c)

@@ -1,5 +1,7 @@
 #include "partnersender.h"
 
+#include "partnertext.h"
+
 #include <QDateTime>
 #include <QTimeZone>
 #include <QJsonDocument>
@@ -17,10 +19,15 @@ std::optional<qint64> parseRetryAfterMs(const QByteArray &value, qint64 nowMs)
     const QByteArray trimmed = value.trimmed();
     if (trimmed.isEmpty())
         return std::nullopt;
-    bool isNumber = false;
-    const qint64 seconds = trimmed.toLongLong(&isNumber);
-    if (isNumber)
-        return seconds < 0 ? std::nullopt : std::optional<qint64>(std::min(seconds, MaxMs / 1000) * 1000);
+    // delay-seconds = 1*DIGIT (RFC 9110 10.2.3), of any length: a number too large for
+    // 64 bits asks for longer than the cap, not for nothing.
+    if (std::all_of(trimmed.begin(), trimmed.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        bool fits = false;
+        const qint64 seconds = trimmed.size() <= 18 ? trimmed.toLongLong(&fits) : 0;
+        if (!fits || seconds > MaxMs / 1000)
+            return MaxMs;
+        return seconds * 1000;
+    }
     // IMF-fixdate, e.g. "Wed, 21 Oct 2015 07:28:00 GMT", always in GMT: parse date and
     // time apart so that no local time zone (or its daylight-saving gap) is involved.
     const QStringList parts = QString::fromLatin1(trimmed).split(QLatin1Char(' '), Qt::SkipEmptyParts);
@@ -42,7 +49,7 @@ qint64 retryDelayMs(int sendsSoFar, qint64 baseMs, qint64 capMs, qint64 retryAft
     return std::max(jittered, retryAfterMs);
 }
 
-SendOutcome classify(const HttpResult &result, qint64 nowMs)
+SendOutcome classify(const HttpResult &result, qint64 nowMs, const SecretRedactor &redactor)
 {
     SendOutcome outcome;
     outcome.latencyMs = result.latencyMs;
@@ -51,29 +58,33 @@ SendOutcome classify(const HttpResult &result, qint64 nowMs)
     case HttpResult::Status::NotSent:
         outcome.kind = SendOutcome::Kind::Transient;
         outcome.errorClass = QStringLiteral("connect-failed");
-        outcome.error = result.error;
+        outcome.error = partnerText(result.error, redactor, MaxErrorChars);
         return outcome;
     case HttpResult::Status::InDoubt:
         outcome.kind = SendOutcome::Kind::InDoubt;
         outcome.errorClass = QStringLiteral("in-doubt");
-        outcome.error = result.error;
+        outcome.error = partnerText(result.error, redactor, MaxErrorChars);
         return outcome;
     case HttpResult::Status::Response:
         break;
     }
 
+    // Everything below comes from the partner: redacted and made one printable line
+    // before it is cut, stored or shown.
     const int status = result.httpStatus;
-    outcome.providerRequestId = QString::fromLatin1(result.header("x-request-id"));
-    if (outcome.providerRequestId.isEmpty() && result.body.startsWith('{')) {
+    QString requestId = QString::fromUtf8(result.header("x-request-id"));
+    if (requestId.isEmpty() && result.body.startsWith('{')) {
         const auto reply = QJsonDocument::fromJson(result.body).object();
-        outcome.providerRequestId = reply.value(QLatin1String("request_id")).toString();
+        requestId = reply.value(QLatin1String("request_id")).toString();
     }
+    outcome.providerRequestId = partnerText(requestId, redactor, MaxRequestIdChars);
     if (status >= 200 && status < 300) {
         outcome.kind = SendOutcome::Kind::Applied;
         return outcome;
     }
-    const QString reason = QString::fromUtf8(result.body.left(200)).simplified();
-    outcome.error = QStringLiteral("HTTP %1%2").arg(status).arg(reason.isEmpty() ? QString() : QStringLiteral(": ") + reason);
+    const QString reason = partnerText(QString::fromUtf8(result.body), redactor, MaxReasonChars);
+    outcome.error = QStringLiteral("HTTP ") + QString::number(status)
+                    + (reason.isEmpty() ? QString() : QStringLiteral(": ") + reason);
     if (const auto after = parseRetryAfterMs(result.header("retry-after"), nowMs))
         outcome.retryAfterMs = *after;
     if (status == 429) {
@@ -96,14 +107,38 @@ SendOutcome classify(const HttpResult &result, qint64 nowMs)
     return outcome;
 }
 
+QString partnerTokenProblem(const QByteArray &token)
+{
+    bool lineBreak = false;
+    bool nul = false;
+    bool control = false;
+    for (const char ch : token) {
+        const auto c = static_cast<unsigned char>(ch);
+        lineBreak = lineBreak || c == '\r' || c == '\n';
+        nul = nul || c == 0;
+        control = control || c < 0x20 || c == 0x7f;
+    }
+    if (lineBreak)
+        return QStringLiteral("contains a line break (CR or LF), which cannot be sent in an HTTP header");
+    if (nul)
+        return QStringLiteral("contains a NUL byte, which cannot be sent in an HTTP header");
+    if (control)
+        return QStringLiteral("contains a control character, which cannot be sent in an HTTP header");
+    if (!token.isEmpty() && (token.front() == ' ' || token.back() == ' '))
+        return QStringLiteral("starts or ends with a space, which a partner would not see in the header");
+    return {};
+}
+
 PartnerSender::PartnerSender(const QUrl &partnerUrl, int maxConnections, int timeoutMs,
-                             const QByteArray &bearerToken, QObject *parent)
+                             const QByteArray &bearerToken, const PartnerTls &tls, QObject *parent)
     : QObject(parent)
     , m_client(maxConnections)
     , m_url(partnerUrl)
     , m_timeoutMs(timeoutMs)
     , m_authorization(bearerToken.isEmpty() ? QByteArray() : "Bearer " + bearerToken)
+    , m_redactor(QList<QByteArray>{bearerToken})
 {
+    m_client.setSslConfiguration(tls.sslConfiguration());
 }
 
 QString PartnerSender::displayUrl() const
@@ -121,8 +156,8 @@ void PartnerSender::send(const QByteArray &sendKey, const QByteArray &payload, Q
     request.headers = {{"Content-Type", "application/json"}, {"Idempotency-Key", sendKey}};
     if (!m_authorization.isEmpty())
         request.headers.append({"Authorization", m_authorization});
-    m_client.send(request, context, [onFinished = std::move(onFinished)](const HttpResult &result) {
-        onFinished(classify(result, QDateTime::currentMSecsSinceEpoch()));
+    m_client.send(request, context, [this, onFinished = std::move(onFinished)](const HttpResult &result) {
+        onFinished(classify(result, QDateTime::currentMSecsSinceEpoch(), m_redactor));
     });
 }
 

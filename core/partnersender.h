@@ -1,6 +1,8 @@
 #pragma once
 
 #include "httpclient.h"
+#include "partnertext.h"
+#include "partnertls.h"
 
 #include <QObject>
 #include <QUrl>
@@ -31,7 +33,15 @@ struct SendOutcome
     QString providerRequestId;
 };
 
-SendOutcome classify(const HttpResult &result, qint64 nowMs);
+// Bounds on what is kept of a partner's words, in characters.
+constexpr qsizetype MaxReasonChars = 200;     // the excerpt of an error body
+constexpr qsizetype MaxRequestIdChars = 128;  // the provider's request id
+constexpr qsizetype MaxErrorChars = 500;      // a whole error line
+
+// What a partner's answer means. Everything taken from the partner (the error excerpt,
+// the request id from a header or the JSON body) passes the redactor and partnerText()
+// first: the partner may echo the request's Authorization header.
+SendOutcome classify(const HttpResult &result, qint64 nowMs, const SecretRedactor &redactor = {});
 
 // Retry-After as seconds or an HTTP date; nullopt when absent or unreadable.
 std::optional<qint64> parseRetryAfterMs(const QByteArray &value, qint64 nowMs);
@@ -39,6 +49,12 @@ std::optional<qint64> parseRetryAfterMs(const QByteArray &value, qint64 nowMs);
 // Exponential backoff with full jitter (a random delay up to base * 2^(n-1), capped),
 // never shorter than what the partner asked for with Retry-After.
 qint64 retryDelayMs(int sendsSoFar, qint64 baseMs, qint64 capMs, qint64 retryAfterMs);
+
+// Why a bearer token cannot go into an Authorization header, or an empty string when it
+// can. A line break would end the header early, so every send would fail before it left
+// (and every reminder would be dead-lettered as "connect-failed"): such a token is
+// refused at start. The text never quotes the token.
+QString partnerTokenProblem(const QByteArray &token);
 
 // Sends a reminder to the partner with its send key as Idempotency-Key. The bearer
 // token goes into the Authorization header only; it is never part of an outcome.
@@ -49,7 +65,7 @@ class PartnerSender final : public QObject
 
 public:
     PartnerSender(const QUrl &partnerUrl, int maxConnections, int timeoutMs, const QByteArray &bearerToken,
-                  QObject *parent = nullptr);
+                  const PartnerTls &tls = {}, QObject *parent = nullptr);
 
     void send(const QByteArray &sendKey, const QByteArray &payload, QObject *context,
               std::function<void(const SendOutcome &)> onFinished);
@@ -62,6 +78,7 @@ private:
     QUrl m_url;
     int m_timeoutMs = 10000;
     QByteArray m_authorization;
+    SecretRedactor m_redactor;
 };
 
 } // namespace once

@@ -9,6 +9,7 @@
 #include <QLoggingCategory>
 #include <QPointer>
 #include <QRandomGenerator>
+#include <QSslServer>
 #include <QTcpServer>
 #include <QTcpSocket>
 #include <QTimer>
@@ -64,6 +65,7 @@ struct ServerRequest
     QByteArray method;
     QByteArray path;
     QByteArray idempotencyKey;
+    QByteArray authorization; // only ever echoed back, by the echo-authorization mode
     QByteArray body;
     qint64 contentLength = 0;
     bool keepAlive = true;
@@ -112,6 +114,7 @@ struct PartnerSimulator::Private
         delete server;
     }
 
+    void setUp();
     void onNewConnection();
     void onReadyRead(const ConnectionPtr &conn);
     void processBuffer(const ConnectionPtr &conn);
@@ -124,7 +127,15 @@ struct PartnerSimulator::Private
     Parse parseRequest(ServerConnection &conn, ServerRequest *request, int *badStatus);
     void handle(const ConnectionPtr &conn, ServerRequest &&request);
     void handleReminder(const ConnectionPtr &conn, ServerRequest &&request);
-    void accept(const ConnectionPtr &conn, const QByteArray &key, bool keyed, bool keepAlive);
+    struct Answer
+    {
+        bool keepAlive = true;
+        bool hostile = false;       // answered the profile's hostile way
+        QByteArray authorization;   // the request's, for the echo
+    };
+    void accept(const ConnectionPtr &conn, const QByteArray &key, bool keyed, const Answer &answer);
+    bool takeHostileTurn();
+    void answerHostile(ServerConnection &conn, const Answer &answer, const QByteArray &acceptedBody);
     void respond(ServerConnection &conn, int status, const QByteArray &body, bool keepAlive,
                  QByteArrayView extraHeaders = {}, QByteArrayView contentType = "application/json");
     bool inOutage();
@@ -181,6 +192,10 @@ void PartnerSimulator::Private::onNewConnection()
             if (conn->socket)
                 conn->socket->deleteLater();
         });
+        // Over TLS the connection is handed out after its handshake, when the request may
+        // have arrived already (its readyRead long gone).
+        if (socket->bytesAvailable() > 0)
+            QMetaObject::invokeMethod(socket, [this, conn] { onReadyRead(conn); }, Qt::QueuedConnection);
     }
 }
 
@@ -297,6 +312,8 @@ PartnerSimulator::Private::parseRequest(ServerConnection &conn, ServerRequest *r
                 }
             } else if (equalsCi(name, "idempotency-key")) {
                 r.idempotencyKey = value.toByteArray();
+            } else if (equalsCi(name, "authorization")) {
+                r.authorization = value.toByteArray();
             } else if (equalsCi(name, "connection")) {
                 connectionClose = connectionClose || hasToken(value, "close");
                 connectionKeepAlive = connectionKeepAlive || hasToken(value, "keep-alive");
@@ -374,6 +391,13 @@ void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, Server
         respond(*conn, 400, R"({"error":"body is not valid JSON"})", request.keepAlive);
         return;
     }
+    // A hostile answer is decided here, once per request; the modes that apply the effect
+    // misbehave where the simulator would otherwise answer 200 (a first send or a replay).
+    const Answer answer{request.keepAlive, takeHostileTurn(), request.authorization};
+    if (answer.hostile && !hostileModeAppliesEffect(profile.hostile)) {
+        answerHostile(*conn, answer, {});
+        return;
+    }
 
     const QByteArray &key = request.idempotencyKey;
     const bool keyed = profile.idempotent && !key.isEmpty();
@@ -387,6 +411,8 @@ void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, Server
             } else if (it->requestBody != request.body) {
                 respond(*conn, 422, R"({"error":"Idempotency-Key reused with a different body"})",
                         request.keepAlive);
+            } else if (answer.hostile) {
+                answerHostile(*conn, answer, it->responseBody);
             } else {
                 const QByteArray headers =
                     "X-Request-Id: " + it->requestId + "\r\nIdempotent-Replayed: true\r\n";
@@ -400,21 +426,21 @@ void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, Server
     }
 
     if (profile.latencyMs <= 0) {
-        accept(conn, key, keyed, request.keepAlive);
+        accept(conn, key, keyed, answer);
         return;
     }
     conn->awaiting = true;
     stats.peakHeld = std::max(stats.peakHeld, ++stats.held);
-    QTimer::singleShot(profile.latencyMs, q, [this, conn, key, keyed, keepAlive = request.keepAlive] {
+    QTimer::singleShot(profile.latencyMs, q, [this, conn, key, keyed, answer] {
         conn->awaiting = false;
         --q->m_stats.held;
-        accept(conn, key, keyed, keepAlive);
+        accept(conn, key, keyed, answer);
         processBuffer(conn);
     });
 }
 
 void PartnerSimulator::Private::accept(const ConnectionPtr &conn, const QByteArray &key, bool keyed,
-                                       bool keepAlive)
+                                       const Answer &answer)
 {
     // The partner has accepted: the effect happens even if the client has gone meanwhile.
     PartnerStats &stats = q->m_stats;
@@ -445,11 +471,40 @@ void PartnerSimulator::Private::accept(const ConnectionPtr &conn, const QByteArr
             conn->closing = true;
             conn->socket->abort();
         }
+    } else if (answer.hostile) {
+        answerHostile(*conn, answer, body);
     } else {
         const QByteArray headers = "X-Request-Id: " + requestId + "\r\n";
-        respond(*conn, 200, body, keepAlive, headers);
+        respond(*conn, 200, body, answer.keepAlive, headers);
     }
     emit q->effectApplied(key);
+}
+
+bool PartnerSimulator::Private::takeHostileTurn()
+{
+    const PartnerProfile &profile = q->m_profile;
+    if (profile.hostile == HostileMode::None
+        || (profile.hostileCount > 0 && q->m_stats.hostile >= profile.hostileCount))
+        return false;
+    ++q->m_stats.hostile;
+    return true;
+}
+
+void PartnerSimulator::Private::answerHostile(ServerConnection &conn, const Answer &answer,
+                                              const QByteArray &acceptedBody)
+{
+    QTcpSocket *socket = conn.socket;
+    if (!socket || conn.closing)
+        return;
+    const HostileMode mode = q->m_profile.hostile;
+    // After an answer without an end, nothing more on this connection can be framed.
+    const bool framed = mode == HostileMode::EchoAuthorization || mode == HostileMode::HugeRetryAfter
+                        || mode == HostileMode::HostileRequestId;
+    if (!framed || !answer.keepAlive)
+        conn.closing = true;
+    writeHostileAnswer(socket, mode, answer.authorization, acceptedBody);
+    if (framed && !answer.keepAlive)
+        socket->disconnectFromHost();
 }
 
 void PartnerSimulator::Private::respond(ServerConnection &conn, int status, const QByteArray &body,
@@ -483,6 +538,7 @@ QByteArray PartnerSimulator::Private::statsJson() const
     o.insert(QLatin1String("duplicate_effects"), s.duplicateEffects);
     o.insert(QLatin1String("dropped"), s.dropped);
     o.insert(QLatin1String("peak_held"), s.peakHeld);
+    o.insert(QLatin1String("hostile"), s.hostile);
     return QJsonDocument(o).toJson(QJsonDocument::Compact);
 }
 
@@ -497,9 +553,31 @@ QByteArray PartnerSimulator::Private::effectsJson() const
 PartnerSimulator::PartnerSimulator(const PartnerProfile &profile, QObject *parent)
     : QObject(parent), m_profile(profile), d(std::make_unique<Private>(this))
 {
+    d->setUp();
+}
+
+void PartnerSimulator::Private::setUp()
+{
     // Hundreds of clients may connect in the same instant.
-    d->server->setListenBacklogSize(1024);
-    connect(d->server, &QTcpServer::newConnection, this, [this] { d->onNewConnection(); });
+    server->setListenBacklogSize(1024);
+    QObject::connect(server, &QTcpServer::newConnection, q, [this] { onNewConnection(); });
+    // A QSslServer adds a connection once its handshake is done, after newConnection: it
+    // says so with this one. Either call takes every connection waiting.
+    QObject::connect(server, &QTcpServer::pendingConnectionAvailable, q, [this] { onNewConnection(); });
+}
+
+void PartnerSimulator::setTlsConfiguration(const QSslConfiguration &configuration)
+{
+    if (d->server->isListening())
+        return;
+    // A QSslServer hands out a connection once its handshake is done; the rest of the
+    // simulator sees the same QTcpSocket interface.
+    auto *server = new QSslServer(this);
+    server->setSslConfiguration(configuration);
+    delete d->server;
+    d->server = server;
+    d->setUp();
+    m_tls = true;
 }
 
 PartnerSimulator::~PartnerSimulator() = default;

@@ -1,11 +1,14 @@
 #pragma once
 
+#include "hostileanswers.h"
+
 #include <QHash>
 #include <QHostAddress>
 #include <QObject>
 
 #include <memory>
 
+class QSslConfiguration;
 class QTcpServer;
 
 namespace once {
@@ -22,6 +25,8 @@ struct PartnerProfile
     int outageEverySeconds = 0;       // 0: one outage; otherwise repeat this often after the first
     double dropAfterAcceptRate = 0.0; // apply the effect, then close the connection without answering
     bool idempotent = true;           // false: every request is an effect, Idempotency-Key ignored
+    HostileMode hostile = HostileMode::None; // misbehave on purpose (hostileanswers.h)...
+    int hostileCount = 0;                    // ...for the first N requests to /reminders (0: for all)
 };
 
 struct PartnerStats
@@ -33,13 +38,14 @@ struct PartnerStats
     qint64 dropped = 0;           // connections closed after accepting, without an answer
     qint64 held = 0;              // requests waiting out the profile's latency now...
     qint64 peakHeld = 0;          // ...and the most at once: a client's real concurrency
+    qint64 hostile = 0;           // requests answered the profile's hostile way
 };
 
 // A real HTTP/1.1 server on a loopback address standing in for an email/SMS provider.
 // POST /reminders applies one effect per Idempotency-Key and answers a repeated key with
 // a replay of the first successful response (a 409 while the first is still in progress,
 // a 422 when the body differs). GET /stats returns PartnerStats as JSON
-// (requests, effects, duplicate_requests, duplicate_effects, dropped, peak_held);
+// (requests, effects, duplicate_requests, duplicate_effects, dropped, peak_held, hostile);
 // GET /effects returns {"<key>": count, ...}. Serves many connections at once.
 class PartnerSimulator final : public QObject
 {
@@ -50,6 +56,10 @@ public:
     explicit PartnerSimulator(const PartnerProfile &profile = {}, QObject *parent = nullptr);
     ~PartnerSimulator() override;
 
+    // Serves HTTPS instead of HTTP, with the configuration's certificate and key (and, if
+    // it sets VerifyPeer, only to clients with a certificate its CAs signed). Before listen().
+    void setTlsConfiguration(const QSslConfiguration &configuration);
+    bool isTls() const { return m_tls; }
     // port 0 picks a free port. Returns false with errorText filled on failure.
     bool listen(const QHostAddress &address, quint16 port, QString *errorText = nullptr);
     quint16 port() const;
@@ -68,6 +78,7 @@ private:
     PartnerProfile m_profile;
     PartnerStats m_stats;
     QHash<QByteArray, int> m_effectsByKey;
+    bool m_tls = false;
     std::unique_ptr<Private> d;
 };
 

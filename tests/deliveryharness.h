@@ -8,8 +8,12 @@
 #include "teststores.h"
 
 #include <QCoreApplication>
+#include <QDateTime>
 #include <QDeadlineTimer>
+#include <QDir>
 #include <QEventLoop>
+#include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -23,6 +27,7 @@
 #include <QStringList>
 #include <QTcpSocket>
 #include <QTimer>
+#include <QUrl>
 
 #include <algorithm>
 #include <functional>
@@ -162,6 +167,94 @@ inline QStringList storeRows(const TestStores &stores, const QString &storeUrl, 
             *error = problem;
     }
     return rows;
+}
+
+// The peak resident memory of a running process (VmHWM in /proc/PID/status), in KiB; -1
+// when it cannot be read (the process is gone, or this is not Linux).
+inline qint64 peakMemoryKiB(qint64 pid)
+{
+    QFile status(QStringLiteral("/proc/%1/status").arg(pid));
+    if (pid <= 0 || !status.open(QIODevice::ReadOnly))
+        return -1;
+    for (const QByteArray &line : status.readAll().split('\n')) {
+        if (line.startsWith("VmHWM:"))
+            return line.mid(6).trimmed().split(' ').value(0).toLongLong();
+    }
+    return -1;
+}
+
+// Every occurrence of `secret` in a store, however it is kept: as bytes in the SQLite
+// file and its WAL and shared memory, or in any column of any table of a PostgreSQL
+// database (and in the server's log and write-ahead log written since `since`).
+// Empty when there is none; *scanned says what was looked at.
+inline QStringList whereStoreHolds(const TestStores &stores, const QString &storeUrl, const QByteArray &secret,
+                                   const QDateTime &since, QStringList *scanned)
+{
+    QStringList found;
+    const auto scanFile = [&](const QString &path) {
+        QFile file(path);
+        if (!file.open(QIODevice::ReadOnly)) {
+            found << QStringLiteral("cannot read %1: %2").arg(path, file.errorString());
+            return;
+        }
+        if (file.readAll().contains(secret))
+            found << path;
+        *scanned << QFileInfo(path).fileName();
+    };
+    if (storeUrl.startsWith(QLatin1String("sqlite:"))) {
+        const QString path = storeUrl.mid(int(qstrlen("sqlite:")));
+        if (!QFile::exists(path))
+            found << QStringLiteral("no store file %1").arg(path);
+        for (const auto &suffix : {"", "-wal", "-shm"}) {
+            if (QFile::exists(path + QString::fromLatin1(suffix)))
+                scanFile(path + QString::fromLatin1(suffix));
+        }
+        return found;
+    }
+
+    // PostgreSQL: every table of the store's database, each row as text. A row's text
+    // shows a BYTEA column (the payloads) in hex, so look for the secret in hex too.
+    const QString database = QUrl(storeUrl).path().mid(1);
+    QString error;
+    const QStringList tables = storeRows(stores, storeUrl,
+                                         QStringLiteral("SELECT table_name FROM information_schema.tables "
+                                                        "WHERE table_schema = 'public' AND table_type = 'BASE TABLE' "
+                                                        "ORDER BY 1"),
+                                         &error);
+    if (!error.isEmpty() || !tables.contains(QLatin1String("ledger")) || !tables.contains(QLatin1String("attempts")))
+        return found << QStringLiteral("%1: cannot list its tables (%2): %3").arg(database, error, tables.join(u','));
+    const QByteArray hex = secret.toHex();
+    qsizetype bytes = 0;
+    for (const QString &table : tables) {
+        const QStringList rows = storeRows(
+            stores, storeUrl, QStringLiteral("SELECT COALESCE(string_agg(t::text, ' '), '') FROM \"%1\" t").arg(table),
+            &error);
+        if (!error.isEmpty())
+            return found << error;
+        const QByteArray text = rows.value(0).toUtf8();
+        bytes += text.size();
+        if (text.contains(secret) || text.contains(hex))
+            found << QStringLiteral("%1: table %2").arg(database, table);
+    }
+    *scanned << QStringLiteral("%1 (%2 tables, %3 bytes as text)")
+                    .arg(database, QString::number(tables.size()), QString::number(bytes));
+
+    // What the server wrote elsewhere since `since`: its log (a failed statement is logged
+    // with its text) and its write-ahead log (rows deleted since are still there).
+    const QString clusterDir = QFileInfo(qEnvironmentVariable("ONCE_TEST_POSTGRES_URL_FILE")).absolutePath();
+    if (stores.isPostgres() && QFile::exists(clusterDir + QStringLiteral("/server.log"))) {
+        QStringList serverFiles{clusterDir + QStringLiteral("/server.log")};
+        const QDir wal(clusterDir + QStringLiteral("/data/pg_wal"));
+        for (const QFileInfo &segment : wal.entryInfoList(QDir::Files)) {
+            if (segment.lastModified() >= since.addSecs(-1))
+                serverFiles << segment.absoluteFilePath();
+        }
+        for (const QString &path : std::as_const(serverFiles)) {
+            if (!scanned->contains(QFileInfo(path).fileName()))
+                scanFile(path);
+        }
+    }
+    return found;
 }
 
 // A blocking HTTP GET on 127.0.0.1 (for a partner simulator in another process). Returns
@@ -322,6 +415,32 @@ public:
         if (!result.exitedWith(0) || !document.isArray())
             qWarning("%s", result.describe().constData());
         return document.array();
+    }
+
+    // Writes `count` reminders (makeReminder(prefix, i)) to a file in `dir` and enqueues
+    // it. Returns their send keys, or an empty list (after a warning) when that failed.
+    QList<QByteArray> enqueueReminders(const QString &dir, int count, const QString &prefix)
+    {
+        QByteArray content;
+        QList<QByteArray> keys;
+        for (int i = 0; i < count; ++i) {
+            const auto reminder = makeReminder(prefix, i);
+            content += reminder.line + '\n';
+            keys.append(reminder.key);
+        }
+        const QString path = QDir(dir).filePath(prefix + QStringLiteral(".jsonl"));
+        QFile file(path);
+        if (!file.open(QIODevice::WriteOnly) || file.write(content) != content.size()) {
+            qWarning("cannot write %s", qPrintable(path));
+            return {};
+        }
+        file.close();
+        const auto enqueue = run({QStringLiteral("enqueue"), path});
+        if (!enqueue.exitedWith(0)) {
+            qWarning("%s", enqueue.describe().constData());
+            return {};
+        }
+        return keys;
     }
 
     // Arguments as they may be shown: store URLs without their password.

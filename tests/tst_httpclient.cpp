@@ -1,4 +1,5 @@
 #include "httpclient.h"
+#include "httptesting.h"
 #include "partnersimulator.h"
 
 #include <QHostAddress>
@@ -17,120 +18,8 @@
 #include <optional>
 
 using namespace once;
+using namespace oncetest;
 
-namespace {
-
-// The credential every test request carries; no error text may ever show it.
-constexpr char kSecret[] = "s3cr3t-token-never-logged";
-
-QByteArray authorization()
-{
-    return QByteArray("Bearer ") + kSecret;
-}
-
-QUrl localUrl(quint16 port, const QString &path = QStringLiteral("/reminders"))
-{
-    return QUrl(QStringLiteral("http://127.0.0.1:%1%2").arg(port).arg(path));
-}
-
-HttpRequest reminderPost(quint16 port, const QByteArray &key, const QByteArray &body = R"({"reminder":1})")
-{
-    HttpRequest request;
-    request.url = localUrl(port);
-    request.method = "POST";
-    request.headers = {{"Content-Type", "application/json"}, {"Authorization", authorization()}};
-    if (!key.isEmpty())
-        request.headers.append({"Idempotency-Key", key});
-    request.body = body;
-    request.timeoutMs = 10000;
-    return request;
-}
-
-// Sends one request and runs the event loop until its result arrives. A result with
-// httpStatus -1 means the callback never came.
-HttpResult exchange(HttpClient &client, const HttpRequest &request, int waitMs = 15000)
-{
-    std::optional<HttpResult> result;
-    QObject context;
-    client.send(request, &context, [&result](const HttpResult &r) { result = r; });
-    if (!QTest::qWaitFor([&result] { return result.has_value(); }, waitMs)) {
-        HttpResult missing;
-        missing.httpStatus = -1;
-        missing.error = QStringLiteral("test: no result within %1 ms").arg(waitMs);
-        return missing;
-    }
-    return *result;
-}
-
-bool leaksSecret(const HttpResult &result)
-{
-    return result.error.contains(QLatin1String(kSecret));
-}
-
-// A bare server with scripted answers, for behaviour the simulator never shows:
-// chunked bodies, closing without an answer, bodies delimited by the close.
-class ScriptedServer final
-{
-    Q_DISABLE_COPY_MOVE(ScriptedServer)
-
-public:
-    // Called once per complete request; `number` counts requests over all connections.
-    using Handler = std::function<void(QTcpSocket *socket, int number)>;
-
-    explicit ScriptedServer(Handler handler) : m_handler(std::move(handler))
-    {
-        QObject::connect(&m_server, &QTcpServer::newConnection, &m_server, [this] {
-            while (QTcpSocket *socket = m_server.nextPendingConnection()) {
-                ++m_connections;
-                auto buffer = std::make_shared<QByteArray>();
-                QObject::connect(socket, &QIODevice::readyRead, socket,
-                                 [this, socket, buffer] { onReadyRead(socket, *buffer); });
-                QObject::connect(socket, &QAbstractSocket::disconnected, socket, &QObject::deleteLater);
-            }
-        });
-    }
-
-    bool listen() { return m_server.listen(QHostAddress::LocalHost, 0); }
-    quint16 port() const { return m_server.serverPort(); }
-    int requests() const { return m_requests; }
-    int connections() const { return m_connections; }
-
-private:
-    void onReadyRead(QTcpSocket *socket, QByteArray &buffer)
-    {
-        buffer += socket->readAll();
-        for (;;) {
-            const qsizetype headEnd = buffer.indexOf("\r\n\r\n");
-            if (headEnd < 0)
-                return;
-            qint64 length = 0;
-            const QByteArray head = buffer.left(headEnd).toLower();
-            const qsizetype at = head.indexOf("content-length:");
-            if (at >= 0) {
-                const qsizetype end = head.indexOf("\r\n", at);
-                length = head.mid(at + 15, end < 0 ? -1 : end - at - 15).trimmed().toLongLong();
-            }
-            if (buffer.size() < headEnd + 4 + length)
-                return;
-            buffer.remove(0, headEnd + 4 + length);
-            m_handler(socket, ++m_requests);
-            if (socket->state() != QAbstractSocket::ConnectedState)
-                return;
-        }
-    }
-
-    QTcpServer m_server;
-    Handler m_handler;
-    int m_requests = 0;
-    int m_connections = 0;
-};
-
-void answerOk(QTcpSocket *socket)
-{
-    socket->write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok");
-}
-
-} // namespace
 
 class tst_HttpClient final : public QObject
 {
@@ -153,6 +42,11 @@ private slots:
     void chunkedResponseIsReassembled();
     void responseWithoutLengthEndsAtClose();
     void connectionCloseResponseIsNotReused();
+    void hugeContentLengthIsInDoubtWithoutAllocating();
+    void endlessChunkedBodyIsCutAtTheLimitAndInDoubt();
+    void endlessBodyUntilCloseIsCutAtTheLimitAndInDoubt();
+    void bodyAtTheLimitIsKeptAndOneByteMoreIsInDoubt();
+    void responseBodyLimitIsPerRequest();
     void idleConnectionClosedByServerIsDropped();
     void callbackSkippedWhenContextIsDestroyed();
     void destroyingClientWithOutstandingRequestsIsSilent();
@@ -489,6 +383,121 @@ void tst_HttpClient::connectionCloseResponseIsNotReused()
     QCOMPARE(client.connectionsOpened(), 3);
     QCOMPARE(server.connections(), 3);
     QTRY_COMPARE(client.openConnections(), 0);
+}
+
+void tst_HttpClient::hugeContentLengthIsInDoubtWithoutAllocating()
+{
+    // Announces 90 TB and sends one byte: a buffer sized from the header is a crash
+    // (std::bad_alloc) on every restart, the key claimed forever.
+    bool serverSawClose = false;
+    ScriptedServer server([&serverSawClose](QTcpSocket *socket, int) {
+        QObject::connect(socket, &QAbstractSocket::disconnected, socket, [&serverSawClose] { serverSawClose = true; });
+        socket->write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 99999999999999\r\n\r\n{");
+    });
+    QVERIFY(server.listen());
+    HttpClient client;
+
+    const HttpResult result = exchange(client, reminderPost(server.port(), "huge-length"));
+    QCOMPARE(result.status, HttpResult::Status::InDoubt);
+    QVERIFY2(result.error.contains(QLatin1String("99999999999999")) && result.error.contains(QLatin1String("64 KiB")),
+             qPrintable(result.error));
+    QVERIFY2(!result.error.contains(u'\n'), qPrintable(result.error));
+    QVERIFY(!leaksSecret(result));
+    QCOMPARE(client.openConnections(), 0);
+    QTRY_VERIFY(serverSawClose);
+    QCOMPARE(server.requests(), 1);
+}
+
+void tst_HttpClient::endlessChunkedBodyIsCutAtTheLimitAndInDoubt()
+{
+    qint64 streamed = 0;
+    bool serverSawClose = false;
+    ScriptedServer server([&](QTcpSocket *socket, int) {
+        QObject::connect(socket, &QAbstractSocket::disconnected, socket, [&serverSawClose] { serverSawClose = true; });
+        streamForever(socket, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Request-Id: req_endless\r\n\r\n",
+                      []() -> QByteArray { return QByteArray("1000\r\n") + QByteArray(0x1000, 'x') + "\r\n"; }, &streamed);
+    });
+    QVERIFY(server.listen());
+    HttpClient client;
+    HttpRequest request = reminderPost(server.port(), "endless-chunked");
+    request.timeoutMs = 3000;
+
+    const HttpResult result = exchange(client, request);
+    QCOMPARE(result.status, HttpResult::Status::InDoubt);
+    // Cut at the limit, not left to run until the timeout.
+    QVERIFY2(result.error.contains(QLatin1String("HTTP 200")) && result.error.contains(QLatin1String("chunked"))
+                 && result.error.contains(QLatin1String("64 KiB")),
+             qPrintable(result.error));
+    QVERIFY(result.body.isEmpty());
+    QCOMPARE(client.openConnections(), 0);
+    QTRY_VERIFY(serverSawClose);
+    QVERIFY(streamed > 64 * 1024);
+    QCOMPARE(server.requests(), 1);
+}
+
+void tst_HttpClient::endlessBodyUntilCloseIsCutAtTheLimitAndInDoubt()
+{
+    qint64 streamed = 0;
+    bool serverSawClose = false;
+    ScriptedServer server([&](QTcpSocket *socket, int) {
+        QObject::connect(socket, &QAbstractSocket::disconnected, socket, [&serverSawClose] { serverSawClose = true; });
+        streamForever(socket, "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\n",
+                      []() -> QByteArray { return QByteArray(16 * 1024, 'y'); }, &streamed);
+    });
+    QVERIFY(server.listen());
+    HttpClient client;
+    HttpRequest request = reminderPost(server.port(), "endless-close");
+    request.timeoutMs = 3000;
+
+    const HttpResult result = exchange(client, request);
+    QCOMPARE(result.status, HttpResult::Status::InDoubt);
+    QVERIFY2(result.error.contains(QLatin1String("HTTP 503")) && result.error.contains(QLatin1String("64 KiB")),
+             qPrintable(result.error));
+    QCOMPARE(client.openConnections(), 0);
+    QTRY_VERIFY(serverSawClose);
+    QCOMPARE(server.requests(), 1);
+}
+
+void tst_HttpClient::bodyAtTheLimitIsKeptAndOneByteMoreIsInDoubt()
+{
+    constexpr int Limit = 64 * 1024;
+    ScriptedServer server([](QTcpSocket *socket, int number) {
+        const int size = number == 1 ? Limit : Limit + 1;
+        socket->write("HTTP/1.1 200 OK\r\nContent-Length: " + QByteArray::number(size) + "\r\n\r\n");
+        socket->write(QByteArray(size, 'z'));
+    });
+    QVERIFY(server.listen());
+    HttpClient client;
+
+    const HttpResult atLimit = exchange(client, reminderPost(server.port(), "at-limit"));
+    QCOMPARE(atLimit.status, HttpResult::Status::Response);
+    QCOMPARE(atLimit.body.size(), Limit);
+    QCOMPARE(client.openConnections(), 1); // kept alive: the limit did not spoil the framing
+
+    const HttpResult over = exchange(client, reminderPost(server.port(), "over-limit"));
+    QCOMPARE(over.status, HttpResult::Status::InDoubt);
+    QVERIFY2(over.error.contains(QLatin1String("65537")), qPrintable(over.error));
+    QCOMPARE(client.openConnections(), 0);
+    QCOMPARE(server.requests(), 2);
+}
+
+void tst_HttpClient::responseBodyLimitIsPerRequest()
+{
+    ScriptedServer server([](QTcpSocket *socket, int) {
+        socket->write("HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world");
+    });
+    QVERIFY(server.listen());
+    HttpClient client;
+    HttpRequest request = reminderPost(server.port(), "small-limit");
+    request.maxResponseBodyBytes = 10;
+    const HttpResult over = exchange(client, request);
+    QCOMPARE(over.status, HttpResult::Status::InDoubt);
+    QVERIFY2(over.error.contains(QLatin1String("10 bytes")), qPrintable(over.error));
+
+    request.maxResponseBodyBytes = 11;
+    const HttpResult fits = exchange(client, request);
+    QCOMPARE(fits.status, HttpResult::Status::Response);
+    QCOMPARE(fits.body, QByteArray("hello world"));
 }
 
 void tst_HttpClient::idleConnectionClosedByServerIsDropped()

@@ -10,9 +10,12 @@
 #include <QTcpSocket>
 #include <QTest>
 
+#include <functional>
 #include <optional>
 
 using namespace once;
+
+Q_DECLARE_METATYPE(once::HostileMode)
 
 namespace {
 
@@ -87,6 +90,28 @@ bool readResponses(QTcpSocket &socket, int count, QList<QByteArray> *responses)
         10000);
 }
 
+// Sends one POST /reminders on a raw socket and reads what comes back until enough(answer)
+// holds or the socket closes; the answer as raw bytes, whatever its framing.
+QByteArray rawReminder(quint16 port, const QByteArray &key, const std::function<bool(const QByteArray &)> &enough)
+{
+    QTcpSocket socket;
+    socket.connectToHost(QHostAddress::LocalHost, port);
+    if (!socket.waitForConnected(5000))
+        return {};
+    const QByteArray body = R"({"reminder":1})";
+    socket.write("POST /reminders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sim-token-1\r\nIdempotency-Key: " + key
+                 + "\r\nContent-Type: application/json\r\nContent-Length: " + QByteArray::number(body.size())
+                 + "\r\n\r\n" + body);
+    QByteArray answer;
+    [[maybe_unused]] const bool ended = QTest::qWaitFor(
+        [&] {
+            answer += socket.readAll();
+            return enough(answer) || socket.state() != QAbstractSocket::ConnectedState;
+        },
+        10000);
+    return answer + socket.readAll();
+}
+
 } // namespace
 
 class tst_PartnerSimulator final : public QObject
@@ -113,6 +138,10 @@ private slots:
     void connectionCloseRequestIsHonoured();
     void latencyDoesNotBlockOtherConnections();
     void hundredsOfConcurrentConnections();
+    void hostileModesMisbehaveAsTheyClaim_data();
+    void hostileModesMisbehaveAsTheyClaim();
+    void hostileReplayKeepsOneEffect();
+    void hostileCountLimitsTheMisbehaviour();
 };
 
 void tst_PartnerSimulator::listenOnPortZeroPicksAFreePort()
@@ -399,7 +428,8 @@ void tst_PartnerSimulator::statsEffectsHealthAndUnknownPaths()
     QCOMPARE(s.value(QLatin1String("duplicate_effects")).toInteger(), 0);
     QCOMPARE(s.value(QLatin1String("dropped")).toInteger(), 0);
     QCOMPARE(s.value(QLatin1String("peak_held")).toInteger(), 0); // no latency, nothing waited
-    QCOMPARE(s.size(), 6);
+    QCOMPARE(s.value(QLatin1String("hostile")).toInteger(), 0);
+    QCOMPARE(s.size(), 7);
 
     const QJsonObject e = jsonOf(exchange(client, get(partner.port(), QStringLiteral("/effects"))));
     QCOMPARE(e.size(), 2);
@@ -503,6 +533,100 @@ void tst_PartnerSimulator::hundredsOfConcurrentConnections()
     QCOMPARE(partner.stats().effects, 600);
     QCOMPARE(partner.stats().duplicateEffects, 0);
     QVERIFY(ok >= 600);
+}
+
+void tst_PartnerSimulator::hostileModesMisbehaveAsTheyClaim_data()
+{
+    QTest::addColumn<HostileMode>("mode");
+    QTest::addColumn<QByteArray>("statusLine");
+    QTest::addColumn<QByteArray>("shows");
+    QTest::addColumn<bool>("endless");
+    QTest::addColumn<int>("effects");
+
+    QTest::newRow("huge-content-length") << HostileMode::HugeContentLength << QByteArray("HTTP/1.1 200 OK")
+                                         << QByteArray("Content-Length: 99999999999999\r\n") << false << 1;
+    QTest::newRow("endless-chunked") << HostileMode::EndlessChunked << QByteArray("HTTP/1.1 200 OK")
+                                     << QByteArray("Transfer-Encoding: chunked\r\n") << true << 1;
+    QTest::newRow("endless-body") << HostileMode::EndlessBody << QByteArray("HTTP/1.1 200 OK")
+                                  << QByteArray("Connection: close\r\n") << true << 1;
+    QTest::newRow("endless-headers") << HostileMode::EndlessHeaders << QByteArray("HTTP/1.1 200 OK")
+                                     << QByteArray("X-Filler-1: ") << true << 1;
+    QTest::newRow("echo-authorization") << HostileMode::EchoAuthorization
+                                        << QByteArray("HTTP/1.1 503 Service Unavailable")
+                                        << QByteArray("X-Request-Id: Bearer sim-token-1\r\n") << false << 0;
+    QTest::newRow("huge-retry-after") << HostileMode::HugeRetryAfter << QByteArray("HTTP/1.1 429 Too Many Requests")
+                                      << QByteArray("Retry-After: 99999999999999999999999\r\n") << false << 0;
+    QTest::newRow("hostile-request-id") << HostileMode::HostileRequestId << QByteArray("HTTP/1.1 200 OK")
+                                        << QByteArray("X-Request-Id: =HYPERLINK(") << false << 1;
+}
+
+void tst_PartnerSimulator::hostileModesMisbehaveAsTheyClaim()
+{
+    QFETCH(HostileMode, mode);
+    QFETCH(QByteArray, statusLine);
+    QFETCH(QByteArray, shows);
+    QFETCH(bool, endless);
+    QFETCH(int, effects);
+    PartnerProfile profile;
+    profile.hostile = mode;
+    PartnerSimulator partner(profile);
+    QVERIFY(partner.listen(QHostAddress::LocalHost, 0));
+
+    // Endless answers are read for 2 MiB: far past any limit of a client, and still going.
+    constexpr qsizetype Plenty = 2 * 1024 * 1024;
+    const QByteArray answer = rawReminder(partner.port(), "hostile-1", [&](const QByteArray &got) {
+        return endless ? got.size() > Plenty : got.contains("\r\n\r\n") && got.contains(shows);
+    });
+    QVERIFY2(answer.startsWith(QByteArray(statusLine + "\r\n")), answer.left(200).constData());
+    QVERIFY2(answer.contains(shows), answer.left(400).constData());
+    if (endless)
+        QVERIFY2(answer.size() > Plenty, qPrintable(QString::number(answer.size())));
+    if (mode == HostileMode::EndlessHeaders)
+        QVERIFY(!answer.contains("\r\n\r\n"));
+    if (mode == HostileMode::EchoAuthorization)
+        QVERIFY(answer.contains(R"("request_id":"Bearer sim-token-1")"));
+    // The partner acted (or not) before it misbehaved: counted honestly.
+    QCOMPARE(partner.stats().effects, effects);
+    QCOMPARE(partner.effectsByKey().value("hostile-1"), effects);
+    QCOMPARE(partner.stats().hostile, 1);
+    QCOMPARE(partner.stats().requests, 1);
+}
+
+void tst_PartnerSimulator::hostileReplayKeepsOneEffect()
+{
+    PartnerProfile profile;
+    profile.hostile = HostileMode::HugeContentLength;
+    PartnerSimulator partner(profile);
+    QVERIFY(partner.listen(QHostAddress::LocalHost, 0));
+    for (int i = 0; i < 3; ++i) {
+        const QByteArray answer = rawReminder(partner.port(), "hostile-replay",
+                                              [](const QByteArray &got) { return got.contains("\r\n\r\n{"); });
+        QVERIFY2(answer.contains("Content-Length: 99999999999999"), answer.constData());
+    }
+    QCOMPARE(partner.stats().requests, 3);
+    QCOMPARE(partner.stats().effects, 1);
+    QCOMPARE(partner.stats().duplicateRequests, 2);
+    QCOMPARE(partner.stats().hostile, 3);
+}
+
+void tst_PartnerSimulator::hostileCountLimitsTheMisbehaviour()
+{
+    PartnerProfile profile;
+    profile.hostile = HostileMode::EchoAuthorization;
+    profile.hostileCount = 1;
+    PartnerSimulator partner(profile);
+    QVERIFY(partner.listen(QHostAddress::LocalHost, 0));
+    HttpClient client;
+
+    const HttpResult first = exchange(client, reminderPost(partner.port(), "k-count"));
+    QCOMPARE(first.httpStatus, 503);
+    const HttpResult second = exchange(client, reminderPost(partner.port(), "k-count"));
+    QCOMPARE(second.httpStatus, 200);
+    QCOMPARE(jsonOf(second).value(QLatin1String("status")).toString(), QStringLiteral("accepted"));
+    QCOMPARE(partner.stats().hostile, 1);
+    QCOMPARE(partner.stats().effects, 1);
+    HttpResult stats = exchange(client, get(partner.port(), QStringLiteral("/stats")));
+    QCOMPARE(jsonOf(stats).value(QLatin1String("hostile")).toInt(), 1);
 }
 
 QTEST_GUILESS_MAIN(tst_PartnerSimulator)

@@ -14,6 +14,7 @@ using namespace once;
 
 Q_DECLARE_METATYPE(once::SendOutcome::Kind)
 Q_DECLARE_METATYPE(once::HttpResult::Status)
+Q_DECLARE_METATYPE(once::HttpHeaders)
 
 namespace {
 
@@ -53,6 +54,11 @@ private slots:
     void providerRequestIdFromHeader();
     void providerRequestIdFromJsonBody();
     void providerRequestIdHeaderWinsOverBody();
+    void echoedTokenIsRedactedEverywhere_data();
+    void echoedTokenIsRedactedEverywhere();
+    void providerRequestIdIsOnePrintableBoundedLine_data();
+    void providerRequestIdIsOnePrintableBoundedLine();
+    void errorExcerptIsOnePrintableLine();
     void parsesRetryAfter_data();
     void parsesRetryAfter();
     void retryAfterDateInThePastIsZero();
@@ -188,6 +194,120 @@ void TestSendOutcome::providerRequestIdHeaderWinsOverBody()
     QCOMPARE(outcome.providerRequestId, QStringLiteral("from-header"));
 }
 
+namespace {
+// Has a '/', a '+' and a '=', which JSON writers and URL encoders write differently.
+const QByteArray Token = "tok_9fZq/Ab+c=xY7w";
+
+bool holdsToken(const SendOutcome &outcome)
+{
+    const QString token = QString::fromLatin1(Token);
+    // Eight characters of it are already too many: an excerpt cut inside the token.
+    const QString part = token.left(8);
+    for (const QString &text : {outcome.error, outcome.providerRequestId}) {
+        if (text.contains(part, Qt::CaseInsensitive) || text.contains(QLatin1String("9fZq"), Qt::CaseInsensitive))
+            return true;
+    }
+    return false;
+}
+} // namespace
+
+void TestSendOutcome::echoedTokenIsRedactedEverywhere_data()
+{
+    QTest::addColumn<int>("status");
+    QTest::addColumn<HttpHeaders>("headers");
+    QTest::addColumn<QByteArray>("body");
+    QTest::addColumn<QString>("expectedError");
+    QTest::addColumn<QString>("expectedRequestId");
+
+    const QByteArray bearer = "Bearer " + Token;
+    QTest::newRow("401 body echoes the header")
+        << 401 << HttpHeaders{} << QByteArray("invalid credentials in Authorization: " + bearer) << QStringLiteral("HTTP 401: invalid credentials in Authorization: Bearer [redacted]") << QString();
+    // A body cut at 200 bytes before redaction kept the token's first characters.
+    QTest::newRow("echo across the excerpt's end")
+        << 503 << HttpHeaders{} << QByteArray(190, '.') + " " + bearer + " and more"
+        << QStringLiteral("HTTP 503: ") + QString(190, u'.') + QStringLiteral(" Bearer [") + QChar(0x2026) << QString();
+    QTest::newRow("request id header is the header")
+        << 500 << HttpHeaders{{"X-Request-Id", bearer}} << QByteArray() << QStringLiteral("HTTP 500")
+        << QStringLiteral("Bearer [redacted]");
+    QTest::newRow("request id in the JSON body of a 2xx")
+        << 200 << HttpHeaders{} << QByteArray(R"({"request_id":"req-1 )" + bearer + R"("})") << QString()
+        << QStringLiteral("req-1 Bearer [redacted]");
+    QTest::newRow("request id JSON with \\u escapes")
+        << 202 << HttpHeaders{} << QByteArray(R"({"request_id":"\u0074ok_9fZq\/Ab+c=xY7w"})") << QString()
+        << QStringLiteral("[redacted]");
+    QTest::newRow("JSON-escaped slash in the excerpt")
+        << 400 << HttpHeaders{} << QByteArray(R"({"error":"bad token tok_9fZq\/Ab+c=xY7w"})")
+        << QStringLiteral(R"(HTTP 400: {"error":"bad token [redacted]"})") << QString();
+    QTest::newRow("percent-encoded in the excerpt")
+        << 403 << HttpHeaders{} << QByteArray("token=tok_9fZq%2FAb%2Bc%3DxY7w") << QStringLiteral("HTTP 403: token=[redacted]")
+        << QString();
+    QTest::newRow("letter case changed")
+        << 401 << HttpHeaders{} << QByteArray("AUTHORIZATION: " + bearer.toUpper())
+        << QStringLiteral("HTTP 401: AUTHORIZATION: BEARER [redacted]") << QString();
+    QTest::newRow("several times, with line breaks")
+        << 502 << HttpHeaders{{"X-Request-Id", Token}} << QByteArray(bearer + "\r\n" + bearer + "\n\n" + Token)
+        << QStringLiteral("HTTP 502: Bearer [redacted] Bearer [redacted] [redacted]") << QStringLiteral("[redacted]");
+}
+
+void TestSendOutcome::echoedTokenIsRedactedEverywhere()
+{
+    QFETCH(int, status);
+    QFETCH(HttpHeaders, headers);
+    QFETCH(QByteArray, body);
+    QFETCH(QString, expectedError);
+    QFETCH(QString, expectedRequestId);
+    const SecretRedactor redactor({Token});
+    const SendOutcome outcome = classify(response(status, headers, body), Now, redactor);
+    QVERIFY2(!holdsToken(outcome), qPrintable(outcome.error + QStringLiteral(" | ") + outcome.providerRequestId));
+    QCOMPARE(outcome.error, expectedError);
+    QCOMPARE(outcome.providerRequestId, expectedRequestId);
+}
+
+void TestSendOutcome::providerRequestIdIsOnePrintableBoundedLine_data()
+{
+    QTest::addColumn<HttpHeaders>("headers");
+    QTest::addColumn<QByteArray>("body");
+    QTest::addColumn<QString>("expected");
+
+    const QString replacement(QChar::ReplacementCharacter);
+    QTest::newRow("plain") << HttpHeaders{{"X-Request-Id", "req_42"}} << QByteArray() << QStringLiteral("req_42");
+    QTest::newRow("terminal escape in the header")
+        << HttpHeaders{{"X-Request-Id", "req\x1b[2J\x1b]0;owned\x07"}} << QByteArray()
+        << QStringLiteral("req") + replacement + QStringLiteral("[2J") + replacement + QStringLiteral("]0;owned") + replacement;
+    QTest::newRow("line breaks and NUL in the JSON body")
+        << HttpHeaders{} << QByteArray(R"({"request_id":"a\r\nb\u0000c\td"})") << QStringLiteral("a b") + replacement + QStringLiteral("c d");
+    QTest::newRow("bidi override") << HttpHeaders{} << QByteArray(R"({"request_id":"abc\u202Efdp.exe"})")
+                                   << QStringLiteral("abc") + replacement + QStringLiteral("fdp.exe");
+    QTest::newRow("10000 characters") << HttpHeaders{{"X-Request-Id", QByteArray(10000, 'r')}} << QByteArray()
+                                      << QString(127, u'r') + QChar(0x2026);
+    QTest::newRow("no half surrogate pair at the cut")
+        << HttpHeaders{} << QByteArray(R"({"request_id":")" + QByteArray(127, 'q') + R"(\ud83d\ude00"})")
+        << QString(127, u'q') + QChar(0x2026);
+    QTest::newRow("a formula stays text") << HttpHeaders{{"X-Request-Id", "=HYPERLINK(\"x\")"}} << QByteArray()
+                                          << QStringLiteral("=HYPERLINK(\"x\")");
+}
+
+void TestSendOutcome::providerRequestIdIsOnePrintableBoundedLine()
+{
+    QFETCH(HttpHeaders, headers);
+    QFETCH(QByteArray, body);
+    QFETCH(QString, expected);
+    const SendOutcome outcome = classify(response(200, headers, body), Now);
+    QCOMPARE(outcome.providerRequestId, expected);
+    QVERIFY(outcome.providerRequestId.size() <= MaxRequestIdChars);
+}
+
+void TestSendOutcome::errorExcerptIsOnePrintableLine()
+{
+    const SendOutcome outcome = classify(response(500, {}, "\x1b[31mred\x1b[0m\r\nline two\0end"_qba), Now);
+    const QString replacement(QChar::ReplacementCharacter);
+    QCOMPARE(outcome.error, QStringLiteral("HTTP 500: ") + replacement + QStringLiteral("[31mred") + replacement
+                                + QStringLiteral("[0m line two") + replacement + QStringLiteral("end"));
+    // A 64 KiB body is cut to its excerpt.
+    const SendOutcome big = classify(response(503, {}, QByteArray(64 * 1024, 'b')), Now);
+    QCOMPARE(big.error, QStringLiteral("HTTP 503: ") + QString(MaxReasonChars - 1, u'b') + QChar(0x2026));
+}
+
 void TestSendOutcome::parsesRetryAfter_data()
 {
     QTest::addColumn<QByteArray>("value");
@@ -207,6 +327,14 @@ void TestSendOutcome::parsesRetryAfter_data()
     QTest::newRow("date a month ahead is capped") << httpDate(Now + 31LL * 24 * 3600 * 1000) << true
                                                   << qint64(24 * 3600 * 1000);
     QTest::newRow("huge seconds are capped") << QByteArray("99999999999999999") << true << qint64(24 * 3600 * 1000);
+    // Beyond 64-bit range is a partner asking for very long, not for nothing: capped too.
+    QTest::newRow("seconds beyond 64 bits are capped") << QByteArray("99999999999999999999999") << true
+                                                      << qint64(24 * 3600 * 1000);
+    QTest::newRow("19 digits are capped") << QByteArray("9223372036854775808") << true << qint64(24 * 3600 * 1000);
+    QTest::newRow("a day exactly") << QByteArray("86400") << true << qint64(24 * 3600 * 1000);
+    QTest::newRow("leading zeros") << QByteArray("0007") << true << qint64(7000);
+    QTest::newRow("+5 is not delay-seconds") << QByteArray("+5") << false << qint64(0);
+    QTest::newRow("5 s") << QByteArray("5 s") << false << qint64(0);
     QTest::newRow("garbage date") << QByteArray("Tue, 99 Foo 2026 25:61:00 GMT") << false << qint64(0);
 }
 

@@ -34,6 +34,8 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProcess>
+#include <QPushButton>
+#include <QScopeGuard>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
@@ -154,6 +156,8 @@ private slots:
     void workerPageListsEveryWorkerOnTheStore();
     void notificationsRefreshAtMostOncePerSecond();
     void passwordIsNeverShownOrSaved();
+    void unusableTokenKeepsTheWorkerFromStarting();
+    void unreadablePartnerCaKeepsTheWorkerFromStarting();
     void postgresDialogBuildsTheUrl();
 
 private:
@@ -541,6 +545,72 @@ void TestUiWorkers::passwordIsNeverShownOrSaved()
     QVERIFY(!window.windowTitle().contains(password));
     box->close();
     QVERIFY(!Settings().recentStores().join(QLatin1Char(' ')).contains(QLatin1String("no_such_database")));
+}
+
+void TestUiWorkers::unusableTokenKeepsTheWorkerFromStarting()
+{
+    // A token with a line break would be refused by every send (each reminder then
+    // dead-lettered as connect-failed): the page says so and Start stays off.
+    const QByteArray token = "tok-secret-part\r\nX-Injected: 1";
+    const QByteArray saved = qgetenv("ONCE_PARTNER_TOKEN");
+    const bool hadToken = qEnvironmentVariableIsSet("ONCE_PARTNER_TOKEN");
+    qputenv("ONCE_PARTNER_TOKEN", token);
+    const auto restore = qScopeGuard([&] {
+        if (hadToken)
+            qputenv("ONCE_PARTNER_TOKEN", saved);
+        else
+            qunsetenv("ONCE_PARTNER_TOKEN");
+    });
+    PartnerSimulator partner;
+    QString error;
+    QVERIFY2(partner.listen(QHostAddress::LocalHost, 0, &error), qPrintable(error));
+    Console console;
+    QVERIFY(console.open(m_stores.newUrl()));
+    WorkerPage *page = console.page();
+    page->findChild<QLineEdit *>(QStringLiteral("partnerUrl"))
+        ->setText(QStringLiteral("http://127.0.0.1:%1/reminders").arg(partner.port()));
+    const auto *label = page->findChild<QLabel *>(QStringLiteral("partnerToken"));
+    QVERIFY2(label->text().contains(QLatin1String("line break")), qPrintable(label->text()));
+    QVERIFY(label->isVisible());
+    QVERIFY(!label->text().contains(QLatin1String("tok-secret")));
+    auto *start = page->findChild<QPushButton *>(QStringLiteral("startButton"));
+    QVERIFY(!start->isEnabled());
+    // Even asked directly (a shortcut, a stale enabled state), the engine does not start.
+    emit start->clicked();
+    const auto *engineError = page->findChild<QLabel *>(QStringLiteral("engineError"));
+    QVERIFY2(engineError->isVisible() && engineError->text().contains(QLatin1String("ONCE_PARTNER_TOKEN")),
+             qPrintable(engineError->text()));
+    QVERIFY(!engineError->text().contains(QLatin1String("tok-secret")));
+    QTest::qWait(200);
+    QCOMPARE(console.window->engine()->state(), EngineController::State::Stopped);
+    QCOMPARE(partner.stats().requests, 0);
+}
+
+void TestUiWorkers::unreadablePartnerCaKeepsTheWorkerFromStarting()
+{
+    // As `once worker` does, the console's worker reads ONCE_PARTNER_CA: a file it cannot
+    // use is said at Start, and nothing starts.
+    const QByteArray saved = qgetenv("ONCE_PARTNER_CA");
+    const bool hadCa = qEnvironmentVariableIsSet("ONCE_PARTNER_CA");
+    qputenv("ONCE_PARTNER_CA", "/nonexistent/partner-ca.pem");
+    const auto restore = qScopeGuard([&] {
+        if (hadCa)
+            qputenv("ONCE_PARTNER_CA", saved);
+        else
+            qunsetenv("ONCE_PARTNER_CA");
+    });
+    Console console;
+    QVERIFY(console.open(m_stores.newUrl()));
+    WorkerPage *page = console.page();
+    page->findChild<QLineEdit *>(QStringLiteral("partnerUrl"))->setText(QStringLiteral("https://127.0.0.1:9/reminders"));
+    auto *start = page->findChild<QPushButton *>(QStringLiteral("startButton"));
+    QVERIFY(start->isEnabled());
+    start->click();
+    const auto *engineError = page->findChild<QLabel *>(QStringLiteral("engineError"));
+    QVERIFY2(engineError->isVisible() && engineError->text().contains(QLatin1String("partner CA: cannot read")),
+             qPrintable(engineError->text()));
+    QTest::qWait(200);
+    QCOMPARE(console.window->engine()->state(), EngineController::State::Stopped);
 }
 
 void TestUiWorkers::postgresDialogBuildsTheUrl()

@@ -8,6 +8,7 @@
 #include "workersmodel.h"
 
 #include "database.h"
+#include "partnersender.h"
 
 #include <QComboBox>
 #include <QCoreApplication>
@@ -90,12 +91,21 @@ WorkerPage::WorkerPage(EngineController *engine, QWidget *parent) : Page(parent)
     m_inDoubtPolicy->setCurrentIndex(settings.holdInDoubt() ? 1 : 0);
     m_inDoubtPolicy->setToolTip(tr("When a send's outcome is unknown (the partner may have acted): resend is safe "
                                    "when the partner honours Idempotency-Key; otherwise hold it for a person."));
-    // Only whether it is set: the token itself never reaches the screen.
-    m_token = new QLabel(qEnvironmentVariableIsEmpty(TokenVariable)
-                             ? tr("not set: ONCE_PARTNER_TOKEN is empty, so requests carry no Authorization header")
-                             : tr("set from ONCE_PARTNER_TOKEN"));
+    // Only whether it is set (and usable): the token itself never reaches the screen.
+    m_tokenProblem = partnerTokenProblem(qgetenv(TokenVariable));
+    if (!m_tokenProblem.isEmpty()) {
+        m_token = new QLabel(tr("unusable: ONCE_PARTNER_TOKEN %1. Set it right and restart the console; the worker "
+                                "cannot start until then.")
+                                 .arg(m_tokenProblem));
+        m_token->setWordWrap(true);
+        setTextColour(m_token, severityTextColor(Severity::Alert, palette()));
+    } else {
+        m_token = new QLabel(qEnvironmentVariableIsEmpty(TokenVariable)
+                                 ? tr("not set: ONCE_PARTNER_TOKEN is empty, so requests carry no Authorization header")
+                                 : tr("set from ONCE_PARTNER_TOKEN"));
+        m_token->setForegroundRole(QPalette::PlaceholderText);
+    }
     m_token->setObjectName(QStringLiteral("partnerToken"));
-    m_token->setForegroundRole(QPalette::PlaceholderText);
 
     auto *form = new QFormLayout;
     form->addRow(tr("Partner &URL:"), m_url);
@@ -393,6 +403,8 @@ void WorkerPage::changeEvent(QEvent *event)
         validateUrl();
         updateControls();
         setTextColour(m_engineError, severityTextColor(Severity::Alert, palette()));
+        if (!m_tokenProblem.isEmpty())
+            setTextColour(m_token, severityTextColor(Severity::Alert, palette()));
         updateWorkersSummary();
     }
 }
@@ -433,6 +445,11 @@ void WorkerPage::start()
         validateUrl();
         return;
     }
+    if (!m_tokenProblem.isEmpty()) {
+        m_engineError->setText(tr("The worker cannot start: ONCE_PARTNER_TOKEN %1.").arg(m_tokenProblem));
+        m_engineError->show();
+        return;
+    }
     Settings settings;
     settings.setPartnerUrl(url->toString());
     settings.setConcurrency(m_concurrency->value());
@@ -446,6 +463,18 @@ void WorkerPage::start()
     config.queueUrl = m_session->queueUrl();
     config.partnerUrl = *url;
     config.partnerToken = qgetenv(TokenVariable);
+    // As for `once worker`: a partner behind its own CA, or one that wants a client
+    // certificate, is set up through the environment.
+    QString tlsError;
+    const auto partnerTls = PartnerTls::load(qEnvironmentVariable("ONCE_PARTNER_CA"),
+                                             qEnvironmentVariable("ONCE_PARTNER_CERT"),
+                                             qEnvironmentVariable("ONCE_PARTNER_KEY"), &tlsError);
+    if (!partnerTls) {
+        m_engineError->setText(tr("The worker cannot start: %1.").arg(tlsError));
+        m_engineError->show();
+        return;
+    }
+    config.partnerTls = *partnerTls;
     config.workerId = QStringLiteral("console@%1:%2").arg(QHostInfo::localHostName()).arg(QCoreApplication::applicationPid());
     config.concurrency = m_concurrency->value();
     config.maxAttempts = m_maxAttempts->value();
@@ -488,7 +517,7 @@ void WorkerPage::updateControls()
     QString problem;
     const bool urlOk = partnerUrl(&problem).has_value();
 
-    m_start->setEnabled(m_engine && m_session && stopped && urlOk);
+    m_start->setEnabled(m_engine && m_session && stopped && urlOk && m_tokenProblem.isEmpty());
     m_pause->setEnabled(state == State::Running || state == State::BreakerOpen);
     m_resume->setEnabled(state == State::Paused);
     m_stop->setEnabled(state == State::Starting || state == State::Running || state == State::Paused

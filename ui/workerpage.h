@@ -72,6 +72,7 @@ private:
     QSpinBox *m_maxAttempts = nullptr;
     QComboBox *m_inDoubtPolicy = nullptr;
     QLabel *m_token = nullptr;
+    QString m_tokenProblem; // why ONCE_PARTNER_TOKEN cannot be sent, read once like the token
     QLabel *m_hint = nullptr;
     QPushButton *m_start = nullptr;
     QPushButton *m_pause = nullptr;

@@ -2,6 +2,7 @@
 
 #include "httpclient.h"
 #include "brokerqueue.h"
+#include "partnersender.h"
 #include "store.h"
 
 #include <QCoreApplication>
@@ -213,6 +214,9 @@ int runBench(const QStringList &arguments)
     const QString inDoubtPolicy = parser.value(QStringLiteral("in-doubt"));
     if (inDoubtPolicy != QLatin1String("resend") && inDoubtPolicy != QLatin1String("hold"))
         return command.usageError(QStringLiteral("--in-doubt must be resend or hold"));
+    // The workers inherit the token: refuse it here rather than watch every one of them refuse it.
+    if (const QString problem = partnerTokenProblem(qgetenv("ONCE_PARTNER_TOKEN")); !problem.isEmpty())
+        return command.usageError(QStringLiteral("ONCE_PARTNER_TOKEN ") + problem);
 
     QTemporaryDir scratch;
     const QString storeUrl = parser.isSet(QStringLiteral("store"))

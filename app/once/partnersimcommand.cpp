@@ -1,12 +1,35 @@
 #include "cli.h"
 
 #include "partnersimulator.h"
+#include "partnertls.h"
+
+#include <QSslSocket>
 
 #include <QCoreApplication>
 
 #include <cstdio>
 
 namespace once::cli {
+
+namespace {
+
+QStringList hostileNames()
+{
+    QStringList names;
+    for (const HostileModeInfo &info : hostileModes())
+        names << info.name;
+    return names;
+}
+
+QString hostileHelp()
+{
+    QString help = QStringLiteral("Misbehave on purpose, to rehearse a hostile partner: none (default)");
+    for (const HostileModeInfo &info : hostileModes())
+        help += QStringLiteral("; ") + info.name + QStringLiteral(": ") + info.description;
+    return help + QLatin1Char('.');
+}
+
+} // namespace
 
 int runPartnerSim(const QStringList &arguments)
 {
@@ -26,6 +49,11 @@ int runPartnerSim(const QStringList &arguments)
         {QStringLiteral("outage-every"), QStringLiteral("Repeat the outage every S seconds (0: once)."), QStringLiteral("S"), QStringLiteral("0")},
         {QStringLiteral("drop-after-accept-rate"), QStringLiteral("Share of requests applied and then left without an answer."), QStringLiteral("R"), QStringLiteral("0")},
         {QStringLiteral("no-idempotency"), QStringLiteral("Ignore Idempotency-Key: every request is an effect.")},
+        {QStringLiteral("hostile"), hostileHelp(), QStringLiteral("MODE"), QStringLiteral("none")},
+        {QStringLiteral("hostile-count"), QStringLiteral("Misbehave only for the first N requests (0: for all)."), QStringLiteral("N"), QStringLiteral("0")},
+        {QStringLiteral("tls-cert"), QStringLiteral("Serve HTTPS with this PEM certificate (and chain)."), QStringLiteral("FILE")},
+        {QStringLiteral("tls-key"), QStringLiteral("The PEM private key of --tls-cert."), QStringLiteral("FILE")},
+        {QStringLiteral("tls-client-ca"), QStringLiteral("Mutual TLS: serve only clients with a certificate these PEM CAs signed."), QStringLiteral("FILE")},
     });
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
@@ -38,9 +66,13 @@ int runPartnerSim(const QStringList &arguments)
     const auto outageSeconds = command.integer(QStringLiteral("outage-seconds"), 0, 86400);
     const auto outageEvery = command.integer(QStringLiteral("outage-every"), 0, 86400);
     const auto dropRate = command.rate(QStringLiteral("drop-after-accept-rate"));
+    const auto hostileCount = command.integer(QStringLiteral("hostile-count"), 0, 1LL << 30);
     if (!port || !failRate || !throttleRate || !retryAfter || !latency || !outageAfter || !outageSeconds || !outageEvery
-        || !dropRate)
+        || !dropRate || !hostileCount)
         return Usage;
+    const auto hostile = hostileModeFromName(parser.value(QStringLiteral("hostile")));
+    if (!hostile)
+        return command.usageError(QStringLiteral("--hostile must be none or one of: ") + hostileNames().join(QLatin1String(", ")));
 
     PartnerProfile profile;
     profile.failRate = *failRate;
@@ -52,12 +84,45 @@ int runPartnerSim(const QStringList &arguments)
     profile.outageEverySeconds = int(*outageEvery);
     profile.dropAfterAcceptRate = *dropRate;
     profile.idempotent = !parser.isSet(QStringLiteral("no-idempotency"));
+    profile.hostile = *hostile;
+    profile.hostileCount = int(*hostileCount);
     PartnerSimulator simulator(profile);
     QString error;
+    const bool tls = parser.isSet(QStringLiteral("tls-cert")) || parser.isSet(QStringLiteral("tls-key"))
+                     || parser.isSet(QStringLiteral("tls-client-ca"));
+    if (tls) {
+        if (!parser.isSet(QStringLiteral("tls-cert")) || !parser.isSet(QStringLiteral("tls-key")))
+            return command.usageError(QStringLiteral("--tls-cert and --tls-key go together"));
+        const auto chain = readPemCertificates(parser.value(QStringLiteral("tls-cert")), &error);
+        if (!chain)
+            return command.usageError(QStringLiteral("--tls-cert: ") + error);
+        const auto key = readPemPrivateKey(parser.value(QStringLiteral("tls-key")), &error);
+        if (!key)
+            return command.usageError(QStringLiteral("--tls-key: ") + error);
+        if (!QSslSocket::supportsSsl())
+            return failure(QStringLiteral("TLS is not available in this build"));
+        QSslConfiguration configuration = QSslConfiguration::defaultConfiguration();
+        configuration.setLocalCertificateChain(*chain);
+        configuration.setPrivateKey(*key);
+        configuration.setPeerVerifyMode(QSslSocket::VerifyNone);
+        if (parser.isSet(QStringLiteral("tls-client-ca"))) {
+            const auto clientCas = readPemCertificates(parser.value(QStringLiteral("tls-client-ca")), &error);
+            if (!clientCas)
+                return command.usageError(QStringLiteral("--tls-client-ca: ") + error);
+            configuration.setCaCertificates(*clientCas);
+            configuration.setPeerVerifyMode(QSslSocket::VerifyPeer);
+            // Refuse as a real TLS server does, with an alert in the handshake, rather
+            // than by closing the connection once it is established.
+            configuration.setHandshakeMustInterruptOnError(true);
+            configuration.setMissingCertificateIsFatal(true);
+        }
+        simulator.setTlsConfiguration(configuration);
+    }
     if (!simulator.listen(QHostAddress::LocalHost, quint16(*port), &error))
         return failure(error);
     // Scripts read this line to learn the port.
-    std::printf("partner simulator listening on http://127.0.0.1:%u/reminders\n", unsigned(simulator.port()));
+    std::printf("partner simulator listening on %s://127.0.0.1:%u/reminders\n", tls ? "https" : "http",
+                unsigned(simulator.port()));
     std::fflush(stdout);
     watchTerminationSignals(&simulator, [] { QCoreApplication::exit(0); });
     return QCoreApplication::exec();

@@ -2,6 +2,7 @@
 
 #include "brokerqueue.h"
 #include "engine.h"
+#include "partnersender.h"
 
 #include <QCoreApplication>
 #include <QHostInfo>
@@ -40,6 +41,9 @@ int runWorker(const QStringList &arguments)
         {QStringLiteral("until-idle"), QStringLiteral("Exit once nothing is ready, in flight or due within a minute.")},
         {QStringLiteral("worker-id"), QStringLiteral("This worker's name in the history (default host:pid)."), QStringLiteral("ID")},
         {QStringLiteral("progress"), QStringLiteral("Print live counts every second.")},
+        {QStringLiteral("partner-ca"), QStringLiteral("For an https partner behind its own CA: trust only the CAs in this PEM file (default: $ONCE_PARTNER_CA, else the system's CAs)."), QStringLiteral("FILE")},
+        {QStringLiteral("partner-cert"), QStringLiteral("Mutual TLS: present this PEM client certificate, with its chain (default: $ONCE_PARTNER_CERT)."), QStringLiteral("FILE")},
+        {QStringLiteral("partner-key"), QStringLiteral("Mutual TLS: the unencrypted PEM private key of --partner-cert (default: $ONCE_PARTNER_KEY)."), QStringLiteral("FILE")},
     });
     command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
@@ -64,6 +68,23 @@ int runWorker(const QStringList &arguments)
     if (*timeout >= *lease)
         return command.usageError(QStringLiteral("--lease must be longer than --timeout, or a slow send looks like a crash"));
 
+    const auto optionOrEnvironment = [&parser](const QString &option, const char *variable) {
+        return parser.isSet(option) ? parser.value(option) : qEnvironmentVariable(variable);
+    };
+    const QString caFile = optionOrEnvironment(QStringLiteral("partner-ca"), "ONCE_PARTNER_CA");
+    const QString certificateFile = optionOrEnvironment(QStringLiteral("partner-cert"), "ONCE_PARTNER_CERT");
+    const QString keyFile = optionOrEnvironment(QStringLiteral("partner-key"), "ONCE_PARTNER_KEY");
+    QString tlsError;
+    const auto partnerTls = PartnerTls::load(caFile, certificateFile, keyFile, &tlsError);
+    if (!partnerTls)
+        return command.usageError(tlsError);
+    if (!partnerTls->isEmpty() && partner.scheme() != QLatin1String("https"))
+        return command.usageError(QStringLiteral("a partner CA or certificate is for an https:// partner"));
+
+    const QByteArray token = qgetenv("ONCE_PARTNER_TOKEN");
+    if (const QString problem = partnerTokenProblem(token); !problem.isEmpty())
+        return command.usageError(QStringLiteral("ONCE_PARTNER_TOKEN ") + problem);
+
     QString queueError;
     if (!command.queueUrl().isEmpty() && !QueueLocation::parse(command.queueUrl(), &queueError))
         return command.usageError(queueError);
@@ -72,7 +93,8 @@ int runWorker(const QStringList &arguments)
     config.storeUrl = command.storeUrl();
     config.queueUrl = command.queueUrl();
     config.partnerUrl = partner;
-    config.partnerToken = qgetenv("ONCE_PARTNER_TOKEN");
+    config.partnerToken = token;
+    config.partnerTls = *partnerTls;
     config.workerId = parser.isSet(QStringLiteral("worker-id"))
                           ? parser.value(QStringLiteral("worker-id"))
                           : QStringLiteral("%1:%2").arg(QHostInfo::localHostName()).arg(QCoreApplication::applicationPid());

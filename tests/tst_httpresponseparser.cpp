@@ -1,0 +1,231 @@
+// The HTTP response parser on its own (no sockets): framing, and the bounds that keep a
+// partner from sizing our buffers. Every case is parsed from bytes fed in pieces of
+// several sizes, so that a bound cannot depend on how the network split the response.
+#include "httpresponseparser.h"
+
+#include <QTest>
+
+using namespace once;
+using once::http::ResponseParser;
+
+Q_DECLARE_METATYPE(ResponseParser::Progress)
+
+namespace {
+
+struct Parsed
+{
+    ResponseParser::Progress progress = ResponseParser::Progress::NeedMore;
+    HttpResult result;
+    QString error;
+    bool tooLarge = false;
+    qsizetype mostBuffered = 0;
+};
+
+// Feeds `wire` in pieces of `piece` bytes (0: all at once), then the end of the stream
+// when `eof`; stops at the first verdict, as the client does.
+Parsed parseInPieces(const QByteArray &wire, qsizetype piece, bool eof, qint64 maxBody = DefaultMaxResponseBodyBytes)
+{
+    ResponseParser parser;
+    parser.reset(false, maxBody);
+    Parsed parsed;
+    const qsizetype step = piece > 0 ? piece : std::max<qsizetype>(1, wire.size());
+    for (qsizetype at = 0; at < wire.size(); at += step) {
+        parser.feed(QByteArrayView(wire).sliced(at, std::min(step, wire.size() - at)));
+        parsed.progress = parser.parse();
+        parsed.mostBuffered = std::max(parsed.mostBuffered, parser.heldBytes());
+        if (parsed.progress != ResponseParser::Progress::NeedMore)
+            break;
+    }
+    if (eof && parsed.progress == ResponseParser::Progress::NeedMore)
+        parsed.progress = parser.finishAtEof();
+    parsed.error = parser.error();
+    parsed.tooLarge = parser.tooLarge();
+    parsed.result = parser.takeResult();
+    return parsed;
+}
+
+QByteArray chunked(const QList<QByteArray> &chunks, const QByteArray &extension = {})
+{
+    QByteArray wire = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (const QByteArray &chunk : chunks)
+        wire += QByteArray::number(chunk.size(), 16) + extension + "\r\n" + chunk + "\r\n";
+    return wire + "0\r\n\r\n";
+}
+
+} // namespace
+
+class tst_HttpResponseParser final : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void parsesWellFramedResponses_data();
+    void parsesWellFramedResponses();
+    void refusesWhatPassesTheBounds_data();
+    void refusesWhatPassesTheBounds();
+    void manyTinyChunksUpToTheLimitAreOneBody();
+    void bufferHoldsOnlyAnUnfinishedLine();
+    void resetStartsAFreshExchange();
+};
+
+void tst_HttpResponseParser::parsesWellFramedResponses_data()
+{
+    QTest::addColumn<QByteArray>("wire");
+    QTest::addColumn<bool>("eof");
+    QTest::addColumn<int>("status");
+    QTest::addColumn<QByteArray>("body");
+
+    QTest::newRow("content-length") << QByteArray("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello") << false << 200
+                                    << QByteArray("hello");
+    QTest::newRow("no reason phrase") << QByteArray("HTTP/1.1 204\r\n\r\n") << false << 204 << QByteArray();
+    QTest::newRow("interim 100 first") << QByteArray("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\n"
+                                                     "Content-Length: 2\r\n\r\nok")
+                                       << false << 201 << QByteArray("ok");
+    QTest::newRow("chunked with trailer") << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                                        "5;x=1\r\nhello\r\n0\r\nX-T: 1\r\n\r\n")
+                                          << false << 200 << QByteArray("hello");
+    QTest::newRow("until close") << QByteArray("HTTP/1.0 503 Service Unavailable\r\n\r\nlater") << true << 503
+                                 << QByteArray("later");
+    QTest::newRow("body exactly at the limit")
+        << QByteArray("HTTP/1.1 200 OK\r\nContent-Length: 65536\r\n\r\n" + QByteArray(65536, 'a')) << false << 200
+        << QByteArray(65536, 'a');
+    QTest::newRow("close-delimited exactly at the limit")
+        << QByteArray("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + QByteArray(65536, 'b')) << true << 200
+        << QByteArray(65536, 'b');
+}
+
+void tst_HttpResponseParser::parsesWellFramedResponses()
+{
+    QFETCH(QByteArray, wire);
+    QFETCH(bool, eof);
+    QFETCH(int, status);
+    QFETCH(QByteArray, body);
+    for (const qsizetype piece : {qsizetype(1), qsizetype(7), qsizetype(1000), qsizetype(0)}) {
+        const Parsed parsed = parseInPieces(wire, piece, eof);
+        QVERIFY2(parsed.progress == ResponseParser::Progress::Done,
+                 qPrintable(QStringLiteral("pieces of %1: %2").arg(QString::number(piece), parsed.error)));
+        QCOMPARE(parsed.result.httpStatus, status);
+        QCOMPARE(parsed.result.body, body);
+    }
+}
+
+void tst_HttpResponseParser::refusesWhatPassesTheBounds_data()
+{
+    QTest::addColumn<QByteArray>("wire");
+    QTest::addColumn<bool>("eof");
+    QTest::addColumn<qint64>("maxBody");
+    QTest::addColumn<bool>("tooLarge");
+    QTest::addColumn<QString>("errorSays");
+
+    const qint64 limit = DefaultMaxResponseBodyBytes;
+    QTest::newRow("Content-Length of 90 TB") << QByteArray("HTTP/1.1 200 OK\r\nContent-Length: 99999999999999\r\n\r\n{")
+                                             << false << limit << true
+                                             << QStringLiteral("HTTP 200 announced a body of 99999999999999 bytes, over the 64 KiB limit");
+    QTest::newRow("Content-Length beyond 64 bits")
+        << QByteArray("HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n") << false << limit << true
+        << QStringLiteral("more than 10^18 bytes");
+    QTest::newRow("Content-Length one over")
+        << QByteArray("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 65537\r\n\r\n") << false << limit << true
+        << QStringLiteral("HTTP 503 announced a body of 65537 bytes");
+    QTest::newRow("Content-Length with a sign") << QByteArray("HTTP/1.1 200 OK\r\nContent-Length: +5\r\n\r\nhello")
+                                                << false << limit << false << QStringLiteral("invalid Content-Length");
+    QTest::newRow("Content-Length disagreeing")
+        << QByteArray("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello") << false << limit
+        << false << QStringLiteral("invalid Content-Length");
+    QTest::newRow("one chunk over the limit") << chunked({QByteArray(int(limit) + 1, 'c')}) << false << limit << true
+                                              << QStringLiteral("HTTP 200 sent a chunked body longer than the 64 KiB limit");
+    QTest::newRow("chunks adding up past the limit")
+        << chunked({QByteArray(40000, 'c'), QByteArray(40000, 'd')}) << false << limit << true
+        << QStringLiteral("chunked body longer than the 64 KiB limit");
+    QTest::newRow("close-delimited past the limit")
+        << QByteArray("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + QByteArray(int(limit) + 1, 'e')) << true << limit
+        << true << QStringLiteral("HTTP 200 sent a close-delimited body longer than the 64 KiB limit");
+    QTest::newRow("a limit of its own") << QByteArray("HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world")
+                                        << false << qint64(10) << true << QStringLiteral("over the 10 bytes limit");
+    QTest::newRow("endless header line") << QByteArray("HTTP/1.1 200 OK\r\nX-Long: " + QByteArray(70 * 1024, 'h'))
+                                         << false << limit << true << QStringLiteral("header line longer than 32 KiB");
+    QTest::newRow("endless status line") << QByteArray("HTTP/1.1 200 " + QByteArray(70 * 1024, 's')) << false << limit
+                                         << true << QStringLiteral("header line longer than 32 KiB");
+    QByteArray manyLines = "HTTP/1.1 200 OK\r\n";
+    for (int i = 0; i < 200; ++i)
+        manyLines += "X-Filler-" + QByteArray::number(i) + ": " + QByteArray(2000, 'f') + "\r\n";
+    QTest::newRow("endless headers") << manyLines << false << limit << true
+                                     << QStringLiteral("response headers longer than 64 KiB");
+    QByteArray manyHeaders = "HTTP/1.1 200 OK\r\n";
+    for (int i = 0; i < 300; ++i)
+        manyHeaders += "X-" + QByteArray::number(i) + ": 1\r\n";
+    QTest::newRow("too many headers") << manyHeaders << false << limit << true
+                                      << QStringLiteral("more than 256 response headers");
+    QByteArray interims;
+    for (int i = 0; i < 20000; ++i)
+        interims += "HTTP/1.1 100 Continue\r\n\r\n";
+    QTest::newRow("endless interim responses") << interims << false << limit << true
+                                               << QStringLiteral("response headers longer than 64 KiB");
+    QTest::newRow("chunk size line too long")
+        << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;" + QByteArray(5000, 'x') + "\r\n")
+        << false << limit << false << QStringLiteral("chunk size line too long");
+    QTest::newRow("malformed status line") << QByteArray("HTTX/1.1 200 OK\r\n\r\n") << false << limit << false
+                                           << QStringLiteral("malformed status line");
+}
+
+void tst_HttpResponseParser::refusesWhatPassesTheBounds()
+{
+    QFETCH(QByteArray, wire);
+    QFETCH(bool, eof);
+    QFETCH(qint64, maxBody);
+    QFETCH(bool, tooLarge);
+    QFETCH(QString, errorSays);
+    for (const qsizetype piece : {qsizetype(1), qsizetype(4096), qsizetype(0)}) {
+        const Parsed parsed = parseInPieces(wire, piece, eof, maxBody);
+        QVERIFY2(parsed.progress == ResponseParser::Progress::Error,
+                 qPrintable(QStringLiteral("pieces of %1: no error").arg(piece)));
+        QVERIFY2(parsed.error.contains(errorSays), qPrintable(parsed.error));
+        QVERIFY2(!parsed.error.contains(u'\n'), qPrintable(parsed.error));
+        QCOMPARE(parsed.tooLarge, tooLarge);
+        QVERIFY(parsed.result.body.size() <= maxBody);
+    }
+}
+
+void tst_HttpResponseParser::manyTinyChunksUpToTheLimitAreOneBody()
+{
+    // 65536 chunks of one byte: 320 KiB of framing for a body at the limit. Framing has a
+    // bound of its own; it is not mistaken for headers.
+    const QList<QByteArray> chunks(int(DefaultMaxResponseBodyBytes), QByteArray("t"));
+    const Parsed parsed = parseInPieces(chunked(chunks), 1500, false);
+    QVERIFY2(parsed.progress == ResponseParser::Progress::Done, qPrintable(parsed.error));
+    QCOMPARE(parsed.result.body, QByteArray(int(DefaultMaxResponseBodyBytes), 't'));
+}
+
+void tst_HttpResponseParser::bufferHoldsOnlyAnUnfinishedLine()
+{
+    // 900 one-byte chunks, each with 1000 bytes of chunk extension, fed in pieces that
+    // end inside a line: what the parser holds stays one line and one piece, not the
+    // whole response.
+    const QList<QByteArray> chunks(900, QByteArray("u"));
+    const QByteArray wire = chunked(chunks, ";ext=" + QByteArray(1000, 'e'));
+    QVERIFY(wire.size() > 900 * 1000);
+    const Parsed parsed = parseInPieces(wire, 700, false);
+    QVERIFY2(parsed.progress == ResponseParser::Progress::Done, qPrintable(parsed.error));
+    QCOMPARE(parsed.result.body, QByteArray(900, 'u'));
+    QVERIFY2(parsed.mostBuffered < 4096, qPrintable(QString::number(parsed.mostBuffered)));
+}
+
+void tst_HttpResponseParser::resetStartsAFreshExchange()
+{
+    ResponseParser parser;
+    parser.reset();
+    parser.feed("HTTP/1.1 200 OK\r\nContent-Length: 99999999999999\r\n\r\n");
+    QCOMPARE(parser.parse(), ResponseParser::Progress::Error);
+    QVERIFY(parser.tooLarge());
+    parser.reset();
+    QVERIFY(!parser.tooLarge());
+    QVERIFY(parser.error().isEmpty());
+    parser.feed("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    QCOMPARE(parser.parse(), ResponseParser::Progress::Done);
+    QVERIFY(parser.keepAlive());
+    QVERIFY(!parser.hasTrailingData());
+    QCOMPARE(parser.result().body, QByteArray("ok"));
+}
+
+QTEST_GUILESS_MAIN(tst_HttpResponseParser)
+#include "tst_httpresponseparser.moc"
