@@ -108,8 +108,10 @@ QString QueueLocation::displayName() const
     if (kind == Kind::RabbitMq)
         return QStringLiteral("amqp://") + QString::fromLatin1(QUrl::toPercentEncoding(user)) + QLatin1Char('@') + where
                + QLatin1Char('/') + QString::fromLatin1(QUrl::toPercentEncoding(vhost)) + QStringLiteral("?queue=") + name;
-    return QStringLiteral("redis://") + where + QLatin1Char('/') + QString::number(database) + QStringLiteral("?stream=")
-           + name;
+    // Redis authenticates as the user when there is one (AUTH user password).
+    const QString as = user.isEmpty() ? QString() : QString::fromLatin1(QUrl::toPercentEncoding(user)) + QLatin1Char('@');
+    return QStringLiteral("redis://") + as + where + QLatin1Char('/') + QString::number(database)
+           + QStringLiteral("?stream=") + name;
 }
 
 QString QueueLocation::brokerName() const

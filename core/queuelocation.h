@@ -10,7 +10,7 @@ namespace once {
 // Where the queue lives when a team already runs a broker (--queue URL). The ledger
 // stays in the store; only the queue moves.
 //   amqp://USER:PASSWORD@HOST[:PORT]/VHOST?queue=NAME[&management=http://HOST:15672]
-//   redis://[:PASSWORD@]HOST[:PORT]/DB?stream=NAME
+//   redis://[[USER]:PASSWORD@]HOST[:PORT]/DB?stream=NAME
 struct QueueLocation
 {
     enum class Kind { RabbitMq, Redis };

@@ -1,5 +1,6 @@
 #include "reminder.h"
 
+#include "quotedtext.h"
 #include "strictjson.h"
 
 #include <QJsonDocument>

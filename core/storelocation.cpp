@@ -1,5 +1,8 @@
 #include "storelocation.h"
 
+#include "quotedtext.h"
+
+#include <QDir>
 #include <QFileInfo>
 #include <QStandardPaths>
 #include <QUrl>
@@ -137,11 +140,20 @@ std::optional<StoreLocation> StoreLocation::parse(const QString &text, QString *
         *error = QStringLiteral("the store path is empty");
         return std::nullopt;
     }
-    if (path.contains(QLatin1String("://"))) {
-        *error = QStringLiteral("unknown store URL scheme in \"%1\" (use sqlite:PATH or postgres://USER@HOST/DB)")
-                     .arg(text.section(QLatin1Char(':'), 0, 0));
+    // SQLite opens a C string: the file would be the path cut at the NUL.
+    if (path.contains(QChar(0))) {
+        *error = QStringLiteral("the store path contains U+0000");
         return std::nullopt;
     }
+    if (path.contains(QLatin1String("://"))) {
+        *error = QStringLiteral("unknown store URL scheme in %1 (use sqlite:PATH or postgres://USER@HOST/DB)")
+                     .arg(quotedForError(text.section(QLatin1Char(':'), 0, 0)));
+        return std::nullopt;
+    }
+    // Joined to the current folder by hand: QFileInfo takes ":name" for a Qt resource and
+    // leaves it relative, and SQLite would open ":memory:" as a database in memory.
+    if (!path.startsWith(QLatin1Char('/')))
+        path = QDir::currentPath() + QLatin1Char('/') + path;
     location.path = QFileInfo(path).absoluteFilePath();
     return location;
 }
@@ -155,7 +167,8 @@ QString StoreLocation::displayName() const
         url.setHost(host);
         url.setPort(port);
         url.setPath(QLatin1Char('/') + database);
-        return url.toDisplayString();
+        // Spaces encoded: the text must read back as this same store.
+        return url.toDisplayString(QUrl::EncodeSpaces);
     }
     return QStringLiteral("sqlite:") + path;
 }

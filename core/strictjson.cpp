@@ -1,5 +1,7 @@
 #include "strictjson.h"
 
+#include "quotedtext.h"
+
 #include <QSet>
 
 #include <cstring>
@@ -358,50 +360,6 @@ private:
 QString strictJsonProblem(const QByteArray &text)
 {
     return Checker(text).run();
-}
-
-QString quotedForError(QStringView text, qsizetype maxChars)
-{
-    QString shown = QStringLiteral("\"");
-    qsizetype count = 0;
-    for (qsizetype i = 0; i < text.size(); ++i) {
-        if (count++ == maxChars) {
-            shown += QStringLiteral("...");
-            break;
-        }
-        const char16_t c = text.at(i).unicode();
-        const bool pairStart = QChar::isHighSurrogate(c) && i + 1 < text.size() && text.at(i + 1).isLowSurrogate();
-        switch (c) {
-        case u'"':
-            shown += QStringLiteral("\\\"");
-            continue;
-        case u'\\':
-            shown += QStringLiteral("\\\\");
-            continue;
-        case u'\n':
-            shown += QStringLiteral("\\n");
-            continue;
-        case u'\r':
-            shown += QStringLiteral("\\r");
-            continue;
-        case u'\t':
-            shown += QStringLiteral("\\t");
-            continue;
-        default:
-            break;
-        }
-        // Control characters (C0, DEL, C1), the line and paragraph separators, and
-        // surrogates that are not a pair would each break the line or the terminal.
-        if (c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x2028 || c == 0x2029
-            || (QChar::isSurrogate(c) && !pairStart)) {
-            shown += QStringLiteral("\\u") + hex4(c);
-            continue;
-        }
-        shown += QChar(c);
-        if (pairStart)
-            shown += text.at(++i);
-    }
-    return shown + QLatin1Char('"');
 }
 
 } // namespace once

@@ -2,7 +2,6 @@
 
 #include <QByteArray>
 #include <QString>
-#include <QStringView>
 
 namespace once {
 
@@ -27,9 +26,5 @@ inline constexpr int MaxJsonDepth = 64;
 // Returns an empty string when the text passes, else one line saying what is wrong and at
 // which byte offset.
 QString strictJsonProblem(const QByteArray &text);
-
-// Text from a message, made safe to quote in a one-line error: control characters and
-// unpaired surrogates escaped as \uXXXX, cut after maxChars characters, in double quotes.
-QString quotedForError(QStringView text, qsizetype maxChars = 64);
 
 } // namespace once

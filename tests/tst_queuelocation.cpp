@@ -94,6 +94,9 @@ void TestQueueLocation::displayNameReadsBackAsTheSameQueue_data()
     QTest::newRow("vhost with spaces") << QStringLiteral("amqp://once:hunter2@mq/my%20vhost?queue=r");
     QTest::newRow("plain Redis") << QStringLiteral("redis://:hunter2@127.0.0.1:6379/0?stream=s");
     QTest::newRow("Redis IPv6") << QStringLiteral("redis://:hunter2@[::1]:6380/2?stream=s");
+    // Redis authenticates as the user (AUTH user password): it is part of where the queue is.
+    QTest::newRow("Redis with a user") << QStringLiteral("redis://reader:hunter2@127.0.0.1:6379/0?stream=s");
+    QTest::newRow("Redis with an odd user") << QStringLiteral("redis://%EF%BF%BD%40:hunter2@127.0.0.1/0?stream=s");
     QTest::newRow("RabbitMQ IPv6") << QStringLiteral("amqp://once:hunter2@[fe80::1]:5673/v?queue=r");
 }
 

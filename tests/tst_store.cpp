@@ -4,6 +4,7 @@
 #include "store.h"
 #include "teststores.h"
 
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
@@ -469,6 +470,20 @@ void TestStore::storeUrlIsValidated()
     const auto prefixed = StoreLocation::parse(QStringLiteral("sqlite:") + path, &error);
     QVERIFY(prefixed);
     QCOMPARE(prefixed->path, plain->path);
+    // What is shown reads back as the same store, spaces and all.
+    const auto spaced = StoreLocation::parse(QStringLiteral("postgres://us%20er:secret@db/my%20db"), &error);
+    QVERIFY2(spaced, qPrintable(error));
+    const auto shownBack = StoreLocation::parse(spaced->displayName(), &error);
+    QVERIFY2(shownBack, qPrintable(spaced->displayName() + QStringLiteral(": ") + error));
+    QCOMPARE(shownBack->user, QStringLiteral("us er"));
+    QCOMPARE(shownBack->database, QStringLiteral("my db"));
+    // A relative path is a file in the current folder, even one that Qt would read as a
+    // resource (":name") or SQLite as its in-memory database (":memory:").
+    for (const QString &relative : {QStringLiteral(":memory:"), QStringLiteral(":us;he@o"), QStringLiteral("a/b.sqlite")}) {
+        const auto location = StoreLocation::parse(relative, &error);
+        QVERIFY2(location, qPrintable(error));
+        QCOMPARE(location->path, QDir::currentPath() + QLatin1Char('/') + relative);
+    }
 }
 
 void TestStore::passwordFromEnvironment()
@@ -588,6 +603,10 @@ void TestStore::storeUrlQueryCannotRedirectTheConnection_data()
     QTest::newRow("NUL in a value") << base + QStringLiteral("?application_name=x%00hunter2") << QStringLiteral("U+0000");
     QTest::newRow("NUL in the database") << QStringLiteral("postgres://user:hunter2@db/once%00hunter2") << QStringLiteral("database contains U+0000");
     QTest::newRow("NUL in the user") << QStringLiteral("postgres://us%00er:hunter2@db/once") << QStringLiteral("user contains U+0000");
+    // SQLite opens a C string: the file would be the path cut at the NUL.
+    QTest::newRow("NUL in a SQLite path") << QStringLiteral("sqlite:/tmp/a") + QChar(0) + QStringLiteral("b") << QStringLiteral("contains U+0000");
+    QTest::newRow("scheme with a newline") << QStringLiteral("my\nsql://db/once") << QStringLiteral("unknown store URL scheme in \"my\\nsql\"");
+    QTest::newRow("NUL in a plain path") << QStringLiteral("/tmp/a") + QChar(0) << QStringLiteral("contains U+0000");
 }
 
 void TestStore::storeUrlQueryCannotRedirectTheConnection()
