@@ -7,10 +7,7 @@
 #include <QLoggingCategory>
 #include <QSqlDriver>
 #include <QSqlError>
-#include <QStandardPaths>
 #include <QThread>
-#include <QUrl>
-#include <QUrlQuery>
 
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -315,96 +312,6 @@ qint64 nowMs()
     return QDateTime::currentMSecsSinceEpoch();
 }
 
-namespace {
-
-std::optional<StoreLocation> parsePostgres(const QString &text, QString *error)
-{
-    // Errors quote the URL without its password: a typo must not put a secret in a log.
-    const QUrl url(text, QUrl::StrictMode);
-    QUrl shown = url;
-    shown.setPassword(QString());
-    if (!url.isValid()) {
-        *error = QStringLiteral("the PostgreSQL URL is not valid: %1").arg(shown.toDisplayString());
-        return std::nullopt;
-    }
-    StoreLocation location;
-    location.kind = StoreLocation::Kind::Postgres;
-    location.host = url.host();
-    location.port = url.port(5432);
-    location.user = url.userName();
-    location.password = url.password();
-    location.database = url.path().mid(1);
-    if (location.host.isEmpty()) {
-        *error = QStringLiteral("the PostgreSQL URL names no host (postgres://USER@HOST[:PORT]/DB)");
-        return std::nullopt;
-    }
-    if (location.database.isEmpty() || location.database.contains(QLatin1Char('/'))) {
-        *error = QStringLiteral("the PostgreSQL URL names no database (postgres://USER@HOST[:PORT]/DB)");
-        return std::nullopt;
-    }
-    const auto items = QUrlQuery(url).queryItems(QUrl::FullyDecoded);
-    for (const auto &[key, value] : items) {
-        if (key == QLatin1String("password")) {
-            *error = QStringLiteral("put the PostgreSQL password in the URL's user part, PGPASSWORD or ~/.pgpass");
-            return std::nullopt;
-        }
-        location.options.append(key + QLatin1Char('=') + value);
-    }
-    return location;
-}
-
-} // namespace
-
-std::optional<StoreLocation> StoreLocation::parse(const QString &text, QString *error)
-{
-    if (text.startsWith(QLatin1String("postgres://")) || text.startsWith(QLatin1String("postgresql://")))
-        return parsePostgres(text, error);
-    StoreLocation location;
-    QString path = text;
-    if (path.startsWith(QLatin1String("sqlite:")))
-        path = path.mid(int(qstrlen("sqlite:")));
-    if (path.isEmpty()) {
-        *error = QStringLiteral("the store path is empty");
-        return std::nullopt;
-    }
-    if (path.contains(QLatin1String("://"))) {
-        *error = QStringLiteral("unknown store URL scheme in \"%1\" (use sqlite:PATH or postgres://USER@HOST/DB)")
-                     .arg(text.section(QLatin1Char(':'), 0, 0));
-        return std::nullopt;
-    }
-    location.path = QFileInfo(path).absoluteFilePath();
-    return location;
-}
-
-QString StoreLocation::displayName() const
-{
-    if (kind == Kind::Postgres) {
-        QUrl url;
-        url.setScheme(QStringLiteral("postgres"));
-        url.setUserName(user);
-        url.setHost(host);
-        url.setPort(port);
-        url.setPath(QLatin1Char('/') + database);
-        return url.toDisplayString();
-    }
-    return QStringLiteral("sqlite:") + path;
-}
-
-QString defaultStoreUrl()
-{
-    const QString fromEnvironment = qEnvironmentVariable("ONCE_STORE");
-    if (!fromEnvironment.isEmpty())
-        return fromEnvironment;
-    return defaultStoreFile();
-}
-
-QString defaultStoreFile()
-{
-    // Not AppDataLocation: that differs between `once` and `once-console`, and both must
-    // find the same store.
-    return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + QStringLiteral("/once/once.sqlite");
-}
-
 Database::~Database()
 {
     m_statements.clear();
@@ -431,13 +338,7 @@ std::unique_ptr<Database> Database::open(const StoreLocation &location, QString 
         db->m_db.setUserName(location.user);
         db->m_db.setPassword(location.password);
         db->m_db.setDatabaseName(location.database);
-        QStringList options = location.options;
-        if (!std::any_of(options.cbegin(), options.cend(),
-                         [](const QString &option) { return option.startsWith(QLatin1String("connect_timeout=")); }))
-            options.append(QStringLiteral("connect_timeout=10"));
-        // Names each connection in pg_stat_activity, so a DBA can tell once's from others.
-        options.append(QStringLiteral("application_name=once"));
-        db->m_db.setConnectOptions(options.join(QLatin1Char(';')));
+        db->m_db.setConnectOptions(location.libpqOptions());
     } else {
         const QFileInfo file(location.path);
         if (access == Access::ReadOnly) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "storefailure.h"
+#include "storelocation.h"
 
 #include <QSqlDatabase>
 #include <QSqlQuery>
@@ -13,39 +14,12 @@
 
 namespace once {
 
-// Where a store lives: "sqlite:PATH", a plain PATH, or
-// "postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?OPTION=VALUE&...]". Without a password in
-// the URL, libpq looks in PGPASSWORD and ~/.pgpass, as psql does; query options
-// (sslmode, connect_timeout, ...) go to libpq as they are.
-struct StoreLocation
-{
-    enum class Kind { Sqlite, Postgres };
-    Kind kind = Kind::Sqlite;
-    QString path; // Sqlite
-    // Postgres
-    QString host;
-    int port = 5432;
-    QString user;
-    QString password; // in memory only: never shown, logged or stored
-    QString database;
-    QStringList options; // libpq connection options, "key=value"
-
-    static std::optional<StoreLocation> parse(const QString &text, QString *error);
-    // What may be shown to a person: never a password.
-    QString displayName() const;
-};
-
 // PostgreSQL notification channels. A worker listens to the queue's; the console
 // listens to both and refreshes when either fires.
 namespace Channel {
 inline const QString Queue = QStringLiteral("once_queue");       // messages were enqueued
 inline const QString Activity = QStringLiteral("once_activity"); // a worker reported progress
 } // namespace Channel
-
-// The default store: ONCE_STORE if set, else the default file.
-QString defaultStoreUrl();
-// once/once.sqlite in the user's data folder.
-QString defaultStoreFile();
 
 // One SQL connection, opened in the thread that uses it and closed there (Qt's rule for
 // QSqlDatabase). Owns the schema: open() creates or upgrades it.

@@ -6,6 +6,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRandomGenerator>
 #include <QTest>
 #include <QUrl>
 
@@ -34,6 +35,38 @@ QByteArray key(const QString &scheduledAt)
     return makeSendKey(QStringLiteral("u"), QStringLiteral("r"), scheduledAt);
 }
 
+// A valid message written by hand, with one field's raw JSON text replaced (or added, for a
+// field that is not one of the five), for what QJsonDocument cannot write: bad escapes, raw
+// control characters, invalid UTF-8, duplicate names. `extra` is raw text put before the
+// closing brace (starting with a comma).
+QByteArray rawWith(const char *field, const QByteArray &rawValue, const QByteArray &extra = {})
+{
+    const std::pair<const char *, QByteArray> fields[] = {
+        {"user_id", QByteArrayLiteral(R"("u-42")")},
+        {"reminder_id", QByteArrayLiteral(R"("r-7")")},
+        {"scheduled_at", QByteArrayLiteral(R"("2026-12-01T09:00:00Z")")},
+        {"destination", QByteArrayLiteral(R"("+15550100")")},
+        {"body", QByteArrayLiteral(R"("Take your medicine")")},
+    };
+    QByteArray text = "{";
+    bool replaced = false;
+    for (const auto &[name, value] : fields) {
+        if (text.size() > 1)
+            text += ", ";
+        const bool mine = field && qstrcmp(field, name) == 0;
+        replaced = replaced || mine;
+        text += '"' + QByteArray(name) + "\": " + (mine ? rawValue : value);
+    }
+    if (field && !replaced)
+        text += ", \"" + QByteArray(field) + "\": " + rawValue;
+    return text + extra + '}';
+}
+
+QByteArray nested(int depth)
+{
+    return QByteArray(depth, '[') + QByteArray(depth, ']');
+}
+
 } // namespace
 
 class TestReminder : public QObject
@@ -59,6 +92,17 @@ private slots:
     void recurringReminderHasOneKeyPerOccurrence();
     void sendKeyIsPureAscii_data();
     void sendKeyIsPureAscii();
+    void sendKeyOfValidInputIsUnchanged_data();
+    void sendKeyOfValidInputIsUnchanged();
+    void refusesWhatIsNotExactlyUnderstood_data();
+    void refusesWhatIsNotExactlyUnderstood();
+    void acceptsOddButValidMessages_data();
+    void acceptsOddButValidMessages();
+    void sizeLimitExcludesTheLineEnding();
+    void sendKeyRefusesIdsThatAreNotText();
+    void randomIdsRoundTripThroughTheKey();
+    void parseSendKeyRefusesOtherSpellings_data();
+    void parseSendKeyRefusesOtherSpellings();
 };
 
 void TestReminder::parsesValidReminder()
@@ -227,6 +271,20 @@ void TestReminder::parsesRfc3339_data()
                               << at(2028, 2, 29, 12, 0, 0, 0);
     QTest::newRow("space separator") << QStringLiteral("2026-12-01 09:00:00Z") << QStringLiteral("2026-12-01T09:00:00Z")
                                      << at(2026, 12, 1, 9, 0, 0, 0);
+    // A leap second keeps its :60 in the key; the instant, which QDateTime cannot write
+    // as :60, is the last millisecond before it.
+    QTest::newRow("leap second") << QStringLiteral("2016-12-31T23:59:60Z") << QStringLiteral("2016-12-31T23:59:60Z")
+                                 << at(2016, 12, 31, 23, 59, 59, 999);
+    QTest::newRow("leap second ahead of UTC") << QStringLiteral("2017-01-01T00:59:60+01:00")
+                                              << QStringLiteral("2016-12-31T23:59:60Z") << at(2016, 12, 31, 23, 59, 59, 999);
+    QTest::newRow("leap second with a fraction") << QStringLiteral("2015-06-30T23:59:60.250Z")
+                                                 << QStringLiteral("2015-06-30T23:59:60.25Z") << at(2015, 6, 30, 23, 59, 59, 999);
+    QTest::newRow("ten fraction digits") << QStringLiteral("2026-12-01T09:00:00.1234567891Z")
+                                         << QStringLiteral("2026-12-01T09:00:00.1234567891Z") << at(2026, 12, 1, 9, 0, 0, 123);
+    QTest::newRow("zeros past nine digits") << QStringLiteral("2026-12-01T09:00:00.1000000000000Z")
+                                            << QStringLiteral("2026-12-01T09:00:00.1Z") << at(2026, 12, 1, 9, 0, 0, 100);
+    QTest::newRow("year 0000 behind UTC") << QStringLiteral("0000-12-31T23:30:00-01:00")
+                                          << QStringLiteral("0001-01-01T00:30:00Z") << at(1, 1, 1, 0, 30, 0, 0);
 }
 
 void TestReminder::parsesRfc3339()
@@ -234,8 +292,9 @@ void TestReminder::parsesRfc3339()
     QFETCH(QString, text);
     QFETCH(QString, canonical);
     QFETCH(QDateTime, utc);
-    const auto parsed = parseRfc3339(text);
-    QVERIFY(parsed);
+    QString why;
+    const auto parsed = parseRfc3339(text, &why);
+    QVERIFY2(parsed, qPrintable(why));
     QCOMPARE(parsed->canonical, canonical);
     QCOMPARE(parsed->utc.toMSecsSinceEpoch(), utc.toMSecsSinceEpoch());
     QCOMPARE(parsed->utc.timeSpec(), Qt::UTC);
@@ -261,12 +320,27 @@ void TestReminder::rejectsBadTimestamps_data()
     QTest::newRow("empty fraction") << QStringLiteral("2026-12-01T09:00:00.Z");
     QTest::newRow("trailing text") << QStringLiteral("2026-12-01T09:00:00Z tomorrow");
     QTest::newRow("leading space") << QStringLiteral(" 2026-12-01T09:00:00Z");
+    // "$" matched before a final newline.
+    QTest::newRow("newline after Z") << QStringLiteral("2026-12-01T09:00:00Z\n");
+    QTest::newRow("newline after the offset") << QStringLiteral("2026-12-01T10:00:00+01:00\n");
+    QTest::newRow("carriage return after Z") << QStringLiteral("2026-12-01T09:00:00Z\r");
+    QTest::newRow("second 60 in mid-morning") << QStringLiteral("2026-12-01T09:00:60Z");
+    QTest::newRow("second 60 not on a month's last day") << QStringLiteral("2026-12-01T23:59:60Z");
+    QTest::newRow("second 60 at 23:59 local, not UTC") << QStringLiteral("2016-12-31T23:59:60+01:00");
+    QTest::newRow("second 61") << QStringLiteral("2016-12-31T23:59:61Z");
+    QTest::newRow("year 0001 ahead of UTC") << QStringLiteral("0001-01-01T00:30:00+01:00");
+    QTest::newRow("year 9999 behind UTC") << QStringLiteral("9999-12-31T23:30:00-01:00");
+    QTest::newRow("year 0000 in UTC") << QStringLiteral("0000-06-01T00:00:00Z");
+    QTest::newRow("Arabic-Indic fraction") << QStringLiteral("2026-12-01T09:00:00.\u0665Z");
+    QTest::newRow("fullwidth year") << QStringLiteral("\uFF12\uFF10\uFF12\uFF16-12-01T09:00:00Z");
 }
 
 void TestReminder::rejectsBadTimestamps()
 {
     QFETCH(QString, text);
-    QVERIFY(!parseRfc3339(text));
+    QString why;
+    QVERIFY(!parseRfc3339(text, &why));
+    QVERIFY(!why.isEmpty());
     QVERIFY(makeSendKey(QStringLiteral("u"), QStringLiteral("r"), text).isEmpty());
 }
 
@@ -391,6 +465,416 @@ void TestReminder::sendKeyIsPureAscii()
     const QList<QByteArray> parts = k.split(':');
     QCOMPARE(QUrl::fromPercentEncoding(parts.at(0)), userId);
     QCOMPARE(QUrl::fromPercentEncoding(parts.at(1)), reminderId);
+}
+
+// Stores hold the keys of messages already taken: a message redelivered after an upgrade
+// must get the key it got before, byte for byte, or it would be sent a second time. These
+// are the keys this program derived before the parser was made strict.
+void TestReminder::sendKeyOfValidInputIsUnchanged_data()
+{
+    QTest::addColumn<QString>("userId");
+    QTest::addColumn<QString>("reminderId");
+    QTest::addColumn<QString>("scheduledAt");
+    QTest::addColumn<QByteArray>("expected");
+    QTest::newRow("plain, offset") << QStringLiteral("u-42") << QStringLiteral("dentist")
+                                   << QStringLiteral("2026-12-01T10:00:00+01:00")
+                                   << QByteArray("u-42:dentist:2026-12-01T09:00:00Z");
+    QTest::newRow("reserved characters") << QStringLiteral("a:b c") << QStringLiteral("r/1?x=%")
+                                         << QStringLiteral("2026-12-01T04:00:00.250-05:00")
+                                         << QByteArray("a%3Ab%20c:r%2F1%3Fx%3D%25:2026-12-01T09:00:00.25Z");
+    QTest::newRow("accents, astral, nine digits, lower case")
+        << QStringLiteral("Zoë") << QStringLiteral("\U0001F514") << QStringLiteral("2028-02-29t23:59:59.123456789z")
+        << QByteArray("Zo%C3%AB:%F0%9F%94%94:2028-02-29T23:59:59.123456789Z");
+    QTest::newRow("unreserved, CJK, new year") << QStringLiteral("~._-") << QStringLiteral("用户")
+                                               << QStringLiteral("2026-12-31T20:00:00-05:30")
+                                               << QByteArray("~._-:%E7%94%A8%E6%88%B7:2027-01-01T01:30:00Z");
+    QTest::newRow("first instant of year 1") << QStringLiteral("0001 start") << QStringLiteral("x")
+                                             << QStringLiteral("0001-01-01T01:00:00+01:00")
+                                             << QByteArray("0001%20start:x:0001-01-01T00:00:00Z");
+    QTest::newRow("last second of year 9999") << QStringLiteral("end") << QStringLiteral("x")
+                                              << QStringLiteral("9999-12-31T22:59:59.900-01:00")
+                                              << QByteArray("end:x:9999-12-31T23:59:59.9Z");
+    QTest::newRow("space separator") << QStringLiteral("%41") << QStringLiteral("%")
+                                     << QStringLiteral("2026-12-01 09:00:00Z")
+                                     << QByteArray("%2541:%25:2026-12-01T09:00:00Z");
+    QTest::newRow("control characters") << QStringLiteral("a\nb") << QStringLiteral("\x7f")
+                                        << QStringLiteral("2026-12-01T09:00:00.000000000Z")
+                                        << QByteArray("a%0Ab:%7F:2026-12-01T09:00:00Z");
+}
+
+void TestReminder::sendKeyOfValidInputIsUnchanged()
+{
+    QFETCH(QString, userId);
+    QFETCH(QString, reminderId);
+    QFETCH(QString, scheduledAt);
+    QFETCH(QByteArray, expected);
+    QCOMPARE(makeSendKey(userId, reminderId, scheduledAt), expected);
+    // And the parser derives the same key from a message carrying them.
+    QJsonObject object = validObject();
+    object.insert(QStringLiteral("user_id"), userId);
+    object.insert(QStringLiteral("reminder_id"), reminderId);
+    object.insert(QStringLiteral("scheduled_at"), scheduledAt);
+    const auto result = parseReminder(line(object));
+    QVERIFY2(result.reminder, qPrintable(result.error));
+    QCOMPARE(result.reminder->sendKey, expected);
+}
+
+void TestReminder::refusesWhatIsNotExactlyUnderstood_data()
+{
+    QTest::addColumn<QByteArray>("input");
+    QTest::addColumn<QString>("errorMentions");
+
+    // Ids that are not Unicode text: Qt would turn each lone surrogate into '?' or U+FFFD
+    // before percent-encoding, so all of these would share a key with each other and
+    // with a literal '?' or U+FFFD.
+    QTest::newRow("lone high surrogate in user_id") << rawWith("user_id", R"("\ud800")") << QStringLiteral("unpaired surrogate");
+    QTest::newRow("lone low surrogate in user_id") << rawWith("user_id", R"("\udfff")") << QStringLiteral("unpaired surrogate");
+    QTest::newRow("lone surrogate in reminder_id") << rawWith("reminder_id", R"("r\uDC00")") << QStringLiteral("unpaired surrogate");
+    QTest::newRow("reversed pair") << rawWith("reminder_id", R"("\udc00\ud800")") << QStringLiteral("unpaired surrogate");
+    QTest::newRow("high surrogate then a letter") << rawWith("user_id", R"("\ud800A")") << QStringLiteral("unpaired surrogate");
+    QTest::newRow("high surrogate then an escaped letter")
+        << rawWith("user_id", R"("\ud800\u0041")") << QStringLiteral("unpaired surrogate");
+    QTest::newRow("high surrogate at the end of the string") << rawWith("user_id", R"("x\uD83D")") << QStringLiteral("unpaired surrogate");
+    QTest::newRow("lone surrogate in the body") << rawWith("body", R"("\ud800")") << QStringLiteral("unpaired surrogate");
+    QTest::newRow("lone surrogate in a forwarded field") << rawWith("meta", R"({"a": ["\udfff"]})") << QStringLiteral("unpaired surrogate");
+    QTest::newRow("lone surrogate in a field name") << rawWith("\\ud800", "1") << QStringLiteral("unpaired surrogate");
+
+    // Raw control characters inside strings: JSON forbids them, Qt takes them.
+    QTest::newRow("raw NUL in the body") << rawWith("body", QByteArrayLiteral("\"a\0b\""))
+                                         << QStringLiteral("control character U+0000 inside a string at offset");
+    QTest::newRow("raw NUL in user_id") << rawWith("user_id", QByteArrayLiteral("\"\0\""))
+                                        << QStringLiteral("control character U+0000 inside a string at offset 13");
+    QTest::newRow("raw tab in destination") << rawWith("destination", "\"+1\t555\"") << QStringLiteral("control character U+0009");
+    QTest::newRow("raw newline in reminder_id") << rawWith("reminder_id", "\"r\n7\"") << QStringLiteral("control character U+000A");
+    QTest::newRow("raw U+001F in a name") << rawWith("x\x1f", "1") << QStringLiteral("control character U+001F");
+
+    // Bytes that are not UTF-8: Qt may replace them, so two different ids could meet.
+    QTest::newRow("byte FF in user_id") << rawWith("user_id", "\"u\xff\"") << QStringLiteral("invalid UTF-8 at offset 14");
+    QTest::newRow("overlong slash") << rawWith("reminder_id", "\"\xc0\xaf\"") << QStringLiteral("invalid UTF-8");
+    QTest::newRow("encoded surrogate") << rawWith("user_id", "\"\xed\xa0\x80\"") << QStringLiteral("invalid UTF-8");
+    QTest::newRow("beyond U+10FFFF") << rawWith("body", "\"\xf4\x90\x80\x80\"") << QStringLiteral("invalid UTF-8");
+    QTest::newRow("truncated sequence") << rawWith("body", "\"\xe2\x82\"") << QStringLiteral("invalid UTF-8");
+    QTest::newRow("stray continuation byte") << rawWith("body", "\"\x80\"") << QStringLiteral("invalid UTF-8");
+    QTest::newRow("non-ASCII outside strings") << QByteArray("\xc2\xa0") + rawWith(nullptr, {}) << QStringLiteral("malformed JSON");
+
+    // Duplicate names: Qt keeps the last, a partner may keep the first, so the ledger and
+    // the forwarded payload could disagree.
+    QTest::newRow("duplicate user_id") << rawWith("body", R"("b", "user_id": "someone-else")")
+                                       << QStringLiteral("duplicate field \"user_id\"");
+    QTest::newRow("duplicate through an escape") << rawWith("body", R"("b", "user\u005fid": "someone-else")")
+                                                 << QStringLiteral("duplicate field \"user_id\"");
+    QTest::newRow("duplicate body") << rawWith("body", R"("b", "body": "other")") << QStringLiteral("duplicate field \"body\"");
+    QTest::newRow("duplicate in a nested object") << rawWith("meta", R"({"a": 1, "b": {"c": 1, "c": 2}})")
+                                                  << QStringLiteral("duplicate field \"c\"");
+    QTest::newRow("duplicate in an object in an array") << rawWith("list", R"([{}, {"a": 1, "a": 1}])")
+                                                        << QStringLiteral("duplicate field \"a\"");
+    QTest::newRow("duplicate name shown on one line") << rawWith("x\\ny", "1", R"(, "x\ny": 2)")
+                                                      << QStringLiteral("duplicate field \"x\\ny\"");
+
+    QTest::newRow("nested too deep") << rawWith("meta", nested(64)) << QStringLiteral("nested deeper than 64");
+    QTest::newRow("escape \\x") << rawWith("body", R"("\x41")") << QStringLiteral("invalid escape");
+    QTest::newRow("escape \\'") << rawWith("body", R"("\'")") << QStringLiteral("invalid escape");
+    QTest::newRow("short \\u escape") << rawWith("body", R"("\u12")") << QStringLiteral("invalid escape");
+    QTest::newRow("non-hex \\u escape") << rawWith("body", R"("\u12G4")") << QStringLiteral("invalid escape");
+    QTest::newRow("unterminated string") << QByteArray(R"({"user_id": "u)") << QStringLiteral("malformed JSON");
+    for (const char *number : {"01", "1.", ".5", "+1", "-", "1e", "NaN", "Infinity", "0x10"})
+        QTest::addRow("number %s", number) << rawWith("n", number) << QStringLiteral("malformed JSON");
+    QTest::newRow("trailing comma") << rawWith(nullptr, {}, ",") << QStringLiteral("malformed JSON");
+    QTest::newRow("single quotes") << rawWith("body", "'b'") << QStringLiteral("malformed JSON");
+    QTest::newRow("text after the object") << rawWith(nullptr, {}) + " x" << QStringLiteral("malformed JSON");
+    QTest::newRow("two objects") << rawWith(nullptr, {}) + rawWith(nullptr, {}) << QStringLiteral("malformed JSON");
+    QTest::newRow("form feed after the object") << rawWith(nullptr, {}) + "\f" << QStringLiteral("malformed JSON");
+
+    // Bounded ids: a key is at most three bytes per byte of UTF-8 in each id.
+    QTest::newRow("user_id of 129 bytes") << rawWith("user_id", '"' + QByteArray(129, 'u') + '"')
+                                          << QStringLiteral("field \"user_id\" is 129 bytes of UTF-8, over the limit of 128");
+    QTest::newRow("reminder_id of 43 euro signs")
+        << rawWith("reminder_id", '"' + QByteArray("\xe2\x82\xac").repeated(43) + '"')
+        << QStringLiteral("field \"reminder_id\" is 129 bytes of UTF-8, over the limit of 128");
+    QTest::newRow("user_id of 120,000 characters") << rawWith("user_id", '"' + QByteArray(120000, 'u') + '"')
+                                                   << QStringLiteral("over the limit of 128");
+    QTest::newRow("scheduled_at of 65 characters")
+        << rawWith("scheduled_at", "\"2026-12-01T09:00:00." + QByteArray(44, '0') + "Z\"")
+        << QStringLiteral("field \"scheduled_at\" is 65 characters, over the limit of 64");
+    // Text columns cannot hold U+0000 (PostgreSQL refuses it), so one such message would
+    // fail a whole batch of claims.
+    for (const char *field : {"user_id", "reminder_id", "destination", "channel", "event_id"})
+        QTest::addRow("escaped NUL in %s", field) << rawWith(field, R"("a\u0000b")")
+                                                  << QStringLiteral("field \"%1\" contains U+0000").arg(QLatin1String(field));
+
+    // Times: the whole text must be the time.
+    QTest::newRow("newline after Z") << rawWith("scheduled_at", R"("2026-12-01T09:00:00Z\n")") << QStringLiteral("is not an RFC 3339 time");
+    QTest::newRow("newline after the offset") << rawWith("scheduled_at", R"("2026-12-01T10:00:00+01:00\n")")
+                                              << QStringLiteral("is not an RFC 3339 time");
+    QTest::newRow("Arabic-Indic fraction digit") << rawWith("scheduled_at", R"("2026-12-01T09:00:00.\u0665Z")")
+                                                 << QStringLiteral("is not an RFC 3339 time");
+    QTest::newRow("year 1 ahead of UTC") << rawWith("scheduled_at", R"("0001-01-01T00:30:00+01:00")")
+                                         << QStringLiteral("outside the years 0001 to 9999");
+    QTest::newRow("year 9999 behind UTC") << rawWith("scheduled_at", R"("9999-12-31T23:30:00-01:00")")
+                                          << QStringLiteral("outside the years 0001 to 9999");
+    QTest::newRow("second 60 in mid-morning") << rawWith("scheduled_at", R"("2026-12-01T09:00:60Z")")
+                                              << QStringLiteral("leap second");
+}
+
+void TestReminder::refusesWhatIsNotExactlyUnderstood()
+{
+    QFETCH(QByteArray, input);
+    QFETCH(QString, errorMentions);
+    const auto result = parseReminder(input);
+    QVERIFY2(!result.reminder,
+             result.reminder ? result.reminder->sendKey.left(200).constData() : "");
+    QVERIFY2(result.error.contains(errorMentions),
+             qPrintable(QStringLiteral("error \"%1\" lacks \"%2\"").arg(result.error, errorMentions)));
+    // One line, short, and nothing in it that a terminal would act on.
+    QVERIFY2(result.error.size() < 300, qPrintable(result.error.left(300)));
+    for (const QChar c : result.error)
+        QVERIFY2(c.unicode() >= 0x20 && c.unicode() != 0x7f, qPrintable(result.error));
+}
+
+void TestReminder::acceptsOddButValidMessages_data()
+{
+    QTest::addColumn<QByteArray>("input");
+    QTest::addColumn<QByteArray>("expectedKey");
+    const QByteArray at = ":2026-12-01T09:00:00Z";
+    QTest::newRow("astral character as a surrogate pair escape")
+        << rawWith("reminder_id", R"("\ud83d\udd14")") << "u-42:%F0%9F%94%94" + at;
+    QTest::newRow("astral character as UTF-8") << rawWith("reminder_id", "\"\xf0\x9f\x94\x94\"") << "u-42:%F0%9F%94%94" + at;
+    QTest::newRow("escaped colon") << rawWith("user_id", R"("a\u003ab")") << "a%3Ab:r-7" + at;
+    QTest::newRow("question mark") << rawWith("user_id", R"("?")") << "%3F:r-7" + at;
+    QTest::newRow("U+FFFD itself") << rawWith("user_id", R"("\ufffd")") << "%EF%BF%BD:r-7" + at;
+    QTest::newRow("escaped control characters") << rawWith("user_id", R"("\t\u001f")") << "%09%1F:r-7" + at;
+    QTest::newRow("NUL escaped in the body") << rawWith("body", R"("a\u0000b")") << "u-42:r-7" + at;
+    QTest::newRow("user_id of 128 bytes") << rawWith("user_id", '"' + QByteArray(128, 'u') + '"') << QByteArray(128, 'u') + ":r-7" + at;
+    QTest::newRow("reminder_id of 42 euro signs and two letters")
+        << rawWith("reminder_id", '"' + QByteArray("\xe2\x82\xac").repeated(42) + "ab\"")
+        << "u-42:" + QByteArray("%E2%82%AC").repeated(42) + "ab" + at;
+    QTest::newRow("scheduled_at of 64 characters") << rawWith("scheduled_at", "\"2026-12-01T09:00:00." + QByteArray(43, '0') + "Z\"")
+                                                   << "u-42:r-7" + at;
+    QTest::newRow("leap second") << rawWith("scheduled_at", R"("2016-12-31T23:59:60Z")") << QByteArray("u-42:r-7:2016-12-31T23:59:60Z");
+    QTest::newRow("leap second with an offset") << rawWith("scheduled_at", R"("1990-12-31T15:59:60.5-08:00")")
+                                                << QByteArray("u-42:r-7:1990-12-31T23:59:60.5Z");
+    QTest::newRow("twelve fraction digits") << rawWith("scheduled_at", R"("2026-12-01T09:00:00.123456789012Z")")
+                                            << QByteArray("u-42:r-7:2026-12-01T09:00:00.123456789012Z");
+    QTest::newRow("same names in two objects") << rawWith("meta", R"({"a": {"x": 1}, "b": {"x": 2}, "c": [{"x": 3}]})")
+                                               << "u-42:r-7" + at;
+    QTest::newRow("nested 63 deep") << rawWith("meta", nested(63)) << "u-42:r-7" + at;
+    QTest::newRow("numbers and literals") << rawWith("n", R"([0, -0, 1.5e+3, -2E-7, 10, true, false, null, "", {}])")
+                                          << "u-42:r-7" + at;
+    QTest::newRow("whitespace around") << " \t\r\n" + rawWith(nullptr, {}) + " \t" << "u-42:r-7" + at;
+    QTest::newRow("ended by CRLF") << rawWith(nullptr, {}) + "\r\n" << "u-42:r-7" + at;
+}
+
+void TestReminder::acceptsOddButValidMessages()
+{
+    QFETCH(QByteArray, input);
+    QFETCH(QByteArray, expectedKey);
+    const auto result = parseReminder(input);
+    QVERIFY2(result.reminder, qPrintable(result.error));
+    QCOMPARE(result.reminder->sendKey, expectedKey);
+    QCOMPARE(result.reminder->payload, input.trimmed());
+}
+
+// The 256 KiB are the message's: a line ending after it does not count.
+void TestReminder::sizeLimitExcludesTheLineEnding()
+{
+    QJsonObject object = validObject();
+    object.insert(QStringLiteral("body"), QString());
+    const qsizetype overhead = line(object).size();
+    object.insert(QStringLiteral("body"), QString(MaxMessageBytes - overhead, QLatin1Char('x')));
+    const QByteArray message = line(object);
+    QCOMPARE(message.size(), MaxMessageBytes);
+    for (const QByteArray &ending : {QByteArray("\n"), QByteArray("\r\n")}) {
+        const auto result = parseReminder(message + ending);
+        QVERIFY2(result.reminder, qPrintable(result.error));
+        QCOMPARE(result.reminder->payload, message);
+    }
+    // Anything else after it still counts.
+    QVERIFY(!parseReminder(message + ' ').reminder);
+    QVERIFY(!parseReminder(message + "\n\n").reminder);
+}
+
+void TestReminder::sendKeyRefusesIdsThatAreNotText()
+{
+    const QString at = QStringLiteral("2026-12-01T09:00:00Z");
+    const QByteArray question = makeSendKey(QStringLiteral("?"), QStringLiteral("r"), at);
+    QCOMPARE(question, QByteArray("%3F:r:2026-12-01T09:00:00Z"));
+    for (const char16_t unit : {u'\xd800', u'\xdbff', u'\xdc00', u'\xdfff'}) {
+        const QString lone(QChar{unit});
+        QVERIFY(makeSendKey(lone, QStringLiteral("r"), at).isEmpty());
+        QVERIFY(makeSendKey(QStringLiteral("u"), QStringLiteral("a") + lone, at).isEmpty());
+    }
+    // Reversed, a pair is two unpaired surrogates.
+    QVERIFY(makeSendKey(QStringLiteral("\U0001F514").right(1) + QStringLiteral("\U0001F514").left(1), QStringLiteral("r"), at)
+                .isEmpty());
+    QVERIFY(!makeSendKey(QStringLiteral("\U0001F514"), QStringLiteral("r"), at).isEmpty());
+}
+
+namespace {
+
+// An id made to find collisions: pieces that percent-encoding treats specially, ids
+// that look encoded, every plane of Unicode, empty-looking and long ones.
+QString randomId(QRandomGenerator &random)
+{
+    static const QStringList pieces{
+        QStringLiteral(":"),    QStringLiteral("%"),      QStringLiteral("?"),          QStringLiteral("%3A"),
+        QStringLiteral("%25"),  QStringLiteral("%3a"),    QStringLiteral("%2"),         QStringLiteral("::"),
+        QStringLiteral("/"),    QStringLiteral("#"),      QStringLiteral("&"),          QStringLiteral("="),
+        QStringLiteral("+"),    QStringLiteral(" "),      QStringLiteral("~"),          QStringLiteral("."),
+        QStringLiteral("-"),    QStringLiteral("_"),      QStringLiteral("a"),          QStringLiteral("Z"),
+        QStringLiteral("0"),    QStringLiteral("\\"),    QStringLiteral("\""),         QStringLiteral("\t"),
+        QStringLiteral("\n"),   QStringLiteral("\x7f"),   QStringLiteral("é"),          QStringLiteral("用"),
+        QStringLiteral("\uFFFD"), QStringLiteral("\uFFFF"), QStringLiteral("\U0001F514"), QStringLiteral("\U0010FFFF"),
+        QStringLiteral("\u00A0"), QStringLiteral("\u200B"), QStringLiteral("2026-12-01T09:00:00Z"),
+    };
+    QString id;
+    switch (random.bounded(4)) {
+    case 0: // pieces
+        for (int n = int(random.bounded(1, 12)); n > 0; --n)
+            id += pieces.at(int(random.bounded(pieces.size())));
+        break;
+    case 1: // any scalar values, astral ones included
+        for (int n = int(random.bounded(1, 20)); n > 0; --n) {
+            char32_t code;
+            do {
+                code = char32_t(random.bounded(random.bounded(2) ? 0x800u : 0x110000u));
+            } while (code >= 0xd800 && code <= 0xdfff);
+            id += QString::fromUcs4(&code, 1);
+        }
+        break;
+    case 2: // empty-looking
+        id = QStringList{QStringLiteral(" "), QStringLiteral("\u200B"), QStringLiteral("\u3000"), QStringLiteral("\t"),
+                         QStringLiteral("%20"), QStringLiteral("+")}
+                 .at(int(random.bounded(6)))
+                 .repeated(int(random.bounded(1, 4)));
+        break;
+    default: // long: up to the 128 bytes a message may carry
+        while (id.toUtf8().size() < MaxIdBytes - 4)
+            id += pieces.at(int(random.bounded(pieces.size())));
+        break;
+    }
+    return id;
+}
+
+// A valid RFC 3339 time within the years 0001 to 9999 in UTC, sometimes a leap second,
+// sometimes with more fraction digits than nine.
+QString randomTime(QRandomGenerator &random)
+{
+    const auto two = [](int n) { return QStringLiteral("%1").arg(n, 2, 10, QLatin1Char('0')); };
+    for (;;) {
+        const int year = int(random.bounded(random.bounded(4) ? 1970 : 1, random.bounded(4) ? 2100 : 10000));
+        const int month = int(random.bounded(1, 13));
+        const int day = int(random.bounded(1, QDate(year, month, 1).daysInMonth() + 1));
+        QString text = QStringLiteral("%1-%2-%3T").arg(year, 4, 10, QLatin1Char('0')).arg(two(month), two(day));
+        const bool leap = random.bounded(20) == 0;
+        text += leap ? QStringLiteral("23:59:60")
+                     : two(int(random.bounded(24))) + QLatin1Char(':') + two(int(random.bounded(60))) + QLatin1Char(':')
+                           + two(int(random.bounded(60)));
+        if (random.bounded(2)) {
+            text += QLatin1Char('.');
+            for (int n = int(random.bounded(1, 16)); n > 0; --n)
+                text += QChar(u'0' + random.bounded(10));
+        }
+        if (leap || random.bounded(3) == 0) {
+            text += random.bounded(2) ? QStringLiteral("Z") : QStringLiteral("+00:00");
+        } else {
+            text += random.bounded(2) ? QLatin1Char('+') : QLatin1Char('-');
+            text += two(int(random.bounded(24))) + QLatin1Char(':') + two(int(random.bounded(60)));
+        }
+        // Day 29 to 31 of a month with a leap second only where it is the last day, and an
+        // offset may push year 1 or 9999 out of range: draw again.
+        if (parseRfc3339(text))
+            return text;
+    }
+}
+
+} // namespace
+
+// The key is injective: it decodes back into exactly the ids and the time it was made
+// from, and no two different triples (user, reminder, UTC instant as written) share one.
+void TestReminder::randomIdsRoundTripThroughTheKey()
+{
+    QRandomGenerator random(20261201); // fixed: a failure repeats
+    constexpr int Count = 20000;
+    QHash<QByteArray, QStringList> triples;
+    QStringList users, reminders;
+    for (int i = 0; i < Count; ++i) {
+        QString userId = randomId(random);
+        QString reminderId = randomId(random);
+        // Now and then, move a piece from one id to the other across the separator, the
+        // way two different triples would most likely meet.
+        if (i % 7 == 0 && !users.isEmpty()) {
+            const QString other = users.at(int(random.bounded(users.size()))) + QLatin1Char(':')
+                                  + reminders.at(int(random.bounded(reminders.size())));
+            const qsizetype cut = random.bounded(other.size() + 1);
+            userId = other.left(cut);
+            reminderId = other.mid(cut);
+            if (!userId.isValidUtf16() || !reminderId.isValidUtf16())
+                continue; // cut inside a pair: not text, and makeSendKey refuses it (tested above)
+        }
+        users << userId;
+        reminders << reminderId;
+        const QString time = randomTime(random);
+        const QString canonical = parseRfc3339(time)->canonical;
+        const QByteArray key = makeSendKey(userId, reminderId, time);
+        QVERIFY2(!key.isEmpty(), qPrintable(time));
+        for (const char c : key)
+            QVERIFY2(uchar(c) > 0x20 && uchar(c) < 0x7f, key.constData());
+
+        const auto parts = parseSendKey(key);
+        QVERIFY2(parts, key.constData());
+        QCOMPARE(parts->userId, userId);
+        QCOMPARE(parts->reminderId, reminderId);
+        QCOMPARE(parts->canonicalTime, canonical);
+
+        const QStringList triple{userId, reminderId, canonical};
+        if (const auto seen = triples.constFind(key); seen != triples.cend()) {
+            QVERIFY2(*seen == triple, qPrintable(QStringLiteral("%1 and %2 share the key %3")
+                                                     .arg(triple.join(u'|'), seen->join(u'|'), QString::fromLatin1(key))));
+        }
+        triples.insert(key, triple);
+
+        // A message with these ids gets the same key, as long as it may carry them.
+        if (userId.isEmpty() || reminderId.isEmpty() || userId.contains(QChar(0)) || reminderId.contains(QChar(0))
+            || time.size() > MaxScheduledAtChars)
+            continue;
+        QJsonObject object = validObject();
+        object.insert(QStringLiteral("user_id"), userId);
+        object.insert(QStringLiteral("reminder_id"), reminderId);
+        object.insert(QStringLiteral("scheduled_at"), time);
+        const auto parsed = parseReminder(line(object));
+        if (userId.toUtf8().size() > MaxIdBytes || reminderId.toUtf8().size() > MaxIdBytes) {
+            QVERIFY(!parsed.reminder);
+            continue;
+        }
+        QVERIFY2(parsed.reminder, qPrintable(parsed.error));
+        QCOMPARE(parsed.reminder->sendKey, key);
+    }
+    // The generator made what it was meant to: mostly distinct triples.
+    QVERIFY2(triples.size() > Count * 9 / 10, qPrintable(QString::number(triples.size())));
+}
+
+void TestReminder::parseSendKeyRefusesOtherSpellings_data()
+{
+    QTest::addColumn<QByteArray>("key");
+    QTest::newRow("lower-case hex") << QByteArray("a%3ab:r:2026-12-01T09:00:00Z");
+    QTest::newRow("unreserved letter encoded") << QByteArray("%41:r:2026-12-01T09:00:00Z");
+    QTest::newRow("raw space") << QByteArray("a b:r:2026-12-01T09:00:00Z");
+    QTest::newRow("raw percent") << QByteArray("100%:r:2026-12-01T09:00:00Z");
+    QTest::newRow("not UTF-8") << QByteArray("%FF:r:2026-12-01T09:00:00Z");
+    QTest::newRow("encoded surrogate") << QByteArray("%ED%A0%80:r:2026-12-01T09:00:00Z");
+    QTest::newRow("time with an offset") << QByteArray("u:r:2026-12-01T10:00:00+01:00");
+    QTest::newRow("trailing fraction zero") << QByteArray("u:r:2026-12-01T09:00:00.50Z");
+    QTest::newRow("lower-case z") << QByteArray("u:r:2026-12-01T09:00:00z");
+    QTest::newRow("newline after the time") << QByteArray("u:r:2026-12-01T09:00:00Z\n");
+    QTest::newRow("no time") << QByteArray("u:r");
+    QTest::newRow("no separator") << QByteArray("u");
+    QTest::newRow("empty") << QByteArray();
+}
+
+void TestReminder::parseSendKeyRefusesOtherSpellings()
+{
+    QFETCH(QByteArray, key);
+    QVERIFY(!parseSendKey(key));
 }
 
 QTEST_GUILESS_MAIN(TestReminder)

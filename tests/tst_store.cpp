@@ -4,6 +4,7 @@
 #include "store.h"
 #include "teststores.h"
 
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
@@ -121,6 +122,11 @@ private slots:
     void storeUrlIsValidated();
     void passwordFromEnvironment();
     void tlsVerifyFullChecksTheServer();
+    void storeUrlQueryCannotRedirectTheConnection_data();
+    void storeUrlQueryCannotRedirectTheConnection();
+    void libpqOptionsQuoteEveryValue_data();
+    void libpqOptionsQuoteEveryValue();
+    void queryValuesReachLibpqAsTheyAre();
 
     // Queue
     void enqueueThenLeaseGivesFirstDelivery();
@@ -467,6 +473,20 @@ void TestStore::storeUrlIsValidated()
     const auto prefixed = StoreLocation::parse(QStringLiteral("sqlite:") + path, &error);
     QVERIFY(prefixed);
     QCOMPARE(prefixed->path, plain->path);
+    // What is shown reads back as the same store, spaces and all.
+    const auto spaced = StoreLocation::parse(QStringLiteral("postgres://us%20er:secret@db/my%20db"), &error);
+    QVERIFY2(spaced, qPrintable(error));
+    const auto shownBack = StoreLocation::parse(spaced->displayName(), &error);
+    QVERIFY2(shownBack, qPrintable(spaced->displayName() + QStringLiteral(": ") + error));
+    QCOMPARE(shownBack->user, QStringLiteral("us er"));
+    QCOMPARE(shownBack->database, QStringLiteral("my db"));
+    // A relative path is a file in the current folder, even one that Qt would read as a
+    // resource (":name") or SQLite as its in-memory database (":memory:").
+    for (const QString &relative : {QStringLiteral(":memory:"), QStringLiteral(":us;he@o"), QStringLiteral("a/b.sqlite")}) {
+        const auto location = StoreLocation::parse(relative, &error);
+        QVERIFY2(location, qPrintable(error));
+        QCOMPARE(location->path, QDir::currentPath() + QLatin1Char('/') + relative);
+    }
 }
 
 void TestStore::passwordFromEnvironment()
@@ -518,15 +538,17 @@ void TestStore::tlsVerifyFullChecksTheServer()
     const QString stranger = TestStores::clusterFile(QStringLiteral("other-ca.crt"));
     QVERIFY2(QFile::exists(trusted) && QFile::exists(stranger), qPrintable(trusted));
     // hostName: the name the certificate must carry; the connection still goes to the
-    // test server's address.
-    const auto verifyFull = [this](const QString &ca, const QString &hostName = QString()) {
+    // test server's address, which libpq then takes from PGHOSTADDR (the URL's query may
+    // not say hostaddr: it would connect elsewhere than the host shown).
+    std::optional<EnvironmentGuard> hostAddress;
+    const auto verifyFull = [this, &hostAddress](const QString &ca, const QString &hostName = QString()) {
         QUrl url(m_url, QUrl::StrictMode);
-        QString query = QStringLiteral("sslmode=verify-full&sslrootcert=") + ca;
+        hostAddress.reset();
         if (!hostName.isEmpty()) {
-            query += QStringLiteral("&hostaddr=") + url.host();
+            hostAddress.emplace("PGHOSTADDR", url.host().toLatin1());
             url.setHost(hostName);
         }
-        url.setQuery(query);
+        url.setQuery(QStringLiteral("sslmode=verify-full&sslrootcert=") + ca);
         return url.toString(QUrl::FullyEncoded);
     };
 
@@ -553,6 +575,117 @@ void TestStore::tlsVerifyFullChecksTheServer()
     QVERIFY2(Store::open(verifyFull(trusted, QStringLiteral("localhost")), &error), qPrintable(error));
     QVERIFY(!Store::open(verifyFull(trusted, QStringLiteral("wrong.example")), &error));
     QVERIFY2(error.contains(QLatin1String("does not match host name \"wrong.example\"")), qPrintable(error));
+    QVERIFY2(!error.contains(m_stores.password()), qPrintable(error));
+}
+
+// libpq lets a later keyword win, and the query options come after host, dbname, user and
+// password: an option naming any of those, or a value that libpq would read as more
+// keywords, would connect somewhere other than the store shown. Each is refused in one
+// line that repeats no secret.
+void TestStore::storeUrlQueryCannotRedirectTheConnection_data()
+{
+    QTest::addColumn<QString>("url");
+    QTest::addColumn<QString>("errorMentions");
+    const QString base = QStringLiteral("postgres://user:hunter2@db:5432/once");
+    for (const char *name : {"host", "hostaddr", "port", "dbname", "user", "service"})
+        QTest::addRow("%s", name) << base + QStringLiteral("?%1=/tmp").arg(QLatin1String(name))
+                                  << QStringLiteral("cannot set \"%1\"").arg(QLatin1String(name));
+    QTest::newRow("host among others") << base + QStringLiteral("?sslmode=require&host=/tmp") << QStringLiteral("cannot set \"host\"");
+    QTest::newRow("password") << base + QStringLiteral("?password=hunter2") << QStringLiteral("cannot hold a password");
+    QTest::newRow("sslpassword") << base + QStringLiteral("?sslpassword=hunter2") << QStringLiteral("\"sslpassword\"");
+    QTest::newRow("options") << base + QStringLiteral("?options=-csearch_path%3Dhunter2") << QStringLiteral("\"options\"");
+    QTest::newRow("upper-case name") << base + QStringLiteral("?HOST=/tmp") << QStringLiteral("lower-case letters");
+    QTest::newRow("name with a space") << base + QStringLiteral("?ssl%20mode=require") << QStringLiteral("lower-case letters");
+    QTest::newRow("a hunter2 without a name") << base + QStringLiteral("?hunter2%21") << QStringLiteral("lower-case letters");
+    QTest::newRow("empty name") << base + QStringLiteral("?=hunter2") << QStringLiteral("lower-case letters");
+    QTest::newRow("twice") << base + QStringLiteral("?sslmode=require&sslmode=disable") << QStringLiteral("\"sslmode\" twice");
+    // Qt's driver turns every ';' of the options into a space: "x;password=hunter2" would
+    // reach libpq as two keywords.
+    QTest::newRow("semicolon in a value") << base + QStringLiteral("?application_name=x%3Bpassword%3Dhunter2")
+                                          << QStringLiteral("\"application_name\" contains ';'");
+    QTest::newRow("NUL in a value") << base + QStringLiteral("?application_name=x%00hunter2") << QStringLiteral("U+0000");
+    QTest::newRow("NUL in the database") << QStringLiteral("postgres://user:hunter2@db/once%00hunter2") << QStringLiteral("database contains U+0000");
+    QTest::newRow("NUL in the user") << QStringLiteral("postgres://us%00er:hunter2@db/once") << QStringLiteral("user contains U+0000");
+    // SQLite opens a C string: the file would be the path cut at the NUL.
+    QTest::newRow("NUL in a SQLite path") << QStringLiteral("sqlite:/tmp/a") + QChar(0) + QStringLiteral("b") << QStringLiteral("contains U+0000");
+    QTest::newRow("scheme with a newline") << QStringLiteral("my\nsql://db/once") << QStringLiteral("unknown store URL scheme in \"my\\nsql\"");
+    QTest::newRow("NUL in a plain path") << QStringLiteral("/tmp/a") + QChar(0) << QStringLiteral("contains U+0000");
+}
+
+void TestStore::storeUrlQueryCannotRedirectTheConnection()
+{
+    QFETCH(QString, url);
+    QFETCH(QString, errorMentions);
+    QString error;
+    QVERIFY2(!StoreLocation::parse(url, &error), qPrintable(url));
+    QVERIFY2(error.contains(errorMentions), qPrintable(error));
+    QVERIFY2(!error.contains(QLatin1Char('\n')), qPrintable(error));
+    QVERIFY2(!error.contains(QLatin1String("hunter2")), qPrintable(error));
+}
+
+void TestStore::libpqOptionsQuoteEveryValue_data()
+{
+    QTest::addColumn<QString>("query");
+    QTest::addColumn<QString>("options");
+    QTest::newRow("none") << QString() << QStringLiteral("connect_timeout='10';application_name='once'");
+    QTest::newRow("keywords inside a value") << QStringLiteral("application_name=x%20password%3Dy%20host%3D/tmp")
+                                             << QStringLiteral("application_name='x password=y host=/tmp';connect_timeout='10'");
+    QTest::newRow("quote and backslash") << QStringLiteral("sslrootcert=/a%20b/c'd%5Ce")
+                                         << QStringLiteral("sslrootcert='/a b/c\\'d\\\\e';connect_timeout='10';application_name='once'");
+    QTest::newRow("own timeout") << QStringLiteral("connect_timeout=5&sslmode=verify-full")
+                                 << QStringLiteral("connect_timeout='5';sslmode='verify-full';application_name='once'");
+    QTest::newRow("empty value") << QStringLiteral("sslmode=") << QStringLiteral("sslmode='';connect_timeout='10';application_name='once'");
+}
+
+void TestStore::libpqOptionsQuoteEveryValue()
+{
+    QFETCH(QString, query);
+    QFETCH(QString, options);
+    QString error;
+    const auto location = StoreLocation::parse(
+        QStringLiteral("postgres://user@db/once") + (query.isEmpty() ? QString() : QLatin1Char('?') + query), &error);
+    QVERIFY2(location, qPrintable(error));
+    QCOMPARE(location->libpqOptions(), options);
+}
+
+// What a query value says reaches libpq as that one option's value, however it is
+// spelled: on a real server, the session's application_name is the literal text, and the
+// session is in the URL's database, as the URL's user.
+void TestStore::queryValuesReachLibpqAsTheyAre()
+{
+    if (!m_stores.isPostgres())
+        QSKIP("PostgreSQL only: a SQLite store has no connection options");
+    // Each would have been read as more keywords: another database, a wrong password.
+    const QString literal = QStringLiteral("x dbname=postgres password=wrong it's a \\' quote\\");
+    QUrl url(m_url, QUrl::StrictMode);
+    url.setQuery(QStringLiteral("application_name=") + QString::fromLatin1(QUrl::toPercentEncoding(literal)),
+                 QUrl::StrictMode);
+    QString error;
+    auto store = Store::open(url.toString(QUrl::FullyEncoded), &error);
+    QVERIFY2(store, qPrintable(error));
+    QSqlQuery session(store->database().connection());
+    QVERIFY2(session.exec(QStringLiteral("SELECT current_setting('application_name'), current_database(), current_user"))
+                 && session.next(),
+             qPrintable(session.lastError().text()));
+    QCOMPARE(session.value(0).toString(), literal);
+    QCOMPARE(session.value(1).toString(), QUrl(m_url).path().mid(1));
+    QCOMPARE(session.value(2).toString(), QUrl(m_url).userName());
+    session.finish();
+    store.reset();
+
+    // Without one of its own, the session is named once, for a DBA's pg_stat_activity.
+    store = Store::open(m_url, &error);
+    QVERIFY2(store, qPrintable(error));
+    QSqlQuery named(store->database().connection());
+    QVERIFY(named.exec(QStringLiteral("SELECT current_setting('application_name')")) && named.next());
+    QCOMPARE(named.value(0).toString(), QStringLiteral("once"));
+    named.finish();
+    store.reset();
+
+    // And a query that would connect elsewhere is refused before any connection.
+    url.setQuery(QStringLiteral("host=/tmp"));
+    QVERIFY(!Store::open(url.toString(QUrl::FullyEncoded), &error));
+    QVERIFY2(error.contains(QLatin1String("cannot set \"host\"")), qPrintable(error));
     QVERIFY2(!error.contains(m_stores.password()), qPrintable(error));
 }
 

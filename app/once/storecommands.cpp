@@ -125,23 +125,29 @@ int runEnqueue(const QStringList &arguments)
         return true;
     };
     while (!input.atEnd()) {
-        // Read a bounded line so that one huge line cannot exhaust memory.
-        QByteArray line = input.readLine(MaxMessageBytes + 2);
+        // Read a bounded line so that one huge line cannot exhaust memory: the largest
+        // message and a CRLF after it (readLine's limit counts a terminating NUL too).
+        QByteArray line = input.readLine(MaxMessageBytes + 3);
         ++lineNumber;
-        bool overLong = line.size() > MaxMessageBytes && !line.endsWith('\n');
-        while (overLong && !input.atEnd()) {
+        // The limit is the message's, without its line ending.
+        const bool ended = line.endsWith('\n');
+        if (ended)
+            line.chop(line.endsWith("\r\n") ? 2 : 1);
+        const bool overLong = line.size() > MaxMessageBytes;
+        while (overLong && !ended && !input.atEnd()) {
             const QByteArray rest = input.readLine(1 << 20);
             if (rest.endsWith('\n'))
                 break;
         }
-        line = line.trimmed();
-        if (line.isEmpty())
-            continue;
         if (overLong) {
-            std::fprintf(stderr, "line %lld: message is over the 256 KiB limit\n", lineNumber);
+            std::fprintf(stderr, "line %lld: message is over the 256 KiB limit (%lld bytes)\n", lineNumber,
+                         qint64(MaxMessageBytes));
             ++rejected;
             continue;
         }
+        line = line.trimmed();
+        if (line.isEmpty())
+            continue;
         if (unchecked) {
             batch.append(OutgoingMessage{line, {}, {}, *delay * 1000, 0});
         } else {

@@ -10,7 +10,8 @@ ONCE_BUILD=${ONCE_BUILD_DIR:-$ONCE_ROOT/build}
 # driver) are for the store tests' PostgreSQL variants, which run against a private
 # server from scripts/postgres-cluster; the package's post-install may create a system
 # cluster, which nothing starts without an init system and the tests never use; openssl
-# makes that server's TLS certificates.
+# makes that server's TLS certificates. clang and its runtime libraries (libFuzzer, the
+# sanitizers) build the fuzz targets of tests/fuzz (scripts/fuzz).
 ONCE_PACKAGES=(
     cmake ninja-build g++ pkg-config dpkg-dev
     qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libsqlite3-dev libgl-dev
@@ -18,6 +19,7 @@ ONCE_PACKAGES=(
     xvfb xauth
     postgresql libqt6sql6-psql openssl
     rabbitmq-server redis-server librabbitmq-dev libhiredis-dev
+    clang libclang-rt-14-dev
 )
 
 ensure_packages() {

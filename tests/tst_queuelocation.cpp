@@ -1,0 +1,124 @@
+// Queue URLs (--queue): what each part becomes, what is refused, and what is shown.
+#include "brokerqueue.h"
+
+#include <QTest>
+
+using namespace once;
+
+class TestQueueLocation : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void parsesBrokerUrls_data();
+    void parsesBrokerUrls();
+    void refusesBadUrls_data();
+    void refusesBadUrls();
+    void displayNameReadsBackAsTheSameQueue_data();
+    void displayNameReadsBackAsTheSameQueue();
+};
+
+void TestQueueLocation::parsesBrokerUrls_data()
+{
+    QTest::addColumn<QString>("url");
+    QTest::addColumn<QString>("host");
+    QTest::addColumn<int>("port");
+    QTest::addColumn<QString>("user");
+    QTest::addColumn<QString>("vhost");
+    QTest::addColumn<int>("database");
+    QTest::addColumn<QString>("name");
+    QTest::newRow("RabbitMQ") << QStringLiteral("amqp://once:pw@mq.example:5673/prod?queue=reminders")
+                              << QStringLiteral("mq.example") << 5673 << QStringLiteral("once") << QStringLiteral("prod") << 0
+                              << QStringLiteral("reminders");
+    QTest::newRow("RabbitMQ default vhost and port") << QStringLiteral("amqp://once:pw@mq/?queue=r.1")
+                                                     << QStringLiteral("mq") << 5672 << QStringLiteral("once")
+                                                     << QStringLiteral("/") << 0 << QStringLiteral("r.1");
+    QTest::newRow("RabbitMQ encoded vhost") << QStringLiteral("amqp://once@mq/%2F?queue=r") << QStringLiteral("mq") << 5672
+                                            << QStringLiteral("once") << QStringLiteral("/") << 0 << QStringLiteral("r");
+    QTest::newRow("Redis") << QStringLiteral("redis://:pw@127.0.0.1:6380/3?stream=s-1") << QStringLiteral("127.0.0.1")
+                           << 6380 << QString() << QString() << 3 << QStringLiteral("s-1");
+    QTest::newRow("Redis IPv6") << QStringLiteral("redis://[::1]/0?stream=s") << QStringLiteral("::1") << 6379 << QString()
+                                << QString() << 0 << QStringLiteral("s");
+}
+
+void TestQueueLocation::parsesBrokerUrls()
+{
+    QFETCH(QString, url);
+    QString error;
+    const auto location = QueueLocation::parse(url, &error);
+    QVERIFY2(location, qPrintable(error));
+    QTEST(location->host, "host");
+    QTEST(location->port, "port");
+    QTEST(location->user, "user");
+    QTEST(location->vhost, "vhost");
+    QTEST(location->database, "database");
+    QTEST(location->name, "name");
+}
+
+void TestQueueLocation::refusesBadUrls_data()
+{
+    QTest::addColumn<QString>("url");
+    QTest::addColumn<QString>("errorMentions");
+    QTest::newRow("other scheme") << QStringLiteral("http://mq/?queue=r") << QStringLiteral("amqp:// or redis://");
+    QTest::newRow("no host") << QStringLiteral("amqp://once:hunter2@/?queue=r") << QStringLiteral("not a RabbitMQ URL");
+    QTest::newRow("no user") << QStringLiteral("amqp://mq/?queue=r") << QStringLiteral("names no user");
+    QTest::newRow("no queue") << QStringLiteral("amqp://once:hunter2@mq/") << QStringLiteral("?queue=NAME");
+    QTest::newRow("queue name with a colon") << QStringLiteral("amqp://once:hunter2@mq/?queue=a:b") << QStringLiteral("?queue=NAME");
+    QTest::newRow("management with credentials") << QStringLiteral("amqp://once:hunter2@mq/?queue=r&management=http://a:hunter2@mq:15672")
+                                                 << QStringLiteral("without credentials");
+    QTest::newRow("Redis database not a number") << QStringLiteral("redis://:hunter2@r/x?stream=s") << QStringLiteral("database number");
+    QTest::newRow("Redis negative database") << QStringLiteral("redis://:hunter2@r/-1?stream=s") << QStringLiteral("database number");
+    QTest::newRow("Redis no stream") << QStringLiteral("redis://:hunter2@r/0") << QStringLiteral("?stream=NAME");
+}
+
+void TestQueueLocation::refusesBadUrls()
+{
+    QFETCH(QString, url);
+    QFETCH(QString, errorMentions);
+    QString error;
+    QVERIFY(!QueueLocation::parse(url, &error));
+    QVERIFY2(error.contains(errorMentions), qPrintable(error));
+    QVERIFY2(!error.contains(QLatin1String("hunter2")), qPrintable(error));
+    QVERIFY2(!error.contains(QLatin1Char('\n')), qPrintable(error));
+}
+
+// What is shown names the same queue, without the password, whatever the parts hold: a
+// user with "%1" in it (QString::arg would read it as a placeholder), '@' or ':'.
+void TestQueueLocation::displayNameReadsBackAsTheSameQueue_data()
+{
+    QTest::addColumn<QString>("url");
+    QTest::newRow("plain RabbitMQ") << QStringLiteral("amqp://once:hunter2@mq:5672/%2F?queue=reminders");
+    QTest::newRow("user with %1") << QStringLiteral("amqp://%251x:hunter2@mq/v?queue=r");
+    QTest::newRow("user with %1 and %2") << QStringLiteral("amqp://%252%251:hunter2@mq/v%252?queue=r");
+    QTest::newRow("user with @ and :") << QStringLiteral("amqp://a%40b%3Ac:hunter2@mq/v?queue=r");
+    QTest::newRow("vhost with spaces") << QStringLiteral("amqp://once:hunter2@mq/my%20vhost?queue=r");
+    QTest::newRow("plain Redis") << QStringLiteral("redis://:hunter2@127.0.0.1:6379/0?stream=s");
+    QTest::newRow("Redis IPv6") << QStringLiteral("redis://:hunter2@[::1]:6380/2?stream=s");
+    // Redis authenticates as the user (AUTH user password): it is part of where the queue is.
+    QTest::newRow("Redis with a user") << QStringLiteral("redis://reader:hunter2@127.0.0.1:6379/0?stream=s");
+    QTest::newRow("Redis with an odd user") << QStringLiteral("redis://%EF%BF%BD%40:hunter2@127.0.0.1/0?stream=s");
+    QTest::newRow("RabbitMQ IPv6") << QStringLiteral("amqp://once:hunter2@[fe80::1]:5673/v?queue=r");
+}
+
+void TestQueueLocation::displayNameReadsBackAsTheSameQueue()
+{
+    QFETCH(QString, url);
+    QString error;
+    const auto location = QueueLocation::parse(url, &error);
+    QVERIFY2(location, qPrintable(error));
+    const QString shown = location->displayName();
+    QVERIFY2(!shown.contains(QLatin1String("hunter2")), qPrintable(shown));
+    const auto again = QueueLocation::parse(shown, &error);
+    QVERIFY2(again, qPrintable(shown + QStringLiteral(": ") + error));
+    QCOMPARE(again->kind, location->kind);
+    QCOMPARE(again->host, location->host);
+    QCOMPARE(again->port, location->port);
+    QCOMPARE(again->user, location->user);
+    QCOMPARE(again->vhost, location->vhost);
+    QCOMPARE(again->database, location->database);
+    QCOMPARE(again->name, location->name);
+    QVERIFY(again->password.isEmpty());
+}
+
+QTEST_GUILESS_MAIN(TestQueueLocation)
+#include "tst_queuelocation.moc"
