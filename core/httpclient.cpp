@@ -590,13 +590,11 @@ void HttpConnectionPool::onTimeout(Connection *c)
     if (c->m_state == Connection::State::Connecting) {
         failExchange(c, HttpResult::Status::NotSent,
                      QStringLiteral("could not connect to %1 within %2 ms")
-                         .arg(describe(c->m_host))
-                         .arg(c->m_pending.timeoutMs));
+                         .arg(describe(c->m_host), QString::number(c->m_pending.timeoutMs)));
     } else if (c->m_state == Connection::State::Busy) {
         failExchange(c, HttpResult::Status::InDoubt,
                      QStringLiteral("no complete response from %1 within %2 ms")
-                         .arg(describe(c->m_host))
-                         .arg(c->m_pending.timeoutMs));
+                         .arg(describe(c->m_host), QString::number(c->m_pending.timeoutMs)));
     }
 }
 

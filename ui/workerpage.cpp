@@ -475,7 +475,7 @@ void WorkerPage::start()
         return;
     }
     config.partnerTls = *partnerTls;
-    config.workerId = QStringLiteral("console@%1:%2").arg(QHostInfo::localHostName()).arg(QCoreApplication::applicationPid());
+    config.workerId = QStringLiteral("console@%1:%2").arg(QHostInfo::localHostName(), QString::number(QCoreApplication::applicationPid()));
     config.concurrency = m_concurrency->value();
     config.maxAttempts = m_maxAttempts->value();
     config.inDoubtPolicy = hold ? InDoubtPolicy::Hold : InDoubtPolicy::Resend;

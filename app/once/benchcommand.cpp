@@ -37,11 +37,8 @@ QByteArray benchReminder(const QString &nonce, qint64 n, qint64 enqueuedAtMs)
         QDateTime::fromMSecsSinceEpoch(enqueuedAtMs, QTimeZone::utc()).toString(Qt::ISODateWithMs);
     return QStringLiteral(R"({"user_id":"u%1","reminder_id":"r%2-%3","scheduled_at":"%4",)"
                           R"("destination":"+1555%5","channel":"sms","event_id":"bench-%2-%3","body":"Your appointment is tomorrow at 10:00"})")
-        .arg(n % 10007)
-        .arg(nonce)
-        .arg(n)
-        .arg(scheduledAt)
-        .arg(n % 10000000, 7, 10, QLatin1Char('0'))
+        .arg(QString::number(n % 10007), nonce, QString::number(n), scheduledAt,
+             QStringLiteral("%1").arg(n % 10000000, 7, 10, QLatin1Char('0')))
         .toUtf8();
 }
 
@@ -290,7 +287,7 @@ int runBench(const QStringList &arguments)
                        {QStringLiteral("worker"), QStringLiteral("--partner"),
                         QStringLiteral("http://127.0.0.1:%1/reminders").arg(port), QStringLiteral("--concurrency"),
                         QString::number(*concurrency), QStringLiteral("--in-doubt"), inDoubtPolicy,
-                        QStringLiteral("--worker-id"), QStringLiteral("bench-%1-%2").arg(nonce).arg(i + 1)});
+                        QStringLiteral("--worker-id"), QStringLiteral("bench-%1-%2").arg(nonce, QString::number(i + 1))});
         if (!process->waitForStarted())
             return failure(QStringLiteral("a worker process did not start"));
         processes.push_back(std::move(process));

@@ -97,7 +97,7 @@ int runWorker(const QStringList &arguments)
     config.partnerTls = *partnerTls;
     config.workerId = parser.isSet(QStringLiteral("worker-id"))
                           ? parser.value(QStringLiteral("worker-id"))
-                          : QStringLiteral("%1:%2").arg(QHostInfo::localHostName()).arg(QCoreApplication::applicationPid());
+                          : QStringLiteral("%1:%2").arg(QHostInfo::localHostName(), QString::number(QCoreApplication::applicationPid()));
     config.concurrency = int(*concurrency);
     config.maxAttempts = int(*maxAttempts);
     config.leaseMs = *lease * 1000;
