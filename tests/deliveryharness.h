@@ -92,8 +92,8 @@ struct ReminderSpec
 
 inline ReminderSpec makeReminder(const QString &prefix, int i)
 {
-    const QString userId = QStringLiteral("%1-user-%2").arg(prefix).arg(i);
-    const QString reminderId = QStringLiteral("%1-rem-%2").arg(prefix).arg(i);
+    const QString userId = QStringLiteral("%1-user-%2").arg(prefix, QString::number(i));
+    const QString reminderId = QStringLiteral("%1-rem-%2").arg(prefix, QString::number(i));
     const QString scheduledAt = QStringLiteral("2024-05-01T09:%1:00Z").arg(i % 60, 2, 10, QLatin1Char('0'));
     const QJsonObject object{
         {QStringLiteral("user_id"), userId},
@@ -418,8 +418,10 @@ public:
     }
 
     // Writes `count` reminders (makeReminder(prefix, i)) to a file in `dir` and enqueues
-    // it. Returns their send keys, or an empty list (after a warning) when that failed.
-    QList<QByteArray> enqueueReminders(const QString &dir, int count, const QString &prefix)
+    // it (with `extraArgs`, such as another --store). Returns their send keys, or an empty
+    // list (after a warning) when that failed.
+    QList<QByteArray> enqueueReminders(const QString &dir, int count, const QString &prefix,
+                                       const QStringList &extraArgs = {})
     {
         QByteArray content;
         QList<QByteArray> keys;
@@ -435,7 +437,7 @@ public:
             return {};
         }
         file.close();
-        const auto enqueue = run({QStringLiteral("enqueue"), path});
+        const auto enqueue = run(QStringList{QStringLiteral("enqueue"), path} + extraArgs);
         if (!enqueue.exitedWith(0)) {
             qWarning("%s", enqueue.describe().constData());
             return {};

@@ -160,13 +160,6 @@ private:
     // each row's columns joined with '|', for what no command shows (the audit log) or to
     // count history rows quickly.
     QStringList storeQuery(const QString &sql) { return storeRows(m_stores, m_storeUrl, sql); }
-    // Every occurrence of `secret` in a store, however it is kept: as bytes in the SQLite
-    // file and its WAL and shared memory, or in any column of any table of a PostgreSQL
-    // database (and in the server's log and write-ahead log written since `since`).
-    // Empty when there is none; *scanned says what was looked at.
-    QStringList whereStoreHolds(const QString &storeUrl, const QByteArray &secret, const QDateTime &since,
-                                QStringList *scanned);
-
     // Empty when every key had exactly one effect at the partner and no other key had any.
     QString exactlyOnceProblems(const QList<QByteArray> &keys) const;
 
@@ -286,20 +279,7 @@ QString DeliveryTest::writeFile(const QString &name, const QByteArray &content)
 
 QList<QByteArray> DeliveryTest::enqueueReminders(int count, const QString &prefix)
 {
-    QByteArray content;
-    QList<QByteArray> keys;
-    for (int i = 0; i < count; ++i) {
-        const auto reminder = makeReminder(prefix, i);
-        content += reminder.line + '\n';
-        keys.append(reminder.key);
-    }
-    const QString file = writeFile(prefix + QStringLiteral(".jsonl"), content);
-    const auto enqueue = run({QStringLiteral("enqueue"), file});
-    if (file.isEmpty() || !enqueue.exitedWith(0)) {
-        qWarning("%s", enqueue.describe().constData());
-        return {};
-    }
-    return keys;
+    return m_once->enqueueReminders(m_dir->path(), count, prefix);
 }
 
 QJsonObject DeliveryTest::history(const QByteArray &key)
@@ -317,11 +297,11 @@ QString DeliveryTest::exactlyOnceProblems(const QList<QByteArray> &keys) const
     const QSet<QByteArray> expected(keys.cbegin(), keys.cend());
     for (const auto &key : keys) {
         if (effects.value(key) != 1)
-            problems << QStringLiteral("%1 had %2 effects").arg(QString::fromLatin1(key)).arg(effects.value(key));
+            problems << QStringLiteral("%1 had %2 effects").arg(QString::fromLatin1(key), QString::number(effects.value(key)));
     }
     for (auto it = effects.cbegin(); it != effects.cend(); ++it) {
         if (!expected.contains(it.key()))
-            problems << QStringLiteral("unexpected key %1 had %2 effects").arg(QString::fromLatin1(it.key())).arg(it.value());
+            problems << QStringLiteral("unexpected key %1 had %2 effects").arg(QString::fromLatin1(it.key()), QString::number(it.value()));
     }
     const auto s = m_partner->stats();
     if (s.effects != keys.size() || s.duplicateEffects != 0)
@@ -1120,86 +1100,12 @@ void DeliveryTest::tokenNeverLeaks()
     // probe's store held the token's one successful send.
     QStringList scanned;
     for (const QString &store : QStringList{m_storeUrl} + probeStores) {
-        const QStringList found = whereStoreHolds(store, token, testStarted, &scanned);
+        const QStringList found = whereStoreHolds(m_stores, store, token, testStarted, &scanned);
         QVERIFY2(found.isEmpty(), qPrintable(found.join(QLatin1String("; "))));
     }
     qInfo("scanned for the token: %s", qPrintable(scanned.join(QLatin1String(", "))));
 }
 
-QStringList DeliveryTest::whereStoreHolds(const QString &storeUrl, const QByteArray &secret, const QDateTime &since,
-                                          QStringList *scanned)
-{
-    QStringList found;
-    const auto scanFile = [&](const QString &path) {
-        QFile file(path);
-        if (!file.open(QIODevice::ReadOnly)) {
-            found << QStringLiteral("cannot read %1: %2").arg(path, file.errorString());
-            return;
-        }
-        if (file.readAll().contains(secret))
-            found << path;
-        *scanned << QFileInfo(path).fileName();
-    };
-    if (storeUrl.startsWith(QLatin1String("sqlite:"))) {
-        const QString path = storeUrl.mid(int(qstrlen("sqlite:")));
-        if (!QFile::exists(path))
-            found << QStringLiteral("no store file %1").arg(path);
-        for (const auto &suffix : {"", "-wal", "-shm"}) {
-            if (QFile::exists(path + QString::fromLatin1(suffix)))
-                scanFile(path + QString::fromLatin1(suffix));
-        }
-        return found;
-    }
-
-    // PostgreSQL: every table of the store's database, each row as text. A row's text
-    // shows a BYTEA column (the payloads) in hex, so look for the secret in hex too.
-    const QString database = QUrl(storeUrl).path().mid(1);
-    QString error;
-    const QStringList tables = storeRows(m_stores, storeUrl,
-                                         QStringLiteral("SELECT table_name FROM information_schema.tables "
-                                                        "WHERE table_schema = 'public' AND table_type = 'BASE TABLE' "
-                                                        "ORDER BY 1"),
-                                         &error);
-    if (!error.isEmpty() || !tables.contains(QLatin1String("ledger")) || !tables.contains(QLatin1String("attempts")))
-        return found << QStringLiteral("%1: cannot list its tables (%2): %3")
-                            .arg(database, error, tables.join(u','));
-    const QByteArray hex = secret.toHex();
-    qsizetype bytes = 0;
-    for (const QString &table : tables) {
-        const QStringList rows = storeRows(
-            m_stores, storeUrl, QStringLiteral("SELECT COALESCE(string_agg(t::text, ' '), '') FROM \"%1\" t").arg(table),
-            &error);
-        if (!error.isEmpty())
-            return found << error;
-        const QByteArray text = rows.value(0).toUtf8();
-        bytes += text.size();
-        if (text.contains(secret) || text.contains(hex))
-            found << QStringLiteral("%1: table %2").arg(database, table);
-        // The scan sees what it should: the history names the worker's sends.
-        if (table == QLatin1String("attempts") && !text.contains("send"))
-            found << QStringLiteral("%1: the scan of table attempts found no send: %2").arg(database, QString::fromUtf8(text.left(200)));
-    }
-    *scanned << QStringLiteral("%1 (%2 tables, %3 bytes as text)").arg(database).arg(tables.size()).arg(bytes);
-
-    // What the server wrote elsewhere since the test started: its log (a failed statement
-    // is logged with its text) and its write-ahead log (rows deleted since, such as acked
-    // queue messages, are still there). Shared with other tests, but the token is this
-    // test's own.
-    const QString clusterDir = QFileInfo(qEnvironmentVariable("ONCE_TEST_POSTGRES_URL_FILE")).absolutePath();
-    if (m_stores.isPostgres() && QFile::exists(clusterDir + QStringLiteral("/server.log"))) {
-        QStringList serverFiles{clusterDir + QStringLiteral("/server.log")};
-        const QDir wal(clusterDir + QStringLiteral("/data/pg_wal"));
-        for (const QFileInfo &segment : wal.entryInfoList(QDir::Files)) {
-            if (segment.lastModified() >= since.addSecs(-1))
-                serverFiles << segment.absoluteFilePath();
-        }
-        for (const QString &path : std::as_const(serverFiles)) {
-            if (!scanned->contains(QFileInfo(path).fileName()))
-                scanFile(path);
-        }
-    }
-    return found;
-}
 
 // Reminders from a producer written for the broker's own ecosystem (tests/producers:
 // amqplib for RabbitMQ, ioredis for Redis), some published twice under new message ids,

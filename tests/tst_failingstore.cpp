@@ -105,27 +105,8 @@ QStringList FailingStoreTest::workerArgs(const QStringList &extra) const
 
 QList<QByteArray> FailingStoreTest::enqueue(int count, const QString &prefix, const QString &storeUrl)
 {
-    QByteArray lines;
-    QList<QByteArray> keys;
-    for (int i = 0; i < count; ++i) {
-        const auto reminder = makeReminder(prefix, i);
-        lines += reminder.line + '\n';
-        keys.append(reminder.key);
-    }
-    const QString file = m_dir->filePath(prefix + QStringLiteral(".jsonl"));
-    QFile out(file);
-    if (!out.open(QIODevice::WriteOnly) || out.write(lines) != lines.size())
-        return {};
-    out.close();
-    QStringList args{QStringLiteral("enqueue"), file};
-    if (!storeUrl.isEmpty())
-        args << QStringLiteral("--store") << storeUrl;
-    const auto result = m_once->run(args);
-    if (!result.exitedWith(0)) {
-        qWarning("%s", result.describe().constData());
-        return {};
-    }
-    return keys;
+    return m_once->enqueueReminders(m_dir->path(), count, prefix,
+                                    storeUrl.isEmpty() ? QStringList() : QStringList{QStringLiteral("--store"), storeUrl});
 }
 
 bool FailingStoreTest::mountScratch(const QString &size, QString *path, QString *why)

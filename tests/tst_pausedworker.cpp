@@ -154,23 +154,9 @@ bool PausedWorkerTest::storeExec(const QString &sql, const QVariantList &values)
 PausedWorkerTest::Paused PausedWorkerTest::pauseWorkerMidSend()
 {
     Paused paused;
-    QByteArray lines;
-    QList<QByteArray> keys;
-    for (int i = 0; i < 2; ++i) {
-        const auto reminder = makeReminder(QStringLiteral("pause"), i);
-        lines += reminder.line + '\n';
-        keys.append(reminder.key);
-    }
-    const QString file = m_dir->filePath(QStringLiteral("pause.jsonl"));
-    QFile out(file);
-    if (!out.open(QIODevice::WriteOnly) || out.write(lines) != lines.size())
+    const QList<QByteArray> keys = m_once->enqueueReminders(m_dir->path(), 2, QStringLiteral("pause"));
+    if (keys.size() != 2)
         return paused;
-    out.close();
-    const auto enqueue = m_once->run({QStringLiteral("enqueue"), file});
-    if (!enqueue.exitedWith(0)) {
-        qWarning("%s", enqueue.describe().constData());
-        return paused;
-    }
 
     paused.worker = m_once->start(workerArgs(QStringLiteral("A"), QStringLiteral("resend")));
     // A holds both claims: one request at the partner, the other key waiting for the slot.

@@ -455,7 +455,7 @@ void ScaleOutTest::idempotentPartnerResend()
     const QSet<QByteArray> expected(keys->cbegin(), keys->cend());
     for (const auto &key : *keys) {
         if (m_figures.effects.value(key) != 1)
-            problems << QStringLiteral("%1 had %2 effects").arg(QString::fromLatin1(key)).arg(m_figures.effects.value(key));
+            problems << QStringLiteral("%1 had %2 effects").arg(QString::fromLatin1(key), QString::number(m_figures.effects.value(key)));
     }
     for (auto it = m_figures.effects.cbegin(); it != m_figures.effects.cend(); ++it) {
         if (!expected.contains(it.key()))
@@ -524,7 +524,7 @@ void ScaleOutTest::noIdempotencyHold()
         else if (it.value() != QLatin1String("applied"))
             problems << QStringLiteral("%1 is %2").arg(key, it.value());
         else if (m_figures.effects.value(it.key()) != 1)
-            problems << QStringLiteral("%1 is applied with %2 effects at the partner").arg(key).arg(m_figures.effects.value(it.key()));
+            problems << QStringLiteral("%1 is applied with %2 effects at the partner").arg(key, QString::number(m_figures.effects.value(it.key())));
     }
     if (listed.size() != inDoubt || listedKeys != inDoubtKeys)
         problems << QStringLiteral("once in-doubt lists %1 keys (%2 distinct), the ledger has %3 in doubt, stats say %4")
@@ -535,7 +535,7 @@ void ScaleOutTest::noIdempotencyHold()
     for (auto it = m_figures.effects.cbegin(); it != m_figures.effects.cend(); ++it) {
         const QString state = states.value(it.key());
         if (it.value() != 1)
-            problems << QStringLiteral("%1 had %2 effects").arg(QString::fromLatin1(it.key())).arg(it.value());
+            problems << QStringLiteral("%1 had %2 effects").arg(QString::fromLatin1(it.key()), QString::number(it.value()));
         if (state != QLatin1String("applied") && state != QLatin1String("in_doubt"))
             problems << QStringLiteral("%1 had an effect but is %2 in the ledger")
                             .arg(QString::fromLatin1(it.key()), state.isEmpty() ? QStringLiteral("missing") : state);
