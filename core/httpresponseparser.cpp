@@ -8,13 +8,6 @@ namespace once::http {
 
 namespace {
 
-// Bounds that keep a misbehaving server from growing our buffers or holding our thread.
-constexpr qsizetype kMaxLineLength = 32 * 1024;       // the status line and each header line
-constexpr qsizetype kMaxHeaderBytes = 64 * 1024;      // all header lines (and trailers) together
-constexpr int kMaxHeaderCount = 256;
-constexpr qsizetype kMaxChunkLineLength = 4 * 1024;   // a chunk size with its extensions
-constexpr qsizetype kMaxFramingBytes = 1024 * 1024;   // all chunk size lines and chunk ends together
-
 QString byteCount(qint64 bytes)
 {
     if (bytes >= 1024 && bytes % 1024 == 0)
@@ -158,8 +151,8 @@ ResponseParser::Progress ResponseParser::parseHeader(QByteArrayView line)
     const qsizetype colon = line.indexOf(':');
     if (colon <= 0)
         return fail(QStringLiteral("malformed response header"));
-    if (m_result.headers.size() >= kMaxHeaderCount)
-        return failTooLarge(QStringLiteral("more than %1 response headers").arg(kMaxHeaderCount));
+    if (m_result.headers.size() >= MaxHeaderCount)
+        return failTooLarge(QStringLiteral("more than %1 response headers").arg(MaxHeaderCount));
     const QByteArrayView name = line.first(colon).trimmed();
     const QByteArrayView value = line.sliced(colon + 1).trimmed();
     if (equalsCi(name, "content-length")) {
@@ -236,14 +229,14 @@ ResponseParser::Progress ResponseParser::parse()
         case State::Trailers: {
             const qsizetype before = m_pos;
             QByteArrayView line;
-            const Line got = takeLine(&line, kMaxLineLength);
+            const Line got = takeLine(&line, MaxLineBytes);
             if (got == Line::TooLong)
-                return failTooLarge(QStringLiteral("a response header line longer than %1").arg(byteCount(kMaxLineLength)));
+                return failTooLarge(QStringLiteral("a response header line longer than %1").arg(byteCount(MaxLineBytes)));
             if (got == Line::NeedMore)
                 return Progress::NeedMore;
             m_headerBytes += m_pos - before;
-            if (m_headerBytes > kMaxHeaderBytes)
-                return failTooLarge(QStringLiteral("response headers longer than %1").arg(byteCount(kMaxHeaderBytes)));
+            if (m_headerBytes > MaxHeaderBytes)
+                return failTooLarge(QStringLiteral("response headers longer than %1").arg(byteCount(MaxHeaderBytes)));
             if (m_state == State::StatusLine) {
                 if (line.isEmpty())
                     continue; // tolerate stray CRLF between responses (RFC 9112 2.2)
@@ -286,13 +279,13 @@ ResponseParser::Progress ResponseParser::parse()
         case State::ChunkSize: {
             const qsizetype before = m_pos;
             QByteArrayView line;
-            const Line got = takeLine(&line, kMaxChunkLineLength);
+            const Line got = takeLine(&line, MaxChunkLineBytes);
             if (got == Line::NeedMore)
                 return Progress::NeedMore;
             if (got == Line::Got)
                 m_framingBytes += m_pos - before;
-            if (m_framingBytes > kMaxFramingBytes)
-                return failTooLarge(QStringLiteral("chunk framing longer than %1").arg(byteCount(kMaxFramingBytes)));
+            if (m_framingBytes > MaxFramingBytes)
+                return failTooLarge(QStringLiteral("chunk framing longer than %1").arg(byteCount(MaxFramingBytes)));
             if (m_state == State::ChunkEnd) {
                 if (got == Line::TooLong || !line.isEmpty())
                     return fail(QStringLiteral("malformed chunk terminator"));

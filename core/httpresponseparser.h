@@ -25,6 +25,13 @@ public:
         Error
     };
 
+    // Bounds that keep a misbehaving server from growing our buffers or holding our thread.
+    static constexpr qsizetype MaxLineBytes = 32 * 1024;       // the status line and each header line
+    static constexpr qsizetype MaxHeaderBytes = 64 * 1024;     // all header lines (and trailers) together
+    static constexpr int MaxHeaderCount = 256;
+    static constexpr qsizetype MaxChunkLineBytes = 4 * 1024;   // a chunk size with its extensions
+    static constexpr qsizetype MaxFramingBytes = 1024 * 1024;  // all chunk size lines and chunk ends together
+
     // Starts a new exchange. A HEAD request's response has no body, whatever its headers
     // say. maxBodyBytes: the most body kept; more is an error.
     void reset(bool headRequest = false, qint64 maxBodyBytes = DefaultMaxResponseBodyBytes);
