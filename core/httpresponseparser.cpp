@@ -74,6 +74,8 @@ ResponseParser::Progress ResponseParser::finishAtEof()
 {
     if (m_state == State::Done)
         return Progress::Done;
+    if (m_state == State::Failed)
+        return Progress::Error;
     if (m_state == State::UntilClose) {
         m_state = State::Done;
         return Progress::Done;
@@ -109,6 +111,7 @@ ResponseParser::Line ResponseParser::takeLine(QByteArrayView *line, qsizetype ma
 ResponseParser::Progress ResponseParser::fail(const QString &why)
 {
     m_error = why;
+    m_state = State::Failed;
     return Progress::Error;
 }
 
@@ -320,6 +323,8 @@ ResponseParser::Progress ResponseParser::parse()
         }
         case State::Done:
             return Progress::Done;
+        case State::Failed:
+            return Progress::Error;
         }
     }
 }

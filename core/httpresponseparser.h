@@ -64,7 +64,8 @@ private:
         ChunkEnd,
         Trailers,
         UntilClose,
-        Done
+        Done,
+        Failed // an error was reported: nothing more is parsed, the close changes nothing
     };
     enum class Line
     {

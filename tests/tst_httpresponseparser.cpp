@@ -66,6 +66,8 @@ private slots:
     void manyTinyChunksUpToTheLimitAreOneBody();
     void bufferHoldsOnlyAnUnfinishedLine();
     void resetStartsAFreshExchange();
+    void aVerdictIsFinal_data();
+    void aVerdictIsFinal();
 };
 
 void tst_HttpResponseParser::parsesWellFramedResponses_data()
@@ -225,6 +227,54 @@ void tst_HttpResponseParser::resetStartsAFreshExchange()
     QVERIFY(parser.keepAlive());
     QVERIFY(!parser.hasTrailingData());
     QCOMPARE(parser.result().body, QByteArray("ok"));
+}
+
+void tst_HttpResponseParser::aVerdictIsFinal_data()
+{
+    QTest::addColumn<QByteArray>("wire");
+    QTest::addColumn<qint64>("maxBody");
+    QTest::addColumn<ResponseParser::Progress>("verdict");
+
+    const auto done = ResponseParser::Progress::Done;
+    const auto error = ResponseParser::Progress::Error;
+    QTest::newRow("malformed header, then a good response")
+        << QByteArray("HTTP/1.1 200 OK\r\nno colon\r\nContent-Length: 0\r\n\r\n") << DefaultMaxResponseBodyBytes << error;
+    QTest::newRow("announced over the limit, then the body")
+        << QByteArray("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello") << qint64(4) << error;
+    QTest::newRow("close-delimited over the limit, then the close")
+        << QByteArray("HTTP/1.1 200 OK\r\n\r\nhello") << qint64(4) << error;
+    QTest::newRow("chunk over the limit, then the chunk")
+        << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n") << qint64(4)
+        << error;
+    QTest::newRow("complete, then another response")
+        << QByteArray("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") << DefaultMaxResponseBodyBytes << done;
+}
+
+void tst_HttpResponseParser::aVerdictIsFinal()
+{
+    // Whatever the caller does after a verdict (parse again, feed more, report the close),
+    // the verdict, the error and the body stay as they were.
+    QFETCH(QByteArray, wire);
+    QFETCH(qint64, maxBody);
+    QFETCH(ResponseParser::Progress, verdict);
+    ResponseParser parser;
+    parser.reset(false, maxBody);
+    parser.feed(wire);
+    QCOMPARE(parser.parse(), verdict);
+    const QString error = parser.error();
+    const bool tooLarge = parser.tooLarge();
+    const HttpResult result = parser.result();
+    QCOMPARE(parser.parse(), verdict);
+    parser.feed("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    QCOMPARE(parser.parse(), verdict);
+    QCOMPARE(parser.finishAtEof(), verdict);
+    QCOMPARE(parser.error(), error);
+    QCOMPARE(parser.tooLarge(), tooLarge);
+    QCOMPARE(parser.result().httpStatus, result.httpStatus);
+    QCOMPARE(parser.result().headers, result.headers);
+    QCOMPARE(parser.result().body, result.body);
+    if (verdict == ResponseParser::Progress::Done)
+        QVERIFY(parser.hasTrailingData());
 }
 
 QTEST_GUILESS_MAIN(tst_HttpResponseParser)
