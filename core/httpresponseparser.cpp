@@ -3,6 +3,7 @@
 #include "httpsyntax.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace once::http {
 
@@ -28,6 +29,27 @@ bool parseDigits(QByteArrayView text, qint64 *value)
     }
     *value = result;
     return true;
+}
+
+struct FieldLine
+{
+    QByteArrayView name;
+    QByteArrayView value;
+};
+
+// "name: value" (RFC 9112 5), or nothing when another parser could read the line
+// differently: the name is a token right up to the colon (no space before it, no folded
+// line, which starts with one), and the value holds no CR or NUL, which some read as
+// the end of the line.
+std::optional<FieldLine> splitFieldLine(QByteArrayView line)
+{
+    const qsizetype colon = line.indexOf(':');
+    if (colon <= 0 || !isToken(line.first(colon)))
+        return std::nullopt;
+    const QByteArrayView value = line.sliced(colon + 1).trimmed();
+    if (value.contains('\r') || value.contains('\0'))
+        return std::nullopt;
+    return FieldLine{line.first(colon), value};
 }
 
 } // namespace
@@ -151,13 +173,13 @@ ResponseParser::Progress ResponseParser::parseStatusLine(QByteArrayView line)
 
 ResponseParser::Progress ResponseParser::parseHeader(QByteArrayView line)
 {
-    const qsizetype colon = line.indexOf(':');
-    if (colon <= 0)
+    const auto field = splitFieldLine(line);
+    if (!field)
         return fail(QStringLiteral("malformed response header"));
     if (m_result.headers.size() >= MaxHeaderCount)
         return failTooLarge(QStringLiteral("more than %1 response headers").arg(MaxHeaderCount));
-    const QByteArrayView name = line.first(colon).trimmed();
-    const QByteArrayView value = line.sliced(colon + 1).trimmed();
+    const QByteArrayView name = field->name;
+    const QByteArrayView value = field->value;
     if (equalsCi(name, "content-length")) {
         // A length over the body limit fails once the headers are complete, before any
         // body is read; one beyond 64-bit range already here.
@@ -256,6 +278,8 @@ ResponseParser::Progress ResponseParser::parse()
             } else if (line.isEmpty()) {
                 m_state = State::Done;
                 return Progress::Done;
+            } else if (!splitFieldLine(line)) {
+                return fail(QStringLiteral("malformed trailer")); // trailers are read, not kept
             }
             break;
         }

@@ -66,6 +66,8 @@ private slots:
     void manyTinyChunksUpToTheLimitAreOneBody();
     void bufferHoldsOnlyAnUnfinishedLine();
     void resetStartsAFreshExchange();
+    void refusesMalformedFieldLines_data();
+    void refusesMalformedFieldLines();
     void aVerdictIsFinal_data();
     void aVerdictIsFinal();
 };
@@ -227,6 +229,46 @@ void tst_HttpResponseParser::resetStartsAFreshExchange()
     QVERIFY(parser.keepAlive());
     QVERIFY(!parser.hasTrailingData());
     QCOMPARE(parser.result().body, QByteArray("ok"));
+}
+
+void tst_HttpResponseParser::refusesMalformedFieldLines_data()
+{
+    // A field line another parser could read differently (as a Content-Length, as two
+    // lines) is refused, not guessed at: names are tokens (RFC 9110 5.6.2), values hold
+    // no CR or NUL (RFC 9112 5), in the headers and in a chunked body's trailers.
+    QTest::addColumn<QByteArray>("wire");
+    QTest::addColumn<bool>("eof");
+
+    QTest::newRow("space before the colon") << QByteArray("HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\nhello") << false;
+    QTest::newRow("folded line") << QByteArray("HTTP/1.1 200 OK\r\nX-Note: a\r\n Content-Length: 5\r\n\r\nhello")
+                                 << true;
+    QTest::newRow("whitespace before the first header")
+        << QByteArray("HTTP/1.1 200 OK\r\n\tContent-Length: 2\r\n\r\nok") << true;
+    QTest::newRow("separator in a name") << QByteArray("HTTP/1.1 200 OK\r\nX(a): 1\r\nContent-Length: 0\r\n\r\n") << false;
+    QTest::newRow("NUL in a name") << (QByteArray("HTTP/1.1 200 OK\r\nContent-Len") + '\0' + "gth: 2\r\n\r\nok") << true;
+    QTest::newRow("bare CR in a value")
+        << QByteArray("HTTP/1.1 200 OK\r\nX-Id: a\rContent-Length: 5\r\n\r\nhello") << true;
+    QTest::newRow("NUL in a value") << (QByteArray("HTTP/1.1 200 OK\r\nX-Id: a") + '\0' + "b\r\nContent-Length: 0\r\n\r\n")
+                                    << false;
+    QTest::newRow("trailer without a colon")
+        << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nHTTP/1.1 200 OK\r\n\r\n")
+        << false;
+    QTest::newRow("trailer with a space in its name")
+        << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX T: 1\r\n\r\n") << false;
+}
+
+void tst_HttpResponseParser::refusesMalformedFieldLines()
+{
+    QFETCH(QByteArray, wire);
+    QFETCH(bool, eof);
+    for (const qsizetype piece : {qsizetype(1), qsizetype(5), qsizetype(0)}) {
+        const Parsed parsed = parseInPieces(wire, piece, eof);
+        QVERIFY2(parsed.progress == ResponseParser::Progress::Error,
+                 qPrintable(QStringLiteral("pieces of %1: accepted with body \"").arg(piece)
+                            + QString::fromLatin1(parsed.result.body) + u'"'));
+        QVERIFY2(parsed.error.startsWith(QLatin1String("malformed")), qPrintable(parsed.error));
+        QVERIFY(!parsed.tooLarge);
+    }
 }
 
 void tst_HttpResponseParser::aVerdictIsFinal_data()
