@@ -31,6 +31,18 @@ bool parseDigits(QByteArrayView text, qint64 *value)
     return true;
 }
 
+// The last item of a comma-separated list, empty items skipped.
+QByteArrayView lastItem(QByteArrayView list)
+{
+    while (!list.isEmpty()) {
+        const qsizetype comma = list.lastIndexOf(',');
+        if (const QByteArrayView item = list.sliced(comma + 1).trimmed(); !item.isEmpty())
+            return item;
+        list = list.first(std::max<qsizetype>(comma, 0));
+    }
+    return {};
+}
+
 struct FieldLine
 {
     QByteArrayView name;
@@ -67,6 +79,7 @@ void ResponseParser::reset(bool headRequest, qint64 maxBodyBytes)
     m_minorVersion = 1;
     m_contentLength = -1;
     m_chunked = false;
+    m_transferEncoding = false;
     m_connectionClose = false;
     m_connectionKeepAlive = false;
     m_bodyUntilClose = false;
@@ -108,6 +121,10 @@ ResponseParser::Progress ResponseParser::finishAtEof()
 bool ResponseParser::keepAlive() const
 {
     if (m_bodyUntilClose || m_connectionClose)
+        return false;
+    // Transfer-Encoding beside Content-Length, or in HTTP/1.0 which predates it, is how
+    // responses are smuggled (RFC 9112 6.1): the connection ends with this response.
+    if (m_transferEncoding && (m_contentLength >= 0 || m_minorVersion == 0))
         return false;
     return m_minorVersion >= 1 || m_connectionKeepAlive;
 }
@@ -164,6 +181,7 @@ ResponseParser::Progress ResponseParser::parseStatusLine(QByteArrayView line)
     m_result.headers.clear();
     m_contentLength = -1;
     m_chunked = false;
+    m_transferEncoding = false;
     m_connectionClose = false;
     m_connectionKeepAlive = false;
     m_bodyUntilClose = false;
@@ -194,7 +212,10 @@ ResponseParser::Progress ResponseParser::parseHeader(QByteArrayView line)
         }
         m_contentLength = length;
     } else if (equalsCi(name, "transfer-encoding")) {
-        m_chunked = hasToken(value, "chunked");
+        // The last coding of all the field's lines decides (RFC 9112 6.3).
+        m_transferEncoding = true;
+        if (const QByteArrayView coding = lastItem(value); !coding.isEmpty())
+            m_chunked = equalsCi(coding, "chunked");
     } else if (equalsCi(name, "connection")) {
         m_connectionClose = m_connectionClose || hasToken(value, "close");
         m_connectionKeepAlive = m_connectionKeepAlive || hasToken(value, "keep-alive");
@@ -217,11 +238,13 @@ ResponseParser::Progress ResponseParser::headersComplete()
         m_bodyUntilClose = code == 101;
         return Progress::Done;
     }
-    if (m_chunked) {
+    // RFC 9112 6.3: Transfer-Encoding overrides Content-Length; a body whose last coding
+    // is not chunked ends with the connection.
+    if (m_transferEncoding && m_chunked) {
         m_state = State::ChunkSize;
         return Progress::NeedMore;
     }
-    if (m_contentLength >= 0) {
+    if (m_contentLength >= 0 && !m_transferEncoding) {
         // A claim, checked against the limit; the body grows only with what arrives.
         if (m_contentLength > m_maxBodyBytes)
             return failTooLarge(QStringLiteral("HTTP %1 announced a body of %2 bytes, over the %3 limit")

@@ -95,7 +95,8 @@ private:
     qsizetype m_framingBytes = 0;
     int m_minorVersion = 1;
     qint64 m_contentLength = -1;
-    bool m_chunked = false;
+    bool m_transferEncoding = false;
+    bool m_chunked = false; // the last transfer coding is chunked
     bool m_headRequest = false;
     bool m_connectionClose = false;
     bool m_connectionKeepAlive = false;

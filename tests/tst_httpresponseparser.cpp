@@ -18,6 +18,7 @@ struct Parsed
     HttpResult result;
     QString error;
     bool tooLarge = false;
+    bool keepAlive = false;
     qsizetype mostBuffered = 0;
 };
 
@@ -40,6 +41,7 @@ Parsed parseInPieces(const QByteArray &wire, qsizetype piece, bool eof, qint64 m
         parsed.progress = parser.finishAtEof();
     parsed.error = parser.error();
     parsed.tooLarge = parser.tooLarge();
+    parsed.keepAlive = parser.keepAlive();
     parsed.result = parser.takeResult();
     return parsed;
 }
@@ -66,6 +68,8 @@ private slots:
     void manyTinyChunksUpToTheLimitAreOneBody();
     void bufferHoldsOnlyAnUnfinishedLine();
     void resetStartsAFreshExchange();
+    void transferEncodingDecidesTheFraming_data();
+    void transferEncodingDecidesTheFraming();
     void refusesMalformedFieldLines_data();
     void refusesMalformedFieldLines();
     void aVerdictIsFinal_data();
@@ -229,6 +233,58 @@ void tst_HttpResponseParser::resetStartsAFreshExchange()
     QVERIFY(parser.keepAlive());
     QVERIFY(!parser.hasTrailingData());
     QCOMPARE(parser.result().body, QByteArray("ok"));
+}
+
+void tst_HttpResponseParser::transferEncodingDecidesTheFraming_data()
+{
+    // RFC 9112 6.3: with Transfer-Encoding, chunked as the last coding frames the body and
+    // anything else leaves it to the close; Content-Length no longer counts. Both at once,
+    // or chunked in HTTP/1.0, is how responses are smuggled: the connection is not reused.
+    QTest::addColumn<QByteArray>("wire");
+    QTest::addColumn<bool>("eof");
+    QTest::addColumn<QByteArray>("body");
+    QTest::addColumn<bool>("keepAlive");
+
+    QTest::newRow("chunked") << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+                             << false << QByteArray("ok") << true;
+    QTest::newRow("chunked beside Content-Length")
+        << QByteArray("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n")
+        << false << QByteArray("abcdef") << false;
+    QTest::newRow("gzip beside Content-Length")
+        << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 2\r\n\r\nabcd") << true
+        << QByteArray("abcd") << false;
+    QTest::newRow("chunked, then gzip")
+        << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n3\r\nabc\r\n0\r\n\r\n") << true
+        << QByteArray("3\r\nabc\r\n0\r\n\r\n") << false;
+    QTest::newRow("gzip, then chunked on a line of its own")
+        << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+        << false << QByteArray("ok") << true;
+    QTest::newRow("chunked, then identity on a line of its own")
+        << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n"
+                      "Content-Length: 1\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+        << true << QByteArray("2\r\nok\r\n0\r\n\r\n") << false;
+    QTest::newRow("HTTP/1.0 keep-alive with a length")
+        << QByteArray("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok") << false
+        << QByteArray("ok") << true;
+    QTest::newRow("HTTP/1.0 keep-alive, chunked")
+        << QByteArray("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+        << false << QByteArray("ok") << false;
+}
+
+void tst_HttpResponseParser::transferEncodingDecidesTheFraming()
+{
+    QFETCH(QByteArray, wire);
+    QFETCH(bool, eof);
+    QFETCH(QByteArray, body);
+    QFETCH(bool, keepAlive);
+    for (const qsizetype piece : {qsizetype(1), qsizetype(6), qsizetype(0)}) {
+        const Parsed parsed = parseInPieces(wire, piece, eof);
+        QVERIFY2(parsed.progress == ResponseParser::Progress::Done,
+                 qPrintable(QStringLiteral("pieces of %1: %2").arg(QString::number(piece), parsed.error)));
+        QCOMPARE(parsed.result.body, body);
+        QCOMPARE(parsed.keepAlive, keepAlive);
+    }
 }
 
 void tst_HttpResponseParser::refusesMalformedFieldLines_data()
