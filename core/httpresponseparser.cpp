@@ -194,8 +194,8 @@ ResponseParser::Progress ResponseParser::parseHeader(QByteArrayView line)
     const auto field = splitFieldLine(line);
     if (!field)
         return fail(QStringLiteral("malformed response header"));
-    if (m_result.headers.size() >= MaxHeaderCount)
-        return failTooLarge(QStringLiteral("more than %1 response headers").arg(MaxHeaderCount));
+    if (m_result.headers.size() >= m_limits.headerCount)
+        return failTooLarge(QStringLiteral("more than %1 response headers").arg(m_limits.headerCount));
     const QByteArrayView name = field->name;
     const QByteArrayView value = field->value;
     if (equalsCi(name, "content-length")) {
@@ -277,14 +277,16 @@ ResponseParser::Progress ResponseParser::parse()
         case State::Trailers: {
             const qsizetype before = m_pos;
             QByteArrayView line;
-            const Line got = takeLine(&line, MaxLineBytes);
+            const Line got = takeLine(&line, m_limits.lineBytes);
             if (got == Line::TooLong)
-                return failTooLarge(QStringLiteral("a response header line longer than %1").arg(byteCount(MaxLineBytes)));
+                return failTooLarge(QStringLiteral("a response header line longer than %1")
+                                        .arg(byteCount(m_limits.lineBytes)));
             if (got == Line::NeedMore)
                 return Progress::NeedMore;
             m_headerBytes += m_pos - before;
-            if (m_headerBytes > MaxHeaderBytes)
-                return failTooLarge(QStringLiteral("response headers longer than %1").arg(byteCount(MaxHeaderBytes)));
+            if (m_headerBytes > m_limits.headerBytes)
+                return failTooLarge(
+                    QStringLiteral("response headers longer than %1").arg(byteCount(m_limits.headerBytes)));
             if (m_state == State::StatusLine) {
                 if (line.isEmpty())
                     continue; // tolerate stray CRLF between responses (RFC 9112 2.2)
@@ -329,13 +331,14 @@ ResponseParser::Progress ResponseParser::parse()
         case State::ChunkSize: {
             const qsizetype before = m_pos;
             QByteArrayView line;
-            const Line got = takeLine(&line, MaxChunkLineBytes);
+            const Line got = takeLine(&line, m_limits.chunkLineBytes);
             if (got == Line::NeedMore)
                 return Progress::NeedMore;
             if (got == Line::Got)
                 m_framingBytes += m_pos - before;
-            if (m_framingBytes > MaxFramingBytes)
-                return failTooLarge(QStringLiteral("chunk framing longer than %1").arg(byteCount(MaxFramingBytes)));
+            if (m_framingBytes > m_limits.framingBytes)
+                return failTooLarge(
+                    QStringLiteral("chunk framing longer than %1").arg(byteCount(m_limits.framingBytes)));
             if (m_state == State::ChunkEnd) {
                 if (got == Line::TooLong || !line.isEmpty())
                     return fail(QStringLiteral("malformed chunk terminator"));

@@ -6,6 +6,17 @@
 
 namespace once::http {
 
+// Bounds that keep a misbehaving server from growing our buffers or holding our thread.
+// The client uses these; a test or a fuzzer may choose small ones to reach them quickly.
+struct ResponseLimits
+{
+    qsizetype lineBytes = 32 * 1024;   // the status line and each header line
+    qsizetype headerBytes = 64 * 1024; // all header lines (and trailers) together
+    int headerCount = 256;
+    qsizetype chunkLineBytes = 4 * 1024;  // a chunk size with its extensions
+    qsizetype framingBytes = 1024 * 1024; // all chunk size lines and chunk ends together
+};
+
 // Incremental HTTP/1.x response parser, free of sockets: bytes go in with feed(), parse()
 // says whether a response is complete. Bytes are appended to an internal buffer and
 // consumed from a read position, so a response split over many reads is parsed once.
@@ -25,12 +36,8 @@ public:
         Error
     };
 
-    // Bounds that keep a misbehaving server from growing our buffers or holding our thread.
-    static constexpr qsizetype MaxLineBytes = 32 * 1024;       // the status line and each header line
-    static constexpr qsizetype MaxHeaderBytes = 64 * 1024;     // all header lines (and trailers) together
-    static constexpr int MaxHeaderCount = 256;
-    static constexpr qsizetype MaxChunkLineBytes = 4 * 1024;   // a chunk size with its extensions
-    static constexpr qsizetype MaxFramingBytes = 1024 * 1024;  // all chunk size lines and chunk ends together
+    ResponseParser() = default;
+    explicit ResponseParser(const ResponseLimits &limits) : m_limits(limits) {}
 
     // Starts a new exchange. A HEAD request's response has no body, whatever its headers
     // say. maxBodyBytes: the most body kept; more is an error.
@@ -50,6 +57,7 @@ public:
     // Bytes the parser holds, consumed or not: at most an unfinished line and the last
     // bytes fed, however long the response.
     qsizetype heldBytes() const { return m_buffer.size(); }
+    const ResponseLimits &limits() const { return m_limits; }
     const HttpResult &result() const { return m_result; }
     HttpResult takeResult() { return std::move(m_result); }
 
@@ -83,6 +91,7 @@ private:
     Progress appendBody(qint64 bytes, QLatin1String framing);
     QString bodyLimitText() const;
 
+    ResponseLimits m_limits;
     QByteArray m_buffer;
     qsizetype m_pos = 0;
     qsizetype m_scannedTo = 0; // no '\n' in [m_pos, m_scannedTo): a slow line is scanned once

@@ -68,6 +68,7 @@ private slots:
     void manyTinyChunksUpToTheLimitAreOneBody();
     void bufferHoldsOnlyAnUnfinishedLine();
     void resetStartsAFreshExchange();
+    void boundsOfItsOwnAreKept();
     void transferEncodingDecidesTheFraming_data();
     void transferEncodingDecidesTheFraming();
     void refusesMalformedFieldLines_data();
@@ -233,6 +234,31 @@ void tst_HttpResponseParser::resetStartsAFreshExchange()
     QVERIFY(parser.keepAlive());
     QVERIFY(!parser.hasTrailingData());
     QCOMPARE(parser.result().body, QByteArray("ok"));
+}
+
+void tst_HttpResponseParser::boundsOfItsOwnAreKept()
+{
+    // The client's bounds are the defaults; a parser built with others keeps those.
+    const http::ResponseLimits limits{.lineBytes = 30, .headerBytes = 60, .headerCount = 3, .chunkLineBytes = 8,
+                                      .framingBytes = 40};
+    const auto refusal = [&limits](const QByteArray &wire) {
+        ResponseParser parser(limits);
+        parser.reset();
+        parser.feed(wire);
+        return parser.parse() == ResponseParser::Progress::Error && parser.tooLarge() ? parser.error() : QString();
+    };
+    QCOMPARE(refusal("HTTP/1.1 200 OK\r\nX-Line: 1234567890123456789012345\r\n\r\n"),
+             QStringLiteral("a response header line longer than 30 bytes"));
+    QCOMPARE(refusal("HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n"), QStringLiteral("more than 3 response headers"));
+    QCOMPARE(refusal("HTTP/1.1 200 OK\r\nX-A: 1234567890\r\nX-B: 1234567890\r\nX-C: 1234567890\r\n\r\n"),
+             QStringLiteral("response headers longer than 60 bytes"));
+    QCOMPARE(refusal("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + QByteArray("1;ab\r\nx\r\n").repeated(6)),
+             QStringLiteral("chunk framing longer than 40 bytes"));
+    ResponseParser parser(limits);
+    parser.reset();
+    parser.feed("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;abcdefgh\r\nx\r\n0\r\n\r\n");
+    QCOMPARE(parser.parse(), ResponseParser::Progress::Error);
+    QCOMPARE(parser.error(), QStringLiteral("chunk size line too long"));
 }
 
 void tst_HttpResponseParser::transferEncodingDecidesTheFraming_data()
