@@ -31,6 +31,25 @@ bool parseDigits(QByteArrayView text, qint64 *value)
     return true;
 }
 
+// 1*HEXDIG, as RFC 9112 7.1 writes a chunk size; no sign, no "0x", no overflow.
+bool parseHexDigits(QByteArrayView text, qint64 *value)
+{
+    if (text.isEmpty() || text.size() > 15)
+        return false;
+    qint64 result = 0;
+    for (const char c : text) {
+        const int digit = c >= '0' && c <= '9'   ? c - '0'
+                          : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                          : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                 : -1;
+        if (digit < 0)
+            return false;
+        result = result * 16 + digit;
+    }
+    *value = result;
+    return true;
+}
+
 // The last item of a comma-separated list, empty items skipped.
 QByteArrayView lastItem(QByteArrayView list)
 {
@@ -349,9 +368,8 @@ ResponseParser::Progress ResponseParser::parse()
                 return fail(QStringLiteral("chunk size line too long"));
             const qsizetype semicolon = line.indexOf(';'); // chunk extensions are ignored
             const QByteArrayView hex = (semicolon < 0 ? line : line.first(semicolon)).trimmed();
-            bool ok = false;
-            const qint64 size = hex.toLongLong(&ok, 16);
-            if (!ok || size < 0 || hex.size() > 15)
+            qint64 size = 0;
+            if (!parseHexDigits(hex, &size))
                 return fail(QStringLiteral("malformed chunk size"));
             if (size == 0) {
                 m_state = State::Trailers;

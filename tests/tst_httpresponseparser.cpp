@@ -71,8 +71,8 @@ private slots:
     void boundsOfItsOwnAreKept();
     void transferEncodingDecidesTheFraming_data();
     void transferEncodingDecidesTheFraming();
-    void refusesMalformedFieldLines_data();
-    void refusesMalformedFieldLines();
+    void refusesMalformedLines_data();
+    void refusesMalformedLines();
     void aVerdictIsFinal_data();
     void aVerdictIsFinal();
 };
@@ -313,11 +313,12 @@ void tst_HttpResponseParser::transferEncodingDecidesTheFraming()
     }
 }
 
-void tst_HttpResponseParser::refusesMalformedFieldLines_data()
+void tst_HttpResponseParser::refusesMalformedLines_data()
 {
-    // A field line another parser could read differently (as a Content-Length, as two
-    // lines) is refused, not guessed at: names are tokens (RFC 9110 5.6.2), values hold
-    // no CR or NUL (RFC 9112 5), in the headers and in a chunked body's trailers.
+    // A line another parser could read differently (as a Content-Length, as two lines, as
+    // another chunk size) is refused, not guessed at: field names are tokens (RFC 9110
+    // 5.6.2), values hold no CR or NUL (RFC 9112 5), in the headers and in a chunked
+    // body's trailers; a chunk size is hexadecimal digits and nothing else.
     QTest::addColumn<QByteArray>("wire");
     QTest::addColumn<bool>("eof");
 
@@ -332,6 +333,12 @@ void tst_HttpResponseParser::refusesMalformedFieldLines_data()
         << QByteArray("HTTP/1.1 200 OK\r\nX-Id: a\rContent-Length: 5\r\n\r\nhello") << true;
     QTest::newRow("NUL in a value") << (QByteArray("HTTP/1.1 200 OK\r\nX-Id: a") + '\0' + "b\r\nContent-Length: 0\r\n\r\n")
                                     << false;
+    // RFC 9112 7.1: chunk-size = 1*HEXDIG, as strict as Content-Length's digits.
+    for (const char *size : {"0x5", "+5", "-0", "5 5", ""}) {
+        QTest::addRow("chunk size \"%s\"", size) << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                                             + QByteArray(size) + "\r\nhello\r\n0\r\n\r\n")
+                                                  << false;
+    }
     QTest::newRow("trailer without a colon")
         << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nHTTP/1.1 200 OK\r\n\r\n")
         << false;
@@ -339,7 +346,7 @@ void tst_HttpResponseParser::refusesMalformedFieldLines_data()
         << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX T: 1\r\n\r\n") << false;
 }
 
-void tst_HttpResponseParser::refusesMalformedFieldLines()
+void tst_HttpResponseParser::refusesMalformedLines()
 {
     QFETCH(QByteArray, wire);
     QFETCH(bool, eof);
