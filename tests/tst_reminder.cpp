@@ -509,6 +509,12 @@ void TestReminder::sendKeyOfValidInputIsUnchanged()
     QFETCH(QString, scheduledAt);
     QFETCH(QByteArray, expected);
     QCOMPARE(makeSendKey(userId, reminderId, scheduledAt), expected);
+    // The key decodes into exactly these ids and the canonical time.
+    const auto parts = parseSendKey(expected);
+    QVERIFY(parts);
+    QCOMPARE(parts->userId, userId);
+    QCOMPARE(parts->reminderId, reminderId);
+    QCOMPARE(parts->canonicalTime, parseRfc3339(scheduledAt)->canonical);
     // And the parser derives the same key from a message carrying them.
     QJsonObject object = validObject();
     object.insert(QStringLiteral("user_id"), userId);
@@ -642,6 +648,10 @@ void TestReminder::acceptsOddButValidMessages_data()
     QTest::newRow("escaped colon") << rawWith("user_id", R"("a\u003ab")") << "a%3Ab:r-7" + at;
     QTest::newRow("question mark") << rawWith("user_id", R"("?")") << "%3F:r-7" + at;
     QTest::newRow("U+FFFD itself") << rawWith("user_id", R"("\ufffd")") << "%EF%BF%BD:r-7" + at;
+    QTest::newRow("byte order mark escaped, opening user_id") << rawWith("user_id", R"("\ufeffu")")
+                                                              << "%EF%BB%BFu:r-7" + at;
+    QTest::newRow("reminder_id of one escaped byte order mark") << rawWith("reminder_id", R"("\uFEFF")")
+                                                                << "u-42:%EF%BB%BF" + at;
     QTest::newRow("escaped control characters") << rawWith("user_id", R"("\t\u001f")") << "%09%1F:r-7" + at;
     QTest::newRow("NUL escaped in the body") << rawWith("body", R"("a\u0000b")") << "u-42:r-7" + at;
     QTest::newRow("user_id of 128 bytes") << rawWith("user_id", '"' + QByteArray(128, 'u') + '"') << QByteArray(128, 'u') + ":r-7" + at;
@@ -672,6 +682,11 @@ void TestReminder::acceptsOddButValidMessages()
     QVERIFY2(result.reminder, qPrintable(result.error));
     QCOMPARE(result.reminder->sendKey, expectedKey);
     QCOMPARE(result.reminder->payload, input.trimmed());
+    // And the key decodes into exactly the ids read.
+    const auto parts = parseSendKey(expectedKey);
+    QVERIFY(parts);
+    QCOMPARE(parts->userId, result.reminder->userId);
+    QCOMPARE(parts->reminderId, result.reminder->reminderId);
 }
 
 // The 256 KiB are the message's: a line ending after it does not count.
