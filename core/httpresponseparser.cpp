@@ -3,17 +3,11 @@
 #include "httpsyntax.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace once::http {
 
 namespace {
-
-// Bounds that keep a misbehaving server from growing our buffers or holding our thread.
-constexpr qsizetype kMaxLineLength = 32 * 1024;       // the status line and each header line
-constexpr qsizetype kMaxHeaderBytes = 64 * 1024;      // all header lines (and trailers) together
-constexpr int kMaxHeaderCount = 256;
-constexpr qsizetype kMaxChunkLineLength = 4 * 1024;   // a chunk size with its extensions
-constexpr qsizetype kMaxFramingBytes = 1024 * 1024;   // all chunk size lines and chunk ends together
 
 QString byteCount(qint64 bytes)
 {
@@ -37,6 +31,58 @@ bool parseDigits(QByteArrayView text, qint64 *value)
     return true;
 }
 
+// 1*HEXDIG, as RFC 9112 7.1 writes a chunk size; no sign, no "0x", no overflow.
+bool parseHexDigits(QByteArrayView text, qint64 *value)
+{
+    if (text.isEmpty() || text.size() > 15)
+        return false;
+    qint64 result = 0;
+    for (const char c : text) {
+        const int digit = c >= '0' && c <= '9'   ? c - '0'
+                          : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                          : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                 : -1;
+        if (digit < 0)
+            return false;
+        result = result * 16 + digit;
+    }
+    *value = result;
+    return true;
+}
+
+// The last item of a comma-separated list, empty items skipped.
+QByteArrayView lastItem(QByteArrayView list)
+{
+    while (!list.isEmpty()) {
+        const qsizetype comma = list.lastIndexOf(',');
+        if (const QByteArrayView item = list.sliced(comma + 1).trimmed(); !item.isEmpty())
+            return item;
+        list = list.first(std::max<qsizetype>(comma, 0));
+    }
+    return {};
+}
+
+struct FieldLine
+{
+    QByteArrayView name;
+    QByteArrayView value;
+};
+
+// "name: value" (RFC 9112 5), or nothing when another parser could read the line
+// differently: the name is a token right up to the colon (no space before it, no folded
+// line, which starts with one), and the value holds no CR or NUL, which some read as
+// the end of the line.
+std::optional<FieldLine> splitFieldLine(QByteArrayView line)
+{
+    const qsizetype colon = line.indexOf(':');
+    if (colon <= 0 || !isToken(line.first(colon)))
+        return std::nullopt;
+    const QByteArrayView value = line.sliced(colon + 1).trimmed();
+    if (value.contains('\r') || value.contains('\0'))
+        return std::nullopt;
+    return FieldLine{line.first(colon), value};
+}
+
 } // namespace
 
 void ResponseParser::reset(bool headRequest, qint64 maxBodyBytes)
@@ -52,6 +98,7 @@ void ResponseParser::reset(bool headRequest, qint64 maxBodyBytes)
     m_minorVersion = 1;
     m_contentLength = -1;
     m_chunked = false;
+    m_transferEncoding = false;
     m_connectionClose = false;
     m_connectionKeepAlive = false;
     m_bodyUntilClose = false;
@@ -81,6 +128,8 @@ ResponseParser::Progress ResponseParser::finishAtEof()
 {
     if (m_state == State::Done)
         return Progress::Done;
+    if (m_state == State::Failed)
+        return Progress::Error;
     if (m_state == State::UntilClose) {
         m_state = State::Done;
         return Progress::Done;
@@ -91,6 +140,10 @@ ResponseParser::Progress ResponseParser::finishAtEof()
 bool ResponseParser::keepAlive() const
 {
     if (m_bodyUntilClose || m_connectionClose)
+        return false;
+    // Transfer-Encoding beside Content-Length, or in HTTP/1.0 which predates it, is how
+    // responses are smuggled (RFC 9112 6.1): the connection ends with this response.
+    if (m_transferEncoding && (m_contentLength >= 0 || m_minorVersion == 0))
         return false;
     return m_minorVersion >= 1 || m_connectionKeepAlive;
 }
@@ -116,6 +169,7 @@ ResponseParser::Line ResponseParser::takeLine(QByteArrayView *line, qsizetype ma
 ResponseParser::Progress ResponseParser::fail(const QString &why)
 {
     m_error = why;
+    m_state = State::Failed;
     return Progress::Error;
 }
 
@@ -146,6 +200,7 @@ ResponseParser::Progress ResponseParser::parseStatusLine(QByteArrayView line)
     m_result.headers.clear();
     m_contentLength = -1;
     m_chunked = false;
+    m_transferEncoding = false;
     m_connectionClose = false;
     m_connectionKeepAlive = false;
     m_bodyUntilClose = false;
@@ -155,13 +210,13 @@ ResponseParser::Progress ResponseParser::parseStatusLine(QByteArrayView line)
 
 ResponseParser::Progress ResponseParser::parseHeader(QByteArrayView line)
 {
-    const qsizetype colon = line.indexOf(':');
-    if (colon <= 0)
+    const auto field = splitFieldLine(line);
+    if (!field)
         return fail(QStringLiteral("malformed response header"));
-    if (m_result.headers.size() >= kMaxHeaderCount)
-        return failTooLarge(QStringLiteral("more than %1 response headers").arg(kMaxHeaderCount));
-    const QByteArrayView name = line.first(colon).trimmed();
-    const QByteArrayView value = line.sliced(colon + 1).trimmed();
+    if (m_result.headers.size() >= m_limits.headerCount)
+        return failTooLarge(QStringLiteral("more than %1 response headers").arg(m_limits.headerCount));
+    const QByteArrayView name = field->name;
+    const QByteArrayView value = field->value;
     if (equalsCi(name, "content-length")) {
         // A length over the body limit fails once the headers are complete, before any
         // body is read; one beyond 64-bit range already here.
@@ -176,7 +231,10 @@ ResponseParser::Progress ResponseParser::parseHeader(QByteArrayView line)
         }
         m_contentLength = length;
     } else if (equalsCi(name, "transfer-encoding")) {
-        m_chunked = hasToken(value, "chunked");
+        // The last coding of all the field's lines decides (RFC 9112 6.3).
+        m_transferEncoding = true;
+        if (const QByteArrayView coding = lastItem(value); !coding.isEmpty())
+            m_chunked = equalsCi(coding, "chunked");
     } else if (equalsCi(name, "connection")) {
         m_connectionClose = m_connectionClose || hasToken(value, "close");
         m_connectionKeepAlive = m_connectionKeepAlive || hasToken(value, "keep-alive");
@@ -199,11 +257,13 @@ ResponseParser::Progress ResponseParser::headersComplete()
         m_bodyUntilClose = code == 101;
         return Progress::Done;
     }
-    if (m_chunked) {
+    // RFC 9112 6.3: Transfer-Encoding overrides Content-Length; a body whose last coding
+    // is not chunked ends with the connection.
+    if (m_transferEncoding && m_chunked) {
         m_state = State::ChunkSize;
         return Progress::NeedMore;
     }
-    if (m_contentLength >= 0) {
+    if (m_contentLength >= 0 && !m_transferEncoding) {
         // A claim, checked against the limit; the body grows only with what arrives.
         if (m_contentLength > m_maxBodyBytes)
             return failTooLarge(QStringLiteral("HTTP %1 announced a body of %2 bytes, over the %3 limit")
@@ -236,14 +296,16 @@ ResponseParser::Progress ResponseParser::parse()
         case State::Trailers: {
             const qsizetype before = m_pos;
             QByteArrayView line;
-            const Line got = takeLine(&line, kMaxLineLength);
+            const Line got = takeLine(&line, m_limits.lineBytes);
             if (got == Line::TooLong)
-                return failTooLarge(QStringLiteral("a response header line longer than %1").arg(byteCount(kMaxLineLength)));
+                return failTooLarge(QStringLiteral("a response header line longer than %1")
+                                        .arg(byteCount(m_limits.lineBytes)));
             if (got == Line::NeedMore)
                 return Progress::NeedMore;
             m_headerBytes += m_pos - before;
-            if (m_headerBytes > kMaxHeaderBytes)
-                return failTooLarge(QStringLiteral("response headers longer than %1").arg(byteCount(kMaxHeaderBytes)));
+            if (m_headerBytes > m_limits.headerBytes)
+                return failTooLarge(
+                    QStringLiteral("response headers longer than %1").arg(byteCount(m_limits.headerBytes)));
             if (m_state == State::StatusLine) {
                 if (line.isEmpty())
                     continue; // tolerate stray CRLF between responses (RFC 9112 2.2)
@@ -260,6 +322,8 @@ ResponseParser::Progress ResponseParser::parse()
             } else if (line.isEmpty()) {
                 m_state = State::Done;
                 return Progress::Done;
+            } else if (!splitFieldLine(line)) {
+                return fail(QStringLiteral("malformed trailer")); // trailers are read, not kept
             }
             break;
         }
@@ -286,13 +350,14 @@ ResponseParser::Progress ResponseParser::parse()
         case State::ChunkSize: {
             const qsizetype before = m_pos;
             QByteArrayView line;
-            const Line got = takeLine(&line, kMaxChunkLineLength);
+            const Line got = takeLine(&line, m_limits.chunkLineBytes);
             if (got == Line::NeedMore)
                 return Progress::NeedMore;
             if (got == Line::Got)
                 m_framingBytes += m_pos - before;
-            if (m_framingBytes > kMaxFramingBytes)
-                return failTooLarge(QStringLiteral("chunk framing longer than %1").arg(byteCount(kMaxFramingBytes)));
+            if (m_framingBytes > m_limits.framingBytes)
+                return failTooLarge(
+                    QStringLiteral("chunk framing longer than %1").arg(byteCount(m_limits.framingBytes)));
             if (m_state == State::ChunkEnd) {
                 if (got == Line::TooLong || !line.isEmpty())
                     return fail(QStringLiteral("malformed chunk terminator"));
@@ -303,9 +368,8 @@ ResponseParser::Progress ResponseParser::parse()
                 return fail(QStringLiteral("chunk size line too long"));
             const qsizetype semicolon = line.indexOf(';'); // chunk extensions are ignored
             const QByteArrayView hex = (semicolon < 0 ? line : line.first(semicolon)).trimmed();
-            bool ok = false;
-            const qint64 size = hex.toLongLong(&ok, 16);
-            if (!ok || size < 0 || hex.size() > 15)
+            qint64 size = 0;
+            if (!parseHexDigits(hex, &size))
                 return fail(QStringLiteral("malformed chunk size"));
             if (size == 0) {
                 m_state = State::Trailers;
@@ -327,6 +391,8 @@ ResponseParser::Progress ResponseParser::parse()
         }
         case State::Done:
             return Progress::Done;
+        case State::Failed:
+            return Progress::Error;
         }
     }
 }

@@ -6,6 +6,17 @@
 
 namespace once::http {
 
+// Bounds that keep a misbehaving server from growing our buffers or holding our thread.
+// The client uses these; a test or a fuzzer may choose small ones to reach them quickly.
+struct ResponseLimits
+{
+    qsizetype lineBytes = 32 * 1024;   // the status line and each header line
+    qsizetype headerBytes = 64 * 1024; // all header lines (and trailers) together
+    int headerCount = 256;
+    qsizetype chunkLineBytes = 4 * 1024;  // a chunk size with its extensions
+    qsizetype framingBytes = 1024 * 1024; // all chunk size lines and chunk ends together
+};
+
 // Incremental HTTP/1.x response parser, free of sockets: bytes go in with feed(), parse()
 // says whether a response is complete. Bytes are appended to an internal buffer and
 // consumed from a read position, so a response split over many reads is parsed once.
@@ -25,6 +36,9 @@ public:
         Error
     };
 
+    ResponseParser() = default;
+    explicit ResponseParser(const ResponseLimits &limits) : m_limits(limits) {}
+
     // Starts a new exchange. A HEAD request's response has no body, whatever its headers
     // say. maxBodyBytes: the most body kept; more is an error.
     void reset(bool headRequest = false, qint64 maxBodyBytes = DefaultMaxResponseBodyBytes);
@@ -43,6 +57,7 @@ public:
     // Bytes the parser holds, consumed or not: at most an unfinished line and the last
     // bytes fed, however long the response.
     qsizetype heldBytes() const { return m_buffer.size(); }
+    const ResponseLimits &limits() const { return m_limits; }
     const HttpResult &result() const { return m_result; }
     HttpResult takeResult() { return std::move(m_result); }
 
@@ -57,7 +72,8 @@ private:
         ChunkEnd,
         Trailers,
         UntilClose,
-        Done
+        Done,
+        Failed // an error was reported: nothing more is parsed, the close changes nothing
     };
     enum class Line
     {
@@ -75,6 +91,7 @@ private:
     Progress appendBody(qint64 bytes, QLatin1String framing);
     QString bodyLimitText() const;
 
+    ResponseLimits m_limits;
     QByteArray m_buffer;
     qsizetype m_pos = 0;
     qsizetype m_scannedTo = 0; // no '\n' in [m_pos, m_scannedTo): a slow line is scanned once
@@ -87,7 +104,8 @@ private:
     qsizetype m_framingBytes = 0;
     int m_minorVersion = 1;
     qint64 m_contentLength = -1;
-    bool m_chunked = false;
+    bool m_transferEncoding = false;
+    bool m_chunked = false; // the last transfer coding is chunked
     bool m_headRequest = false;
     bool m_connectionClose = false;
     bool m_connectionKeepAlive = false;

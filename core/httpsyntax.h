@@ -10,6 +10,20 @@ inline bool equalsCi(QByteArrayView a, QByteArrayView b)
     return a.compare(b, Qt::CaseInsensitive) == 0;
 }
 
+// RFC 9110 5.6.2: token = 1*tchar, what a field name must be.
+inline bool isToken(QByteArrayView text)
+{
+    if (text.isEmpty())
+        return false;
+    for (const char c : text) {
+        const bool tchar = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+                           || QByteArrayView("!#$%&'*+-.^_`|~").contains(c);
+        if (!tchar)
+            return false;
+    }
+    return true;
+}
+
 // Whether a comma-separated header value (Connection, Transfer-Encoding) lists token.
 inline bool hasToken(QByteArrayView list, QByteArrayView token)
 {

@@ -6,6 +6,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QRegularExpression>
+#include <QStringDecoder>
 #include <QUrl>
 
 namespace once {
@@ -91,7 +92,10 @@ std::optional<SendKeyParts> parseSendKey(const QByteArray &key)
     // Only the one spelling makeSendKey writes (upper-case hex, unreserved characters
     // left as they are, UTF-8): decoding and encoding again must give the same bytes.
     const auto decodeId = [](const QByteArray &encoded) -> std::optional<QString> {
-        const QString text = QString::fromUtf8(QByteArray::fromPercentEncoding(encoded));
+        // Not QString::fromUtf8, which drops a byte order mark at the start: an id may
+        // begin with U+FEFF like with any other character.
+        QStringDecoder utf8(QStringDecoder::Utf8, QStringDecoder::Flag::ConvertInitialBom);
+        const QString text = utf8(QByteArray::fromPercentEncoding(encoded));
         if (QUrl::toPercentEncoding(text) != encoded)
             return std::nullopt;
         return text;

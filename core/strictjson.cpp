@@ -225,6 +225,9 @@ private:
     bool string(QByteArray *decoded)
     {
         ++m_p;
+        // Qt's reader drops a byte order mark that opens a string; a partner keeps it.
+        if (m_end - m_p >= 3 && std::memcmp(m_p, "\xef\xbb\xbf", 3) == 0)
+            return fail(QStringLiteral("byte order mark U+FEFF at the start of a string"), m_p);
         for (;;) {
             if (m_p == m_end)
                 return malformed("unterminated string");

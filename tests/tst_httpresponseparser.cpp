@@ -18,6 +18,7 @@ struct Parsed
     HttpResult result;
     QString error;
     bool tooLarge = false;
+    bool keepAlive = false;
     qsizetype mostBuffered = 0;
 };
 
@@ -40,6 +41,7 @@ Parsed parseInPieces(const QByteArray &wire, qsizetype piece, bool eof, qint64 m
         parsed.progress = parser.finishAtEof();
     parsed.error = parser.error();
     parsed.tooLarge = parser.tooLarge();
+    parsed.keepAlive = parser.keepAlive();
     parsed.result = parser.takeResult();
     return parsed;
 }
@@ -66,6 +68,13 @@ private slots:
     void manyTinyChunksUpToTheLimitAreOneBody();
     void bufferHoldsOnlyAnUnfinishedLine();
     void resetStartsAFreshExchange();
+    void boundsOfItsOwnAreKept();
+    void transferEncodingDecidesTheFraming_data();
+    void transferEncodingDecidesTheFraming();
+    void refusesMalformedLines_data();
+    void refusesMalformedLines();
+    void aVerdictIsFinal_data();
+    void aVerdictIsFinal();
 };
 
 void tst_HttpResponseParser::parsesWellFramedResponses_data()
@@ -225,6 +234,178 @@ void tst_HttpResponseParser::resetStartsAFreshExchange()
     QVERIFY(parser.keepAlive());
     QVERIFY(!parser.hasTrailingData());
     QCOMPARE(parser.result().body, QByteArray("ok"));
+}
+
+void tst_HttpResponseParser::boundsOfItsOwnAreKept()
+{
+    // The client's bounds are the defaults; a parser built with others keeps those.
+    const http::ResponseLimits limits{.lineBytes = 30, .headerBytes = 60, .headerCount = 3, .chunkLineBytes = 8,
+                                      .framingBytes = 40};
+    const auto refusal = [&limits](const QByteArray &wire) {
+        ResponseParser parser(limits);
+        parser.reset();
+        parser.feed(wire);
+        return parser.parse() == ResponseParser::Progress::Error && parser.tooLarge() ? parser.error() : QString();
+    };
+    QCOMPARE(refusal("HTTP/1.1 200 OK\r\nX-Line: 1234567890123456789012345\r\n\r\n"),
+             QStringLiteral("a response header line longer than 30 bytes"));
+    QCOMPARE(refusal("HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n"), QStringLiteral("more than 3 response headers"));
+    QCOMPARE(refusal("HTTP/1.1 200 OK\r\nX-A: 1234567890\r\nX-B: 1234567890\r\nX-C: 1234567890\r\n\r\n"),
+             QStringLiteral("response headers longer than 60 bytes"));
+    QCOMPARE(refusal("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + QByteArray("1;ab\r\nx\r\n").repeated(6)),
+             QStringLiteral("chunk framing longer than 40 bytes"));
+    ResponseParser parser(limits);
+    parser.reset();
+    parser.feed("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;abcdefgh\r\nx\r\n0\r\n\r\n");
+    QCOMPARE(parser.parse(), ResponseParser::Progress::Error);
+    QCOMPARE(parser.error(), QStringLiteral("chunk size line too long"));
+}
+
+void tst_HttpResponseParser::transferEncodingDecidesTheFraming_data()
+{
+    // RFC 9112 6.3: with Transfer-Encoding, chunked as the last coding frames the body and
+    // anything else leaves it to the close; Content-Length no longer counts. Both at once,
+    // or chunked in HTTP/1.0, is how responses are smuggled: the connection is not reused.
+    QTest::addColumn<QByteArray>("wire");
+    QTest::addColumn<bool>("eof");
+    QTest::addColumn<QByteArray>("body");
+    QTest::addColumn<bool>("keepAlive");
+
+    QTest::newRow("chunked") << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+                             << false << QByteArray("ok") << true;
+    QTest::newRow("chunked beside Content-Length")
+        << QByteArray("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n")
+        << false << QByteArray("abcdef") << false;
+    QTest::newRow("gzip beside Content-Length")
+        << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 2\r\n\r\nabcd") << true
+        << QByteArray("abcd") << false;
+    QTest::newRow("chunked, then gzip")
+        << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n3\r\nabc\r\n0\r\n\r\n") << true
+        << QByteArray("3\r\nabc\r\n0\r\n\r\n") << false;
+    QTest::newRow("gzip, then chunked on a line of its own")
+        << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+        << false << QByteArray("ok") << true;
+    QTest::newRow("chunked, then identity on a line of its own")
+        << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n"
+                      "Content-Length: 1\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+        << true << QByteArray("2\r\nok\r\n0\r\n\r\n") << false;
+    QTest::newRow("HTTP/1.0 keep-alive with a length")
+        << QByteArray("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok") << false
+        << QByteArray("ok") << true;
+    QTest::newRow("HTTP/1.0 keep-alive, chunked")
+        << QByteArray("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+        << false << QByteArray("ok") << false;
+}
+
+void tst_HttpResponseParser::transferEncodingDecidesTheFraming()
+{
+    QFETCH(QByteArray, wire);
+    QFETCH(bool, eof);
+    QFETCH(QByteArray, body);
+    QFETCH(bool, keepAlive);
+    for (const qsizetype piece : {qsizetype(1), qsizetype(6), qsizetype(0)}) {
+        const Parsed parsed = parseInPieces(wire, piece, eof);
+        QVERIFY2(parsed.progress == ResponseParser::Progress::Done,
+                 qPrintable(QStringLiteral("pieces of %1: %2").arg(QString::number(piece), parsed.error)));
+        QCOMPARE(parsed.result.body, body);
+        QCOMPARE(parsed.keepAlive, keepAlive);
+    }
+}
+
+void tst_HttpResponseParser::refusesMalformedLines_data()
+{
+    // A line another parser could read differently (as a Content-Length, as two lines, as
+    // another chunk size) is refused, not guessed at: field names are tokens (RFC 9110
+    // 5.6.2), values hold no CR or NUL (RFC 9112 5), in the headers and in a chunked
+    // body's trailers; a chunk size is hexadecimal digits and nothing else.
+    QTest::addColumn<QByteArray>("wire");
+    QTest::addColumn<bool>("eof");
+
+    QTest::newRow("space before the colon") << QByteArray("HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\nhello") << false;
+    QTest::newRow("folded line") << QByteArray("HTTP/1.1 200 OK\r\nX-Note: a\r\n Content-Length: 5\r\n\r\nhello")
+                                 << true;
+    QTest::newRow("whitespace before the first header")
+        << QByteArray("HTTP/1.1 200 OK\r\n\tContent-Length: 2\r\n\r\nok") << true;
+    QTest::newRow("separator in a name") << QByteArray("HTTP/1.1 200 OK\r\nX(a): 1\r\nContent-Length: 0\r\n\r\n") << false;
+    QTest::newRow("NUL in a name") << (QByteArray("HTTP/1.1 200 OK\r\nContent-Len") + '\0' + "gth: 2\r\n\r\nok") << true;
+    QTest::newRow("bare CR in a value")
+        << QByteArray("HTTP/1.1 200 OK\r\nX-Id: a\rContent-Length: 5\r\n\r\nhello") << true;
+    QTest::newRow("NUL in a value") << (QByteArray("HTTP/1.1 200 OK\r\nX-Id: a") + '\0' + "b\r\nContent-Length: 0\r\n\r\n")
+                                    << false;
+    // RFC 9112 7.1: chunk-size = 1*HEXDIG, as strict as Content-Length's digits.
+    for (const char *size : {"0x5", "+5", "-0", "5 5", ""}) {
+        QTest::addRow("chunk size \"%s\"", size) << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                                             + QByteArray(size) + "\r\nhello\r\n0\r\n\r\n")
+                                                  << false;
+    }
+    QTest::newRow("trailer without a colon")
+        << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nHTTP/1.1 200 OK\r\n\r\n")
+        << false;
+    QTest::newRow("trailer with a space in its name")
+        << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX T: 1\r\n\r\n") << false;
+}
+
+void tst_HttpResponseParser::refusesMalformedLines()
+{
+    QFETCH(QByteArray, wire);
+    QFETCH(bool, eof);
+    for (const qsizetype piece : {qsizetype(1), qsizetype(5), qsizetype(0)}) {
+        const Parsed parsed = parseInPieces(wire, piece, eof);
+        QVERIFY2(parsed.progress == ResponseParser::Progress::Error,
+                 qPrintable(QStringLiteral("pieces of %1: accepted with body \"").arg(piece)
+                            + QString::fromLatin1(parsed.result.body) + u'"'));
+        QVERIFY2(parsed.error.startsWith(QLatin1String("malformed")), qPrintable(parsed.error));
+        QVERIFY(!parsed.tooLarge);
+    }
+}
+
+void tst_HttpResponseParser::aVerdictIsFinal_data()
+{
+    QTest::addColumn<QByteArray>("wire");
+    QTest::addColumn<qint64>("maxBody");
+    QTest::addColumn<ResponseParser::Progress>("verdict");
+
+    const auto done = ResponseParser::Progress::Done;
+    const auto error = ResponseParser::Progress::Error;
+    QTest::newRow("malformed header, then a good response")
+        << QByteArray("HTTP/1.1 200 OK\r\nno colon\r\nContent-Length: 0\r\n\r\n") << DefaultMaxResponseBodyBytes << error;
+    QTest::newRow("announced over the limit, then the body")
+        << QByteArray("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello") << qint64(4) << error;
+    QTest::newRow("close-delimited over the limit, then the close")
+        << QByteArray("HTTP/1.1 200 OK\r\n\r\nhello") << qint64(4) << error;
+    QTest::newRow("chunk over the limit, then the chunk")
+        << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n") << qint64(4)
+        << error;
+    QTest::newRow("complete, then another response")
+        << QByteArray("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") << DefaultMaxResponseBodyBytes << done;
+}
+
+void tst_HttpResponseParser::aVerdictIsFinal()
+{
+    // Whatever the caller does after a verdict (parse again, feed more, report the close),
+    // the verdict, the error and the body stay as they were.
+    QFETCH(QByteArray, wire);
+    QFETCH(qint64, maxBody);
+    QFETCH(ResponseParser::Progress, verdict);
+    ResponseParser parser;
+    parser.reset(false, maxBody);
+    parser.feed(wire);
+    QCOMPARE(parser.parse(), verdict);
+    const QString error = parser.error();
+    const bool tooLarge = parser.tooLarge();
+    const HttpResult result = parser.result();
+    QCOMPARE(parser.parse(), verdict);
+    parser.feed("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    QCOMPARE(parser.parse(), verdict);
+    QCOMPARE(parser.finishAtEof(), verdict);
+    QCOMPARE(parser.error(), error);
+    QCOMPARE(parser.tooLarge(), tooLarge);
+    QCOMPARE(parser.result().httpStatus, result.httpStatus);
+    QCOMPARE(parser.result().headers, result.headers);
+    QCOMPARE(parser.result().body, result.body);
+    if (verdict == ResponseParser::Progress::Done)
+        QVERIFY(parser.hasTrailingData());
 }
 
 QTEST_GUILESS_MAIN(tst_HttpResponseParser)

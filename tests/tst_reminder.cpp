@@ -509,6 +509,12 @@ void TestReminder::sendKeyOfValidInputIsUnchanged()
     QFETCH(QString, scheduledAt);
     QFETCH(QByteArray, expected);
     QCOMPARE(makeSendKey(userId, reminderId, scheduledAt), expected);
+    // The key decodes into exactly these ids and the canonical time.
+    const auto parts = parseSendKey(expected);
+    QVERIFY(parts);
+    QCOMPARE(parts->userId, userId);
+    QCOMPARE(parts->reminderId, reminderId);
+    QCOMPARE(parts->canonicalTime, parseRfc3339(scheduledAt)->canonical);
     // And the parser derives the same key from a message carrying them.
     QJsonObject object = validObject();
     object.insert(QStringLiteral("user_id"), userId);
@@ -556,6 +562,16 @@ void TestReminder::refusesWhatIsNotExactlyUnderstood_data()
     QTest::newRow("truncated sequence") << rawWith("body", "\"\xe2\x82\"") << QStringLiteral("invalid UTF-8");
     QTest::newRow("stray continuation byte") << rawWith("body", "\"\x80\"") << QStringLiteral("invalid UTF-8");
     QTest::newRow("non-ASCII outside strings") << QByteArray("\xc2\xa0") + rawWith(nullptr, {}) << QStringLiteral("malformed JSON");
+
+    // A raw byte order mark opening a string: Qt's reader drops it, a partner keeps it, so
+    // an id "\uFEFFa" written raw would be read as "a" and share its key. Names too.
+    QTest::newRow("byte order mark opening user_id") << rawWith("user_id", "\"\xef\xbb\xbf" "a\"")
+                                                     << QStringLiteral("byte order mark U+FEFF at the start of a string at offset 13");
+    QTest::newRow("reminder_id of one byte order mark") << rawWith("reminder_id", "\"\xef\xbb\xbf\"")
+                                                        << QStringLiteral("byte order mark U+FEFF at the start of a string");
+    QTest::newRow("byte order mark opening a name")
+        << rawWith("body", "\"b\", \"\xef\xbb\xbf" "user_id\": \"someone-else\"")
+        << QStringLiteral("byte order mark U+FEFF at the start of a string");
 
     // Duplicate names: Qt keeps the last, a partner may keep the first, so the ledger and
     // the forwarded payload could disagree.
@@ -642,6 +658,10 @@ void TestReminder::acceptsOddButValidMessages_data()
     QTest::newRow("escaped colon") << rawWith("user_id", R"("a\u003ab")") << "a%3Ab:r-7" + at;
     QTest::newRow("question mark") << rawWith("user_id", R"("?")") << "%3F:r-7" + at;
     QTest::newRow("U+FFFD itself") << rawWith("user_id", R"("\ufffd")") << "%EF%BF%BD:r-7" + at;
+    QTest::newRow("byte order mark escaped, opening user_id") << rawWith("user_id", R"("\ufeffu")")
+                                                              << "%EF%BB%BFu:r-7" + at;
+    QTest::newRow("reminder_id of one escaped byte order mark") << rawWith("reminder_id", R"("\uFEFF")")
+                                                                << "u-42:%EF%BB%BF" + at;
     QTest::newRow("escaped control characters") << rawWith("user_id", R"("\t\u001f")") << "%09%1F:r-7" + at;
     QTest::newRow("NUL escaped in the body") << rawWith("body", R"("a\u0000b")") << "u-42:r-7" + at;
     QTest::newRow("user_id of 128 bytes") << rawWith("user_id", '"' + QByteArray(128, 'u') + '"') << QByteArray(128, 'u') + ":r-7" + at;
@@ -672,6 +692,11 @@ void TestReminder::acceptsOddButValidMessages()
     QVERIFY2(result.reminder, qPrintable(result.error));
     QCOMPARE(result.reminder->sendKey, expectedKey);
     QCOMPARE(result.reminder->payload, input.trimmed());
+    // And the key decodes into exactly the ids read.
+    const auto parts = parseSendKey(expectedKey);
+    QVERIFY(parts);
+    QCOMPARE(parts->userId, result.reminder->userId);
+    QCOMPARE(parts->reminderId, result.reminder->reminderId);
 }
 
 // The 256 KiB are the message's: a line ending after it does not count.
@@ -724,7 +749,8 @@ QString randomId(QRandomGenerator &random)
         QStringLiteral("0"),    QStringLiteral("\\"),    QStringLiteral("\""),         QStringLiteral("\t"),
         QStringLiteral("\n"),   QStringLiteral("\x7f"),   QStringLiteral("é"),          QStringLiteral("用"),
         QStringLiteral("\uFFFD"), QStringLiteral("\uFFFF"), QStringLiteral("\U0001F514"), QStringLiteral("\U0010FFFF"),
-        QStringLiteral("\u00A0"), QStringLiteral("\u200B"), QStringLiteral("2026-12-01T09:00:00Z"),
+        QStringLiteral("\u00A0"), QStringLiteral("\u200B"), QStringLiteral("\uFEFF"),
+        QStringLiteral("2026-12-01T09:00:00Z"),
     };
     QString id;
     switch (random.bounded(4)) {
@@ -842,7 +868,10 @@ void TestReminder::randomIdsRoundTripThroughTheKey()
         object.insert(QStringLiteral("reminder_id"), reminderId);
         object.insert(QStringLiteral("scheduled_at"), time);
         const auto parsed = parseReminder(line(object));
-        if (userId.toUtf8().size() > MaxIdBytes || reminderId.toUtf8().size() > MaxIdBytes) {
+        // Too long, or opening with a byte order mark written raw (as Qt writes it; Qt's
+        // reader would drop it): refused.
+        if (userId.toUtf8().size() > MaxIdBytes || reminderId.toUtf8().size() > MaxIdBytes
+            || userId.startsWith(QChar(0xfeff)) || reminderId.startsWith(QChar(0xfeff))) {
             QVERIFY(!parsed.reminder);
             continue;
         }
