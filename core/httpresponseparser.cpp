@@ -1,5 +1,6 @@
 #include "httpresponseparser.h"
 
+#include "hexdigits.h"
 #include "httpsyntax.h"
 
 #include <algorithm>
@@ -38,10 +39,7 @@ bool parseHexDigits(QByteArrayView text, qint64 *value)
         return false;
     qint64 result = 0;
     for (const char c : text) {
-        const int digit = c >= '0' && c <= '9'   ? c - '0'
-                          : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                          : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                                 : -1;
+        const int digit = hexDigitValue(uchar(c));
         if (digit < 0)
             return false;
         result = result * 16 + digit;

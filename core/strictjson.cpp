@@ -1,5 +1,6 @@
 #include "strictjson.h"
 
+#include "hexdigits.h"
 #include "quotedtext.h"
 
 #include <QSet>
@@ -258,11 +259,7 @@ private:
             return false;
         *unit = 0;
         for (int i = 0; i < 4; ++i) {
-            const uchar c = p[i];
-            const int digit = c >= '0' && c <= '9'   ? c - '0'
-                              : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                              : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                                     : -1;
+            const int digit = hexDigitValue(p[i]);
             if (digit < 0)
                 return false;
             *unit = *unit * 16 + uint(digit);
