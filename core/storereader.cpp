@@ -14,6 +14,7 @@ namespace once {
 
 namespace {
 constexpr int RedriveTickMs = 100;
+constexpr int UnpacedRedriveBatch = 500; // letters a tick without a rate
 // However many notifications arrive, views refresh at most this often because of them.
 constexpr int MinChangeIntervalMs = 1000;
 }
@@ -266,7 +267,8 @@ void StoreReader::redrive(quint64 token, const QList<DeadLetter> &letters, int r
         emit redriveFinished(token, 0, false, QStringLiteral("another redrive is still running"));
         return;
     }
-    m_redrive = std::make_unique<Redrive>(Redrive{token, letters, ratePerSecond, 0, 0, detail, false});
+    m_redrive = std::make_unique<Redrive>(Redrive{token, letters, ratePerSecond, {}, 0, 0, detail, false});
+    m_redrive->started.start();
     redriveNextBatch();
     if (m_redrive)
         m_redriveTimer.start();
@@ -280,9 +282,12 @@ void StoreReader::cancelRedrive(quint64 token)
         m_redrive->cancelled = true;
 }
 
-// One tick moves a tenth of a second's worth, so the rate holds without bursts and the
-// thread answers other requests between ticks. At a broker, each batch reopens its keys
-// in the ledger first, then has the broker move the messages (Operations).
+// Each tick moves what has fallen due since the start: letter k at (k + 1) / rate
+// seconds, so N letters take N / rate seconds at any rate, without bursts, and a late tick
+// catches up rather than slowing the run. (A fixed share per tick rounded a rate below
+// ten per second up to one letter a tick.) Between ticks the thread answers other
+// requests. At a broker, each batch reopens its keys in the ledger first, then has the
+// broker move the messages (Operations).
 void StoreReader::redriveNextBatch()
 {
     if (!m_redrive)
@@ -290,8 +295,10 @@ void StoreReader::redriveNextBatch()
     Redrive &run = *m_redrive;
     QString error;
     const int total = int(run.letters.size());
-    if (!run.cancelled && run.next < total) {
-        const int batch = run.ratePerSecond > 0 ? std::max(1, run.ratePerSecond * RedriveTickMs / 1000) : 500;
+    const qint64 due = run.ratePerSecond > 0 ? qint64(run.ratePerSecond) * run.started.elapsed() / 1000
+                                             : run.next + UnpacedRedriveBatch;
+    const int batch = int(std::min<qint64>(due, total) - run.next);
+    if (!run.cancelled && batch > 0) {
         const QList<DeadLetter> letters = run.letters.mid(run.next, batch);
         const auto moved = m_broker ? m_store->operations().redrive(*m_broker, letters, &error)
                                     : m_store->operations().redrive(letters, &error);

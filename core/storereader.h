@@ -107,6 +107,7 @@ private:
         quint64 token = 0;
         QList<DeadLetter> letters;
         int ratePerSecond = 0;
+        QElapsedTimer started; // the rate is kept over the whole run, not per tick
         int next = 0;
         int moved = 0;
         QString detail;

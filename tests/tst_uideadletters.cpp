@@ -16,6 +16,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QComboBox>
+#include <QElapsedTimer>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
@@ -100,6 +101,8 @@ private slots:
     void redriveDialogCountsAndWarns();
     void redriveSelectedFromPage();
     void redriveAllMatchingTakesTheFilter();
+    void redriveHonoursTheRate_data();
+    void redriveHonoursTheRate();
     void discardAsksFirst();
     void emptyStates();
     void inDoubtPageResolves();
@@ -569,6 +572,53 @@ void TestUiDeadLetters::redriveSelectedFromPage()
     QCOMPARE(entries.constFirst().detail, QStringLiteral("selected 3"));
     QCOMPARE(entries.constFirst().count, qint64(3));
     Settings().setRedriveRate(50);
+}
+
+void TestUiDeadLetters::redriveHonoursTheRate_data()
+{
+    QTest::addColumn<int>("rate");
+    QTest::addColumn<int>("letters");
+    // Each run is meant to take 3 to 4.5 s, so the tick (0.1 s) is within the 10 %.
+    QTest::newRow("1 per second") << 1 << 3;
+    QTest::newRow("2 per second, 9 letters") << 2 << 9; // redrove in 1.5 s when a floor held it at 10/s
+    QTest::newRow("7 per second") << 7 << 21;
+    QTest::newRow("40 per second") << 40 << 120;
+}
+
+// Letter k goes back at (k + 1) / rate seconds: N letters take N / rate seconds, and no
+// letter leaves before its moment, so the partner sees the rate the operator chose.
+void TestUiDeadLetters::redriveHonoursTheRate()
+{
+    QFETCH(int, rate);
+    QFETCH(int, letters);
+    for (int i = 0; i < letters; ++i)
+        bury(makeReminder(QStringLiteral("paced-%1").arg(i), QStringLiteral("r")), QStringLiteral("http-5xx"), 0);
+    const QList<DeadLetter> buried = storeLetters();
+    QCOMPARE(buried.size(), letters);
+    auto session = openSession();
+    QSignalSpy finished(session.get(), &StoreSession::redriveFinished);
+    QList<std::pair<int, qint64>> progress; // letters moved so far, ms since the start
+    QElapsedTimer sinceStart;
+    connect(session.get(), &StoreSession::redriveProgress, this,
+            [&](quint64, int moved, int) { progress.append({moved, sinceStart.elapsed()}); });
+    sinceStart.start();
+    session->redrive(buried, rate, QStringLiteral("paced"));
+    QVERIFY(finished.wait(letters * 1000 / rate + 10000));
+    const qint64 tookMs = sinceStart.elapsed();
+    QCOMPARE(finished.constFirst().at(1).toInt(), letters);
+    QCOMPARE(storeLetters().size(), 0);
+
+    const qint64 meantMs = qint64(letters) * 1000 / rate;
+    QVERIFY2(tookMs >= meantMs * 9 / 10 && tookMs <= meantMs * 11 / 10,
+             qPrintable(QStringLiteral("%1 letters at %2/s took %3 ms, meant %4 ms")
+                            .arg(QString::number(letters), QString::number(rate), QString::number(tookMs),
+                                 QString::number(meantMs))));
+    for (const auto &[moved, atMs] : std::as_const(progress)) {
+        // The session reports after the letters moved, so atMs is never before their moment.
+        QVERIFY2(atMs >= qint64(moved) * 1000 / rate,
+                 qPrintable(QStringLiteral("%1 letters moved after %2 ms, ahead of the rate")
+                                .arg(QString::number(moved), QString::number(atMs))));
+    }
 }
 
 void TestUiDeadLetters::redriveAllMatchingTakesTheFilter()
