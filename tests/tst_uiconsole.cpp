@@ -27,6 +27,7 @@
 #include <QLineEdit>
 #include <QLoggingCategory>
 #include <QMessageBox>
+#include <QProcess>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -177,6 +178,8 @@ private slots:
     void redriveAfterOutageDeliversEachKeyOnce();
     void inDoubtEventsAreResolvedByTheOperator();
     void eventsPageFindsAUser();
+    void commandLineAnswersWithoutADisplay_data();
+    void commandLineAnswersWithoutADisplay();
 };
 
 void TestUiConsole::initTestCase()
@@ -381,6 +384,44 @@ void TestUiConsole::eventsPageFindsAUser()
         QCOMPARE(model->event(row).userId, QStringLiteral("u-bob"));
         QCOMPARE(model->event(row).state, QString(LedgerState::Applied));
     }
+}
+
+void TestUiConsole::commandLineAnswersWithoutADisplay_data()
+{
+    QTest::addColumn<QStringList>("arguments");
+    QTest::addColumn<int>("exitCode");
+    QTest::addColumn<QString>("expected"); // on standard output, or on standard error when exiting 1
+    QTest::newRow("--version") << QStringList{QStringLiteral("--version")} << 0 << QStringLiteral("once-console ");
+    QTest::newRow("--help") << QStringList{QStringLiteral("--help")} << 0 << QStringLiteral("--store <url>");
+    QTest::newRow("-h with other options") << QStringList{QStringLiteral("--store"), QStringLiteral("x.sqlite"),
+                                                          QStringLiteral("-h")}
+                                           << 0 << QStringLiteral("--demo");
+    QTest::newRow("an unknown option") << QStringList{QStringLiteral("--stroe"), QStringLiteral("x.sqlite")} << 1
+                                       << QStringLiteral("Unknown option 'stroe'");
+}
+
+// On a server or over ssh there is no display, and QApplication aborts without one: the
+// console's command line must still answer there.
+void TestUiConsole::commandLineAnswersWithoutADisplay()
+{
+    QFETCH(QStringList, arguments);
+    QFETCH(int, exitCode);
+    QFETCH(QString, expected);
+    const QString console = qEnvironmentVariable("ONCE_CONSOLE_BIN");
+    QVERIFY2(!console.isEmpty(), "ONCE_CONSOLE_BIN names the once-console binary (set by ctest)");
+    QProcess process;
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    for (const char *display : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"})
+        environment.remove(QString::fromLatin1(display));
+    process.setProcessEnvironment(environment);
+    process.start(console, arguments);
+    QVERIFY(process.waitForFinished(20000));
+    const QString out = QString::fromLocal8Bit(process.readAllStandardOutput());
+    const QString err = QString::fromLocal8Bit(process.readAllStandardError());
+    QCOMPARE(process.exitStatus(), QProcess::NormalExit); // not aborted for want of a display
+    QVERIFY2(process.exitCode() == exitCode, qPrintable(out + err));
+    QVERIFY2((exitCode == 0 ? out : err).contains(expected), qPrintable(out + err));
+    QVERIFY2(!err.contains(QLatin1String("platform plugin")), qPrintable(err));
 }
 
 QTEST_MAIN(TestUiConsole)

@@ -13,17 +13,17 @@
 #include <QMessageBox>
 #include <QTimer>
 
-int main(int argc, char *argv[])
-{
-    QApplication app(argc, argv);
-    QApplication::setOrganizationName(QStringLiteral("once"));
-    QApplication::setApplicationName(QStringLiteral("once-console"));
-    QApplication::setApplicationDisplayName(QStringLiteral("once console"));
-    QApplication::setApplicationVersion(QStringLiteral(ONCE_VERSION));
-    QApplication::setDesktopFileName(QStringLiteral("once-console"));
-    QLoggingCategory::setFilterRules(QStringLiteral("once.*.debug=false"));
+namespace {
 
-    QCommandLineParser parser;
+void nameApplication()
+{
+    QCoreApplication::setOrganizationName(QStringLiteral("once"));
+    QCoreApplication::setApplicationName(QStringLiteral("once-console"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(ONCE_VERSION));
+}
+
+void addOptions(QCommandLineParser &parser)
+{
     parser.setApplicationDescription(QStringLiteral("The operations console of once."));
     parser.addHelpOption();
     parser.addVersionOption();
@@ -45,6 +45,41 @@ int main(int argc, char *argv[])
                       QStringLiteral("dir")});
     parser.addOption({QStringLiteral("screenshot-delay"), QStringLiteral("Seconds to wait before --screenshots."),
                       QStringLiteral("s"), QStringLiteral("20")});
+}
+
+// --help, --version and a mistyped option are answered in the terminal, also on a server
+// or over ssh without a display, where QApplication cannot start: the command line is read
+// before it, and only a window needs it.
+void answerWithoutWindow(int argc, char *argv[])
+{
+    QStringList arguments;
+    for (int i = 0; i < argc; ++i)
+        arguments << QString::fromLocal8Bit(argv[i]);
+    QCommandLineParser parser;
+    addOptions(parser);
+    const bool parsed = parser.parse(arguments);
+    const bool answered = !parsed || parser.isSet(QStringLiteral("help")) || parser.isSet(QStringLiteral("help-all"))
+                          || parser.isSet(QStringLiteral("version"));
+    if (!answered)
+        return;
+    QCoreApplication app(argc, argv);
+    nameApplication();
+    parser.process(app); // prints the answer or the error, and exits
+}
+
+} // namespace
+
+int main(int argc, char *argv[])
+{
+    answerWithoutWindow(argc, argv);
+    QApplication app(argc, argv);
+    nameApplication();
+    QApplication::setApplicationDisplayName(QStringLiteral("once console"));
+    QApplication::setDesktopFileName(QStringLiteral("once-console"));
+    QLoggingCategory::setFilterRules(QStringLiteral("once.*.debug=false"));
+
+    QCommandLineParser parser;
+    addOptions(parser);
     parser.process(app);
 
     once::ui::MainWindow window;
