@@ -9,6 +9,7 @@
 #include "overviewpage.h"
 #include "partnersimulator.h"
 #include "settings.h"
+#include "settingsdialog.h"
 #include "store.h"
 #include "storesession.h"
 #include "tile.h"
@@ -16,6 +17,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QDateTime>
+#include <QFormLayout>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
@@ -141,7 +143,7 @@ void TestUiOverview::init()
     QVERIFY2(m_store, qPrintable(error));
     Settings settings;
     settings.setOldestAgeAlertSeconds(300);
-    settings.setFailingEventAlertSends(3);
+    settings.setPartnerFailingAlertSends(3);
     settings.setPartnerUrl(QStringLiteral("http://127.0.0.1:8080/reminders"));
     settings.setConcurrency(16);
     settings.setMaxAttempts(8);
@@ -406,7 +408,22 @@ void TestUiOverview::bannerStaysHiddenWhenAllIsWell()
 
 void TestUiOverview::bannerWarnsOfFailingPartnerAndEventsInDoubt()
 {
-    Settings().setFailingEventAlertSends(2);
+    // Set as an operator does, in the Settings dialog, whose words must say what the alert
+    // counts: failed sends of any events (here two events), not one event's.
+    {
+        SettingsDialog dialog;
+        auto *sends = child<QSpinBox>(dialog, QStringLiteral("partnerFailingSends"));
+        const auto *form = qobject_cast<QFormLayout *>(dialog.layout()->itemAt(0)->layout());
+        QVERIFY(form);
+        const auto *label = qobject_cast<QLabel *>(form->labelForField(sends));
+        QVERIFY(label);
+        QVERIFY2(label->text().contains(QLatin1String("partner failed")) && label->text().contains(QLatin1String("5 minutes"))
+                     && !label->text().contains(QLatin1String("one event")),
+                 qPrintable(label->text()));
+        sends->setValue(2);
+        dialog.accept();
+    }
+    QCOMPARE(Settings().partnerFailingAlertSends(), 2);
     claimAndRecord(makeReminder(QStringLiteral("u"), QStringLiteral("f1")), LedgerState::Retrying, QStringLiteral("http-5xx"));
     claimAndRecord(makeReminder(QStringLiteral("u"), QStringLiteral("f2")), LedgerState::Retrying, QStringLiteral("http-5xx"));
     claimAndRecord(makeReminder(QStringLiteral("u"), QStringLiteral("doubt")), LedgerState::InDoubt, QStringLiteral("in-doubt"));

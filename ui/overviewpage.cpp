@@ -419,7 +419,7 @@ void OverviewPage::updateAlerts()
                                              .arg(formatDuration(*age), formatDuration(oldestLimitMs))};
         // Core keeps no per-event failure count over time; many failed sends with nothing
         // applied is the same story told by the totals: the partner is refusing everything.
-        if (m_stats->failedSendsLast5Min >= settings.failingEventAlertSends() && m_stats->appliedLast5Min == 0)
+        if (m_stats->failedSendsLast5Min >= settings.partnerFailingAlertSends() && m_stats->appliedLast5Min == 0)
             alerts << AlertBanner::Alert{Severity::Alert,
                                          tr("The partner keeps failing: %1 failed sends and nothing applied in the "
                                             "last 5 minutes.")

@@ -22,9 +22,10 @@ public:
 
     int oldestAgeAlertSeconds() const { return m_settings.value(QStringLiteral("alerts/oldestAgeSeconds"), 300).toInt(); }
     void setOldestAgeAlertSeconds(int seconds) { m_settings.setValue(QStringLiteral("alerts/oldestAgeSeconds"), seconds); }
-    // One event that has failed this many sends counts as "keeps failing".
-    int failingEventAlertSends() const { return m_settings.value(QStringLiteral("alerts/failingEventSends"), 3).toInt(); }
-    void setFailingEventAlertSends(int sends) { m_settings.setValue(QStringLiteral("alerts/failingEventSends"), sends); }
+    // "The partner keeps failing": this many failed sends over all events in the last five
+    // minutes, with none applied. (Stored under its first name, so a saved value stays.)
+    int partnerFailingAlertSends() const { return m_settings.value(QStringLiteral("alerts/failingEventSends"), 3).toInt(); }
+    void setPartnerFailingAlertSends(int sends) { m_settings.setValue(QStringLiteral("alerts/failingEventSends"), sends); }
     // How long the partner keeps idempotency keys (Stripe: 24 h).
     int idempotencyWindowHours() const { return m_settings.value(QStringLiteral("partner/idempotencyWindowHours"), 24).toInt(); }
     void setIdempotencyWindowHours(int hours) { m_settings.setValue(QStringLiteral("partner/idempotencyWindowHours"), hours); }

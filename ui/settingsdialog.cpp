@@ -16,9 +16,10 @@ SettingsDialog::SettingsDialog(QWidget *parent) : QDialog(parent)
     m_oldestAge->setRange(5, 7 * 24 * 3600);
     m_oldestAge->setSuffix(tr(" s"));
     m_oldestAge->setValue(settings.oldestAgeAlertSeconds());
-    m_failingSends = new QSpinBox;
-    m_failingSends->setRange(2, 100);
-    m_failingSends->setValue(settings.failingEventAlertSends());
+    m_partnerFailingSends = new QSpinBox;
+    m_partnerFailingSends->setObjectName(QStringLiteral("partnerFailingSends"));
+    m_partnerFailingSends->setRange(2, 100);
+    m_partnerFailingSends->setValue(settings.partnerFailingAlertSends());
     m_idempotencyWindow = new QSpinBox;
     m_idempotencyWindow->setRange(1, 24 * 90);
     m_idempotencyWindow->setSuffix(tr(" h"));
@@ -30,7 +31,10 @@ SettingsDialog::SettingsDialog(QWidget *parent) : QDialog(parent)
 
     auto *form = new QFormLayout;
     form->addRow(tr("Alert when the oldest ready message is older than"), m_oldestAge);
-    form->addRow(tr("Alert when one event has failed this many sends"), m_failingSends);
+    m_partnerFailingSends->setToolTip(tr("The Overview raises \"the partner keeps failing\" when the partner has failed "
+                                  "at least this many sends, of any events, in the last 5 minutes and applied "
+                                  "none."));
+    form->addRow(tr("Alert when the partner failed this many sends in 5 minutes, none applied"), m_partnerFailingSends);
     form->addRow(tr("Partner keeps idempotency keys for"), m_idempotencyWindow);
     form->addRow(tr("Default redrive rate"), m_redriveRate);
     auto *buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
@@ -45,7 +49,7 @@ void SettingsDialog::accept()
 {
     Settings settings;
     settings.setOldestAgeAlertSeconds(m_oldestAge->value());
-    settings.setFailingEventAlertSends(m_failingSends->value());
+    settings.setPartnerFailingAlertSends(m_partnerFailingSends->value());
     settings.setIdempotencyWindowHours(m_idempotencyWindow->value());
     settings.setRedriveRate(m_redriveRate->value());
     QDialog::accept();

@@ -18,7 +18,7 @@ public:
 
 private:
     QSpinBox *m_oldestAge = nullptr;
-    QSpinBox *m_failingSends = nullptr;
+    QSpinBox *m_partnerFailingSends = nullptr;
     QSpinBox *m_idempotencyWindow = nullptr;
     QSpinBox *m_redriveRate = nullptr;
 };
