@@ -790,6 +790,12 @@ void TestUiDeadLetters::inDoubtPageResolves()
     QCOMPARE(m_store->inspector().event(QString::fromLatin1(b.sendKey), &error)->state,
              QString(LedgerState::Retrying));
     QCOMPARE(m_store->queue().counts(&error)->ready, qint64(1));
+    // No worker runs on this store: the page must not promise a send.
+    auto *status = page.findChild<QLabel *>(QStringLiteral("status"));
+    QTRY_VERIFY2(status->text().contains(QLatin1String("It waits for a worker: none is running on this store")),
+                 qPrintable(status->text()));
+    QVERIFY2(status->text().contains(QLatin1String("1 reminder queued again under the same key")),
+             qPrintable(status->text()));
     QTRY_VERIFY(page.findChild<QLabel *>(QStringLiteral("emptyState"))->isVisible());
     const auto entries = audit();
     QCOMPARE(entries.size(), 2);

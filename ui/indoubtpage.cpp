@@ -5,6 +5,9 @@
 #include "settings.h"
 #include "storesession.h"
 
+#include "database.h"
+#include "workerregistry.h"
+
 #include <QAction>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -17,6 +20,8 @@
 #include <QTableView>
 #include <QToolButton>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace once::ui {
 
@@ -186,6 +191,11 @@ void InDoubtPage::setSession(StoreSession *session)
             }
         });
         connect(session, &StoreSession::operationFinished, this, &InDoubtPage::onOperationFinished);
+        connect(session, &StoreSession::workersLoaded, this,
+                [this](quint64 token, const QList<WorkerRecord> &workers) {
+                    if (token == m_workersToken)
+                        sayWhoSendsTheResent(workers);
+                });
     }
     updateActions();
     updateCounts();
@@ -286,17 +296,33 @@ void InDoubtPage::onOperationFinished(quint64 token, bool ok, const QString &mes
     m_pending.erase(it);
     if (!m_pending.isEmpty())
         return;
-    QString text = m_pendingResend ? tr("%1 queued again under the same key; the worker sends it now.")
-                                         .arg(remindersText(m_succeeded))
+    QString text = m_pendingResend ? tr("%1 queued again under the same key.").arg(remindersText(m_succeeded))
                                    : tr("%1 marked delivered.").arg(remindersText(m_succeeded));
     if (!m_failures.isEmpty())
         text += QLatin1Char(' ') +
                 tr("%1 failed: %2")
                     .arg(QLocale().toString(m_failures.size()), m_failures.join(QStringLiteral("; ")));
     setStatus(text, !m_failures.isEmpty());
+    // Who sends it next is the store's to tell, the console's own worker or any other.
+    m_resolvedText = text;
+    m_workersToken = m_pendingResend && m_succeeded > 0 ? m_session->loadWorkers() : 0;
     updateActions();
     m_loadPending = false;
     reload();
+}
+
+void InDoubtPage::sayWhoSendsTheResent(const QList<WorkerRecord> &workers)
+{
+    m_workersToken = 0;
+    const qint64 now = nowMs();
+    const auto running = std::count_if(workers.cbegin(), workers.cend(), [now](const WorkerRecord &worker) {
+        return worker.status(now) == QLatin1String("running");
+    });
+    const QString next = running > 0
+                             ? tr("A running worker sends it next (%n running on this store).", nullptr, int(running))
+                             : tr("It waits for a worker: none is running on this store. Start one (Worker page, "
+                                  "or once worker) to send it.");
+    setStatus(m_resolvedText + QLatin1Char(' ') + next, !m_failures.isEmpty() || running == 0);
 }
 
 void InDoubtPage::updateActions()

@@ -11,6 +11,10 @@ class QSortFilterProxyModel;
 class QStackedWidget;
 class QTableView;
 
+namespace once {
+struct WorkerRecord;
+}
+
 namespace once::ui {
 
 class InDoubtModel;
@@ -37,6 +41,7 @@ private:
     void confirmResolve(bool resend);
     void resolve(const QList<QByteArray> &keys, bool resend);
     void onOperationFinished(quint64 token, bool ok, const QString &message);
+    void sayWhoSendsTheResent(const QList<once::WorkerRecord> &workers);
     void updateActions();
     void updateCounts();
     void updateEmptyState();
@@ -62,6 +67,9 @@ private:
     bool m_pendingResend = false;
     int m_succeeded = 0;
     QStringList m_failures;
+    // After a resend: the workers on the store, to say whether one is there to send it.
+    quint64 m_workersToken = 0;
+    QString m_resolvedText;
 };
 
 } // namespace once::ui
