@@ -69,8 +69,10 @@ QString eventWhere(const EventFilter &filter, QVariantList *values)
 {
     QStringList conditions;
     if (!filter.text.isEmpty()) {
-        conditions << QStringLiteral("(user_id = ? OR destination = ? OR reminder_id = ? OR send_key = ? OR event_id = ?)");
-        for (int i = 0; i < 5; ++i)
+        // The last: an event id of any delivery, a duplicate's too (the history keeps each).
+        conditions << QStringLiteral("(user_id = ? OR destination = ? OR reminder_id = ? OR send_key = ? OR event_id = ? "
+                                     "OR send_key IN (SELECT send_key FROM attempts WHERE event_id = ?))");
+        for (int i = 0; i < 6; ++i)
             values->append(filter.text);
     }
     if (!filter.userId.isEmpty()) {
@@ -195,6 +197,7 @@ QJsonObject attemptToJson(const Attempt &attempt)
         {QStringLiteral("step"), attempt.step},
         {QStringLiteral("outcome"), attempt.outcome},
         {QStringLiteral("message_id"), textOrNull(attempt.messageId)},
+        {QStringLiteral("event_id"), textOrNull(attempt.eventId)},
         {QStringLiteral("delivery"), attempt.delivery},
         {QStringLiteral("worker"), textOrNull(attempt.workerId)},
         {QStringLiteral("http_status"), attempt.httpStatus ? QJsonValue(attempt.httpStatus) : QJsonValue(QJsonValue::Null)},
@@ -262,10 +265,13 @@ std::optional<DeliveryStats> Inspector::stats(QString *error)
 
 std::optional<EventRow> Inspector::event(const QString &keyOrEventId, QString *error)
 {
+    // The ledger row holds the first delivery's event id; a later delivery of the same
+    // reminder (a duplicate) is found through its history row.
     auto &query = m_db.prepared(QStringLiteral("SELECT ") + EventColumns
-                                + QStringLiteral(" FROM ledger WHERE send_key = ? OR event_id = ? LIMIT 1"));
-    query.addBindValue(keyOrEventId);
-    query.addBindValue(keyOrEventId);
+                                + QStringLiteral(" FROM ledger WHERE send_key = ? OR event_id = ? OR send_key = "
+                                                 "(SELECT send_key FROM attempts WHERE event_id = ? LIMIT 1) LIMIT 1"));
+    for (int i = 0; i < 3; ++i)
+        query.addBindValue(keyOrEventId);
     if (!m_db.exec(query, error))
         return std::nullopt;
     if (!query.next()) {

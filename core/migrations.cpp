@@ -265,6 +265,9 @@ CREATE INDEX queue_samples_at ON queue_samples(at);
     // 4: when the current claim of a key was taken, so that an event in doubt can say
     // "claimed at T by W, may have been sent" (a claim has no history row of its own)
     {"ALTER TABLE ledger ADD COLUMN claimed_at INTEGER", "ALTER TABLE ledger ADD COLUMN claimed_at BIGINT"},
+    // 5: every delivery's event id finds its event, also a duplicate's, whose id the
+    // ledger row (written by the first delivery) does not hold
+    {"CREATE INDEX attempts_event ON attempts(event_id)", "CREATE INDEX attempts_event ON attempts(event_id)"},
 };
 
 } // namespace

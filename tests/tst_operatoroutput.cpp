@@ -4,6 +4,7 @@
 // processes against a real store and the in-process partner simulator.
 #include "deliveryharness.h"
 #include "reminder.h"
+#include "store.h"
 #include "partnersimulator.h"
 #include "teststores.h"
 
@@ -11,6 +12,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLoggingCategory>
+#include <QSet>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -27,6 +29,7 @@ private slots:
     void cleanup();
 
     void keysArePrintedExactlyAndFoundWhenPasted();
+    void everyDeliveryIsFoundByItsEventId();
 
 private:
     QString partnerUrl() const { return QStringLiteral("http://127.0.0.1:%1/reminders").arg(m_partner->port()); }
@@ -116,6 +119,69 @@ void OperatorOutputTest::keysArePrintedExactlyAndFoundWhenPasted()
         QVERIFY2(history.out.contains("worker=w%1-%2"), history.out.constData());
     }
     QVERIFY2(events.out.contains("user=100%1 reminder=r%2 sends=1"), events.out.constData());
+}
+
+// A producer that retried with a fresh event id each time: one reminder, three event ids.
+// Support looks up whichever id the producer's log shows; each finds the one event, whose
+// story names every delivery's event id and message id.
+void OperatorOutputTest::everyDeliveryIsFoundByItsEventId()
+{
+    const QStringList eventIds{QStringLiteral("evt-first"), QStringLiteral("evt-again"), QStringLiteral("evt-third")};
+    QByteArray lines;
+    for (const QString &eventId : eventIds) {
+        const QJsonObject reminder{{QStringLiteral("user_id"), QStringLiteral("u-dup")},
+                                   {QStringLiteral("reminder_id"), QStringLiteral("r-dup")},
+                                   {QStringLiteral("scheduled_at"), QStringLiteral("2026-12-01T09:00:00Z")},
+                                   {QStringLiteral("destination"), QStringLiteral("+15550100")},
+                                   {QStringLiteral("body"), QStringLiteral("hello")},
+                                   {QStringLiteral("event_id"), eventId}};
+        lines += QJsonDocument(reminder).toJson(QJsonDocument::Compact) + '\n';
+    }
+    const QByteArray key = makeSendKey(QStringLiteral("u-dup"), QStringLiteral("r-dup"),
+                                       QStringLiteral("2026-12-01T09:00:00Z"));
+    const QString file = m_dir->filePath(QStringLiteral("retried.jsonl"));
+    {
+        QFile out(file);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(lines);
+    }
+    QVERIFY(m_once->run({QStringLiteral("enqueue"), file}).exitedWith(0));
+    const auto worker = m_once->run({QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl(),
+                                     QStringLiteral("--until-idle")},
+                                    {}, WorkerTimeoutMs);
+    QVERIFY2(worker.exitedWith(0), worker.describe().constData());
+    QCOMPARE(m_partner->effectsByKey().value(key), 1);
+
+    for (const QString &eventId : eventIds) {
+        const auto history = m_once->run({QStringLiteral("history"), eventId});
+        QVERIFY2(history.exitedWith(0), history.describe().constData());
+        QVERIFY2(history.out.startsWith(QByteArray("applied    " + key + "  user=")), history.out.constData());
+        for (const QString &each : eventIds)
+            QVERIFY2(history.out.contains(QByteArray(QByteArray(" event=") + each.toUtf8() + ' ')), history.out.constData());
+    }
+    const auto json = m_once->run({QStringLiteral("history"), QStringLiteral("--json"), QStringLiteral("evt-third")});
+    QVERIFY2(json.exitedWith(0), json.describe().constData());
+    QSet<QString> seen;
+    for (const QJsonValue attempt : QJsonDocument::fromJson(json.out).object().value(QStringLiteral("attempts")).toArray())
+        seen.insert(attempt.toObject().value(QStringLiteral("event_id")).toString());
+    QCOMPARE(seen, QSet<QString>(eventIds.cbegin(), eventIds.cend()));
+
+    // The console's search, on the same store: each id lists the one event.
+    QString error;
+    const auto store = Store::open(m_once->storeUrl(), &error);
+    QVERIFY2(store, qPrintable(error));
+    for (const QString &eventId : eventIds) {
+        EventFilter filter;
+        filter.text = eventId;
+        const auto found = store->inspector().events(filter, &error);
+        QVERIFY2(found, qPrintable(error));
+        QCOMPARE(found->size(), 1);
+        QCOMPARE(found->constFirst().sendKey, key);
+        QCOMPARE(store->inspector().countEvents(filter, &error), std::optional<qint64>(1));
+    }
+    EventFilter nobody;
+    nobody.text = QStringLiteral("evt-never");
+    QCOMPARE(store->inspector().events(nobody, &error)->size(), 0);
 }
 
 QTEST_GUILESS_MAIN(OperatorOutputTest)

@@ -263,7 +263,7 @@ void TestUiEvents::init()
 {
     // Every page starts from the default column layout.
     Settings().setHeaderState(QStringLiteral("events"), {});
-    Settings().setHeaderState(QStringLiteral("eventsTimeline"), {});
+    Settings().setHeaderState(QStringLiteral("eventsTimeline.eventId"), {});
 }
 
 void TestUiEvents::selectKey(EventsPage &page, const QByteArray &key)
@@ -289,10 +289,10 @@ void TestUiEvents::summariesAndVerdicts()
 {
     const Reminder &r = m_aliceDentist;
     QCOMPARE(attemptSummary(attempt(r, QStringLiteral("17"), 2, QStringLiteral("claim"), QStringLiteral("claimed"))),
-             QStringLiteral("Claimed by worker worker-7 (delivery 2 of message 17)"));
+             QStringLiteral("Claimed by worker worker-7 (delivery 2 of message 17, event evt-a1)"));
     QCOMPARE(attemptSummary(attempt(r, QStringLiteral("17"), 2, QStringLiteral("claim"), QStringLiteral("duplicate"), 0, -1,
                                     {}, QStringLiteral("already applied"))),
-             QStringLiteral("Duplicate delivery suppressed: already applied"));
+             QStringLiteral("Duplicate delivery suppressed: already applied (delivery 2 of message 17, event evt-a1)"));
     QCOMPARE(attemptSummary(attempt(r, QStringLiteral("17"), 1, QStringLiteral("send"), QStringLiteral("applied"), 200, 12,
                                     {}, {}, QStringLiteral("req_123"))),
              QStringLiteral("Sent: HTTP 200 in 12 ms (req_123), recorded and acked"));
@@ -667,8 +667,11 @@ void TestUiEvents::timelineTellsTheStory()
     QCOMPARE(timeline->rowCount(), 3);
     QCOMPARE(timeline->index(0, AttemptsModel::Summary).data().toString(),
              QStringLiteral("Sent: HTTP 200 in 12 ms (req_123), recorded and acked"));
-    QCOMPARE(timeline->index(1, AttemptsModel::Summary).data().toString(),
-             QStringLiteral("Duplicate delivery suppressed: already applied"));
+    const QString duplicate = timeline->index(1, AttemptsModel::Summary).data().toString();
+    QVERIFY2(duplicate.startsWith(QLatin1String("Duplicate delivery suppressed: already applied (delivery 1 of message "))
+                 && duplicate.endsWith(QLatin1String(", event evt-a1)")),
+             qPrintable(duplicate));
+    QCOMPARE(timeline->index(1, AttemptsModel::EventId).data().toString(), QStringLiteral("evt-a1"));
     QCOMPARE(timeline->index(2, AttemptsModel::Summary).data().toString(), QStringLiteral("Acked without sending"));
     QCOMPARE(timeline->index(0, AttemptsModel::ProviderRequestId).data().toString(), QStringLiteral("req_123"));
     QCOMPARE(timeline->index(1, AttemptsModel::Step).data().toString(), QStringLiteral("claim"));

@@ -92,7 +92,7 @@ void TestUiEventsScale::initTestCase()
     QCoreApplication::setOrganizationName(QStringLiteral("once-tests"));
     QCoreApplication::setApplicationName(QStringLiteral("tst_uieventsscale"));
     Settings().setHeaderState(QStringLiteral("events"), {});
-    Settings().setHeaderState(QStringLiteral("eventsTimeline"), {});
+    Settings().setHeaderState(QStringLiteral("eventsTimeline.eventId"), {});
     QVERIFY2(m_dir.isValid(), qPrintable(m_dir.errorString()));
     m_url = QStringLiteral("sqlite:") + m_dir.filePath(QStringLiteral("million.sqlite"));
 

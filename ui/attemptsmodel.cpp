@@ -97,6 +97,7 @@ QVariant AttemptsModel::data(const QModelIndex &index, int role) const
         case Step: return a.step;
         case Outcome: return a.outcome;
         case MessageId: return a.messageId;
+        case EventId: return a.eventId;
         case Delivery: return a.delivery;
         case Worker: return a.workerId;
         case HttpStatus: return a.httpStatus;
@@ -114,6 +115,7 @@ QVariant AttemptsModel::data(const QModelIndex &index, int role) const
         case Step: return a.step;
         case Outcome: return a.outcome;
         case MessageId: return a.messageId;
+        case EventId: return a.eventId;
         case Delivery: return a.delivery > 0 ? QVariant(a.delivery) : QVariant();
         case Worker: return a.workerId;
         case HttpStatus: return a.httpStatus ? QVariant(a.httpStatus) : QVariant();
@@ -159,6 +161,7 @@ QVariant AttemptsModel::headerData(int section, Qt::Orientation orientation, int
     case Step: return tr("Step");
     case Outcome: return tr("Outcome");
     case MessageId: return tr("Message");
+    case EventId: return tr("Event id");
     case Delivery: return tr("Delivery");
     case Worker: return tr("Worker");
     case HttpStatus: return tr("HTTP");

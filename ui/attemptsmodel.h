@@ -20,6 +20,7 @@ public:
         Step,
         Outcome,
         MessageId,
+        EventId, // each delivery's own: a duplicate's differs from the event's first
         Delivery,
         Worker,
         HttpStatus,

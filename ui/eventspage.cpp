@@ -38,7 +38,8 @@ namespace {
 
 constexpr int SearchDebounceMs = 300;
 const QString EventsHeader = QStringLiteral("events");
-const QString TimelineHeader = QStringLiteral("eventsTimeline");
+// Named anew when the columns change, so that a saved layout never misplaces them.
+const QString TimelineHeader = QStringLiteral("eventsTimeline.eventId");
 
 QLabel *factValue()
 {
@@ -305,7 +306,8 @@ void EventsPage::buildTimeline(QWidget *timeline)
     QHeaderView *header = m_timeline->horizontalHeader();
     const std::pair<AttemptsModel::Column, int> widths[] = {
         {AttemptsModel::Time, 180},     {AttemptsModel::Summary, 380},   {AttemptsModel::Step, 80},
-        {AttemptsModel::Outcome, 90},   {AttemptsModel::MessageId, 80},  {AttemptsModel::Delivery, 65},
+        {AttemptsModel::Outcome, 90},   {AttemptsModel::MessageId, 80},  {AttemptsModel::EventId, 110},
+        {AttemptsModel::Delivery, 65},
         {AttemptsModel::Worker, 110},   {AttemptsModel::HttpStatus, 50}, {AttemptsModel::Latency, 70},
         {AttemptsModel::ProviderRequestId, 150}, {AttemptsModel::Error, 200},
     };

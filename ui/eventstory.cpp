@@ -47,11 +47,15 @@ QString callFacts(const Attempt &a)
     return text;
 }
 
+// Which delivery a history row is about: each has its own message and, from the producer,
+// its own event id (a duplicate's differs from the event's first), which support looks up.
 QString deliveryOf(const Attempt &a)
 {
     if (a.messageId.isEmpty())
         return QString();
-    return tr("delivery %1 of message %2").arg(a.delivery).arg(a.messageId);
+    if (a.eventId.isEmpty())
+        return tr("delivery %1 of message %2").arg(QString::number(a.delivery), a.messageId);
+    return tr("delivery %1 of message %2, event %3").arg(QString::number(a.delivery), a.messageId, a.eventId);
 }
 
 QString claimSummary(const Attempt &a)
@@ -61,8 +65,11 @@ QString claimSummary(const Attempt &a)
         const QString by = a.workerId.isEmpty() ? tr("Claimed") : tr("Claimed by worker %1").arg(a.workerId);
         return delivery.isEmpty() ? by : by + QStringLiteral(" (") + delivery + QStringLiteral(")");
     }
-    if (a.outcome == QLatin1String("duplicate"))
-        return tr("Duplicate delivery suppressed: %1").arg(a.error.isEmpty() ? tr("the key was already taken") : a.error);
+    if (a.outcome == QLatin1String("duplicate")) {
+        const QString why = tr("Duplicate delivery suppressed: %1")
+                                .arg(a.error.isEmpty() ? tr("the key was already taken") : a.error);
+        return delivery.isEmpty() ? why : why + QStringLiteral(" (") + delivery + QStringLiteral(")");
+    }
     if (a.outcome == QLatin1String("resend"))
         return tr("In doubt: resent with the same key");
     if (a.outcome == QLatin1String("held"))

@@ -241,8 +241,9 @@ int runHistory(const QStringList &arguments)
     for (const auto &attempt : *attempts) {
         QString line = QStringLiteral("  %1  %2 %3").arg(formatTime(attempt.atMs), attempt.step, attempt.outcome);
         if (!attempt.messageId.isEmpty())
-            line += QStringLiteral("  message=%1 delivery=%2 worker=%3")
-                        .arg(attempt.messageId, QString::number(attempt.delivery), attempt.workerId);
+            line += QStringLiteral("  message=%1 event=%2 delivery=%3 worker=%4")
+                        .arg(attempt.messageId, or_(attempt.eventId, QStringLiteral("-")),
+                             QString::number(attempt.delivery), attempt.workerId);
         if (attempt.httpStatus)
             line += QStringLiteral("  http=%1").arg(attempt.httpStatus);
         if (attempt.latencyMs >= 0)
