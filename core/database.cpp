@@ -202,8 +202,19 @@ bool Database::connect(QString *error)
     // A larger page cache and memory-mapped reads keep a busy worker from paying a
     // system call for every page it touches.
     for (const auto pragma : {"PRAGMA foreign_keys=OFF", "PRAGMA cache_size=-65536", "PRAGMA mmap_size=1073741824"}) {
-        if (!exec(QString::fromLatin1(pragma), error))
-            return false;
+        QSqlQuery query(m_db);
+        if (query.exec(QString::fromLatin1(pragma)))
+            continue;
+        noteFailure(query.lastError());
+        // The first read of the file: one that is not SQLite at all fails here, and
+        // SQLite's own words ("file is not a database") would name neither file nor cause.
+        if ((query.lastError().nativeErrorCode().toInt() & 0xff) == SQLITE_NOTADB)
+            *error = QStringLiteral("%1 is not a once store: the file is not an SQLite database (a store is created "
+                                    "by once init or the console)")
+                         .arg(m_location.displayName());
+        else
+            *error = QStringLiteral("%1 (in: %2)").arg(query.lastError().text(), QString::fromLatin1(pragma));
+        return false;
     }
     if (isReadOnly())
         return true; // the file keeps the journal mode its writers gave it

@@ -38,6 +38,7 @@ private slots:
     void storeFileGoneStopsTheWorker();
     void fullDiskStopsTheWorkerAndLosesNothing();
     void corruptStoreIsNeverReady();
+    void fileThatIsNotAStoreIsSaidInWords();
     void readingCommandsWorkOnAReadOnlyDisk();
     void readOnlyDatabaseStopsTheWorker();
     void readingCommandsNeedOnlyReadAccess();
@@ -271,6 +272,37 @@ void FailingStoreTest::corruptStoreIsNeverReady()
     QVERIFY2(clock.elapsed() < 40000, "the worker took too long to give up");
     // Warned once, not four times a second.
     QVERIFY2(worker.err.count("store write failed") <= 3, worker.err.constData());
+}
+
+// A path that names some other file (a typo, a CSV export, a config file): every command
+// says in words that it is not a store, and nothing writes to it.
+void FailingStoreTest::fileThatIsNotAStoreIsSaidInWords()
+{
+    if (m_stores.isPostgres())
+        QSKIP("a store file is SQLite's");
+    const QByteArray content = "send_key,state\nu:r:2026-12-01T09:00:00Z,applied\n" + QByteArray(8192, 'x');
+    {
+        QFile file(sqlitePath());
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        QCOMPARE(file.write(content), content.size());
+    }
+    for (const QStringList &command : {QStringList{QStringLiteral("init")}, QStringList{QStringLiteral("stats")},
+                                       QStringList{QStringLiteral("events")},
+                                       workerArgs({QStringLiteral("--until-idle")})}) {
+        const auto run = m_once->run(command, {}, WorkerTimeoutMs);
+        QVERIFY2(run.exitedWith(1), run.describe().constData());
+        QVERIFY2(run.err.contains(QByteArray("sqlite:" + QFile::encodeName(sqlitePath())
+                                             + " is not a once store: the file is not an SQLite database")),
+                 run.describe().constData());
+        // The worker adds its summary line; the others say one line.
+        const bool worker = command.constFirst() == QLatin1String("worker");
+        QVERIFY2(worker || (run.err.startsWith("once: sqlite:") && run.err.count('\n') == 1), run.describe().constData());
+        QVERIFY2(!run.err.contains("PRAGMA"), run.err.constData());
+    }
+    QFile file(sqlitePath());
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QCOMPARE(file.readAll(), content);
+    QVERIFY(!QFile::exists(sqlitePath() + QStringLiteral("-wal")));
 }
 
 void FailingStoreTest::readingCommandsWorkOnAReadOnlyDisk()
