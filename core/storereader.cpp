@@ -2,7 +2,9 @@
 
 #include "brokerqueue.h"
 #include "store.h"
+#include "storelocation.h"
 
+#include <QFileInfo>
 #include <QLoggingCategory>
 #include <QSqlDriver>
 
@@ -19,8 +21,8 @@ constexpr int UnpacedRedriveBatch = 500; // letters a tick without a rate
 constexpr int MinChangeIntervalMs = 1000;
 }
 
-StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, QObject *parent)
-    : QObject(parent), m_storeUrl(storeUrl), m_queueUrl(queueUrl)
+StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, IfMissing ifMissing, QObject *parent)
+    : QObject(parent), m_storeUrl(storeUrl), m_queueUrl(queueUrl), m_ifMissing(ifMissing)
 {
     qRegisterMetaType<once::EventFilter>();
     qRegisterMetaType<once::DeadLetterFilter>();
@@ -44,6 +46,15 @@ StoreReader::~StoreReader() = default;
 void StoreReader::open()
 {
     QString error;
+    if (m_ifMissing == IfMissing::Refuse) {
+        const auto location = StoreLocation::parse(m_storeUrl, &error);
+        if (location && location->kind == StoreLocation::Kind::Sqlite && !QFileInfo::exists(location->path)) {
+            m_openError = QStringLiteral("There is no store at %1.").arg(location->path);
+            emit storeMissing(location->path);
+            emit opened(false, m_openError, false);
+            return;
+        }
+    }
     m_store = Store::open(m_storeUrl, &error);
     if (!m_store) {
         // The core quotes stores by their display name; should a driver ever echo the

@@ -36,8 +36,14 @@ class StoreReader final : public QObject
     Q_DISABLE_COPY_MOVE(StoreReader)
 
 public:
+    // What open() does when a SQLite store's file is not there: create a new store, or
+    // refuse (storeMissing(), then opened(false)), so that a mistyped path or a moved file
+    // is asked about rather than answered with an empty store that looks healthy.
+    enum class IfMissing { Create, Refuse };
+
     // queueUrl: a broker's queue, or empty for the store's own.
-    explicit StoreReader(const QString &storeUrl, const QString &queueUrl = QString(), QObject *parent = nullptr);
+    explicit StoreReader(const QString &storeUrl, const QString &queueUrl = QString(),
+                         IfMissing ifMissing = IfMissing::Create, QObject *parent = nullptr);
     ~StoreReader() override;
 
 public slots:
@@ -64,6 +70,8 @@ signals:
     // which of them failed and why. liveUpdates: storeChanged() will announce changes
     // (PostgreSQL notifications).
     void opened(bool ok, const QString &error, bool liveUpdates);
+    // Before opened(false): there is no store file at the path, and IfMissing::Refuse.
+    void storeMissing(const QString &path);
     // Only with a queue URL, just before opened(), once the store is open: whether the
     // broker's queue opened too. The names never hold a password: displayName is
     // QueueLocation::displayName(), brokerName "RabbitMQ" or "Redis Streams".
@@ -98,6 +106,7 @@ private:
 
     QString m_storeUrl;
     QString m_queueUrl;
+    IfMissing m_ifMissing = IfMissing::Create;
     std::unique_ptr<Store> m_store;
     std::unique_ptr<BrokerQueue> m_broker; // null: the store's own queue
     QString m_openError;                   // why open() failed, without secrets

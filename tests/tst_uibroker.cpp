@@ -26,6 +26,7 @@
 
 #include "deliveryharness.h"
 #include "partnersimulator.h"
+#include "store.h"
 #include "testqueues.h"
 #include "teststores.h"
 
@@ -531,7 +532,11 @@ void TestUiBroker::brokerThatCannotBeOpenedIsNamedWithoutItsPassword()
     const QString queueUrl =
         redis ? QStringLiteral("redis://:%1@127.0.0.1:1/0?stream=nowhere").arg(password)
               : QStringLiteral("amqp://once:%1@127.0.0.1:1/%2F?queue=nowhere").arg(password);
-    const auto window = openConsole(m_stores.newUrl(), queueUrl, false);
+    // A store that is there: the console asks before it creates one.
+    const QString storeUrl = m_stores.newUrl();
+    QString error;
+    QVERIFY2(Store::open(storeUrl, &error), qPrintable(error));
+    const auto window = openConsole(storeUrl, queueUrl, false);
     QVERIFY(window);
     QVERIFY(window->session()->queueFailed());
     QTRY_VERIFY(window->findChild<QMessageBox *>(QStringLiteral("openError")));

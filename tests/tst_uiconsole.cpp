@@ -16,11 +16,13 @@
 #include "settings.h"
 #include "storesession.h"
 
+#include "migrations.h"
 #include "partnersimulator.h"
 #include "store.h"
 
 #include <QAction>
 #include <QApplication>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
@@ -178,6 +180,7 @@ private slots:
     void redriveAfterOutageDeliversEachKeyOnce();
     void inDoubtEventsAreResolvedByTheOperator();
     void eventsPageFindsAUser();
+    void missingStoreIsAskedAboutNotCreated();
     void commandLineAnswersWithoutADisplay_data();
     void commandLineAnswersWithoutADisplay();
 };
@@ -387,6 +390,43 @@ void TestUiConsole::eventsPageFindsAUser()
         QCOMPARE(model->event(row).userId, QStringLiteral("u-bob"));
         QCOMPARE(model->event(row).state, QString(LedgerState::Applied));
     }
+}
+
+// A mistyped path, a moved file or a first start: the console asks before it creates an
+// empty store that would look healthy, and Cancel leaves nothing behind.
+void TestUiConsole::missingStoreIsAskedAboutNotCreated()
+{
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = dir.filePath(QStringLiteral("typo/stroe.sqlite"));
+    const QString url = QStringLiteral("sqlite:") + path;
+    MainWindow window;
+    window.resize(1280, 820);
+    window.show();
+    auto *storeLabel = window.findChild<QLabel *>(QStringLiteral("storeLabel"));
+
+    window.openStore(url);
+    QTRY_VERIFY(window.findChild<QMessageBox *>(QStringLiteral("createStore")));
+    auto *ask = window.findChild<QMessageBox *>(QStringLiteral("createStore"));
+    QVERIFY2(ask->text().contains(path) && ask->text().contains(QLatin1String("Create a new store here?")),
+             qPrintable(ask->text()));
+    QVERIFY2(storeLabel->text().startsWith(QLatin1String("No store at")), qPrintable(storeLabel->text()));
+    QVERIFY(!QFile::exists(path));
+    QVERIFY(!QFileInfo::exists(dir.filePath(QStringLiteral("typo"))));
+    ask->button(QMessageBox::Cancel)->click();
+    QTRY_VERIFY(!window.findChild<QMessageBox *>(QStringLiteral("createStore")));
+    QTest::qWait(200);
+    QVERIFY(!QFile::exists(path));
+
+    window.openStore(url);
+    QTRY_VERIFY(window.findChild<QMessageBox *>(QStringLiteral("createStore")));
+    window.findChild<QMessageBox *>(QStringLiteral("createStore"))->findChild<QPushButton *>(QStringLiteral("create"))->click();
+    QTRY_VERIFY2(storeLabel->text().startsWith(QLatin1String("Store: ")), qPrintable(storeLabel->text()));
+    QVERIFY(QFile::exists(path));
+    QString error;
+    const auto store = Store::open(url, &error);
+    QVERIFY2(store, qPrintable(error));
+    QCOMPARE(store->database().schemaVersion(), latestSchemaVersion());
 }
 
 void TestUiConsole::commandLineAnswersWithoutADisplay_data()

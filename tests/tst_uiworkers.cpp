@@ -102,7 +102,8 @@ struct Console
         window = std::make_unique<MainWindow>();
         window->resize(1280, 820);
         window->show();
-        window->openStore(url);
+        // New stores too, as after the operator's "Create Store".
+        window->openStore(url, QString(), StoreReader::IfMissing::Create);
         QSignalSpy opened(window->session(), &StoreSession::opened);
         if (!opened.wait(20000) || !opened.constFirst().at(0).toBool()) {
             qWarning("the console did not open %s: %s", qPrintable(storeDisplayName(url)),

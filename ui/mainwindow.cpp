@@ -75,6 +75,7 @@ MainWindow::~MainWindow() = default;
 void MainWindow::buildMenus()
 {
     QMenu *file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("&New Store…"), QKeySequence::New, this, &MainWindow::chooseNewStore);
     file->addAction(tr("&Open Store…"), QKeySequence::Open, this, &MainWindow::chooseStore);
     QAction *openPostgres = file->addAction(tr("Open &PostgreSQL Store…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O),
                                             this, [this] { choosePostgresStore(); });
@@ -118,12 +119,12 @@ void MainWindow::buildMenus()
     help->addAction(tr("&About once"), this, &MainWindow::showAbout);
 }
 
-void MainWindow::openStore(const QString &url, const QString &queueUrl)
+void MainWindow::openStore(const QString &url, const QString &queueUrl, StoreReader::IfMissing ifMissing)
 {
     // The pages let go of the old session before it goes.
     for (Page *page : std::as_const(m_pages))
         page->setSession(nullptr);
-    m_session = std::make_unique<StoreSession>(url, queueUrl);
+    m_session = std::make_unique<StoreSession>(url, queueUrl, ifMissing);
     const QString shown = m_session->displayName();
     // The queue as the status bar names it: "RabbitMQ amqp://once@host:5672/%2F?queue=reminders".
     const QString queueShown = m_session->hasBrokerQueue()
@@ -138,6 +139,11 @@ void MainWindow::openStore(const QString &url, const QString &queueUrl)
     m_queueLabel->setVisible(m_session->hasBrokerQueue());
     m_useStoreQueueAction->setEnabled(m_session->hasBrokerQueue());
     connect(m_session.get(), &StoreSession::opened, this, [this, url, queueUrl, shown, queueShown](bool ok, const QString &error) {
+        if (!ok && m_session->storeMissing()) {
+            m_storeLabel->setText(tr("No store at %1").arg(shown));
+            askToCreateStore(url, queueUrl);
+            return;
+        }
         if (!ok) {
             m_storeLabel->setText(m_session->queueFailed() ? tr("Store: %1").arg(shown) : tr("Cannot open %1").arg(shown));
             if (m_session->queueFailed())
@@ -215,6 +221,33 @@ void MainWindow::showOpenError(const QString &url, const QString &queueUrl, bool
         connect(retry, &QPushButton::clicked, this, [this, url] { choosePostgresStore(url); });
     }
     box->open();
+}
+
+// An empty store at a mistyped or moved path would look healthy and show nothing: the
+// operator decides. Window-modal and not exec(), like the open errors.
+void MainWindow::askToCreateStore(const QString &url, const QString &queueUrl)
+{
+    auto *box = new QMessageBox(QMessageBox::Question, tr("No store here"),
+                                tr("There is no store at %1. Create a new store here?").arg(storeDisplayName(url)),
+                                QMessageBox::Cancel, this);
+    box->setObjectName(QStringLiteral("createStore"));
+    box->setInformativeText(tr("A new store starts empty. If you expected events here, the path may be mistyped or "
+                               "the file moved: choose Cancel and open the right one."));
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setWindowModality(Qt::WindowModal);
+    QPushButton *create = box->addButton(tr("Create Store"), QMessageBox::AcceptRole);
+    create->setObjectName(QStringLiteral("create"));
+    connect(create, &QPushButton::clicked, this,
+            [this, url, queueUrl] { openStore(url, queueUrl, StoreReader::IfMissing::Create); });
+    box->open();
+}
+
+void MainWindow::chooseNewStore()
+{
+    const QString path = QFileDialog::getSaveFileName(this, tr("New Store"), QString(),
+                                                      tr("once stores (*.sqlite *.db)"));
+    if (!path.isEmpty())
+        openStore(QStringLiteral("sqlite:") + path, QString(), StoreReader::IfMissing::Create);
 }
 
 void MainWindow::chooseStore()

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "storereader.h"
+
 #include <QMainWindow>
 #include <QPointer>
 #include <QTimer>
@@ -35,7 +37,10 @@ public:
     ~MainWindow() override;
 
     // queueUrl: a broker's queue to read instead of the store's own, or empty.
-    void openStore(const QString &url, const QString &queueUrl = QString());
+    // A SQLite store that is not there is asked about (askToCreateStore), unless
+    // ifMissing says to create it.
+    void openStore(const QString &url, const QString &queueUrl = QString(),
+                   StoreReader::IfMissing ifMissing = StoreReader::IfMissing::Refuse);
     // The open store (or the default one) with this broker's queue.
     void openQueue(const QString &queueUrl);
     StoreSession *session() const { return m_session.get(); }
@@ -66,6 +71,8 @@ private:
     // again (a reconnect), and goes with a different store, whose queue it is not.
     void openStoreFromMenu(const QString &url);
     void showOpenError(const QString &url, const QString &queueUrl, bool queueFailed, const QString &error);
+    void askToCreateStore(const QString &url, const QString &queueUrl);
+    void chooseNewStore();
     void rebuildRecentMenu();
     void rebuildRecentQueuesMenu();
     void refreshCurrent();

@@ -5,13 +5,14 @@
 
 namespace once::ui {
 
-StoreSession::StoreSession(const QString &storeUrl, const QString &queueUrl, QObject *parent)
+StoreSession::StoreSession(const QString &storeUrl, const QString &queueUrl, StoreReader::IfMissing ifMissing,
+                           QObject *parent)
     : QObject(parent), m_storeUrl(storeUrl), m_displayName(storeDisplayName(storeUrl)), m_queueUrl(queueUrl),
       m_queueDisplayName(queueUrl.isEmpty() ? QString() : ui::queueDisplayName(queueUrl)),
       m_brokerName(queueUrl.isEmpty() ? QString() : queueBrokerName(queueUrl))
 {
     m_thread.setObjectName(QStringLiteral("store reader"));
-    m_reader = new StoreReader(storeUrl, queueUrl);
+    m_reader = new StoreReader(storeUrl, queueUrl, ifMissing);
     m_reader->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_reader, &QObject::deleteLater);
     connect(m_reader, &StoreReader::queueOpened, this, [this](bool ok, const QString &displayName, const QString &brokerName) {
@@ -22,6 +23,7 @@ StoreSession::StoreSession(const QString &storeUrl, const QString &queueUrl, QOb
         if (!brokerName.isEmpty())
             m_brokerName = brokerName;
     });
+    connect(m_reader, &StoreReader::storeMissing, this, [this] { m_storeMissing = true; });
     connect(m_reader, &StoreReader::opened, this, [this](bool ok, const QString &error, bool liveUpdates) {
         // A broker's queue changes without the store hearing of it: with one, pages poll
         // as often as on SQLite, and the store's notifications only bring refreshes sooner.

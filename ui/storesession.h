@@ -24,7 +24,8 @@ class StoreSession final : public QObject
 
 public:
     // queueUrl: a broker's queue, or empty for the store's own.
-    explicit StoreSession(const QString &storeUrl, const QString &queueUrl = QString(), QObject *parent = nullptr);
+    explicit StoreSession(const QString &storeUrl, const QString &queueUrl = QString(),
+                          StoreReader::IfMissing ifMissing = StoreReader::IfMissing::Create, QObject *parent = nullptr);
     ~StoreSession() override;
 
     QString storeUrl() const { return m_storeUrl; }
@@ -39,6 +40,8 @@ public:
     QString brokerName() const { return m_brokerName; }
     // After a failed opened(): whether the broker's queue failed (the store had opened).
     bool queueFailed() const { return m_queueFailed; }
+    // The open failed because no store file is at the path (IfMissing::Refuse).
+    bool storeMissing() const { return m_storeMissing; }
     // Whether storeChanged() follows the store's changes by itself (PostgreSQL
     // notifications), so that views may poll less often. Known once opened() came; never
     // with a broker's queue, whose changes the store does not hear of.
@@ -84,6 +87,7 @@ private:
     QString m_queueDisplayName;
     QString m_brokerName;
     bool m_queueFailed = false;
+    bool m_storeMissing = false;
     bool m_liveUpdates = false;
     QThread m_thread;
     once::StoreReader *m_reader = nullptr; // lives on m_thread

@@ -90,7 +90,7 @@ int main(int argc, char *argv[])
             QMessageBox::critical(nullptr, QObject::tr("The demo cannot start"), error);
             return 1;
         }
-        window.openStore(demo.storeUrl());
+        window.openStore(demo.storeUrl(), QString(), once::StoreReader::IfMissing::Create);
         once::EngineConfig config;
         config.storeUrl = demo.storeUrl();
         config.partnerUrl = demo.partnerUrl();
