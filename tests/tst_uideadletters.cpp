@@ -4,8 +4,10 @@
 // redrive, discard and in-doubt decisions carried out from the pages.
 #include "deadlettersmodel.h"
 #include "deadletterspage.h"
+#include "eventspage.h"
 #include "indoubtmodel.h"
 #include "indoubtpage.h"
+#include "mainwindow.h"
 #include "redrivedialog.h"
 #include "settings.h"
 #include "storesession.h"
@@ -36,6 +38,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <functional>
 #include <memory>
 
 using namespace once;
@@ -104,6 +107,7 @@ private slots:
     void redriveHonoursTheRate_data();
     void redriveHonoursTheRate();
     void discardAsksFirst();
+    void deadLetterOpensItsEventStory();
     void emptyStates();
     void inDoubtPageResolves();
     void inDoubtPageRefusesToResendWhatThePartnerAccepted();
@@ -714,6 +718,59 @@ void TestUiDeadLetters::discardAsksFirst()
     QCOMPARE(audit().constFirst().detail, QStringLiteral("selected 2"));
     QVERIFY(
         page.findChild<QLabel *>(QStringLiteral("status"))->text().contains(QLatin1String("discarded 2")));
+}
+
+void TestUiDeadLetters::deadLetterOpensItsEventStory()
+{
+    fillStandardSet();
+    MainWindow window;
+    window.resize(1280, 820);
+    window.show();
+    window.openStore(m_url);
+    QSignalSpy opened(window.session(), &StoreSession::opened);
+    QVERIFY(opened.wait(10000));
+    QVERIFY(opened.constFirst().at(0).toBool());
+    auto *page = window.page<DeadLettersPage>();
+    window.showPage(page);
+    auto *table = page->findChild<QTableView *>(QStringLiteral("deadLetters"));
+    QTRY_COMPARE(table->model()->rowCount(), 31);
+    auto *openStory = page->findChild<QAction *>(QStringLiteral("openStory"));
+    QVERIFY(table->actions().contains(openStory)); // in the context menu
+    const auto rowWhere = [&](const std::function<bool(const QByteArray &)> &matches) {
+        for (int row = 0; row < table->model()->rowCount(); ++row) {
+            if (matches(table->model()->index(row, DeadLettersModel::SendKey).data(DeadLettersModel::RawRole).toByteArray()))
+                return row;
+        }
+        return -1;
+    };
+
+    // The message that was never a reminder has no event to open.
+    table->selectRow(rowWhere([](const QByteArray &key) { return key.isEmpty(); }));
+    QVERIFY(!openStory->isEnabled());
+
+    const QByteArray key = makeReminder(QStringLiteral("new-3"), QStringLiteral("r")).sendKey;
+    table->selectRow(rowWhere([&](const QByteArray &each) { return each == key; }));
+    QVERIFY(openStory->isEnabled());
+    openStory->trigger();
+    auto *events = window.page<EventsPage>();
+    QVERIFY(events->isVisible());
+    QCOMPARE(events->storyKey(), key);
+    QTRY_VERIFY(events->storyLoaded());
+    QVERIFY2(events->verdictText().startsWith(QLatin1String("Dead-lettered: not delivered")),
+             qPrintable(events->verdictText()));
+
+    // A double-click does the same.
+    window.showPage(page);
+    const QByteArray other = makeReminder(QStringLiteral("rej-1"), QStringLiteral("r")).sendKey;
+    const int row = rowWhere([&](const QByteArray &each) { return each == other; });
+    QVERIFY(row >= 0);
+    table->scrollTo(table->model()->index(row, 1));
+    const QRect cell = table->visualRect(table->model()->index(row, 1));
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, cell.center());
+    QTest::mouseDClick(table->viewport(), Qt::LeftButton, {}, cell.center());
+    QTRY_COMPARE(events->storyKey(), other);
+    QVERIFY(events->isVisible());
+    QTRY_VERIFY(events->storyLoaded());
 }
 
 void TestUiDeadLetters::emptyStates()

@@ -119,6 +119,10 @@ void DeadLettersPage::buildUi()
     connect(m_redriveAllAction, &QAction::triggered, this, &DeadLettersPage::redriveAllMatching);
     connect(m_discardAction, &QAction::triggered, this, &DeadLettersPage::discardSelected);
     connect(m_copyKeysAction, &QAction::triggered, this, &DeadLettersPage::copySendKeys);
+    m_openStoryAction = new QAction(tr("Open event story"), this);
+    m_openStoryAction->setObjectName(QStringLiteral("openStory"));
+    m_openStoryAction->setToolTip(tr("Every delivery, claim and send of this letter's event, on the Events page"));
+    connect(m_openStoryAction, &QAction::triggered, this, &DeadLettersPage::openStory);
 
     m_countLabel = new QLabel;
     m_countLabel->setObjectName(QStringLiteral("count"));
@@ -158,8 +162,9 @@ void DeadLettersPage::buildUi()
     separator->setSeparator(true);
     auto *separator2 = new QAction(this);
     separator2->setSeparator(true);
-    m_table->addActions({m_redriveSelectedAction, m_redriveAllAction, separator, m_discardAction, separator2,
-                         m_copyKeysAction});
+    m_table->addActions({m_openStoryAction, m_redriveSelectedAction, m_redriveAllAction, separator, m_discardAction,
+                         separator2, m_copyKeysAction});
+    connect(m_table, &QAbstractItemView::doubleClicked, this, &DeadLettersPage::openStory);
     QHeaderView *header = m_table->horizontalHeader();
     header->setSectionsMovable(true);
     header->setHighlightSections(false);
@@ -439,6 +444,16 @@ void DeadLettersPage::updateActions()
     m_redriveAllAction->setEnabled(idle && m_matchingToken == 0 && m_proxy->rowCount() > 0);
     m_discardAction->setEnabled(idle && anySelected && m_discardToken == 0);
     m_copyKeysAction->setEnabled(anySelected);
+    // One letter with a key: a message that was never a reminder has no event.
+    const QList<DeadLetter> selected = selectedLetters();
+    m_openStoryAction->setEnabled(selected.size() == 1 && !selected.constFirst().sendKey.isEmpty());
+}
+
+void DeadLettersPage::openStory()
+{
+    if (!m_openStoryAction->isEnabled())
+        return;
+    emit storyRequested(selectedLetters().constFirst().sendKey);
 }
 
 void DeadLettersPage::updateCounts()

@@ -38,6 +38,10 @@ public:
     void setSession(StoreSession *session) override;
     void refresh() override;
 
+signals:
+    // Open Event Story (or a double-click) on a letter with a send key: its event's story.
+    void storyRequested(const QByteArray &sendKey);
+
 private:
     // The time filter's choices, by how far back they reach (0: all).
     static constexpr qint64 Hour = 3600 * 1000;
@@ -74,6 +78,7 @@ private:
     void discardSelected();
     void onOperationFinished(quint64 token, bool ok, const QString &message);
     void copySendKeys();
+    void openStory();
 
     QPointer<StoreSession> m_session;
 
@@ -95,6 +100,7 @@ private:
     QAction *m_redriveAllAction = nullptr;
     QAction *m_discardAction = nullptr;
     QAction *m_copyKeysAction = nullptr;
+    QAction *m_openStoryAction = nullptr;
     QPointer<RedriveDialog> m_redriveDialog;
 
     quint64 m_loadToken = 0;

@@ -362,6 +362,14 @@ void EventsPage::search()
     applyFilter(true);
 }
 
+void EventsPage::showStory(const QByteArray &sendKey)
+{
+    m_search->setText(QString::fromLatin1(sendKey));
+    m_state->setCurrentIndex(0); // all states: the event may have moved on since
+    search();
+    openStory(sendKey);
+}
+
 void EventsPage::applyFilter(bool force)
 {
     m_searchDebounce.stop();

@@ -39,6 +39,8 @@ public:
 
     // Runs the search in the box now (Enter does the same; typing waits a moment first).
     void search();
+    // Searches for one send key and opens its story (from another page).
+    void showStory(const QByteArray &sendKey);
     EventsModel *eventsModel() const { return m_model; }
     AttemptsModel *attemptsModel() const { return m_attempts; }
     QTableView *eventsView() const { return m_table; }

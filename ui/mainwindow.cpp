@@ -36,8 +36,13 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent), m_engine(new Engi
     setWindowIcon(QIcon(QStringLiteral(":/once.svg")));
     m_tabs = new QTabWidget(this);
     m_tabs->setDocumentMode(true);
-    m_pages = {new OverviewPage(m_engine), new EventsPage, new DeadLettersPage, new InDoubtPage,
-               new WorkerPage(m_engine), new AuditPage};
+    auto *events = new EventsPage;
+    auto *deadLetters = new DeadLettersPage;
+    m_pages = {new OverviewPage(m_engine), events, deadLetters, new InDoubtPage, new WorkerPage(m_engine), new AuditPage};
+    connect(deadLetters, &DeadLettersPage::storyRequested, this, [this, events](const QByteArray &sendKey) {
+        showPage(events);
+        events->showStory(sendKey);
+    });
     for (Page *page : std::as_const(m_pages))
         m_tabs->addTab(page, page->title());
     setCentralWidget(m_tabs);
