@@ -94,12 +94,7 @@ void ResponseParser::reset(bool headRequest, qint64 maxBodyBytes)
     m_headerBytes = 0;
     m_framingBytes = 0;
     m_minorVersion = 1;
-    m_contentLength = -1;
-    m_chunked = false;
-    m_transferEncoding = false;
-    m_connectionClose = false;
-    m_connectionKeepAlive = false;
-    m_bodyUntilClose = false;
+    forgetFraming();
     m_tooLarge = false;
     // Any leftover bytes of a previous exchange would be a protocol violation; the
     // connection is not reused in that case, so dropping them here is safe.
@@ -177,6 +172,16 @@ ResponseParser::Progress ResponseParser::failTooLarge(const QString &why)
     return fail(why);
 }
 
+void ResponseParser::forgetFraming()
+{
+    m_contentLength = -1;
+    m_chunked = false;
+    m_transferEncoding = false;
+    m_connectionClose = false;
+    m_connectionKeepAlive = false;
+    m_bodyUntilClose = false;
+}
+
 QString ResponseParser::bodyLimitText() const
 {
     return byteCount(m_maxBodyBytes);
@@ -196,12 +201,7 @@ ResponseParser::Progress ResponseParser::parseStatusLine(QByteArrayView line)
     m_minorVersion = minor - '0';
     m_result.httpStatus = int(code);
     m_result.headers.clear();
-    m_contentLength = -1;
-    m_chunked = false;
-    m_transferEncoding = false;
-    m_connectionClose = false;
-    m_connectionKeepAlive = false;
-    m_bodyUntilClose = false;
+    forgetFraming(); // an interim response's (1xx) headers do not frame the final one
     m_state = State::Headers;
     return Progress::NeedMore;
 }

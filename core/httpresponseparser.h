@@ -89,6 +89,8 @@ private:
     Progress parseHeader(QByteArrayView line);
     Progress headersComplete();
     Progress appendBody(qint64 bytes, QLatin1String framing);
+    // What one response's headers said of its body and connection.
+    void forgetFraming();
     QString bodyLimitText() const;
 
     ResponseLimits m_limits;
