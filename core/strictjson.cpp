@@ -6,6 +6,7 @@
 #include <QSet>
 
 #include <cstring>
+#include <optional>
 
 namespace once {
 
@@ -182,16 +183,10 @@ private:
             skipSpace();
             if (!value(depth))
                 return false;
-            skipSpace();
-            if (at(',')) {
-                ++m_p;
-                continue;
-            }
-            if (at('}')) {
-                ++m_p;
+            if (const auto more = nextMember('}', "expected ',' or '}'"); !more)
+                return false;
+            else if (!*more)
                 return true;
-            }
-            return malformed("expected ',' or '}'");
         }
     }
 
@@ -209,17 +204,25 @@ private:
             skipSpace();
             if (!value(depth))
                 return false;
-            skipSpace();
-            if (at(',')) {
-                ++m_p;
-                continue;
-            }
-            if (at(']')) {
-                ++m_p;
+            if (const auto more = nextMember(']', "expected ',' or ']'"); !more)
+                return false;
+            else if (!*more)
                 return true;
-            }
-            return malformed("expected ',' or ']'");
         }
+    }
+
+    // After a member of an object or an array: true after a ',', false after the closing
+    // bracket, nothing (an error reported) otherwise.
+    std::optional<bool> nextMember(char close, const char *expected)
+    {
+        skipSpace();
+        if (at(',') || at(close)) {
+            const bool more = at(',');
+            ++m_p;
+            return more;
+        }
+        malformed(expected);
+        return std::nullopt;
     }
 
     // decoded, when given, receives the string's text as UTF-8 (names are compared so).
