@@ -3,6 +3,7 @@
 #include "database.h"
 
 #include <QDateTime>
+#include <QHash>
 #include <QTimeZone>
 #include <QSqlRecord>
 #include <QVariant>
@@ -141,6 +142,8 @@ QJsonObject EventRow::toJson() const
         {QStringLiteral("claimed_by"), textOrNull(claimedBy)},
         {QStringLiteral("claimed_at"), timeOrNull(claimedAtMs)},
         {QStringLiteral("known"), state == LedgerState::InDoubt ? QJsonValue(whatIsKnown()) : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("partner"), textOrNull(partner)},
+        {QStringLiteral("partner_honours_idempotency_key"), keyHonouringName(partnerHonoursKey)},
     };
 }
 
@@ -280,6 +283,18 @@ std::optional<EventRow> Inspector::event(const QString &keyOrEventId, QString *e
     }
     EventRow row = readEvent(query);
     query.finish();
+    // Workers register the partner they send to; the latest send's worker names it.
+    auto &partner = m_db.prepared(QStringLiteral(
+        "SELECT w.partner, p.honours_key FROM attempts a JOIN workers w ON w.id = a.worker_id "
+        "LEFT JOIN partners p ON p.url = w.partner WHERE a.send_key = ? AND a.step = 'send' ORDER BY a.id DESC LIMIT 1"));
+    partner.addBindValue(QString::fromLatin1(row.sendKey));
+    if (!m_db.exec(partner, error))
+        return std::nullopt;
+    if (partner.next()) {
+        row.partner = partner.value(0).toString();
+        row.partnerHonoursKey = keyHonouringFromName(partner.value(1).toString()).value_or(KeyHonouring::Unknown);
+    }
+    partner.finish();
     return row;
 }
 
@@ -418,6 +433,44 @@ std::optional<QList<AuditEntry>> Inspector::auditLog(int limit, QString *error)
         entries.append(AuditEntry{query.value(0).toLongLong(), query.value(1).toLongLong(), query.value(2).toString(),
                                   query.value(3).toString(), query.value(4).toString(), query.value(5).toLongLong()});
     return entries;
+}
+
+std::optional<QList<PartnerPolicy>> Inspector::partners(QString *error)
+{
+    QList<PartnerPolicy> partners;
+    QHash<QString, qsizetype> byName;
+    auto &recorded = m_db.prepared(QStringLiteral(
+        "SELECT url, honours_key, set_by, set_at, (SELECT MAX(heartbeat_at) FROM workers w WHERE w.partner = p.url) "
+        "FROM partners p ORDER BY url"));
+    if (!m_db.exec(recorded, error))
+        return std::nullopt;
+    while (recorded.next()) {
+        PartnerPolicy policy;
+        policy.partner = recorded.value(0).toString();
+        policy.honoursKey = keyHonouringFromName(recorded.value(1).toString()).value_or(KeyHonouring::Unknown);
+        policy.setBy = recorded.value(2).toString();
+        policy.setAtMs = recorded.value(3).toLongLong();
+        policy.lastSeenMs = recorded.value(4).toLongLong();
+        byName.insert(policy.partner, partners.size());
+        partners.append(policy);
+    }
+    recorded.finish();
+    auto &seen = m_db.prepared(QStringLiteral(
+        "SELECT partner, MAX(heartbeat_at) FROM workers WHERE partner IS NOT NULL AND partner <> '' "
+        "GROUP BY partner ORDER BY partner"));
+    if (!m_db.exec(seen, error))
+        return std::nullopt;
+    while (seen.next()) {
+        const QString name = seen.value(0).toString();
+        if (byName.contains(name))
+            continue;
+        PartnerPolicy policy;
+        policy.partner = name;
+        policy.lastSeenMs = seen.value(1).toLongLong();
+        partners.append(policy);
+    }
+    seen.finish();
+    return partners;
 }
 
 } // namespace once

@@ -2,6 +2,7 @@
 
 #include "ledger.h"
 #include "messagequeue.h"
+#include "partnerpolicy.h"
 
 #include <QJsonArray>
 #include <QJsonObject>
@@ -56,6 +57,10 @@ struct EventRow
     QString claimedBy;          // the worker of the key's current (or last) claim
     qint64 claimedAtMs = 0;     // 0: not known
     qint64 claimExpiresAtMs = 0; // 0: no claim pending (an outcome was recorded)
+    // Filled by Inspector::event only (a list of events leaves them empty): the partner
+    // of the event's latest send and whether it honours Idempotency-Key, as recorded.
+    QString partner;
+    KeyHonouring partnerHonoursKey = KeyHonouring::Unknown;
 
     QJsonObject toJson() const;
     // For an event in doubt: what is known of its last send, in one line ("claimed by W at
@@ -133,6 +138,8 @@ public:
     std::optional<QList<DeadLetter>> deadLetters(const DeadLetterFilter &filter, QString *error);
     std::optional<QList<EventRow>> inDoubt(QString *error);
     std::optional<QList<AuditEntry>> auditLog(int limit, QString *error);
+    // Every partner the store knows: those with a recorded policy and those workers send to.
+    std::optional<QList<PartnerPolicy>> partners(QString *error);
 
 private:
     Database &m_db;

@@ -40,6 +40,16 @@ CREATE TABLE workers (
 CREATE INDEX workers_heartbeat ON workers(heartbeat_at);
 )sql";
 
+// honours_key: 'yes' or 'no' (a partner with no row is unknown). The same text in both dialects.
+const char *const PartnersTable = R"sql(
+CREATE TABLE partners (
+    url TEXT PRIMARY KEY,
+    honours_key TEXT NOT NULL,
+    set_by TEXT NOT NULL,
+    set_at BIGINT NOT NULL
+);
+)sql";
+
 const Migration Migrations[] = {
     // 1: queue, ledger, history, dead letters, audit log.
     {
@@ -268,6 +278,9 @@ CREATE INDEX queue_samples_at ON queue_samples(at);
     // 5: every delivery's event id finds its event, also a duplicate's, whose id the
     // ledger row (written by the first delivery) does not hold
     {"CREATE INDEX attempts_event ON attempts(event_id)", "CREATE INDEX attempts_event ON attempts(event_id)"},
+    // 6: whether each partner honours Idempotency-Key, as an operator recorded it, so that
+    // every console and `once history` word an event's verdict from the same answer
+    {PartnersTable, PartnersTable},
 };
 
 } // namespace

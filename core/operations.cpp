@@ -220,6 +220,37 @@ bool Operations::markDelivered(const QByteArray &sendKey, QString *error)
     return transaction.commit(error);
 }
 
+bool Operations::setPartnerPolicy(const QString &partner, KeyHonouring honoursKey, QString *error)
+{
+    if (partner.trimmed().isEmpty()) {
+        *error = QStringLiteral("no partner URL given");
+        return false;
+    }
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return false;
+    if (honoursKey == KeyHonouring::Unknown) {
+        auto &forget = m_db.prepared(QStringLiteral("DELETE FROM partners WHERE url = ?"));
+        forget.addBindValue(partner);
+        if (!m_db.exec(forget, error))
+            return false;
+    } else {
+        auto &upsert = m_db.prepared(QStringLiteral(
+            "INSERT INTO partners (url, honours_key, set_by, set_at) VALUES (?, ?, ?, ?) ON CONFLICT (url) DO UPDATE "
+            "SET honours_key = excluded.honours_key, set_by = excluded.set_by, set_at = excluded.set_at"));
+        upsert.addBindValue(partner);
+        upsert.addBindValue(keyHonouringName(honoursKey));
+        upsert.addBindValue(m_actor);
+        upsert.addBindValue(nowMs());
+        if (!m_db.exec(upsert, error))
+            return false;
+    }
+    if (!audit(QStringLiteral("partner-policy"),
+               QStringLiteral("%1 honours Idempotency-Key: %2").arg(partner, keyHonouringName(honoursKey)), 0, error))
+        return false;
+    return transaction.commit(error);
+}
+
 bool Operations::audit(const QString &action, const QString &detail, qint64 count, QString *error)
 {
     auto &insert = m_db.prepared(

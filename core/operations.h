@@ -43,6 +43,10 @@ public:
     bool resend(BrokerQueue &queue, const QByteArray &sendKey, QString *error);
     bool markDelivered(const QByteArray &sendKey, QString *error);
 
+    // Records whether a partner (named as partnerName() names it) honours Idempotency-Key;
+    // Unknown forgets what was recorded.
+    bool setPartnerPolicy(const QString &partner, KeyHonouring honoursKey, QString *error);
+
     bool audit(const QString &action, const QString &detail, qint64 count, QString *error);
 
 private:

@@ -1,5 +1,6 @@
 #include "partnersender.h"
 
+#include "partnerpolicy.h"
 #include "partnertext.h"
 
 #include <QDateTime>
@@ -143,7 +144,7 @@ PartnerSender::PartnerSender(const QUrl &partnerUrl, int maxConnections, int tim
 
 QString PartnerSender::displayUrl() const
 {
-    return m_url.toDisplayString(QUrl::RemoveUserInfo);
+    return partnerName(m_url);
 }
 
 void PartnerSender::send(const QByteArray &sendKey, const QByteArray &payload, QObject *context,

@@ -362,4 +362,15 @@ void StoreReader::resolve(quint64 token, const QByteArray &sendKey, bool resend)
                               : withoutSecrets(error));
 }
 
+void StoreReader::setPartnerPolicy(quint64 token, const QString &partner, KeyHonouring honoursKey)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    const bool ok = m_store->operations().setPartnerPolicy(partner, honoursKey, &error);
+    emit operationFinished(token, ok,
+                           ok ? QStringLiteral("%1 honours Idempotency-Key: %2").arg(partner, keyHonouringName(honoursKey))
+                              : withoutSecrets(error));
+}
+
 } // namespace once

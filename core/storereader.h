@@ -64,6 +64,7 @@ public slots:
     void cancelRedrive(quint64 token);
     void discard(quint64 token, const QList<once::DeadLetter> &letters, const QString &detail);
     void resolve(quint64 token, const QByteArray &sendKey, bool resend);
+    void setPartnerPolicy(quint64 token, const QString &partner, once::KeyHonouring honoursKey);
 
 signals:
     // The store, and the broker's queue if there is one, are open (ok) or not; error says

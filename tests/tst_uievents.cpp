@@ -313,14 +313,34 @@ void TestUiEvents::summariesAndVerdicts()
              QStringLiteral("Delivered once (1 partner call accepted; 2 duplicate deliveries suppressed)"));
     const Attempt doubt = attempt(r, QStringLiteral("1"), 1, QStringLiteral("send"), QStringLiteral("in-doubt"));
     event.duplicates = 0;
+    // Two calls with one key: one effect only at a partner that honours the key, so the
+    // verdict is worded from what the operator recorded about the partner.
+    event.partner = QStringLiteral("https://sms.example/send");
+    QCOMPARE(eventVerdict(event, {doubt, sent}).kind, Verdict::Kind::Uncertain);
     QCOMPARE(eventVerdict(event, {doubt, sent}).text,
-             QStringLiteral("Delivered once (1 partner call accepted, 1 earlier call in doubt, resent with the same key; "
-                            "no duplicate deliveries)"));
-    // A claim that expired without an outcome, taken over and resent: that call is in doubt too.
+             QStringLiteral("Accepted, but the partner received 2 calls with the same key (1 unanswered, 1 accepted); one "
+                            "effect only if it honours Idempotency-Key, which nobody has recorded for "
+                            "https://sms.example/send; the queue delivered it once"));
+    event.partnerHonoursKey = KeyHonouring::Ignored;
+    QCOMPARE(eventVerdict(event, {doubt, sent}).kind, Verdict::Kind::Duplicated);
+    QCOMPARE(eventVerdict(event, {doubt, sent}).text,
+             QStringLiteral("May have been delivered 2 times: the partner received 2 calls with the same key (1 "
+                            "unanswered, 1 accepted), and https://sms.example/send does not honour Idempotency-Key; the "
+                            "queue delivered it once"));
+    event.partnerHonoursKey = KeyHonouring::Honoured;
+    QCOMPARE(eventVerdict(event, {doubt, sent}).kind, Verdict::Kind::Delivered);
+    // A claim that expired without an outcome, taken over and resent: that holder may have called too.
     const Attempt resend = attempt(r, QStringLiteral("2"), 1, QStringLiteral("claim"), QStringLiteral("resend"));
     QCOMPARE(eventVerdict(event, {resend, sent}).text,
-             QStringLiteral("Delivered once (1 partner call accepted, 1 earlier call in doubt, resent with the same key; "
-                            "no duplicate deliveries)"));
+             QStringLiteral("Delivered once: the partner received 2 calls with the same key (1 by a worker that died "
+                            "before recording it, 1 accepted), and https://sms.example/send honours Idempotency-Key, so "
+                            "it acted once; the queue delivered it once"));
+    // A refused connection never reached the partner: one call, one effect.
+    Attempt refused = attempt(r, QStringLiteral("1"), 1, QStringLiteral("send"), QStringLiteral("transient"));
+    refused.errorClass = QStringLiteral("connect-failed");
+    event.partnerHonoursKey = KeyHonouring::Unknown;
+    QCOMPARE(eventVerdict(event, {refused, sent}).text,
+             QStringLiteral("Delivered once (1 partner call accepted; no duplicate deliveries)"));
     event.state = LedgerState::Claimed;
     QCOMPARE(eventVerdict(event, {}).kind, Verdict::Kind::Pending);
     QVERIFY(eventVerdict(event, {}).text.startsWith(QLatin1String("Not delivered yet")));

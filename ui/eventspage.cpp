@@ -18,6 +18,8 @@
 #include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QInputDialog>
+#include <QStyle>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
@@ -285,6 +287,19 @@ void EventsPage::buildTimeline(QWidget *timeline)
     facts->addWidget(m_factDuplicates, 4, 3);
     facts->addWidget(factName(tr("Provider request id")), 5, 0);
     facts->addWidget(m_factRequestId, 5, 1, 1, 3);
+    m_factPartner = factValue();
+    m_factPartner->setObjectName(QStringLiteral("factPartner"));
+    m_factPartner->setWordWrap(true);
+    m_partnerPolicy = new QPushButton(tr("Honours the key?…"));
+    m_partnerPolicy->setObjectName(QStringLiteral("partnerPolicy"));
+    m_partnerPolicy->setToolTip(tr("Record whether this partner applies a repeated Idempotency-Key once. It is kept in "
+                                   "the store: every console and `once history` word their verdicts from it."));
+    connect(m_partnerPolicy, &QPushButton::clicked, this, &EventsPage::choosePartnerPolicy);
+    auto *partner = new QHBoxLayout;
+    partner->addWidget(m_factPartner, 1);
+    partner->addWidget(m_partnerPolicy);
+    facts->addWidget(factName(tr("Partner")), 6, 0);
+    facts->addLayout(partner, 6, 1, 1, 3);
 
     m_copyKey = new QPushButton(QIcon::fromTheme(QStringLiteral("edit-copy")), tr("&Copy key"));
     m_copyKey->setObjectName(QStringLiteral("copyKey"));
@@ -502,6 +517,15 @@ void EventsPage::showFacts(const EventRow &event)
     m_factSends->setText(QString::number(event.sends));
     m_factDuplicates->setText(QString::number(event.duplicates));
     m_factRequestId->setText(orDash(event.providerRequestId));
+    if (event.partner.isEmpty()) {
+        m_factPartner->setText(tr("— (no send on record names one)"));
+    } else {
+        const QString honours = event.partnerHonoursKey == KeyHonouring::Honoured ? tr("honours Idempotency-Key")
+                              : event.partnerHonoursKey == KeyHonouring::Ignored ? tr("does not honour Idempotency-Key")
+                                                                                  : tr("not recorded whether it honours Idempotency-Key");
+        m_factPartner->setText(tr("%1 (%2)").arg(event.partner, honours));
+    }
+    m_partnerPolicy->setEnabled(!event.partner.isEmpty() && m_session);
     m_copyKey->setEnabled(!event.sendKey.isEmpty());
 }
 
@@ -509,17 +533,53 @@ void EventsPage::updateVerdict()
 {
     QString text;
     QString state;
+    Verdict verdict;
     if (!m_storyError.isEmpty()) {
         text = tr("Cannot read this event's history: %1").arg(m_storyError);
     } else if (!m_storyLoaded) {
         text = tr("Reading the history…");
     } else {
-        text = eventVerdict(m_storyEvent, m_attempts->attempts()).text;
+        verdict = eventVerdict(m_storyEvent, m_attempts->attempts());
+        text = verdict.text;
         state = m_storyEvent.state;
     }
     m_verdict->setText(text);
-    m_verdictIcon->setPixmap(state.isEmpty() ? QPixmap() : stateIcon(state).pixmap(24, 24));
+    // Several calls the partner may each have acted on: a warning, whatever the state.
+    if (verdict.kind == Verdict::Kind::Uncertain || verdict.kind == Verdict::Kind::Duplicated)
+        m_verdictIcon->setPixmap(style()->standardIcon(QStyle::SP_MessageBoxWarning).pixmap(24, 24));
+    else
+        m_verdictIcon->setPixmap(state.isEmpty() ? QPixmap() : stateIcon(state).pixmap(24, 24));
     m_export->setEnabled(m_storyLoaded);
+}
+
+void EventsPage::choosePartnerPolicy()
+{
+    const QString partner = m_storyEvent.partner;
+    if (partner.isEmpty() || !m_session)
+        return;
+    const QStringList choices{tr("Not known"), tr("Yes: a repeated key is applied once"),
+                              tr("No: every call is acted on")};
+    const int current = m_storyEvent.partnerHonoursKey == KeyHonouring::Honoured ? 1
+                      : m_storyEvent.partnerHonoursKey == KeyHonouring::Ignored  ? 2
+                                                                                 : 0;
+    bool ok = false;
+    const QString choice = QInputDialog::getItem(
+        this, tr("Partner and Idempotency-Key"),
+        tr("Does %1 apply a request whose Idempotency-Key it has already seen only once?\n"
+           "Check the partner's documentation, or rehearse with `once partner-sim`. Every console and "
+           "`once history` on this store will word their verdicts from your answer.")
+            .arg(partner),
+        choices, current, false, &ok);
+    if (!ok)
+        return;
+    const int index = int(choices.indexOf(choice));
+    recordPartnerPolicy(index == 1 ? KeyHonouring::Honoured : index == 2 ? KeyHonouring::Ignored : KeyHonouring::Unknown);
+}
+
+void EventsPage::recordPartnerPolicy(KeyHonouring honoursKey)
+{
+    if (!m_storyEvent.partner.isEmpty() && m_session)
+        m_session->setPartnerPolicy(m_storyEvent.partner, honoursKey);
 }
 
 void EventsPage::updateCount()

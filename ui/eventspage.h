@@ -50,6 +50,9 @@ public:
     bool storyLoaded() const { return m_storyLoaded; }
     QString verdictText() const;
     QString countText() const;
+    // Records, for the partner of the open story, whether it honours Idempotency-Key; the
+    // story reloads with the verdict worded from it once the store has it.
+    void recordPartnerPolicy(once::KeyHonouring honoursKey);
     // Writes the open story to path, as CSV for a .csv name and JSON otherwise.
     bool exportHistory(const QString &path, QString *error) const;
 
@@ -69,6 +72,7 @@ private:
     void selectStoryRow();
     void copyKey();
     void chooseExport();
+    void choosePartnerPolicy();
     // The visible rows of the table, as rows of the model (first > last when none).
     std::pair<int, int> visibleSourceRows() const;
 
@@ -99,6 +103,8 @@ private:
     QLabel *m_factSends = nullptr;
     QLabel *m_factDuplicates = nullptr;
     QLabel *m_factRequestId = nullptr;
+    QLabel *m_factPartner = nullptr;
+    QPushButton *m_partnerPolicy = nullptr;
     QPushButton *m_copyKey = nullptr;
     QPushButton *m_export = nullptr;
     QTableView *m_timeline = nullptr;

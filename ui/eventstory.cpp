@@ -19,19 +19,6 @@ QString tr(const char *text)
     return QCoreApplication::translate("once::ui::EventStory", text);
 }
 
-// English plurals by hand: without a loaded translation, tr()'s %n leaves "(s)" in the text.
-QString counted(qint64 n, const char *one, const char *many)
-{
-    return n == 1 ? tr(one) : tr(many).arg(formatCount(n));
-}
-
-QString suppressedText(qint64 duplicates)
-{
-    if (duplicates == 0)
-        return tr("no duplicate deliveries");
-    return counted(duplicates, "1 duplicate delivery suppressed", "%1 duplicate deliveries suppressed");
-}
-
 // "HTTP 200 in 12 ms (req_123)", leaving out what the row does not know.
 QString callFacts(const Attempt &a)
 {
@@ -136,76 +123,6 @@ QString attemptSummary(const Attempt &a)
         return tr("Operator: %1").arg(a.outcome);
     }
     return a.step + QLatin1Char(' ') + a.outcome;
-}
-
-Verdict eventVerdict(const EventRow &event, const QList<Attempt> &attempts)
-{
-    int accepted = 0;
-    int inDoubtCalls = 0;
-    int failedCalls = 0;
-    bool markedDelivered = false;
-    for (const Attempt &a : attempts) {
-        if (a.step == QLatin1String("send")) {
-            if (a.outcome == QLatin1String("applied"))
-                ++accepted;
-            else if (a.outcome == QLatin1String("in-doubt") || a.outcome == QLatin1String("held"))
-                ++inDoubtCalls;
-            else
-                ++failedCalls;
-        } else if (a.step == QLatin1String("claim") && a.outcome == QLatin1String("resend")) {
-            // The holder before died between claim and record: it may have reached the partner.
-            ++inDoubtCalls;
-        } else if (a.step == QLatin1String("operator") && a.outcome == QLatin1String("marked-delivered")) {
-            markedDelivered = true;
-        }
-    }
-    // The ledger's counter, not the history: it is what the claim itself counted.
-    const QString suppressed = suppressedText(event.duplicates);
-    const QString inDoubtNote =
-        inDoubtCalls ? counted(inDoubtCalls, "1 earlier call in doubt, resent with the same key",
-                               "%1 earlier calls in doubt, resent with the same key")
-                     : QString();
-
-    Verdict verdict;
-    if (event.state == LedgerState::Applied) {
-        verdict.kind = Verdict::Kind::Delivered;
-        if (accepted == 0 && markedDelivered) {
-            verdict.text = tr("Delivered once, on an operator's word (marked delivered; %1)").arg(suppressed);
-        } else if (accepted <= 1) {
-            QString calls = accepted == 1 ? tr("1 partner call accepted") : tr("recorded as applied");
-            if (!inDoubtNote.isEmpty())
-                calls += QStringLiteral(", ") + inDoubtNote;
-            verdict.text = tr("Delivered once (%1; %2)").arg(calls, suppressed);
-        } else {
-            // Only a holder that stalled past its claim and still reached the partner can
-            // add a second accepted call; both carried the same Idempotency-Key.
-            verdict.text = tr("Delivered once if the partner honours Idempotency-Key (%1 partner calls accepted "
-                              "with the same key; %2)")
-                               .arg(accepted)
-                               .arg(suppressed);
-        }
-    } else if (event.state == LedgerState::InDoubt) {
-        verdict.kind = Verdict::Kind::InDoubt;
-        verdict.text = tr("In doubt: an operator must decide (the partner may or may not have it)");
-    } else if (event.state == LedgerState::Dead) {
-        verdict.kind = Verdict::Kind::Dead;
-        QString why = event.lastErrorClass;
-        if (inDoubtCalls)
-            why += (why.isEmpty() ? QString() : QStringLiteral("; "))
-                 + counted(inDoubtCalls, "1 earlier call was in doubt, so the partner may have it",
-                           "%1 earlier calls were in doubt, so the partner may have it");
-        verdict.text = why.isEmpty() ? tr("Dead-lettered: not delivered") : tr("Dead-lettered: not delivered (%1)").arg(why);
-    } else {
-        verdict.kind = Verdict::Kind::Pending;
-        QString detail;
-        if (event.state == LedgerState::Retrying)
-            detail = counted(std::max(failedCalls + inDoubtCalls, event.sends), "1 failed send, retrying",
-                             "%1 failed sends, retrying");
-        else
-            detail = inDoubtCalls ? inDoubtNote : tr("a worker is sending it now");
-        verdict.text = tr("Not delivered yet: %1").arg(detail);
-    }
-    return verdict;
 }
 
 QString stateDescription(const QString &state)

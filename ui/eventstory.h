@@ -1,6 +1,6 @@
 #pragma once
 
-#include "inspector.h"
+#include "eventverdict.h"
 
 #include <QColor>
 #include <QIcon>
@@ -13,15 +13,6 @@ namespace once::ui {
 
 // One history row in a sentence, e.g. "Sent: HTTP 200 in 12 ms (req_123), recorded and acked".
 QString attemptSummary(const once::Attempt &attempt);
-
-// The answer to "did this user get two reminders?".
-struct Verdict
-{
-    enum class Kind { Delivered, Pending, InDoubt, Dead };
-    Kind kind = Kind::Pending;
-    QString text;
-};
-Verdict eventVerdict(const once::EventRow &event, const QList<once::Attempt> &attempts);
 
 // What a ledger state means, for tooltips.
 QString stateDescription(const QString &state);

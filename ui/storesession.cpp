@@ -154,4 +154,13 @@ quint64 StoreSession::resolve(const QByteArray &sendKey, bool resend)
     return token;
 }
 
+quint64 StoreSession::setPartnerPolicy(const QString &partner, KeyHonouring honoursKey)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(
+        m_reader, [reader = m_reader, token, partner, honoursKey] { reader->setPartnerPolicy(token, partner, honoursKey); },
+        Qt::QueuedConnection);
+    return token;
+}
+
 } // namespace once::ui

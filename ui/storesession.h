@@ -59,6 +59,8 @@ public:
     void cancelRedrive(quint64 token);
     quint64 discard(const QList<once::DeadLetter> &letters, const QString &detail);
     quint64 resolve(const QByteArray &sendKey, bool resend);
+    // Records for every reader of the store whether a partner honours Idempotency-Key.
+    quint64 setPartnerPolicy(const QString &partner, once::KeyHonouring honoursKey);
 
 signals:
     void opened(bool ok, const QString &error);

@@ -76,6 +76,7 @@ int runDeadLetters(const QStringList &arguments);
 int runRedrive(const QStringList &arguments);
 int runInDoubt(const QStringList &arguments);
 int runResolve(const QStringList &arguments);
+int runPartners(const QStringList &arguments);
 int runWorker(const QStringList &arguments);
 int runWorkers(const QStringList &arguments);
 int runPartnerSim(const QStringList &arguments);

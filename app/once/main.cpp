@@ -30,6 +30,7 @@ const std::map<QString, Subcommand> &subcommands()
         {QStringLiteral("redrive"), {"put dead letters back on the queue", runRedrive}},
         {QStringLiteral("in-doubt"), {"list events whose send outcome is unknown", runInDoubt}},
         {QStringLiteral("resolve"), {"decide an in-doubt event", runResolve}},
+        {QStringLiteral("partners"), {"whether each partner honours Idempotency-Key", runPartners}},
         {QStringLiteral("partner-sim"), {"run the partner simulator", runPartnerSim}},
         {QStringLiteral("bench"), {"measure throughput and latency", runBench}},
     };

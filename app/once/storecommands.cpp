@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "brokerqueue.h"
+#include "eventverdict.h"
 #include "reminder.h"
 #include "store.h"
 
@@ -228,8 +229,10 @@ int runHistory(const QStringList &arguments)
     const auto attempts = store->inspector().attempts(event->sendKey, &error);
     if (!attempts)
         return failure(error);
+    const Verdict verdict = eventVerdict(*event, *attempts);
     if (command.parser().isSet(QStringLiteral("json"))) {
         QJsonObject json = event->toJson();
+        json.insert(QStringLiteral("verdict"), verdict.text);
         QJsonArray rows;
         for (const auto &attempt : *attempts)
             rows.append(attemptToJson(attempt));
@@ -238,6 +241,7 @@ int runHistory(const QStringList &arguments)
         return Ok;
     }
     printLine(describe(*event));
+    printLine(QStringLiteral("  verdict: ") + verdict.text);
     for (const auto &attempt : *attempts) {
         QString line = QStringLiteral("  %1  %2 %3").arg(formatTime(attempt.atMs), attempt.step, attempt.outcome);
         if (!attempt.messageId.isEmpty())
@@ -489,6 +493,69 @@ int runResolve(const QStringList &arguments)
         return failure(error);
     printLine(resend ? QStringLiteral("%1 queued again under the same key").arg(QString::fromLatin1(key))
                      : QStringLiteral("%1 marked delivered").arg(QString::fromLatin1(key)));
+    return Ok;
+}
+
+int runPartners(const QStringList &arguments)
+{
+    Command command(QStringLiteral("partners"),
+                    QStringLiteral("Lists the partners workers send to and whether each honours Idempotency-Key; with "
+                                   "URL and --honours-key, records it (audited). Every verdict on the store (console, "
+                                   "`once history`) reads several calls with one key by it."),
+                    QStringLiteral("[URL]"));
+    auto &parser = command.parser();
+    parser.addOption({QStringLiteral("honours-key"),
+                      QStringLiteral("Record whether URL applies a repeated Idempotency-Key once: yes, no or unknown."),
+                      QStringLiteral("ANSWER")});
+    parser.addOption({QStringLiteral("json"), QStringLiteral("Print JSON.")});
+    if (const int exit = command.parse(arguments); exit >= 0)
+        return exit;
+    const QStringList positional = parser.positionalArguments();
+    if (positional.size() > 1)
+        return command.usageError(QStringLiteral("give at most one partner URL"));
+    const bool setting = parser.isSet(QStringLiteral("honours-key"));
+    if (setting != (positional.size() == 1))
+        return command.usageError(QStringLiteral("give a partner URL and --honours-key together, or neither to list"));
+    std::optional<KeyHonouring> honours;
+    QString partner;
+    if (setting) {
+        honours = keyHonouringFromName(parser.value(QStringLiteral("honours-key")));
+        if (!honours)
+            return command.usageError(QStringLiteral("--honours-key must be yes, no or unknown"));
+        const QUrl url = QUrl::fromUserInput(positional.constFirst());
+        if (!url.isValid() || url.host().isEmpty())
+            return command.usageError(QStringLiteral("\"%1\" is not a partner URL").arg(positional.constFirst()));
+        if (!url.password().isEmpty() || !url.userName().isEmpty())
+            return command.usageError(QStringLiteral("give the partner URL without credentials"));
+        partner = partnerName(url);
+    }
+    const auto store = command.openStore(setting ? Command::Access::ReadWrite : Command::Access::ReadOnly);
+    if (!store)
+        return Failure;
+    QString error;
+    if (setting) {
+        if (!store->operations().setPartnerPolicy(partner, *honours, &error))
+            return failure(error);
+        printLine(QStringLiteral("%1 honours Idempotency-Key: %2").arg(partner, keyHonouringName(*honours)));
+        return Ok;
+    }
+    const auto partners = store->inspector().partners(&error);
+    if (!partners)
+        return failure(error);
+    if (parser.isSet(QStringLiteral("json"))) {
+        printJsonArray(*partners);
+        return Ok;
+    }
+    if (partners->isEmpty())
+        printLine(QStringLiteral("no partner on record: no worker has run on this store"));
+    for (const PartnerPolicy &policy : *partners) {
+        QString line = QStringLiteral("%1  honours-key=%2").arg(policy.partner, keyHonouringName(policy.honoursKey));
+        if (!policy.setBy.isEmpty())
+            line += QStringLiteral("  set by %1 at %2").arg(policy.setBy, formatTime(policy.setAtMs));
+        if (policy.lastSeenMs > 0)
+            line += QStringLiteral("  last worker heartbeat %1").arg(formatTime(policy.lastSeenMs));
+        printLine(line);
+    }
     return Ok;
 }
 

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <QJsonObject>
+#include <QString>
+#include <QUrl>
+
+#include <optional>
+
+namespace once {
+
+// Whether a partner applies a request with an Idempotency-Key it has already seen only
+// once. Only the operator can know (from the partner's documentation or a rehearsal with
+// the simulator), so it is recorded per partner URL in the store, where every console
+// and `once history` read the same answer and word their verdicts from it.
+enum class KeyHonouring { Unknown, Honoured, Ignored };
+
+// "unknown", "yes", "no": the words of `once partners --honours-key` and of JSON.
+QString keyHonouringName(KeyHonouring honouring);
+std::optional<KeyHonouring> keyHonouringFromName(const QString &name);
+
+// A partner as the store names it: its URL without credentials, exactly as workers
+// register it, so that a policy set for a URL applies to the sends made to it.
+QString partnerName(const QUrl &partnerUrl);
+
+struct PartnerPolicy
+{
+    QString partner;
+    KeyHonouring honoursKey = KeyHonouring::Unknown;
+    QString setBy;          // empty while unknown
+    qint64 setAtMs = 0;
+    qint64 lastSeenMs = 0;  // the latest heartbeat of a worker sending to it; 0: none on record
+
+    QJsonObject toJson() const;
+};
+
+} // namespace once
