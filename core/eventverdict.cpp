@@ -1,5 +1,7 @@
 #include "eventverdict.h"
 
+#include "database.h"
+
 #include <QCoreApplication>
 #include <QLocale>
 
@@ -112,6 +114,21 @@ Verdict severalCallsVerdict(const EventRow &event, const Calls &calls, const QSt
 
 } // namespace
 
+QString preciseDuration(qint64 ms)
+{
+    if (ms < 1000)
+        return tr("%1 ms").arg(ms);
+    if (ms < 60 * 1000) {
+        const double seconds = double(ms) / 1000.0;
+        // "12 s" rather than "12.0 s"; one decimal below ten seconds, where it matters.
+        return seconds < 10 ? tr("%1 s").arg(seconds, 0, 'f', 1) : tr("%1 s").arg(qRound(seconds));
+    }
+    const qint64 totalSeconds = ms / 1000;
+    if (totalSeconds < 3600)
+        return tr("%1 min %2 s").arg(totalSeconds / 60).arg(totalSeconds % 60);
+    return tr("%1 h %2 min").arg(totalSeconds / 3600).arg((totalSeconds % 3600) / 60);
+}
+
 Verdict eventVerdict(const EventRow &event, const QList<Attempt> &attempts)
 {
     const Calls calls = callsOf(attempts);
@@ -141,6 +158,12 @@ Verdict eventVerdict(const EventRow &event, const QList<Attempt> &attempts)
             const QString call = calls.accepted == 1 ? tr("1 partner call accepted") : tr("recorded as applied");
             verdict.text = tr("Delivered once (%1; %2)").arg(call, suppressed);
         }
+    } else if (event.state == EventState::Queued) {
+        verdict.kind = Verdict::Kind::Pending;
+        const qint64 now = nowMs();
+        verdict.text = tr("Queued, not picked up by a worker yet: enqueued %1 ago").arg(preciseDuration(std::max<qint64>(0, now - event.createdAtMs)));
+        if (event.dueAtMs > now)
+            verdict.text += tr("; delayed, due at %1 (in %2)").arg(formatTime(event.dueAtMs), preciseDuration(event.dueAtMs - now));
     } else if (event.state == LedgerState::InDoubt) {
         verdict.kind = Verdict::Kind::InDoubt;
         verdict.text = tr("In doubt: an operator must decide (the partner may or may not have it)");

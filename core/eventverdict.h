@@ -22,6 +22,9 @@ struct Verdict
     QString text;
 };
 
+// "12 ms", "1.2 s", "3 min 5 s".
+QString preciseDuration(qint64 ms);
+
 // event.partner and event.partnerHonoursKey (as Inspector::event fills them) decide how
 // several calls with the same key are read.
 Verdict eventVerdict(const EventRow &event, const QList<Attempt> &attempts);

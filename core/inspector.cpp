@@ -1,7 +1,9 @@
 #include "inspector.h"
 
 #include "database.h"
+#include "reminder.h"
 
+#include <QJsonDocument>
 #include <QDateTime>
 #include <QHash>
 #include <QTimeZone>
@@ -65,16 +67,59 @@ EventRow readEvent(const QSqlQuery &query)
     return row;
 }
 
-// The WHERE clause of an event filter and its bound values, shared by the list and the count.
-QString eventWhere(const EventFilter &filter, QVariantList *values)
+// LIKE's wildcards and its escape character, escaped, so that a prefix matches only itself.
+QString likePrefix(const QString &prefix)
+{
+    QString escaped = prefix;
+    escaped.replace(QLatin1Char('\\'), QLatin1String("\\\\"));
+    escaped.replace(QLatin1Char('%'), QLatin1String("\\%"));
+    escaped.replace(QLatin1Char('_'), QLatin1String("\\_"));
+    return escaped + QLatin1Char('%');
+}
+
+// Whether a payload (bytes) contains the bound bytes.
+QString payloadContains(bool postgres)
+{
+    return postgres ? QStringLiteral("position(? IN payload) > 0") : QStringLiteral("instr(payload, ?) > 0");
+}
+
+// A string as it appears in JSON, quotes included ("\"alice\""), without the closing quote
+// for a prefix: how an id sits in a queued message's payload.
+QByteArray jsonString(const QString &text, bool closed)
+{
+    QByteArray quoted = QJsonDocument(QJsonArray{text}).toJson(QJsonDocument::Compact);
+    quoted = quoted.mid(1, quoted.size() - 2); // ["..."] -> "..."
+    if (!closed)
+        quoted.chop(1);
+    return quoted;
+}
+
+// The WHERE clause of an event filter on the ledger and its bound values, shared by the
+// list and the count.
+QString eventWhere(const EventFilter &filter, bool postgres, QVariantList *values)
 {
     QStringList conditions;
-    if (!filter.text.isEmpty()) {
+    const EventSearch search = EventSearch::parse(filter.text);
+    switch (search.kind) {
+    case EventSearch::Kind::None:
+        break;
+    case EventSearch::Kind::Exact:
         // The last: an event id of any delivery, a duplicate's too (the history keeps each).
         conditions << QStringLiteral("(user_id = ? OR destination = ? OR reminder_id = ? OR send_key = ? OR event_id = ? "
                                      "OR send_key IN (SELECT send_key FROM attempts WHERE event_id = ?))");
         for (int i = 0; i < 6; ++i)
-            values->append(filter.text);
+            values->append(search.text);
+        break;
+    case EventSearch::Kind::Prefix:
+        conditions << QStringLiteral("(user_id LIKE ? ESCAPE '\\' OR destination LIKE ? ESCAPE '\\' OR reminder_id LIKE ? "
+                                     "ESCAPE '\\' OR send_key LIKE ? ESCAPE '\\' OR event_id LIKE ? ESCAPE '\\')");
+        for (int i = 0; i < 5; ++i)
+            values->append(likePrefix(search.text));
+        break;
+    case EventSearch::Kind::Body:
+        conditions << payloadContains(postgres);
+        values->append(search.text.toUtf8());
+        break;
     }
     if (!filter.userId.isEmpty()) {
         conditions << QStringLiteral("user_id = ?");
@@ -85,6 +130,67 @@ QString eventWhere(const EventFilter &filter, QVariantList *values)
         values->append(filter.state);
     }
     return conditions.isEmpty() ? QString() : QStringLiteral(" WHERE ") + conditions.join(QLatin1String(" AND "));
+}
+
+// Whether a filter lists messages waiting in the queue: a search or the Queued state,
+// never the whole ledger's list (a backlog would bury it) nor one user's (the queue has no
+// user column).
+bool listsQueued(const EventFilter &filter)
+{
+    if (!filter.userId.isEmpty())
+        return false;
+    if (filter.state == EventState::Queued)
+        return true;
+    return filter.state.isEmpty() && EventSearch::parse(filter.text).kind != EventSearch::Kind::None;
+}
+
+// The WHERE clause for messages in the store's queue whose key no worker has claimed.
+QString queuedWhere(const EventFilter &filter, bool postgres, QVariantList *values)
+{
+    QStringList conditions{
+        QStringLiteral("(send_key IS NULL OR NOT EXISTS (SELECT 1 FROM ledger l WHERE l.send_key = queue.send_key))")};
+    const EventSearch search = EventSearch::parse(filter.text);
+    switch (search.kind) {
+    case EventSearch::Kind::None:
+        break;
+    case EventSearch::Kind::Exact:
+        // The payload holds the ids and the destination as JSON strings.
+        conditions << QStringLiteral("(send_key = ? OR event_id = ? OR %1)").arg(payloadContains(postgres));
+        *values << search.text << search.text << jsonString(search.text, true);
+        break;
+    case EventSearch::Kind::Prefix:
+        conditions << QStringLiteral("(send_key LIKE ? ESCAPE '\\' OR event_id LIKE ? ESCAPE '\\' OR %1)")
+                          .arg(payloadContains(postgres));
+        *values << likePrefix(search.text) << likePrefix(search.text) << jsonString(search.text, false);
+        break;
+    case EventSearch::Kind::Body:
+        conditions << payloadContains(postgres);
+        values->append(search.text.toUtf8());
+        break;
+    }
+    return QStringLiteral(" WHERE ") + conditions.join(QLatin1String(" AND "));
+}
+
+const QString QueuedColumns = QStringLiteral("payload, send_key, event_id, enqueued_at, visible_at");
+
+EventRow readQueued(const QSqlQuery &query)
+{
+    EventRow row;
+    row.payload = query.value(0).toByteArray();
+    row.sendKey = query.value(1).toString().toLatin1();
+    row.eventId = query.value(2).toString();
+    row.createdAtMs = query.value(3).toLongLong();
+    row.updatedAtMs = row.createdAtMs;
+    row.dueAtMs = query.value(4).toLongLong();
+    row.state = EventState::Queued;
+    if (const auto reminder = parseReminder(row.payload).reminder) {
+        row.userId = reminder->userId;
+        row.reminderId = reminder->reminderId;
+        row.destination = reminder->destination;
+        row.channel = reminder->channel;
+        row.scheduledAtMs = reminder->scheduledAt.toMSecsSinceEpoch();
+    }
+    return row;
 }
 
 } // namespace
@@ -278,6 +384,20 @@ std::optional<EventRow> Inspector::event(const QString &keyOrEventId, QString *e
     if (!m_db.exec(query, error))
         return std::nullopt;
     if (!query.next()) {
+        query.finish();
+        // Not claimed yet: it may still wait in the queue.
+        auto &queued = m_db.prepared(QStringLiteral("SELECT ") + QueuedColumns
+                                     + QStringLiteral(" FROM queue WHERE send_key = ? OR event_id = ? ORDER BY id LIMIT 1"));
+        queued.addBindValue(keyOrEventId);
+        queued.addBindValue(keyOrEventId);
+        if (!m_db.exec(queued, error))
+            return std::nullopt;
+        if (queued.next()) {
+            EventRow row = readQueued(queued);
+            queued.finish();
+            return row;
+        }
+        queued.finish();
         *error = QStringLiteral("no event with send key or event id \"%1\"").arg(keyOrEventId);
         return std::nullopt;
     }
@@ -320,8 +440,37 @@ std::optional<QList<Attempt>> Inspector::attempts(const QByteArray &sendKey, QSt
 
 std::optional<QList<EventRow>> Inspector::events(const EventFilter &filter, QString *error)
 {
+    const int limit = filter.limit < 0 ? std::numeric_limits<int>::max() : filter.limit;
+    QList<EventRow> rows;
+    // Queued messages come first, then the ledger: the ledger's page starts after them.
+    qint64 queuedCount = 0;
+    if (listsQueued(filter)) {
+        const auto count = countQueued(filter, error);
+        if (!count)
+            return std::nullopt;
+        queuedCount = *count;
+        if (filter.offset < queuedCount) {
+            QVariantList values;
+            const QString where = queuedWhere(filter, m_db.isPostgres(), &values);
+            QSqlQuery query(m_db.connection());
+            query.setForwardOnly(true);
+            query.prepare(QStringLiteral("SELECT ") + QueuedColumns + QStringLiteral(" FROM queue") + where
+                          + QStringLiteral(" ORDER BY id DESC LIMIT ? OFFSET ?"));
+            for (const auto &value : std::as_const(values))
+                query.addBindValue(value);
+            query.addBindValue(limit);
+            query.addBindValue(filter.offset);
+            if (!m_db.exec(query, error))
+                return std::nullopt;
+            while (query.next())
+                rows.append(readQueued(query));
+        }
+    }
+    if (filter.state == EventState::Queued || rows.size() >= limit)
+        return rows;
+
     QVariantList values;
-    const QString where = eventWhere(filter, &values);
+    const QString where = eventWhere(filter, m_db.isPostgres(), &values);
     QSqlQuery query(m_db.connection());
     query.setForwardOnly(true);
     query.prepare(QStringLiteral("SELECT ") + EventColumns + QStringLiteral(" FROM ledger") + where
@@ -330,27 +479,62 @@ std::optional<QList<EventRow>> Inspector::events(const EventFilter &filter, QStr
                                        : QStringLiteral(" ORDER BY rowid DESC LIMIT ? OFFSET ?")));
     for (const auto &value : std::as_const(values))
         query.addBindValue(value);
-    query.addBindValue(filter.limit < 0 ? std::numeric_limits<int>::max() : filter.limit);
-    query.addBindValue(filter.offset);
+    query.addBindValue(limit - int(rows.size()));
+    query.addBindValue(std::max<qint64>(0, filter.offset - queuedCount));
     if (!m_db.exec(query, error))
         return std::nullopt;
-    QList<EventRow> rows;
     while (query.next())
         rows.append(readEvent(query));
     return rows;
 }
 
-std::optional<qint64> Inspector::countEvents(const EventFilter &filter, QString *error)
+std::optional<qint64> Inspector::countQueued(const EventFilter &filter, QString *error)
 {
     QVariantList values;
-    const QString where = eventWhere(filter, &values);
+    const QString where = queuedWhere(filter, m_db.isPostgres(), &values);
+    QSqlQuery query(m_db.connection());
+    query.prepare(QStringLiteral("SELECT COUNT(*) FROM queue") + where);
+    for (const auto &value : std::as_const(values))
+        query.addBindValue(value);
+    if (!m_db.exec(query, error) || !query.next())
+        return std::nullopt;
+    return query.value(0).toLongLong();
+}
+
+std::optional<qint64> Inspector::countEvents(const EventFilter &filter, QString *error)
+{
+    qint64 queued = 0;
+    if (listsQueued(filter)) {
+        const auto count = countQueued(filter, error);
+        if (!count)
+            return std::nullopt;
+        queued = *count;
+    }
+    if (filter.state == EventState::Queued)
+        return queued;
+    QVariantList values;
+    const QString where = eventWhere(filter, m_db.isPostgres(), &values);
     QSqlQuery query(m_db.connection());
     query.prepare(QStringLiteral("SELECT COUNT(*) FROM ledger") + where);
     for (const auto &value : std::as_const(values))
         query.addBindValue(value);
     if (!m_db.exec(query, error) || !query.next())
         return std::nullopt;
-    return query.value(0).toLongLong();
+    return queued + query.value(0).toLongLong();
+}
+
+EventSearch EventSearch::parse(const QString &text)
+{
+    const QString trimmed = text.trimmed();
+    if (trimmed.isEmpty())
+        return {};
+    if (trimmed.startsWith(QLatin1String("body:"))) {
+        const QString body = trimmed.mid(5).trimmed();
+        return body.isEmpty() ? EventSearch{} : EventSearch{Kind::Body, body};
+    }
+    if (trimmed.endsWith(QLatin1Char('*')) && trimmed.size() > 1)
+        return {Kind::Prefix, trimmed.chopped(1)};
+    return {Kind::Exact, trimmed};
 }
 
 bool DeadLetterFilter::matches(const DeadLetter &letter) const

@@ -32,6 +32,12 @@ struct DeliveryStats
     QJsonObject toJson() const;
 };
 
+// An event not in the ledger yet: its message waits in the store's queue and no worker has
+// claimed its key. Support must not read "not found" as "never sent".
+namespace EventState {
+inline constexpr QLatin1String Queued("queued");
+} // namespace EventState
+
 struct EventRow
 {
     QByteArray sendKey;
@@ -57,6 +63,7 @@ struct EventRow
     QString claimedBy;          // the worker of the key's current (or last) claim
     qint64 claimedAtMs = 0;     // 0: not known
     qint64 claimExpiresAtMs = 0; // 0: no claim pending (an outcome was recorded)
+    qint64 dueAtMs = 0;          // queued: when its message becomes ready (later than createdAtMs for a delay)
     // Filled by Inspector::event only (a list of events leaves them empty): the partner
     // of the event's latest send and whether it honours Idempotency-Key, as recorded.
     QString partner;
@@ -70,11 +77,24 @@ struct EventRow
 
 struct EventFilter
 {
-    QString text;   // user id, destination, reminder id, send key or event id (exact)
-    QString userId; // exact
-    QString state;  // a LedgerState, or empty for all
+    // A search (EventSearch below): user id, destination, reminder id, send key or event id,
+    // exactly; "prefix*" for ids and destinations starting so; "body:text" for text anywhere
+    // in the message. A search also finds messages waiting in the store's queue.
+    QString text;
+    QString userId; // exact; the ledger only
+    QString state;  // a LedgerState, EventState::Queued, or empty for all
     int limit = 100;
     int offset = 0;
+};
+
+// What the search box's text asks for.
+struct EventSearch
+{
+    enum class Kind { None, Exact, Prefix, Body };
+    Kind kind = Kind::None;
+    QString text; // without the "*" or "body:"
+
+    static EventSearch parse(const QString &text);
 };
 
 struct DeadLetter
@@ -135,6 +155,8 @@ public:
     std::optional<QList<Attempt>> attempts(const QByteArray &sendKey, QString *error);
     std::optional<QList<EventRow>> events(const EventFilter &filter, QString *error);
     std::optional<qint64> countEvents(const EventFilter &filter, QString *error);
+    // Messages in the store's queue that a filter lists (no worker has claimed their key).
+    std::optional<qint64> countQueued(const EventFilter &filter, QString *error);
     std::optional<QList<DeadLetter>> deadLetters(const DeadLetterFilter &filter, QString *error);
     std::optional<QList<EventRow>> inDoubt(QString *error);
     std::optional<QList<AuditEntry>> auditLog(int limit, QString *error);

@@ -553,7 +553,7 @@ void TestUiEvents::searchShowsOneUsersEvents()
 
     auto *search = page.findChild<QLineEdit *>(QStringLiteral("search"));
     QVERIFY(search);
-    QCOMPARE(search->placeholderText(), QStringLiteral("User, destination, reminder, send key or event id"));
+    QCOMPARE(search->placeholderText(), QStringLiteral("User, destination, reminder, send key or event id · prefix* · body:text"));
     QTest::keyClicks(search, QStringLiteral("alice"));
     QTest::keyClick(search, Qt::Key_Return);
     QVERIFY(waitForFilter(page, QStringLiteral("alice")));
@@ -600,7 +600,7 @@ void TestUiEvents::stateFilterNarrowsTheList()
     QStringList items;
     for (int i = 0; i < states->count(); ++i)
         items << states->itemText(i);
-    QCOMPARE(items, (QStringList{QStringLiteral("All"), QStringLiteral("claimed"), QStringLiteral("retrying"),
+    QCOMPARE(items, (QStringList{QStringLiteral("All"), QStringLiteral("queued"), QStringLiteral("claimed"), QStringLiteral("retrying"),
                                  QStringLiteral("applied"), QStringLiteral("in_doubt"), QStringLiteral("dead")}));
 
     states->setCurrentIndex(states->findData(QStringLiteral("dead")));

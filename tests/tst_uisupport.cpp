@@ -2,14 +2,17 @@
 // the real `once` CLI and worker built, with the in-process partner simulator counting
 // what the partner really did. What the window says is checked against those counts.
 #include "deliveryharness.h"
+#include "eventsmodel.h"
 #include "eventspage.h"
 #include "partnersimulator.h"
 #include "storesession.h"
 #include "teststores.h"
 
+#include <QComboBox>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QLineEdit>
 #include <QLoggingCategory>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -30,12 +33,17 @@ private slots:
     void cleanup();
 
     void verdictCountsThePartnersCalls();
+    void searchFindsWhatWaitsInTheQueue();
+    void prefixAndBodySearch();
 
 private:
     QString partnerUrl() const { return QStringLiteral("http://127.0.0.1:%1/reminders").arg(m_partner->port()); }
     // The story of one event, as the Events page tells it once it has loaded.
     QString consoleVerdict(const QByteArray &sendKey);
     QJsonObject history(const QByteArray &sendKey);
+    // Searches the way support does, in the Events page against the store, and waits for the answer.
+    static bool searchFor(EventsPage &page, const QString &text);
+    void enqueue(const QString &name, const QList<QJsonObject> &reminders, const QStringList &extraArgs = {});
 
     TestStores m_stores;
     QString m_onceBin;
@@ -81,6 +89,26 @@ QString TestUiSupport::consoleVerdict(const QByteArray &sendKey)
                          10000))
         return QStringLiteral("(the story did not load: %1)").arg(page.verdictText());
     return page.verdictText();
+}
+
+bool TestUiSupport::searchFor(EventsPage &page, const QString &text)
+{
+    page.findChild<QLineEdit *>(QStringLiteral("search"))->setText(text);
+    page.search();
+    const EventsModel *model = page.eventsModel();
+    return QTest::qWaitFor([&] { return model->filter().text == text && !model->isLoading() && model->total() >= 0; }, 10000);
+}
+
+void TestUiSupport::enqueue(const QString &name, const QList<QJsonObject> &reminders, const QStringList &extraArgs)
+{
+    const QString path = m_dir->filePath(name + QStringLiteral(".jsonl"));
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    for (const QJsonObject &reminder : reminders)
+        file.write(QJsonDocument(reminder).toJson(QJsonDocument::Compact) + '\n');
+    file.close();
+    const auto result = m_once->run(QStringList{QStringLiteral("enqueue"), path} + extraArgs);
+    QVERIFY2(result.exitedWith(0), result.describe().constData());
 }
 
 QJsonObject TestUiSupport::history(const QByteArray &sendKey)
@@ -166,6 +194,120 @@ void TestUiSupport::verdictCountsThePartnersCalls()
     QCOMPARE(audit.size(), 2);
     QVERIFY2(audit.constFirst().contains(partnerUrl() + QStringLiteral(" honours Idempotency-Key: no")), qPrintable(audit.join(u'\n')));
     QVERIFY2(audit.constLast().contains(partnerUrl() + QStringLiteral(" honours Idempotency-Key: yes")), qPrintable(audit.join(u'\n')));
+}
+
+namespace {
+
+QJsonObject reminder(const QString &user, const QString &reminderId, const QString &body, const QString &eventId = {})
+{
+    QJsonObject object{{QStringLiteral("user_id"), user},
+                       {QStringLiteral("reminder_id"), reminderId},
+                       {QStringLiteral("scheduled_at"), QStringLiteral("2026-12-01T09:00:00Z")},
+                       {QStringLiteral("destination"), QStringLiteral("+15550100")},
+                       {QStringLiteral("body"), body}};
+    if (!eventId.isEmpty())
+        object.insert(QStringLiteral("event_id"), eventId);
+    return object;
+}
+
+} // namespace
+
+void TestUiSupport::searchFindsWhatWaitsInTheQueue()
+{
+    // No worker runs yet: one reminder is ready, one is delayed by an hour.
+    enqueue(QStringLiteral("now"), {reminder(QStringLiteral("carol"), QStringLiteral("dentist"), QStringLiteral("Dentist at 10"),
+                                             QStringLiteral("evt-carol-1"))});
+    enqueue(QStringLiteral("later"), {reminder(QStringLiteral("carol"), QStringLiteral("pharmacy"), QStringLiteral("Pick up"))},
+            {QStringLiteral("--delay"), QStringLiteral("3600")});
+    StoreSession session(m_once->storeUrl());
+    EventsPage page;
+    page.resize(1280, 800);
+    page.setSession(&session);
+    page.show();
+    QVERIFY(searchFor(page, QStringLiteral("carol")));
+    QCOMPARE(page.countText(), QStringLiteral("2 events"));
+    EventsModel *model = page.eventsModel();
+    QCOMPARE(model->rowCount(), 2);
+    for (int row = 0; row < 2; ++row)
+        QCOMPARE(model->event(row).state, QString(EventState::Queued));
+    // Newest first: the delayed one.
+    QCOMPARE(model->event(0).reminderId, QStringLiteral("pharmacy"));
+    page.showStory(model->event(0).sendKey);
+    QTRY_VERIFY_WITH_TIMEOUT(page.verdictText().startsWith(QLatin1String("Queued, not picked up by a worker yet: enqueued ")),
+                             10000);
+    QVERIFY2(page.verdictText().contains(QLatin1String("; delayed, due at ")) && page.verdictText().contains(QLatin1String("(in 59 min")),
+             qPrintable(page.verdictText()));
+    // Found by its event id too, here and in `once history`.
+    QVERIFY(searchFor(page, QStringLiteral("evt-carol-1")));
+    QCOMPARE(model->rowCount(), 1);
+    QCOMPARE(model->event(0).reminderId, QStringLiteral("dentist"));
+    const QJsonObject queued = history(model->event(0).sendKey);
+    QCOMPARE(queued.value(QStringLiteral("state")).toString(), QStringLiteral("queued"));
+    QVERIFY2(queued.value(QStringLiteral("verdict")).toString().startsWith(QLatin1String("Queued, not picked up")),
+             qPrintable(queued.value(QStringLiteral("verdict")).toString()));
+    // The Queued state lists them without a search.
+    page.findChild<QLineEdit *>(QStringLiteral("search"))->clear();
+    auto *states = page.findChild<QComboBox *>(QStringLiteral("stateFilter"));
+    states->setCurrentIndex(states->findData(QStringLiteral("queued")));
+    QTRY_COMPARE_WITH_TIMEOUT(page.countText(), QStringLiteral("2 events"), 10000);
+
+    // Once a worker delivers the ready one, it is an event of the ledger, listed once.
+    const auto worker = m_once->run({QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl(), QStringLiteral("--until-idle")},
+                                    {}, WorkerTimeoutMs);
+    QVERIFY2(worker.exitedWith(0), worker.describe().constData());
+    states->setCurrentIndex(0);
+    QVERIFY(searchFor(page, QStringLiteral("carol*")));
+    QTRY_COMPARE_WITH_TIMEOUT(page.countText(), QStringLiteral("2 events"), 10000);
+    QStringList states2;
+    for (int row = 0; row < model->rowCount(); ++row)
+        states2 << model->event(row).reminderId + QLatin1Char('=') + model->event(row).state;
+    states2.sort();
+    QCOMPARE(states2, (QStringList{QStringLiteral("dentist=applied"), QStringLiteral("pharmacy=queued")}));
+    QCOMPARE(m_partner->stats().effects, 1);
+}
+
+void TestUiSupport::prefixAndBodySearch()
+{
+    enqueue(QStringLiteral("orders"),
+            {reminder(QStringLiteral("dave-1"), QStringLiteral("r1"), QStringLiteral("Order ORD-4711 ships tomorrow")),
+             reminder(QStringLiteral("dave-2"), QStringLiteral("r2"), QStringLiteral("Order ORD-4712 ships tomorrow")),
+             reminder(QStringLiteral("dave_3"), QStringLiteral("r3"), QStringLiteral("100% off, order ORD-99")),
+             reminder(QStringLiteral("erin"), QStringLiteral("r4"), QStringLiteral("Nothing to see"))});
+    const auto worker = m_once->run({QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl(), QStringLiteral("--until-idle")},
+                                    {}, WorkerTimeoutMs);
+    QVERIFY2(worker.exitedWith(0), worker.describe().constData());
+    // One more, still queued, so that each search also covers the queue.
+    enqueue(QStringLiteral("queued"), {reminder(QStringLiteral("dave-9"), QStringLiteral("r9"), QStringLiteral("Order ORD-4719"))});
+
+    StoreSession session(m_once->storeUrl());
+    EventsPage page;
+    page.resize(1280, 800);
+    page.setSession(&session);
+    page.show();
+    const QList<std::pair<QString, QString>> searches{
+        {QStringLiteral("dave*"), QStringLiteral("4 events")},
+        {QStringLiteral("dave-*"), QStringLiteral("3 events")},  // '-' is no wildcard
+        {QStringLiteral("dave_*"), QStringLiteral("1 event")},   // nor is '_'
+        {QStringLiteral("dave"), QStringLiteral("0 events")},    // without '*': exact
+        {QStringLiteral("body:ORD-471"), QStringLiteral("3 events")},
+        {QStringLiteral("body:100% off"), QStringLiteral("1 event")},
+        {QStringLiteral("body:ORD-4711"), QStringLiteral("1 event")},
+        {QStringLiteral("+1555*"), QStringLiteral("5 events")},  // destinations
+    };
+    for (const auto &[text, expected] : searches) {
+        QVERIFY(searchFor(page, text));
+        QTRY_COMPARE_WITH_TIMEOUT(page.countText(), expected, 10000);
+        if (expected == QLatin1String("0 events"))
+            continue;
+        QTRY_COMPARE_WITH_TIMEOUT(qint64(page.eventsModel()->rowCount()), page.eventsModel()->total(), 10000);
+    }
+    // The story shows the message's body.
+    QVERIFY(searchFor(page, QStringLiteral("body:ORD-4711")));
+    QTRY_COMPARE_WITH_TIMEOUT(page.eventsModel()->rowCount(), 1, 10000);
+    page.showStory(page.eventsModel()->event(0).sendKey);
+    auto *body = page.findChild<QLabel *>(QStringLiteral("factBody"));
+    QVERIFY(body);
+    QTRY_COMPARE_WITH_TIMEOUT(body->text(), QStringLiteral("Order ORD-4711 ships tomorrow"), 10000);
 }
 
 QTEST_MAIN(TestUiSupport)

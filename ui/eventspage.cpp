@@ -18,6 +18,8 @@
 #include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QInputDialog>
 #include <QStyle>
 #include <QItemSelectionModel>
@@ -100,15 +102,18 @@ EventsPage::EventsPage(QWidget *parent)
 {
     m_search = new QLineEdit;
     m_search->setObjectName(QStringLiteral("search"));
-    m_search->setPlaceholderText(tr("User, destination, reminder, send key or event id"));
+    m_search->setPlaceholderText(tr("User, destination, reminder, send key or event id · prefix* · body:text"));
     m_search->setClearButtonEnabled(true);
-    m_search->setToolTip(tr("Exact match on user id, destination, reminder id, send key or event id"));
+    m_search->setToolTip(tr("Exact match on user id, destination, reminder id, send key or event id.\n"
+                            "End with * for everything starting so (alice* finds alice-2).\n"
+                            "Start with body: to look inside the messages (body:ORD-4711).\n"
+                            "Messages still waiting in the queue are found too, as queued."));
 
     m_state = new QComboBox;
     m_state->setObjectName(QStringLiteral("stateFilter"));
     m_state->addItem(tr("All"), QString());
-    for (const QLatin1String state : {LedgerState::Claimed, LedgerState::Retrying, LedgerState::Applied,
-                                      LedgerState::InDoubt, LedgerState::Dead}) {
+    for (const QLatin1String state : {EventState::Queued, LedgerState::Claimed, LedgerState::Retrying,
+                                      LedgerState::Applied, LedgerState::InDoubt, LedgerState::Dead}) {
         m_state->addItem(stateIcon(state), state, QString(state));
         m_state->setItemData(m_state->count() - 1, stateDescription(state), Qt::ToolTipRole);
     }
@@ -300,6 +305,12 @@ void EventsPage::buildTimeline(QWidget *timeline)
     partner->addWidget(m_partnerPolicy);
     facts->addWidget(factName(tr("Partner")), 6, 0);
     facts->addLayout(partner, 6, 1, 1, 3);
+    m_factBody = factValue();
+    m_factBody->setObjectName(QStringLiteral("factBody"));
+    m_factBody->setWordWrap(true);
+    m_factBody->setToolTip(tr("The message's body as the producer sent it"));
+    facts->addWidget(factName(tr("Body")), 7, 0, Qt::AlignTop);
+    facts->addWidget(m_factBody, 7, 1, 1, 3);
 
     m_copyKey = new QPushButton(QIcon::fromTheme(QStringLiteral("edit-copy")), tr("&Copy key"));
     m_copyKey->setObjectName(QStringLiteral("copyKey"));
@@ -379,10 +390,12 @@ void EventsPage::search()
 
 void EventsPage::showStory(const QByteArray &sendKey)
 {
-    m_search->setText(QString::fromLatin1(sendKey));
+    // A copy: the caller's key may live in the model's rows, which the new search drops.
+    const QByteArray key = sendKey;
+    m_search->setText(QString::fromLatin1(key));
     m_state->setCurrentIndex(0); // all states: the event may have moved on since
     search();
-    openStory(sendKey);
+    openStory(key);
 }
 
 void EventsPage::applyFilter(bool force)
@@ -526,6 +539,10 @@ void EventsPage::showFacts(const EventRow &event)
         m_factPartner->setText(tr("%1 (%2)").arg(event.partner, honours));
     }
     m_partnerPolicy->setEnabled(!event.partner.isEmpty() && m_session);
+    // What the user was sent: a payload's "body", else the whole message.
+    const QJsonObject message = QJsonDocument::fromJson(event.payload).object();
+    const QJsonValue body = message.value(QStringLiteral("body"));
+    m_factBody->setText(body.isString() ? body.toString() : QString::fromUtf8(event.payload));
     m_copyKey->setEnabled(!event.sendKey.isEmpty());
 }
 

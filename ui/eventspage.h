@@ -104,6 +104,7 @@ private:
     QLabel *m_factDuplicates = nullptr;
     QLabel *m_factRequestId = nullptr;
     QLabel *m_factPartner = nullptr;
+    QLabel *m_factBody = nullptr;
     QPushButton *m_partnerPolicy = nullptr;
     QPushButton *m_copyKey = nullptr;
     QPushButton *m_export = nullptr;

@@ -85,21 +85,6 @@ QString sendSummary(const Attempt &a)
 
 } // namespace
 
-QString preciseDuration(qint64 ms)
-{
-    if (ms < 1000)
-        return tr("%1 ms").arg(ms);
-    if (ms < 60 * 1000) {
-        const double seconds = double(ms) / 1000.0;
-        // "12 s" rather than "12.0 s"; one decimal below ten seconds, where it matters.
-        return seconds < 10 ? tr("%1 s").arg(seconds, 0, 'f', 1) : tr("%1 s").arg(qRound(seconds));
-    }
-    const qint64 totalSeconds = ms / 1000;
-    if (totalSeconds < 3600)
-        return tr("%1 min %2 s").arg(totalSeconds / 60).arg(totalSeconds % 60);
-    return tr("%1 h %2 min").arg(totalSeconds / 3600).arg((totalSeconds % 3600) / 60);
-}
-
 QString attemptSummary(const Attempt &a)
 {
     if (a.step == QLatin1String("claim"))
@@ -127,6 +112,8 @@ QString attemptSummary(const Attempt &a)
 
 QString stateDescription(const QString &state)
 {
+    if (state == EventState::Queued)
+        return tr("Queued: the message waits in the queue; no worker has picked it up yet");
     if (state == LedgerState::Claimed)
         return tr("Claimed: a worker holds the key and may be sending");
     if (state == LedgerState::Retrying)

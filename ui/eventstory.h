@@ -22,7 +22,5 @@ QColor stateColor(const QString &state);
 // cannot tell the colours apart.
 QIcon stateIcon(const QString &state);
 
-// "12 ms", "1.2 s", "3 min 5 s".
-QString preciseDuration(qint64 ms);
 
 } // namespace once::ui
