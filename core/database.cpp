@@ -12,7 +12,12 @@
 #include <QThread>
 
 #include <sqlite3.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <chrono>
 #include <thread>
@@ -67,6 +72,8 @@ std::unique_ptr<Database> Database::open(const StoreLocation &location, QString 
     std::unique_ptr<Database> db(new Database);
     db->m_location = location;
     db->m_access = access;
+    if (access == Access::ReadOnly)
+        db->m_readOnlyReason = QStringLiteral("it was opened read-only");
     db->m_connectionName = QStringLiteral("once-%1").arg(counter.fetchAndAddRelaxed(1));
     if (location.kind == StoreLocation::Kind::Postgres) {
         if (!QSqlDatabase::isDriverAvailable(QStringLiteral("QPSQL"))) {
@@ -82,7 +89,9 @@ std::unique_ptr<Database> Database::open(const StoreLocation &location, QString 
         db->m_db.setConnectOptions(location.libpqOptions());
     } else {
         const QFileInfo file(location.path);
-        if (access == Access::ReadOnly) {
+        if (access == Access::AsPermitted)
+            db->settleSqliteAccess();
+        if (db->isReadOnly()) {
             // Looking never creates: a mistyped path is an error, not a new empty store.
             if (!file.exists()) {
                 *error = QStringLiteral("no store at %1 (once init creates one)").arg(location.displayName());
@@ -94,12 +103,86 @@ std::unique_ptr<Database> Database::open(const StoreLocation &location, QString 
         }
         db->m_db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), db->m_connectionName);
         db->m_db.setDatabaseName(location.path);
-        if (access == Access::ReadOnly)
+        if (db->isReadOnly())
             db->m_db.setConnectOptions(QStringLiteral("QSQLITE_OPEN_READONLY"));
     }
-    if (!db->connect(error) || !db->migrate(error))
+    if (!db->connect(error))
+        return nullptr;
+    if (db->m_access == Access::AsPermitted && !db->settlePostgresAccess(error))
+        return nullptr;
+    if (!db->migrate(error))
         return nullptr;
     return db;
+}
+
+void Database::becomeReadOnly(const QString &reason)
+{
+    m_access = Access::ReadOnly;
+    m_readOnlyReason = reason;
+    qCInfo(lcDatabase).noquote() << m_location.displayName() << "is open read-only:" << reason;
+}
+
+// Whether this process may write, as the kernel will judge it (effective ids and
+// capabilities, an immutable file, a read-only mount). A store the user may not write
+// opens read-only rather than failing at its first write ("attempt to write a readonly
+// database"); a file that is not there yet is created as before.
+void Database::settleSqliteAccess()
+{
+    m_access = Access::ReadWrite;
+    const QFileInfo file(m_location.path);
+    if (!file.exists())
+        return;
+    const auto mayWrite = [](const QString &path) {
+        return ::faccessat(AT_FDCWD, QFile::encodeName(path).constData(), W_OK, AT_EACCESS) == 0;
+    };
+    if (!mayWrite(file.absoluteFilePath())) {
+        becomeReadOnly(QStringLiteral("you may not write the file %1 (%2)")
+                           .arg(file.absoluteFilePath(), QString::fromLocal8Bit(std::strerror(errno))));
+        return;
+    }
+    // SQLite writes its journal (the -wal and -shm files) beside the store.
+    if (!mayWrite(file.absolutePath()))
+        becomeReadOnly(QStringLiteral("you may not write the folder %1, where the store keeps its journal (%2)")
+                           .arg(file.absolutePath(), QString::fromLocal8Bit(std::strerror(errno))));
+}
+
+// A role that may write none of the store's tables (support staff, a reporting job; see
+// `once grant-readonly`), a database or role set to read-only transactions, a standby:
+// the session turns read-only, so nothing it does can write, and the console says why.
+// A database without a store yet stays writable: creating one is what was asked for.
+bool Database::settlePostgresAccess(QString *error)
+{
+    m_access = Access::ReadWrite;
+    if (!isPostgres())
+        return true;
+    QSqlQuery query(m_db);
+    const bool asked = query.exec(QStringLiteral(
+        "SELECT to_regclass('schema_version') IS NOT NULL, pg_is_in_recovery(), "
+        "current_setting('transaction_read_only') = 'on', "
+        "EXISTS (SELECT 1 FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace "
+        "AND c.relkind IN ('r', 'p') AND c.relname <> 'schema_version' AND (has_table_privilege(c.oid, 'INSERT') "
+        "OR has_table_privilege(c.oid, 'UPDATE') OR has_table_privilege(c.oid, 'DELETE')))"));
+    if (!asked || !query.next()) {
+        noteFailure(query.lastError());
+        *error = QStringLiteral("cannot read the store %1: %2").arg(m_location.displayName(), query.lastError().text());
+        return false;
+    }
+    const bool storeExists = query.value(0).toBool();
+    const bool standby = query.value(1).toBool();
+    const bool readOnlySessions = query.value(2).toBool();
+    const bool mayWriteSomething = query.value(3).toBool();
+    query.finish();
+    if (standby)
+        becomeReadOnly(QStringLiteral("the server is a standby, which only reads"));
+    else if (readOnlySessions)
+        becomeReadOnly(QStringLiteral("the server starts the role %1's sessions read-only "
+                                      "(default_transaction_read_only)")
+                           .arg(m_location.user));
+    else if (storeExists && !mayWriteSomething)
+        becomeReadOnly(QStringLiteral("the role %1 may read the store's tables but not write them").arg(m_location.user));
+    if (!isReadOnly())
+        return true;
+    return exec(QStringLiteral("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"), error);
 }
 
 bool Database::isStillAtPath(QString *error)
@@ -293,10 +376,12 @@ bool Database::migrate(QString *error)
     }
     if (isReadOnly()) {
         m_lastFailure = StoreFailure::Permanent;
+        // Upgrading is writing: say so rather than migrate behind the back of a read-only open.
         *error = version == 0 ? QStringLiteral("%1 is not a once store (once init creates one)").arg(m_location.displayName())
-                              : QStringLiteral("the store %1 has schema version %2, older than this program's (%3): "
-                                               "once init upgrades it")
-                                    .arg(m_location.displayName(), QString::number(version), QString::number(LatestVersion));
+                              : QStringLiteral("the store %1 has schema version %2, older than this program's (%3), and "
+                                               "cannot be upgraded while open read-only (%4): once init upgrades it")
+                                    .arg(m_location.displayName(), QString::number(version),
+                                         QString::number(LatestVersion), m_readOnlyReason);
         return false;
     }
     Transaction transaction(*this);

@@ -33,7 +33,10 @@ public:
     // ReadOnly: for the commands that only look (stats, events, history, ...): nothing is
     // written, not even the schema version, so they work on a backup, a read-only disk
     // or a store they may only read. A store whose schema needs an upgrade is refused.
-    enum class Access { ReadWrite, ReadOnly };
+    // AsPermitted: read-write where this user may write, else read-only by itself (the
+    // console, so support staff with a file they may not write, or a PostgreSQL role
+    // without write grants, can still look); readOnlyReason() says which it became.
+    enum class Access { ReadWrite, ReadOnly, AsPermitted };
     static std::unique_ptr<Database> open(const StoreLocation &location, QString *error,
                                           Access access = Access::ReadWrite);
 
@@ -42,6 +45,9 @@ public:
     bool isPostgres() const { return m_location.kind == StoreLocation::Kind::Postgres; }
     int schemaVersion() const { return m_schemaVersion; }
     bool isReadOnly() const { return m_access == Access::ReadOnly; }
+    // Why the store is open read-only, in words for a person ("you may not write the file
+    // …"); empty while it is writable.
+    QString readOnlyReason() const { return m_readOnlyReason; }
 
     // What the last failed call met (see StoreFailure): whether to try again.
     StoreFailure lastFailure() const { return m_lastFailure; }
@@ -82,6 +88,10 @@ public:
 private:
     Database() = default;
     bool connect(QString *error);
+    // Access::AsPermitted: what this user may not write turns the connection read-only.
+    void settleSqliteAccess();
+    bool settlePostgresAccess(QString *error);
+    void becomeReadOnly(const QString &reason);
     bool readSchemaVersion(int *version, QString *error);
     bool migrate(QString *error);
     bool ensureConnected(QString *error);
@@ -93,6 +103,7 @@ private:
     StoreLocation m_location;
     int m_schemaVersion = 0;
     Access m_access = Access::ReadWrite;
+    QString m_readOnlyReason;
     StoreFailure m_lastFailure = StoreFailure::None;
     // SQLite: the file this connection opened (device and inode).
     quint64 m_fileDevice = 0;

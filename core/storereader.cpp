@@ -21,8 +21,9 @@ constexpr int UnpacedRedriveBatch = 500; // letters a tick without a rate
 constexpr int MinChangeIntervalMs = 1000;
 }
 
-StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, IfMissing ifMissing, QObject *parent)
-    : QObject(parent), m_storeUrl(storeUrl), m_queueUrl(queueUrl), m_ifMissing(ifMissing)
+StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, IfMissing ifMissing,
+                         Database::Access access, QObject *parent)
+    : QObject(parent), m_storeUrl(storeUrl), m_queueUrl(queueUrl), m_ifMissing(ifMissing), m_access(access)
 {
     qRegisterMetaType<once::EventFilter>();
     qRegisterMetaType<once::DeadLetterFilter>();
@@ -55,7 +56,7 @@ void StoreReader::open()
             return;
         }
     }
-    m_store = Store::open(m_storeUrl, &error);
+    m_store = Store::open(m_storeUrl, &error, m_access);
     if (!m_store) {
         // The core quotes stores by their display name; should a driver ever echo the
         // password it was given, it still does not leave this thread.
@@ -88,6 +89,8 @@ void StoreReader::open()
         emit queueOpened(true, m_broker->location().displayName(), m_broker->location().brokerName());
     }
     m_openError.clear();
+    if (m_store->database().isReadOnly())
+        emit openedReadOnly(withoutSecrets(m_store->database().readOnlyReason()));
     emit opened(true, QString(), listenForChanges());
 }
 
@@ -155,6 +158,14 @@ bool StoreReader::ensureOpen(quint64 token)
     // The views keep asking after a failed open: tell them why, not just that.
     emit failed(token, m_openError.isEmpty() ? QStringLiteral("no store is open") : m_openError);
     return false;
+}
+
+std::optional<QString> StoreReader::refusalToWrite() const
+{
+    if (!m_store->database().isReadOnly())
+        return std::nullopt;
+    return QStringLiteral("the store is open read-only (%1): nothing was changed")
+        .arg(withoutSecrets(m_store->database().readOnlyReason()));
 }
 
 std::optional<QList<DeadLetter>> StoreReader::brokerDeadLetters(const DeadLetterFilter &filter, QString *error)
@@ -274,6 +285,10 @@ void StoreReader::redrive(quint64 token, const QList<DeadLetter> &letters, int r
 {
     if (!ensureOpen(token))
         return;
+    if (const auto refusal = refusalToWrite()) {
+        emit redriveFinished(token, 0, false, *refusal);
+        return;
+    }
     if (m_redrive) {
         emit redriveFinished(token, 0, false, QStringLiteral("another redrive is still running"));
         return;
@@ -336,6 +351,10 @@ void StoreReader::discard(quint64 token, const QList<DeadLetter> &letters, const
 {
     if (!ensureOpen(token))
         return;
+    if (const auto refusal = refusalToWrite()) {
+        emit operationFinished(token, false, *refusal);
+        return;
+    }
     QString error;
     const auto removed = m_broker ? m_store->operations().discard(*m_broker, letters, &error)
                                   : m_store->operations().discard(letters, &error);
@@ -349,6 +368,10 @@ void StoreReader::resolve(quint64 token, const QByteArray &sendKey, bool resend)
 {
     if (!ensureOpen(token))
         return;
+    if (const auto refusal = refusalToWrite()) {
+        emit operationFinished(token, false, *refusal);
+        return;
+    }
     QString error;
     bool ok = false;
     if (!resend)
@@ -366,6 +389,10 @@ void StoreReader::setPartnerPolicy(quint64 token, const QString &partner, KeyHon
 {
     if (!ensureOpen(token))
         return;
+    if (const auto refusal = refusalToWrite()) {
+        emit operationFinished(token, false, *refusal);
+        return;
+    }
     QString error;
     const bool ok = m_store->operations().setPartnerPolicy(partner, honoursKey, &error);
     emit operationFinished(token, ok,

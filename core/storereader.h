@@ -1,5 +1,6 @@
 #pragma once
 
+#include "database.h"
 #include "inspector.h"
 #include "metrics.h"
 #include "workerregistry.h"
@@ -41,9 +42,13 @@ public:
     // is asked about rather than answered with an empty store that looks healthy.
     enum class IfMissing { Create, Refuse };
 
-    // queueUrl: a broker's queue, or empty for the store's own.
+    // queueUrl: a broker's queue, or empty for the store's own. access: ReadOnly for a
+    // console that only looks; AsPermitted opens read-only by itself where the user may
+    // not write. Read-only, the reader refuses redrive, discard and resolve itself, and
+    // the store's connection could not write them anyway.
     explicit StoreReader(const QString &storeUrl, const QString &queueUrl = QString(),
-                         IfMissing ifMissing = IfMissing::Create, QObject *parent = nullptr);
+                         IfMissing ifMissing = IfMissing::Create,
+                         Database::Access access = Database::Access::AsPermitted, QObject *parent = nullptr);
     ~StoreReader() override;
 
 public slots:
@@ -73,6 +78,9 @@ signals:
     void opened(bool ok, const QString &error, bool liveUpdates);
     // Before opened(false): there is no store file at the path, and IfMissing::Refuse.
     void storeMissing(const QString &path);
+    // Just before opened(true), when the store is open read-only: why, in words for a
+    // person (Database::readOnlyReason()).
+    void openedReadOnly(const QString &reason);
     // Only with a queue URL, just before opened(), once the store is open: whether the
     // broker's queue opened too. The names never hold a password: displayName is
     // QueueLocation::displayName(), brokerName "RabbitMQ" or "Redis Streams".
@@ -96,6 +104,8 @@ private:
 
     void redriveNextBatch();
     bool ensureOpen(quint64 token);
+    // The operator's actions write: on a read-only store they are refused here, in words.
+    std::optional<QString> refusalToWrite() const;
     // The dead letters that match, from the broker (which filters nothing itself).
     std::optional<QList<DeadLetter>> brokerDeadLetters(const DeadLetterFilter &filter, QString *error);
     // Errors leave this thread without the broker's or the store's password.
@@ -108,6 +118,7 @@ private:
     QString m_storeUrl;
     QString m_queueUrl;
     IfMissing m_ifMissing = IfMissing::Create;
+    Database::Access m_access = Database::Access::AsPermitted;
     std::unique_ptr<Store> m_store;
     std::unique_ptr<BrokerQueue> m_broker; // null: the store's own queue
     QString m_openError;                   // why open() failed, without secrets

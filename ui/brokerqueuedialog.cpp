@@ -38,10 +38,11 @@ BrokerQueueDialog::BrokerQueueDialog(QWidget *parent) : ConnectionDialog(parent)
     form->addRow(tr("&URL:"), m_url);
     form->addRow(QString(), formats);
     form->addRow(tr("Pass&word:"), m_password);
+    addRememberRow(form);
     layOut(form, tr("Queue:"),
-           tr("The password is used for this session only: it is not saved, shown or logged. "
-              "Open Recent Queue reconnects with the password from $ONCE_QUEUE when that names "
-              "the same queue, as once does."),
+           tr("The password is never shown or logged. Remembered, it is kept in the system keychain, never in "
+              "the console's settings. Otherwise it is used for this session only, and Open Recent Queue "
+              "reconnects with the password from $ONCE_QUEUE when that names the same queue, as once does."),
            620);
 
     connect(m_url, &QLineEdit::textChanged, this, &BrokerQueueDialog::updateOk);

@@ -9,7 +9,8 @@ namespace once::ui {
 // File > Open Broker Queue: the queue at a broker (RabbitMQ or Redis Streams) that the
 // console reads instead of the store's own, while the ledger stays in the store. The
 // password goes into a masked field of its own (one typed into the URL moves there) and
-// no further than url(), which the window opens the queue with; it is never saved.
+// no further than url(), which the window opens the queue with; it is saved only in the
+// system keychain, and only with Remember ticked (SavedPasswords).
 class BrokerQueueDialog final : public ConnectionDialog
 {
     Q_OBJECT

@@ -4,6 +4,7 @@
 #include "redrivedialog.h"
 #include "humanunits.h"
 #include "queueurl.h"
+#include "readonlycontrols.h"
 #include "settings.h"
 #include "storesession.h"
 
@@ -281,6 +282,8 @@ void DeadLettersPage::setSession(StoreSession *session)
         connect(session, &StoreSession::redriveProgress, this, &DeadLettersPage::onRedriveProgress);
         connect(session, &StoreSession::redriveFinished, this, &DeadLettersPage::onRedriveFinished);
         connect(session, &StoreSession::operationFinished, this, &DeadLettersPage::onOperationFinished);
+        // Whether the store may be written is known once it is open.
+        connect(session, &StoreSession::opened, this, &DeadLettersPage::updateActions);
     }
     showPlace();
     rebuildClassCombo();
@@ -440,9 +443,10 @@ void DeadLettersPage::updateActions()
 {
     const bool idle = m_session && m_redriveToken == 0;
     const bool anySelected = m_table->selectionModel()->hasSelection();
-    m_redriveSelectedAction->setEnabled(idle && anySelected);
-    m_redriveAllAction->setEnabled(idle && m_matchingToken == 0 && m_proxy->rowCount() > 0);
-    m_discardAction->setEnabled(idle && anySelected && m_discardToken == 0);
+    const QString readOnly = m_session ? m_session->readOnlyReason() : QString();
+    enableUnlessReadOnly(m_redriveSelectedAction, idle && anySelected, readOnly);
+    enableUnlessReadOnly(m_redriveAllAction, idle && m_matchingToken == 0 && m_proxy->rowCount() > 0, readOnly);
+    enableUnlessReadOnly(m_discardAction, idle && anySelected && m_discardToken == 0, readOnly);
     m_copyKeysAction->setEnabled(anySelected);
     // One letter with a key: a message that was never a reminder has no event.
     const QList<DeadLetter> selected = selectedLetters();

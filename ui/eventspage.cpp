@@ -5,6 +5,7 @@
 #include "eventstory.h"
 #include "humanunits.h"
 #include "historyexport.h"
+#include "readonlycontrols.h"
 #include "settings.h"
 #include "storesession.h"
 
@@ -538,7 +539,8 @@ void EventsPage::showFacts(const EventRow &event)
                                                                                   : tr("not recorded whether it honours Idempotency-Key");
         m_factPartner->setText(tr("%1 (%2)").arg(event.partner, honours));
     }
-    m_partnerPolicy->setEnabled(!event.partner.isEmpty() && m_session);
+    enableUnlessReadOnly(m_partnerPolicy, !event.partner.isEmpty() && m_session,
+                         m_session ? m_session->readOnlyReason() : QString());
     // What the user was sent: a payload's "body", else the whole message.
     const QJsonObject message = QJsonDocument::fromJson(event.payload).object();
     const QJsonValue body = message.value(QStringLiteral("body"));

@@ -1,6 +1,7 @@
 #include "indoubtpage.h"
 
 #include "indoubtmodel.h"
+#include "readonlycontrols.h"
 #include "humanunits.h"
 #include "settings.h"
 #include "storesession.h"
@@ -171,6 +172,8 @@ void InDoubtPage::setSession(StoreSession *session)
     m_model->setEvents({});
     setStatus(QString());
     if (session) {
+        // Whether the store may be written is known once it is open.
+        connect(session, &StoreSession::opened, this, &InDoubtPage::updateActions);
         connect(session, &StoreSession::inDoubtLoaded, this,
                 [this](quint64 token, const QList<EventRow> &rows) {
                     if (token != m_loadToken)
@@ -328,8 +331,9 @@ void InDoubtPage::sayWhoSendsTheResent(const QList<WorkerRecord> &workers)
 void InDoubtPage::updateActions()
 {
     const bool enabled = m_session && m_pending.isEmpty() && m_table->selectionModel()->hasSelection();
-    m_resendAction->setEnabled(enabled);
-    m_markDeliveredAction->setEnabled(enabled);
+    const QString readOnly = m_session ? m_session->readOnlyReason() : QString();
+    enableUnlessReadOnly(m_resendAction, enabled, readOnly);
+    enableUnlessReadOnly(m_markDeliveredAction, enabled, readOnly);
 }
 
 void InDoubtPage::updateCounts()

@@ -9,7 +9,10 @@
 #include "overviewpage.h"
 #include "postgresdialog.h"
 #include "queueurl.h"
+#include "readonlycontrols.h"
+#include "savedpasswords.h"
 #include "settings.h"
+#include "statuscolors.h"
 #include "settingsdialog.h"
 #include "storesession.h"
 #include "storeurl.h"
@@ -30,8 +33,11 @@
 
 namespace once::ui {
 
-MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent), m_engine(new EngineController(this))
+MainWindow::MainWindow(QWidget *parent)
+    : QMainWindow(parent), m_engine(new EngineController(this)), m_passwords(new SavedPasswords(this))
 {
+    connect(m_passwords, &SavedPasswords::failed, this,
+            [this](const QString &message) { statusBar()->showMessage(message, 10000); });
     setWindowTitle(tr("once console"));
     setWindowIcon(QIcon(QStringLiteral(":/once.svg")));
     m_tabs = new QTabWidget(this);
@@ -54,8 +60,18 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent), m_engine(new Engi
     m_queueLabel->setObjectName(QStringLiteral("queueLabel"));
     m_queueLabel->hide();
     m_workerLabel = new QLabel;
+    // A badge, not a word among the others: support staff should see at a glance that
+    // this window cannot change anything.
+    m_readOnlyLabel = new QLabel(tr("Read-only"));
+    m_readOnlyLabel->setObjectName(QStringLiteral("readOnlyLabel"));
+    const BannerColors badge = bannerColors(Severity::Warning, palette());
+    m_readOnlyLabel->setStyleSheet(QStringLiteral("QLabel { background: %1; color: %2; border: 1px solid %3; "
+                                                  "border-radius: 3px; padding: 0px 6px; font-weight: bold; }")
+                                       .arg(badge.background.name(), badge.text.name(), badge.border.name()));
+    m_readOnlyLabel->hide();
     statusBar()->addWidget(m_storeLabel);
     statusBar()->addWidget(m_queueLabel, 1);
+    statusBar()->addPermanentWidget(m_readOnlyLabel);
     statusBar()->addPermanentWidget(m_workerLabel);
     connect(m_engine, &EngineController::stateChanged, this, &MainWindow::updateStatus);
     connect(m_engine, &EngineController::countersChanged, this, &MainWindow::updateStatus);
@@ -80,8 +96,12 @@ MainWindow::~MainWindow() = default;
 void MainWindow::buildMenus()
 {
     QMenu *file = menuBar()->addMenu(tr("&File"));
-    file->addAction(tr("&New Store…"), QKeySequence::New, this, &MainWindow::chooseNewStore);
+    m_newStoreAction = file->addAction(tr("&New Store…"), QKeySequence::New, this, &MainWindow::chooseNewStore);
+    m_newStoreAction->setObjectName(QStringLiteral("newStore"));
     file->addAction(tr("&Open Store…"), QKeySequence::Open, this, &MainWindow::chooseStore);
+    QAction *openReadOnly = file->addAction(tr("Open Read-On&ly…"), this, &MainWindow::chooseStoreReadOnly);
+    openReadOnly->setObjectName(QStringLiteral("openReadOnly"));
+    openReadOnly->setToolTip(tr("Look at a store without any way to change it: no upgrade, no worker, no redrive"));
     QAction *openPostgres = file->addAction(tr("Open &PostgreSQL Store…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O),
                                             this, [this] { choosePostgresStore(); });
     openPostgres->setObjectName(QStringLiteral("openPostgresStore"));
@@ -97,7 +117,8 @@ void MainWindow::buildMenus()
     rebuildRecentQueuesMenu();
     m_useStoreQueueAction = file->addAction(tr("Use the Store's Own &Queue"), this, [this] {
         if (m_session)
-            openStore(m_session->storeUrl());
+            openStore(m_session->storeUrl(), QString(), StoreReader::IfMissing::Refuse,
+                      m_session->readOnlyRequested() ? Database::Access::ReadOnly : Database::Access::AsPermitted);
     });
     m_useStoreQueueAction->setObjectName(QStringLiteral("useStoreQueue"));
     m_useStoreQueueAction->setEnabled(false);
@@ -105,6 +126,7 @@ void MainWindow::buildMenus()
     file->addAction(tr("&Settings…"), QKeySequence::Preferences, this, &MainWindow::showSettings);
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+    file->setToolTipsVisible(true);
 
     QMenu *view = menuBar()->addMenu(tr("&View"));
     view->addAction(tr("&Refresh"), QKeySequence::Refresh, this, &MainWindow::refreshCurrent);
@@ -124,12 +146,22 @@ void MainWindow::buildMenus()
     help->addAction(tr("&About once"), this, &MainWindow::showAbout);
 }
 
-void MainWindow::openStore(const QString &url, const QString &queueUrl, StoreReader::IfMissing ifMissing)
+void MainWindow::setReadOnly(bool readOnly)
 {
+    m_readOnly = readOnly;
+    enableUnlessReadOnly(m_newStoreAction, true, readOnly ? tr("the console was started with --read-only") : QString());
+}
+
+void MainWindow::openStore(const QString &url, const QString &queueUrl, StoreReader::IfMissing ifMissing,
+                           Database::Access access)
+{
+    if (m_readOnly)
+        access = Database::Access::ReadOnly;
     // The pages let go of the old session before it goes.
     for (Page *page : std::as_const(m_pages))
         page->setSession(nullptr);
-    m_session = std::make_unique<StoreSession>(url, queueUrl, ifMissing);
+    m_session = std::make_unique<StoreSession>(url, queueUrl, ifMissing, access);
+    showAccess();
     const QString shown = m_session->displayName();
     // The queue as the status bar names it: "RabbitMQ amqp://once@host:5672/%2F?queue=reminders".
     const QString queueShown = m_session->hasBrokerQueue()
@@ -144,9 +176,17 @@ void MainWindow::openStore(const QString &url, const QString &queueUrl, StoreRea
     m_queueLabel->setVisible(m_session->hasBrokerQueue());
     m_useStoreQueueAction->setEnabled(m_session->hasBrokerQueue());
     connect(m_session.get(), &StoreSession::opened, this, [this, url, queueUrl, shown, queueShown](bool ok, const QString &error) {
-        if (!ok && m_session->storeMissing()) {
+        if (!ok && m_session->storeMissing() && !m_session->readOnlyRequested()) {
             m_storeLabel->setText(tr("No store at %1").arg(shown));
             askToCreateStore(url, queueUrl);
+            return;
+        }
+        showAccess();
+        if (!ok && m_session->storeMissing()) {
+            // Only looking creates nothing: there is nothing here to look at.
+            m_storeLabel->setText(tr("No store at %1").arg(shown));
+            showOpenError(url, queueUrl, false,
+                          tr("There is no store at %1. A store opened read-only is never created.").arg(shown));
             return;
         }
         if (!ok) {
@@ -176,19 +216,85 @@ void MainWindow::openStore(const QString &url, const QString &queueUrl, StoreRea
     connect(m_session.get(), &StoreSession::storeChanged, this, &MainWindow::refreshCurrent);
     for (Page *page : std::as_const(m_pages))
         page->setSession(m_session.get());
+    updateTitle();
+}
+
+void MainWindow::updateTitle()
+{
+    if (!m_session)
+        return;
+    QString store = storeShortName(m_session->storeUrl());
+    if (m_session->isReadOnly())
+        store = tr("%1 [read-only]").arg(store);
     if (m_session->hasBrokerQueue()) {
-        const QString name = queueName(queueUrl);
+        const QString name = queueName(m_session->queueUrl());
         setWindowTitle(tr("%1 · %2 at %3 — once console")
-                           .arg(storeShortName(url), name.isEmpty() ? m_session->queueDisplayName() : name,
-                                m_session->brokerName()));
+                           .arg(store, name.isEmpty() ? m_session->queueDisplayName() : name, m_session->brokerName()));
     } else {
-        setWindowTitle(tr("%1 — once console").arg(storeShortName(url)));
+        setWindowTitle(tr("%1 — once console").arg(store));
     }
+}
+
+void MainWindow::showAccess()
+{
+    const bool readOnly = m_session && m_session->isReadOnly();
+    m_readOnlyLabel->setVisible(readOnly);
+    m_readOnlyLabel->setToolTip(readOnly ? readOnlyToolTip(m_session->readOnlyReason()) : QString());
+    updateTitle();
 }
 
 void MainWindow::openQueue(const QString &queueUrl)
 {
-    openStore(m_session ? m_session->storeUrl() : defaultStoreUrl(), queueUrl);
+    // Another queue for the same store: a store opened read-only stays so.
+    openStore(m_session ? m_session->storeUrl() : defaultStoreUrl(), queueUrl, StoreReader::IfMissing::Refuse,
+              m_session && m_session->readOnlyRequested() ? Database::Access::ReadOnly : Database::Access::AsPermitted);
+}
+
+void MainWindow::openSavedStore(const QString &savedUrl, const QString &queueUrl)
+{
+    if (!isPostgresUrl(savedUrl) || !m_passwords->isRemembered(savedUrl)) {
+        openStore(savedUrl, queueUrl);
+        return;
+    }
+    m_passwords->find(savedUrl, this, [this, savedUrl, queueUrl](const std::optional<QString> &password,
+                                                                 const QString &whyNot) {
+        if (password) {
+            openStore(storeUrlWithPassword(savedUrl, *password), queueUrl);
+            return;
+        }
+        choosePostgresStore(savedUrl, tr("The password of this store was remembered, but %1: type it.").arg(whyNot));
+    });
+}
+
+void MainWindow::openSavedQueue(const QString &savedUrl)
+{
+    if (!m_passwords->isRemembered(savedUrl)) {
+        openQueue(queueUrlForReopening(savedUrl));
+        return;
+    }
+    m_passwords->find(savedUrl, this, [this, savedUrl](const std::optional<QString> &password, const QString &whyNot) {
+        if (password) {
+            openQueue(queueUrlWithPassword(savedUrl, *password));
+            return;
+        }
+        chooseBrokerQueue(savedUrl, tr("The password of this queue was remembered, but %1: type it.").arg(whyNot));
+    });
+}
+
+void MainWindow::keepPasswordOnceOpen(const QString &savedUrl, const QString &password, bool remember)
+{
+    if (!remember) {
+        if (m_passwords->isRemembered(savedUrl))
+            m_passwords->forget(savedUrl);
+        return;
+    }
+    if (password.isEmpty() || !m_session)
+        return;
+    // Only a password that opened the connection is worth remembering.
+    connect(m_session.get(), &StoreSession::opened, this, [this, savedUrl, password](bool ok) {
+        if (ok)
+            m_passwords->remember(savedUrl, password);
+    });
 }
 
 void MainWindow::openStoreFromMenu(const QString &url)
@@ -249,6 +355,8 @@ void MainWindow::askToCreateStore(const QString &url, const QString &queueUrl)
 
 void MainWindow::chooseNewStore()
 {
+    if (m_readOnly)
+        return;
     const QString path = QFileDialog::getSaveFileName(this, tr("New Store"), QString(),
                                                       tr("once stores (*.sqlite *.db)"));
     if (!path.isEmpty())
@@ -263,7 +371,15 @@ void MainWindow::chooseStore()
         openStoreFromMenu(QStringLiteral("sqlite:") + path);
 }
 
-void MainWindow::choosePostgresStore(const QString &prefill)
+void MainWindow::chooseStoreReadOnly()
+{
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open Store Read-Only"), QString(),
+                                                      tr("once stores (*.sqlite *.db);;All files (*)"));
+    if (!path.isEmpty())
+        openStore(QStringLiteral("sqlite:") + path, QString(), StoreReader::IfMissing::Refuse, Database::Access::ReadOnly);
+}
+
+void MainWindow::choosePostgresStore(const QString &prefill, const QString &message)
 {
     PostgresDialog dialog(this);
     if (!prefill.isEmpty()) {
@@ -275,11 +391,20 @@ void MainWindow::choosePostgresStore(const QString &prefill)
         if (last != recent.cend())
             dialog.setUrl(*last);
     }
-    if (dialog.exec() == QDialog::Accepted)
-        openStoreFromMenu(dialog.url());
+    const auto showKeychain = [this, &dialog, message] {
+        dialog.setKeychain(m_passwords->keychain(), m_passwords->unavailableReason(),
+                           m_passwords->isRemembered(storeUrlWithoutPassword(dialog.url())), message);
+    };
+    showKeychain();
+    connect(m_passwords, &SavedPasswords::keychainChecked, &dialog, showKeychain);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    const QString url = dialog.url();
+    openStoreFromMenu(url);
+    keepPasswordOnceOpen(storeUrlWithoutPassword(url), storePassword(url), dialog.rememberPassword());
 }
 
-void MainWindow::chooseBrokerQueue(const QString &prefill)
+void MainWindow::chooseBrokerQueue(const QString &prefill, const QString &message)
 {
     BrokerQueueDialog dialog(this);
     if (!prefill.isEmpty()) {
@@ -292,8 +417,17 @@ void MainWindow::chooseBrokerQueue(const QString &prefill)
         if (!recent.isEmpty())
             dialog.setUrl(queueUrlForReopening(recent.constFirst()));
     }
-    if (dialog.exec() == QDialog::Accepted)
-        openQueue(dialog.url());
+    const auto showKeychain = [this, &dialog, message] {
+        dialog.setKeychain(m_passwords->keychain(), m_passwords->unavailableReason(),
+                           m_passwords->isRemembered(queueUrlWithoutPassword(dialog.url())), message);
+    };
+    showKeychain();
+    connect(m_passwords, &SavedPasswords::keychainChecked, &dialog, showKeychain);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    const QString url = dialog.url();
+    openQueue(url);
+    keepPasswordOnceOpen(queueUrlWithoutPassword(url), queuePassword(url), dialog.rememberPassword());
 }
 
 void MainWindow::rebuildRecentMenu()
@@ -303,9 +437,14 @@ void MainWindow::rebuildRecentMenu()
     for (const QString &url : recent) {
         QString text = storeDisplayName(url);
         QAction *action = m_recentMenu->addAction(text.replace(QLatin1Char('&'), QLatin1String("&&")), this,
-                                                  [this, url] { openStoreFromMenu(url); });
+                                                  [this, url] {
+                                                      const bool sameStore = m_session && storeUrlWithoutPassword(m_session->storeUrl()) == url;
+                                                      openSavedStore(url, sameStore ? m_session->queueUrl() : QString());
+                                                  });
         if (isPostgresUrl(url))
-            action->setToolTip(tr("Reconnects with the password from PGPASSWORD or ~/.pgpass"));
+            action->setToolTip(m_passwords->isRemembered(url)
+                                   ? tr("Reconnects with the password remembered in the system keychain")
+                                   : tr("Reconnects with the password from PGPASSWORD or ~/.pgpass"));
     }
     m_recentMenu->setToolTipsVisible(true);
     m_recentMenu->setEnabled(!recent.isEmpty());
@@ -318,9 +457,12 @@ void MainWindow::rebuildRecentQueuesMenu()
     for (const QString &url : recent) {
         QString text = tr("%1 %2").arg(queueBrokerName(url), queueDisplayName(url));
         QAction *action = m_recentQueuesMenu->addAction(text.replace(QLatin1Char('&'), QLatin1String("&&")), this,
-                                                        [this, url] { openQueue(queueUrlForReopening(url)); });
-        action->setToolTip(tr("Opens this queue with the open store; the password comes from $ONCE_QUEUE when that "
-                              "names the same queue"));
+                                                        [this, url] { openSavedQueue(url); });
+        action->setToolTip(m_passwords->isRemembered(url)
+                               ? tr("Opens this queue with the open store, with the password remembered in the "
+                                    "system keychain")
+                               : tr("Opens this queue with the open store; the password comes from $ONCE_QUEUE when "
+                                    "that names the same queue"));
     }
     m_recentQueuesMenu->setToolTipsVisible(true);
     m_recentQueuesMenu->setEnabled(!recent.isEmpty());

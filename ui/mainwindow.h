@@ -17,6 +17,7 @@ namespace once::ui {
 
 class EngineController;
 class Page;
+class SavedPasswords;
 class StoreSession;
 
 // The console's window: a tab per page over one open store, a menu bar, a status bar,
@@ -38,11 +39,25 @@ public:
 
     // queueUrl: a broker's queue to read instead of the store's own, or empty.
     // A SQLite store that is not there is asked about (askToCreateStore), unless
-    // ifMissing says to create it.
+    // ifMissing says to create it. access: ReadOnly to only look (File > Open Read-Only);
+    // AsPermitted opens read-only by itself where the user may not write.
     void openStore(const QString &url, const QString &queueUrl = QString(),
-                   StoreReader::IfMissing ifMissing = StoreReader::IfMissing::Refuse);
+                   StoreReader::IfMissing ifMissing = StoreReader::IfMissing::Refuse,
+                   Database::Access access = Database::Access::AsPermitted);
+    // once-console --read-only: every store this window opens, it opens read-only, and it
+    // creates none. Call before the first openStore().
+    void setReadOnly(bool readOnly);
+    bool isReadOnly() const { return m_readOnly; }
     // The open store (or the default one) with this broker's queue.
     void openQueue(const QString &queueUrl);
+    // A saved store (Open Recent, the last one at start), without its password: with the
+    // one remembered in the keychain if the user asked for that, else as it is (libpq
+    // then looks in PGPASSWORD and ~/.pgpass). A remembered password the keychain cannot
+    // give is asked for.
+    void openSavedStore(const QString &savedUrl, const QString &queueUrl = QString());
+    // A saved queue (Open Recent Queue) the same way.
+    void openSavedQueue(const QString &savedUrl);
+    SavedPasswords *savedPasswords() const { return m_passwords; }
     StoreSession *session() const { return m_session.get(); }
     EngineController *engine() const { return m_engine; }
     QTabWidget *tabs() const { return m_tabs; }
@@ -65,8 +80,13 @@ protected:
 private:
     void buildMenus();
     void chooseStore();
-    void choosePostgresStore(const QString &prefill = QString());
-    void chooseBrokerQueue(const QString &prefill = QString());
+    void chooseStoreReadOnly();
+    // message: why the dialog asks (a remembered password the keychain cannot give).
+    void choosePostgresStore(const QString &prefill = QString(), const QString &message = QString());
+    void chooseBrokerQueue(const QString &prefill = QString(), const QString &message = QString());
+    // Once the connection the dialog's password opened is open: into the keychain, or out
+    // of it when Remember was unticked.
+    void keepPasswordOnceOpen(const QString &savedUrl, const QString &password, bool remember);
     // A store chosen in the menus: the broker's queue stays when the store is the same one
     // again (a reconnect), and goes with a different store, whose queue it is not.
     void openStoreFromMenu(const QString &url);
@@ -79,8 +99,12 @@ private:
     void showAbout();
     void showSettings();
     void updateStatus();
+    // The "Read-only" mark in the status bar and the title, once the session knows.
+    void showAccess();
+    void updateTitle();
 
     EngineController *m_engine = nullptr;
+    SavedPasswords *m_passwords = nullptr;
     std::unique_ptr<StoreSession> m_session;
     QTabWidget *m_tabs = nullptr;
     QList<Page *> m_pages;
@@ -90,6 +114,9 @@ private:
     QLabel *m_storeLabel = nullptr; // "storeLabel"
     QLabel *m_queueLabel = nullptr; // "queueLabel": the broker's queue, hidden without one
     QLabel *m_workerLabel = nullptr;
+    QLabel *m_readOnlyLabel = nullptr; // "readOnlyLabel": shown while the store is read-only
+    QAction *m_newStoreAction = nullptr;
+    bool m_readOnly = false;
     QTimer m_refreshTimer;
 };
 

@@ -47,11 +47,12 @@ PostgresDialog::PostgresDialog(QWidget *parent) : ConnectionDialog(parent)
     form->addRow(tr("&Database:"), m_database);
     form->addRow(tr("&User:"), m_user);
     form->addRow(tr("Pass&word:"), m_password);
+    addRememberRow(form);
     form->addRow(tr("&SSL mode:"), m_sslMode);
     layOut(form, tr("Store:"),
-           tr("The password is used for this session only: it is not saved, shown or logged. "
-              "Open Recent reconnects without it, so libpq then looks in PGPASSWORD and "
-              "~/.pgpass, as psql does."),
+           tr("The password is never shown or logged. Remembered, it is kept in the system keychain, never in "
+              "the console's settings. Otherwise it is used for this session only, and Open Recent reconnects "
+              "without it: libpq then looks in PGPASSWORD and ~/.pgpass, as psql does."),
            460);
 
     for (QLineEdit *field : {m_host, m_database, m_user, m_password})

@@ -10,8 +10,9 @@ namespace once::ui {
 
 // File > Open PostgreSQL Store: the fields of a postgres:// URL, one by one. The
 // password is typed into a masked field and goes no further than url(), which the
-// window opens the store with; it is never saved. Without one, libpq looks in
-// PGPASSWORD and ~/.pgpass, as psql does (and as Open Recent relies on).
+// window opens the store with; it is saved only in the system keychain, and only with
+// Remember ticked (SavedPasswords). Without one, libpq looks in PGPASSWORD and
+// ~/.pgpass, as psql does (and as Open Recent relies on).
 class PostgresDialog final : public ConnectionDialog
 {
     Q_OBJECT

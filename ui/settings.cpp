@@ -49,6 +49,15 @@ void Settings::addRecentStore(const QString &url)
     m_settings.setValue(QStringLiteral("stores/recent"), recent);
 }
 
+void Settings::setPasswordRemembered(const QString &savedUrl, bool remembered)
+{
+    QStringList urls = rememberedPasswords();
+    urls.removeAll(savedUrl);
+    if (remembered)
+        urls.append(savedUrl);
+    m_settings.setValue(QStringLiteral("passwords/remembered"), urls);
+}
+
 QStringList Settings::recentQueues() const
 {
     return withoutPasswords(m_settings.value(RecentQueuesKey).toStringList(), queueUrlWithoutPassword);

@@ -19,6 +19,10 @@ public:
     QStringList recentQueues() const;
     void addRecentQueue(const QString &url);
     void scrubRecentQueues();
+    // The saved connections (URLs without passwords) whose password the user asked to
+    // remember: the password itself is in the system keychain (SavedPasswords), never here.
+    QStringList rememberedPasswords() const { return m_settings.value(QStringLiteral("passwords/remembered")).toStringList(); }
+    void setPasswordRemembered(const QString &savedUrl, bool remembered);
 
     int oldestAgeAlertSeconds() const { return m_settings.value(QStringLiteral("alerts/oldestAgeSeconds"), 300).toInt(); }
     void setOldestAgeAlertSeconds(int seconds) { m_settings.setValue(QStringLiteral("alerts/oldestAgeSeconds"), seconds); }

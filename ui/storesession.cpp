@@ -6,13 +6,16 @@
 namespace once::ui {
 
 StoreSession::StoreSession(const QString &storeUrl, const QString &queueUrl, StoreReader::IfMissing ifMissing,
-                           QObject *parent)
+                           Database::Access access, QObject *parent)
     : QObject(parent), m_storeUrl(storeUrl), m_displayName(storeDisplayName(storeUrl)), m_queueUrl(queueUrl),
       m_queueDisplayName(queueUrl.isEmpty() ? QString() : ui::queueDisplayName(queueUrl)),
-      m_brokerName(queueUrl.isEmpty() ? QString() : queueBrokerName(queueUrl))
+      m_brokerName(queueUrl.isEmpty() ? QString() : queueBrokerName(queueUrl)), m_access(access)
 {
+    // Asked for, it holds before the store opens: nothing may start a write meanwhile.
+    if (access == Database::Access::ReadOnly)
+        m_readOnlyReason = tr("it was opened read-only");
     m_thread.setObjectName(QStringLiteral("store reader"));
-    m_reader = new StoreReader(storeUrl, queueUrl, ifMissing);
+    m_reader = new StoreReader(storeUrl, queueUrl, ifMissing, access);
     m_reader->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_reader, &QObject::deleteLater);
     connect(m_reader, &StoreReader::queueOpened, this, [this](bool ok, const QString &displayName, const QString &brokerName) {
@@ -24,6 +27,7 @@ StoreSession::StoreSession(const QString &storeUrl, const QString &queueUrl, Sto
             m_brokerName = brokerName;
     });
     connect(m_reader, &StoreReader::storeMissing, this, [this] { m_storeMissing = true; });
+    connect(m_reader, &StoreReader::openedReadOnly, this, [this](const QString &reason) { m_readOnlyReason = reason; });
     connect(m_reader, &StoreReader::opened, this, [this](bool ok, const QString &error, bool liveUpdates) {
         // A broker's queue changes without the store hearing of it: with one, pages poll
         // as often as on SQLite, and the store's notifications only bring refreshes sooner.

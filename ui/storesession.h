@@ -24,8 +24,11 @@ class StoreSession final : public QObject
 
 public:
     // queueUrl: a broker's queue, or empty for the store's own.
+    // access: Database::Access::ReadOnly for a console that only looks (--read-only, File >
+    // Open Read-Only); AsPermitted turns read-only by itself where the user may not write.
     explicit StoreSession(const QString &storeUrl, const QString &queueUrl = QString(),
-                          StoreReader::IfMissing ifMissing = StoreReader::IfMissing::Create, QObject *parent = nullptr);
+                          StoreReader::IfMissing ifMissing = StoreReader::IfMissing::Create,
+                          Database::Access access = Database::Access::AsPermitted, QObject *parent = nullptr);
     ~StoreSession() override;
 
     QString storeUrl() const { return m_storeUrl; }
@@ -42,6 +45,12 @@ public:
     bool queueFailed() const { return m_queueFailed; }
     // The open failed because no store file is at the path (IfMissing::Refuse).
     bool storeMissing() const { return m_storeMissing; }
+    // Whether nothing this session does may change the store: asked for, or found once
+    // opened() came (a file the user may not write, a role without write grants). The
+    // reason is for a person: "you may not write the file …".
+    bool isReadOnly() const { return !m_readOnlyReason.isEmpty(); }
+    QString readOnlyReason() const { return m_readOnlyReason; }
+    bool readOnlyRequested() const { return m_access == Database::Access::ReadOnly; }
     // Whether storeChanged() follows the store's changes by itself (PostgreSQL
     // notifications), so that views may poll less often. Known once opened() came; never
     // with a broker's queue, whose changes the store does not hear of.
@@ -91,6 +100,8 @@ private:
     bool m_queueFailed = false;
     bool m_storeMissing = false;
     bool m_liveUpdates = false;
+    Database::Access m_access = Database::Access::AsPermitted;
+    QString m_readOnlyReason;
     QThread m_thread;
     once::StoreReader *m_reader = nullptr; // lives on m_thread
     quint64 m_lastToken = 0;

@@ -50,6 +50,22 @@ QString storeUrlWithoutPassword(const QString &url)
     return parsed.toString(QUrl::FullyEncoded);
 }
 
+QString storePassword(const QString &url)
+{
+    if (!url.contains(QLatin1String("://")))
+        return QString();
+    return QUrl(url, QUrl::StrictMode).password(QUrl::FullyDecoded);
+}
+
+QString storeUrlWithPassword(const QString &url, const QString &password)
+{
+    QUrl parsed(url, QUrl::StrictMode);
+    if (!parsed.isValid() || password.isEmpty())
+        return url;
+    parsed.setPassword(password, QUrl::DecodedMode);
+    return parsed.toString(QUrl::FullyEncoded);
+}
+
 QString storeShortName(const QString &url)
 {
     QString error;

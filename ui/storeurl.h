@@ -15,6 +15,10 @@ QString storeDisplayName(const QString &url);
 // password. Reopening it lets libpq find the password in PGPASSWORD or ~/.pgpass, as
 // psql does.
 QString storeUrlWithoutPassword(const QString &url);
+// The password a PostgreSQL URL carries, if any.
+QString storePassword(const QString &url);
+// A saved URL (without password) with this one, to open it: a remembered password.
+QString storeUrlWithPassword(const QString &url, const QString &password);
 // A short name for a window title: the file name, or "DB on HOST".
 QString storeShortName(const QString &url);
 // Whether the URL names a PostgreSQL store.

@@ -1,6 +1,7 @@
 #include "workerpage.h"
 
 #include "humanunits.h"
+#include "readonlycontrols.h"
 #include "settings.h"
 #include "statuscolors.h"
 #include "storesession.h"
@@ -305,7 +306,9 @@ void WorkerPage::setSession(StoreSession *session)
     m_workersError.clear();
     m_workersModel->setWorkers({}, 0);
     if (m_session) {
-        m_sessionConnections << connect(m_session, &StoreSession::workersLoaded, this, &WorkerPage::onWorkersLoaded)
+        // Whether the store may be written is known once it is open.
+        m_sessionConnections << connect(m_session, &StoreSession::opened, this, &WorkerPage::updateControls)
+                             << connect(m_session, &StoreSession::workersLoaded, this, &WorkerPage::onWorkersLoaded)
                              << connect(m_session, &StoreSession::failed, this,
                                         [this](quint64 token, const QString &error) {
                                             if (token != m_workersToken)
@@ -441,7 +444,8 @@ void WorkerPage::start()
 {
     QString problem;
     const auto url = partnerUrl(&problem);
-    if (!url || !m_session || !m_engine || m_engine->state() != EngineController::State::Stopped) {
+    if (!url || !m_session || m_session->isReadOnly() || !m_engine
+        || m_engine->state() != EngineController::State::Stopped) {
         validateUrl();
         return;
     }
@@ -517,7 +521,9 @@ void WorkerPage::updateControls()
     QString problem;
     const bool urlOk = partnerUrl(&problem).has_value();
 
-    m_start->setEnabled(m_engine && m_session && stopped && urlOk && m_tokenProblem.isEmpty());
+    // The worker writes the ledger and the queue: a read-only store is only looked at.
+    enableUnlessReadOnly(m_start, m_engine && m_session && stopped && urlOk && m_tokenProblem.isEmpty(),
+                         m_session ? m_session->readOnlyReason() : QString());
     m_pause->setEnabled(state == State::Running || state == State::BreakerOpen);
     m_resume->setEnabled(state == State::Paused);
     m_stop->setEnabled(state == State::Starting || state == State::Running || state == State::Paused
@@ -561,6 +567,10 @@ void WorkerPage::updateControls()
     QString hint;
     if (!m_session && stopped)
         hint = tr("Open a store to run a worker on it.");
+    else if (stopped && m_session->isReadOnly())
+        hint = tr("No worker can start here: a worker writes the ledger and the queue, and %1 is open read-only "
+                  "(%2).")
+                   .arg(m_session->displayName(), m_session->readOnlyReason());
     else if (stopped)
         hint = tr("Start runs a worker on %1 inside the console, as the once worker command would.")
                    .arg(m_session->displayName());

@@ -13,6 +13,9 @@
 #include <QMessageBox>
 #include <QTimer>
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace {
 
 void nameApplication()
@@ -38,6 +41,9 @@ void addOptions(QCommandLineParser &parser)
                                      "redis://[:PASSWORD@]HOST[:PORT]/DB?stream=NAME (default: $ONCE_QUEUE). The "
                                      "console never shows or saves the password."),
                       QStringLiteral("url")});
+    parser.addOption({QStringLiteral("read-only"),
+                      QStringLiteral("Only look: open every store read-only (no schema upgrade, no journal mode "
+                                     "change), create none, and disable the worker, redrive, discard and resolve.")});
     parser.addOption({QStringLiteral("demo"),
                       QStringLiteral("Open a fresh demo store with a simulated partner, a producer and a running worker.")});
     parser.addOption({QStringLiteral("screenshots"),
@@ -60,6 +66,11 @@ void answerWithoutWindow(int argc, char *argv[])
     const bool parsed = parser.parse(arguments);
     const bool answered = !parsed || parser.isSet(QStringLiteral("help")) || parser.isSet(QStringLiteral("help-all"))
                           || parser.isSet(QStringLiteral("version"));
+    if (parsed && !answered && parser.isSet(QStringLiteral("read-only")) && parser.isSet(QStringLiteral("demo"))) {
+        std::fputs("once-console: --read-only and --demo do not go together: the demo runs a worker, which writes\n",
+                   stderr);
+        std::exit(2);
+    }
     if (!answered)
         return;
     QCoreApplication app(argc, argv);
@@ -83,6 +94,7 @@ int main(int argc, char *argv[])
     parser.process(app);
 
     once::ui::MainWindow window;
+    window.setReadOnly(parser.isSet(QStringLiteral("read-only")));
     once::ui::Demo demo;
     if (parser.isSet(QStringLiteral("demo"))) {
         QString error;
@@ -108,7 +120,7 @@ int main(int argc, char *argv[])
             window.openStore(parser.value(QStringLiteral("store")), queueUrl);
         } else {
             const QStringList recent = once::ui::Settings().recentStores();
-            window.openStore(recent.isEmpty() ? once::defaultStoreUrl() : recent.constFirst(), queueUrl);
+            window.openSavedStore(recent.isEmpty() ? once::defaultStoreUrl() : recent.constFirst(), queueUrl);
         }
     }
     window.show();

@@ -81,5 +81,6 @@ int runWorker(const QStringList &arguments);
 int runWorkers(const QStringList &arguments);
 int runPartnerSim(const QStringList &arguments);
 int runBench(const QStringList &arguments);
+int runGrantReadOnly(const QStringList &arguments);
 
 } // namespace once::cli

@@ -33,6 +33,7 @@ const std::map<QString, Subcommand> &subcommands()
         {QStringLiteral("partners"), {"whether each partner honours Idempotency-Key", runPartners}},
         {QStringLiteral("partner-sim"), {"run the partner simulator", runPartnerSim}},
         {QStringLiteral("bench"), {"measure throughput and latency", runBench}},
+        {QStringLiteral("grant-readonly"), {"the SQL for a PostgreSQL role that may only look", runGrantReadOnly}},
     };
     return table;
 }
@@ -43,7 +44,7 @@ void printUsage(FILE *to)
                "Delivers reminders from an at-least-once queue to a partner exactly once.\n\nCommands:\n",
                to);
     for (const auto &[name, command] : subcommands())
-        std::fprintf(to, "  %-12s %s\n", qPrintable(name), command.summary);
+        std::fprintf(to, "  %-15s %s\n", qPrintable(name), command.summary);
     std::fputs("\nEvery command takes --help and --store. Exit status: 0 ok, 1 failure, 2 usage.\n", to);
 }
 

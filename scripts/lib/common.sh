@@ -11,7 +11,9 @@ ONCE_BUILD=${ONCE_BUILD_DIR:-$ONCE_ROOT/build}
 # server from scripts/postgres-cluster; the package's post-install may create a system
 # cluster, which nothing starts without an init system and the tests never use; openssl
 # makes that server's TLS certificates. clang and its runtime libraries (libFuzzer, the
-# sanitizers) build the fuzz targets of tests/fuzz (scripts/fuzz).
+# sanitizers) build the fuzz targets of tests/fuzz (scripts/fuzz). qtkeychain-qt6-dev keeps
+# the console's remembered passwords in the system keychain; dbus, gnome-keyring and
+# libsecret-tools give tst_uikeychain a private Secret Service to remember them in.
 ONCE_PACKAGES=(
     cmake ninja-build g++ pkg-config dpkg-dev
     qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libsqlite3-dev libgl-dev
@@ -20,6 +22,7 @@ ONCE_PACKAGES=(
     postgresql libqt6sql6-psql openssl
     rabbitmq-server redis-server librabbitmq-dev libhiredis-dev
     clang libclang-rt-14-dev
+    qtkeychain-qt6-dev dbus gnome-keyring libsecret-tools
 )
 
 ensure_packages() {
