@@ -68,6 +68,7 @@ struct EventFilter
     QString text;   // user id, destination, reminder id, send key or event id (exact)
     QString userId; // exact
     QString state;  // a LedgerState, or empty for all
+    qint64 auditId = 0; // only the events this audit log row's action touched (0: any)
     int limit = 100;
     int offset = 0;
 };
@@ -95,6 +96,7 @@ struct DeadLetterFilter
 {
     QString errorClass;
     qint64 sinceMs = 0;           // dead at or after
+    qint64 untilMs = 0;           // dead at or before (0: no end)
     QList<QByteArray> sendKeys;   // empty: any
     int limit = -1;
 
@@ -110,8 +112,21 @@ struct AuditEntry
     QString action;
     QString detail;
     qint64 count = 0;
+    int ratePerSecond = 0; // a redrive's pace (0: none given, or not a redrive)
+    QString reason{};      // what the operator typed, if anything
 
     QJsonObject toJson() const;
+};
+
+// What the partner answered in a recent window, from the history: whether it is taking
+// sends now, as far as the store can tell.
+struct PartnerActivity
+{
+    qint64 sinceMs = 0;
+    qint64 sends = 0;       // partner calls made in the window
+    qint64 failed = 0;      // of them, not accepted (an error, no answer, a rejection)
+    qint64 lastAcceptedAtMs = 0; // the latest accepted send of the last day (0: none)
+    qint64 lastSendAtMs = 0;     // the latest send of the last day (0: none)
 };
 
 QJsonObject attemptToJson(const Attempt &attempt);
@@ -133,6 +148,7 @@ public:
     std::optional<QList<DeadLetter>> deadLetters(const DeadLetterFilter &filter, QString *error);
     std::optional<QList<EventRow>> inDoubt(QString *error);
     std::optional<QList<AuditEntry>> auditLog(int limit, QString *error);
+    std::optional<PartnerActivity> partnerActivity(qint64 sinceMs, QString *error);
 
 private:
     Database &m_db;

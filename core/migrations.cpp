@@ -268,6 +268,24 @@ CREATE INDEX queue_samples_at ON queue_samples(at);
     // 5: every delivery's event id finds its event, also a duplicate's, whose id the
     // ledger row (written by the first delivery) does not hold
     {"CREATE INDEX attempts_event ON attempts(event_id)", "CREATE INDEX attempts_event ON attempts(event_id)"},
+    // 6: an operator action's rate and reason in the audit log, and the history rows it
+    // wrote name its audit row: each event's story says which redrive, discard or decision
+    // touched it, and each audit row finds the events it touched (a partial index: only
+    // operators' rows have one)
+    {
+        R"sql(
+ALTER TABLE audit_log ADD COLUMN rate INTEGER;
+ALTER TABLE audit_log ADD COLUMN reason TEXT;
+ALTER TABLE attempts ADD COLUMN audit_id INTEGER;
+CREATE INDEX attempts_audit ON attempts(audit_id) WHERE audit_id IS NOT NULL;
+)sql",
+        R"sql(
+ALTER TABLE audit_log ADD COLUMN rate INTEGER;
+ALTER TABLE audit_log ADD COLUMN reason TEXT;
+ALTER TABLE attempts ADD COLUMN audit_id BIGINT;
+CREATE INDEX attempts_audit ON attempts(audit_id) WHERE audit_id IS NOT NULL;
+)sql",
+    },
 };
 
 } // namespace

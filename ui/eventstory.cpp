@@ -96,6 +96,31 @@ QString sendSummary(const Attempt &a)
     return tr("Send: %1").arg(a.outcome);
 }
 
+// Who did it and under which audit log row (an older store's rows know neither), then the
+// reason the operator gave.
+QString operatorSummary(const Attempt &a)
+{
+    const QString who = a.workerId.isEmpty() ? tr("an operator") : a.workerId;
+    QString text;
+    if (a.outcome == QLatin1String("resend"))
+        text = a.workerId.isEmpty() ? tr("Operator chose to resend with the same key")
+                                    : tr("%1 chose to resend with the same key").arg(who);
+    else if (a.outcome == QLatin1String("marked-delivered"))
+        text = a.workerId.isEmpty() ? tr("Operator marked it delivered") : tr("%1 marked it delivered").arg(who);
+    else if (a.outcome == QLatin1String("redriven"))
+        text = tr("Redriven by %1: back on the queue with the same key").arg(who);
+    else if (a.outcome == QLatin1String("discarded"))
+        text = tr("Dead letter discarded by %1: never sent").arg(who);
+    else
+        text = tr("Operator: %1").arg(a.outcome);
+    if (a.auditId > 0)
+        text += tr(" (audit #%1)").arg(a.auditId);
+    // The reason is the operator's own text; quoted so that it reads as theirs.
+    if (!a.error.isEmpty() && a.auditId > 0)
+        text += tr(": “%1”").arg(a.error);
+    return text;
+}
+
 } // namespace
 
 QString preciseDuration(qint64 ms)
@@ -128,13 +153,8 @@ QString attemptSummary(const Attempt &a)
         return tr("Dead-lettered: %1").arg(a.errorClass.isEmpty() ? a.outcome : a.errorClass);
     if (a.step == QLatin1String("ack"))
         return tr("Acked without sending");
-    if (a.step == QLatin1String("operator")) {
-        if (a.outcome == QLatin1String("resend"))
-            return tr("Operator chose to resend with the same key");
-        if (a.outcome == QLatin1String("marked-delivered"))
-            return tr("Operator marked it delivered");
-        return tr("Operator: %1").arg(a.outcome);
-    }
+    if (a.step == QLatin1String("operator"))
+        return operatorSummary(a);
     return a.step + QLatin1Char(' ') + a.outcome;
 }
 
@@ -144,7 +164,11 @@ Verdict eventVerdict(const EventRow &event, const QList<Attempt> &attempts)
     int inDoubtCalls = 0;
     int failedCalls = 0;
     bool markedDelivered = false;
+    QString discardedBy; // the last operator decision, when it was to discard
     for (const Attempt &a : attempts) {
+        if (a.step == QLatin1String("operator"))
+            discardedBy = a.outcome == QLatin1String("discarded") ? (a.workerId.isEmpty() ? tr("an operator") : a.workerId)
+                                                                   : QString();
         if (a.step == QLatin1String("send")) {
             if (a.outcome == QLatin1String("applied"))
                 ++accepted;
@@ -195,6 +219,8 @@ Verdict eventVerdict(const EventRow &event, const QList<Attempt> &attempts)
                  + counted(inDoubtCalls, "1 earlier call was in doubt, so the partner may have it",
                            "%1 earlier calls were in doubt, so the partner may have it");
         verdict.text = why.isEmpty() ? tr("Dead-lettered: not delivered") : tr("Dead-lettered: not delivered (%1)").arg(why);
+        if (!discardedBy.isEmpty())
+            verdict.text += tr("; discarded by %1, so nothing will send it").arg(discardedBy);
     } else {
         verdict.kind = Verdict::Kind::Pending;
         QString detail;

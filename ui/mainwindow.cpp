@@ -38,10 +38,19 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent), m_engine(new Engi
     m_tabs->setDocumentMode(true);
     auto *events = new EventsPage;
     auto *deadLetters = new DeadLettersPage;
-    m_pages = {new OverviewPage(m_engine), events, deadLetters, new InDoubtPage, new WorkerPage(m_engine), new AuditPage};
+    auto *audit = new AuditPage;
+    m_pages = {new OverviewPage(m_engine), events, deadLetters, new InDoubtPage, new WorkerPage(m_engine), audit};
     connect(deadLetters, &DeadLettersPage::storyRequested, this, [this, events](const QByteArray &sendKey) {
         showPage(events);
         events->showStory(sendKey);
+    });
+    connect(events, &EventsPage::deadLetterRequested, this, [this, deadLetters](const QByteArray &sendKey) {
+        showPage(deadLetters);
+        deadLetters->showLetter(sendKey);
+    });
+    connect(audit, &AuditPage::eventsRequested, this, [this, events](const AuditEntry &entry) {
+        showPage(events);
+        events->showAuditEvents(entry);
     });
     for (Page *page : std::as_const(m_pages))
         m_tabs->addTab(page, page->title());
