@@ -4,7 +4,8 @@
 // shows up in the audit log (keys or filter, rate, reason) and in every touched event's
 // own history; each audit row opens its events. The dead letters open from an event, are
 // exported as CSV and JSON, and are filtered by a from-to range; the redrive preview says
-// whether a worker would send them and whether the partner answers. Runs on SQLite and, as
+// whether a worker would send them and whether the partner answers; closing the window
+// while the console's worker sends does not freeze it. Runs on SQLite and, as
 // tst_operatoractions_postgres, on PostgreSQL (teststores.h).
 #include "auditmodel.h"
 #include "auditpage.h"
@@ -37,6 +38,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QLoggingCategory>
+#include <QProgressDialog>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QSignalSpy>
@@ -182,6 +184,7 @@ private slots:
     void readinessAssessment_data();
     void readinessAssessment();
     void redrivePreviewSaysWhoWouldSendThem();
+    void closingWhileTheWorkerSendsDoesNotFreeze();
     void reasonIsOneLineOnTheCommandLine();
 
 private:
@@ -842,6 +845,67 @@ void TestOperatorActions::redrivePreviewSaysWhoWouldSendThem()
     dialog->reject();
     worker->terminate();
     QVERIFY(worker->waitForFinished(20000));
+}
+
+// --- item 21: closing while the console's worker sends --------------------------------------
+
+void TestOperatorActions::closingWhileTheWorkerSendsDoesNotFreeze()
+{
+    // Each send takes the partner three seconds.
+    const quint16 slow = startPartner({QStringLiteral("--latency-ms"), QStringLiteral("3000")});
+    QVERIFY(slow);
+    QVERIFY(enqueue(QStringLiteral("slow"), plainLines(QStringLiteral("slow"), 4)));
+    QVERIFY(openConsole());
+    MainWindow &window = *m_window;
+    EngineConfig config;
+    config.storeUrl = m_url;
+    config.partnerUrl = QUrl(partnerUrl(slow));
+    config.workerId = QStringLiteral("console-closing");
+    config.concurrency = 4;
+    config.requestTimeoutMs = 10000;
+    config.idlePollMs = 50;
+    window.engine()->start(config);
+    QTRY_VERIFY_WITH_TIMEOUT(window.engine()->counters().inFlight >= 1, 15000);
+
+    // The event loop's pulse while the window closes: a 20 ms timer and the longest gap.
+    QElapsedTimer pulse;
+    qint64 longestGapMs = 0;
+    QTimer beat;
+    connect(&beat, &QTimer::timeout, this, [&] {
+        longestGapMs = std::max(longestGapMs, pulse.restart());
+    });
+    pulse.start();
+    beat.start(20);
+
+    QElapsedTimer closing;
+    closing.start();
+    window.close();
+    QVERIFY2(closing.elapsed() < 500, qPrintable(QString::number(closing.elapsed())));
+    // The window waits for the engine, says so, and stays responsive.
+    QVERIFY(window.isVisible());
+    QVERIFY(window.isClosingAfterEngine());
+    auto *note = window.findChild<QProgressDialog *>(QStringLiteral("stoppingNote"));
+    QVERIFY(note);
+    QTRY_VERIFY(note->isVisible());
+    QVERIFY2(note->labelText().contains(QLatin1String("in flight finish")), qPrintable(note->labelText()));
+    QVERIFY(window.findChild<QPushButton *>(QStringLiteral("quitWithoutWaiting")));
+    QTRY_VERIFY_WITH_TIMEOUT(!window.isVisible(), 20000);
+    const qint64 closedAfterMs = closing.elapsed();
+    beat.stop();
+    QCOMPARE(window.engine()->state(), EngineController::State::Stopped);
+    QVERIFY2(longestGapMs < 500, qPrintable(QStringLiteral("the event loop stood still for %1 ms").arg(longestGapMs)));
+    qInfo("closed %lld ms after the request; the longest gap in the event loop was %lld ms", closedAfterMs, longestGapMs);
+
+    // The sends that were in flight finished and were recorded: nothing in doubt or claimed.
+    const QJsonObject stats = m_once->stats();
+    VERIFY_NO_PROBLEMS(statsProblems(stats, {{QStringLiteral("in_doubt"), 0}, {QStringLiteral("claimed"), 0}}));
+    QVERIFY(stats.value(QStringLiteral("acked")).toInt() >= 1);
+
+    // With the engine stopped, the window goes at once.
+    QElapsedTimer destroying;
+    destroying.start();
+    m_window.reset();
+    QVERIFY2(destroying.elapsed() < 1000, qPrintable(QString::number(destroying.elapsed())));
 }
 
 // --- the command line's reason --------------------------------------------------------------

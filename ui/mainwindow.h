@@ -11,6 +11,7 @@
 
 class QLabel;
 class QMenu;
+class QProgressDialog;
 class QTabWidget;
 
 namespace once::ui {
@@ -44,6 +45,8 @@ public:
     // The open store (or the default one) with this broker's queue.
     void openQueue(const QString &queueUrl);
     StoreSession *session() const { return m_session.get(); }
+    // The window was asked to close and waits for the engine to stop first.
+    bool isClosingAfterEngine() const { return m_closeWhenStopped; }
     EngineController *engine() const { return m_engine; }
     QTabWidget *tabs() const { return m_tabs; }
     template<typename T> T *page() const
@@ -79,6 +82,10 @@ private:
     void showAbout();
     void showSettings();
     void updateStatus();
+    // Closing while the engine runs: it stops first (its sends finish and are recorded),
+    // with a note saying so, and the window closes when it reports stopped.
+    void stopEngineThenClose();
+    void updateStoppingNote();
 
     EngineController *m_engine = nullptr;
     std::unique_ptr<StoreSession> m_session;
@@ -91,6 +98,9 @@ private:
     QLabel *m_queueLabel = nullptr; // "queueLabel": the broker's queue, hidden without one
     QLabel *m_workerLabel = nullptr;
     QTimer m_refreshTimer;
+    bool m_closeWhenStopped = false;
+    bool m_closeWithoutWaiting = false;
+    QProgressDialog *m_stoppingNote = nullptr; // "stoppingNote"
 };
 
 } // namespace once::ui
