@@ -55,13 +55,14 @@ DecisionDialog::DecisionDialog(const QString &title, const QString &text, const 
 
     auto *buttons = new QDialogButtonBox;
     m_cancel = buttons->addButton(QDialogButtonBox::Cancel);
-    m_confirm = buttons->addButton(confirmText, QDialogButtonBox::AcceptRole);
+    // Destructive, not Accept: the button box makes its first Accept button the default
+    // when none is. A decision that cannot be undone is never what Enter does by accident,
+    // and Enter after typing a reason does not throw the reason away either: no default.
+    m_confirm = buttons->addButton(confirmText, QDialogButtonBox::DestructiveRole);
     m_confirm->setObjectName(QStringLiteral("confirm"));
-    // A decision that cannot be undone is never what Enter does by accident, and Enter
-    // after typing a reason does not throw the reason away either: no default button.
     m_confirm->setAutoDefault(false);
     m_cancel->setAutoDefault(false);
-    connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+    connect(m_confirm, &QPushButton::clicked, this, &QDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
 
     auto *words = new QVBoxLayout;

@@ -97,7 +97,7 @@ QString sendSummary(const Attempt &a)
 }
 
 // Who did it and under which audit log row (an older store's rows know neither), then the
-// reason the operator gave.
+// reason the operator gave: short, so that the reason fits the story's column.
 QString operatorSummary(const Attempt &a)
 {
     const QString who = a.workerId.isEmpty() ? tr("an operator") : a.workerId;
@@ -108,9 +108,9 @@ QString operatorSummary(const Attempt &a)
     else if (a.outcome == QLatin1String("marked-delivered"))
         text = a.workerId.isEmpty() ? tr("Operator marked it delivered") : tr("%1 marked it delivered").arg(who);
     else if (a.outcome == QLatin1String("redriven"))
-        text = tr("Redriven by %1: back on the queue with the same key").arg(who);
+        text = tr("Redriven by %1").arg(who);
     else if (a.outcome == QLatin1String("discarded"))
-        text = tr("Dead letter discarded by %1: never sent").arg(who);
+        text = tr("Dead letter discarded by %1").arg(who);
     else
         text = tr("Operator: %1").arg(a.outcome);
     if (a.auditId > 0)
