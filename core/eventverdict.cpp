@@ -35,6 +35,7 @@ struct Calls
     int unanswered = 0;   // of them, written without an answer (in doubt)
     int resentAfterDeath = 0; // a holder died between claim and record: it may have called too
     bool markedDelivered = false;
+    QString discardedBy; // the last operator decision, when it was to discard
 
     int failed() const { return received - accepted - unanswered; }
     int total() const { return received + resentAfterDeath; }
@@ -60,6 +61,10 @@ Calls callsOf(const QList<Attempt> &attempts)
 {
     Calls calls;
     for (const Attempt &a : attempts) {
+        if (a.step == QLatin1String("operator"))
+            calls.discardedBy = a.outcome == QLatin1String("discarded")
+                                    ? (a.workerId.isEmpty() ? tr("an operator") : a.workerId)
+                                    : QString();
         if (a.step == QLatin1String("send")) {
             if (a.errorClass == QLatin1String("connect-failed"))
                 continue;
@@ -179,6 +184,8 @@ Verdict eventVerdict(const EventRow &event, const QList<Attempt> &attempts)
                            "%1 calls were in doubt, so the partner may have it");
         verdict.text = why.isEmpty() ? tr("Dead-lettered: not delivered")
                                      : tr("Dead-lettered: not delivered (%1)").arg(why.join(QStringLiteral("; ")));
+        if (!calls.discardedBy.isEmpty())
+            verdict.text += tr("; discarded by %1, so nothing will send it").arg(calls.discardedBy);
     } else {
         verdict.kind = Verdict::Kind::Pending;
         QString detail;

@@ -129,6 +129,10 @@ QString eventWhere(const EventFilter &filter, bool postgres, QVariantList *value
         conditions << QStringLiteral("state = ?");
         values->append(filter.state);
     }
+    if (filter.auditId > 0) {
+        conditions << QStringLiteral("send_key IN (SELECT send_key FROM attempts WHERE audit_id = ?)");
+        values->append(filter.auditId);
+    }
     return conditions.isEmpty() ? QString() : QStringLiteral(" WHERE ") + conditions.join(QLatin1String(" AND "));
 }
 
@@ -294,9 +298,14 @@ QJsonObject DeadLetter::toJson() const
 
 QJsonObject AuditEntry::toJson() const
 {
-    return QJsonObject{{QStringLiteral("at"), formatTime(atMs)}, {QStringLiteral("actor"), actor},
-                       {QStringLiteral("action"), action},   {QStringLiteral("detail"), detail},
-                       {QStringLiteral("count"), count}};
+    return QJsonObject{{QStringLiteral("id"), id},
+                       {QStringLiteral("at"), formatTime(atMs)},
+                       {QStringLiteral("actor"), actor},
+                       {QStringLiteral("action"), action},
+                       {QStringLiteral("detail"), detail},
+                       {QStringLiteral("count"), count},
+                       {QStringLiteral("rate_per_second"), ratePerSecond > 0 ? QJsonValue(ratePerSecond) : QJsonValue()},
+                       {QStringLiteral("reason"), textOrNull(reason)}};
 }
 
 QJsonObject attemptToJson(const Attempt &attempt)
@@ -314,6 +323,7 @@ QJsonObject attemptToJson(const Attempt &attempt)
         {QStringLiteral("error_class"), textOrNull(attempt.errorClass)},
         {QStringLiteral("error"), textOrNull(attempt.error)},
         {QStringLiteral("provider_request_id"), textOrNull(attempt.providerRequestId)},
+        {QStringLiteral("audit_id"), attempt.auditId > 0 ? QJsonValue(attempt.auditId) : QJsonValue()},
     };
 }
 
@@ -422,7 +432,7 @@ std::optional<QList<Attempt>> Inspector::attempts(const QByteArray &sendKey, QSt
 {
     auto &query = m_db.prepared(QStringLiteral(
         "SELECT send_key, event_id, message_id, delivery, worker_id, at, step, outcome, http_status, latency_ms, "
-        "error_class, error, provider_request_id FROM attempts WHERE send_key = ? ORDER BY id"));
+        "error_class, error, provider_request_id, audit_id FROM attempts WHERE send_key = ? ORDER BY id"));
     query.addBindValue(QString::fromLatin1(sendKey));
     if (!m_db.exec(query, error))
         return std::nullopt;
@@ -432,7 +442,8 @@ std::optional<QList<Attempt>> Inspector::attempts(const QByteArray &sendKey, QSt
                                 query.value(2).toString(), query.value(3).toInt(), query.value(4).toString(),
                                 query.value(5).toLongLong(), query.value(6).toString(), query.value(7).toString(),
                                 query.value(8).toInt(), query.value(9).isNull() ? -1 : query.value(9).toLongLong(),
-                                query.value(10).toString(), query.value(11).toString(), query.value(12).toString()});
+                                query.value(10).toString(), query.value(11).toString(), query.value(12).toString(),
+                                query.value(13).toLongLong()});
     }
     query.finish();
     return attempts;
@@ -540,7 +551,7 @@ EventSearch EventSearch::parse(const QString &text)
 bool DeadLetterFilter::matches(const DeadLetter &letter) const
 {
     return (errorClass.isEmpty() || letter.errorClass == errorClass) && letter.deadAtMs >= sinceMs
-           && (sendKeys.isEmpty() || sendKeys.contains(letter.sendKey));
+           && (untilMs <= 0 || letter.deadAtMs <= untilMs) && (sendKeys.isEmpty() || sendKeys.contains(letter.sendKey));
 }
 
 std::optional<QList<DeadLetter>> Inspector::deadLetters(const DeadLetterFilter &filter, QString *error)
@@ -554,6 +565,10 @@ std::optional<QList<DeadLetter>> Inspector::deadLetters(const DeadLetterFilter &
     if (filter.sinceMs > 0) {
         conditions << QStringLiteral("dead_at >= ?");
         values << filter.sinceMs;
+    }
+    if (filter.untilMs > 0) {
+        conditions << QStringLiteral("dead_at <= ?");
+        values << filter.untilMs;
     }
     if (!filter.sendKeys.isEmpty()) {
         QStringList marks;
@@ -608,14 +623,16 @@ std::optional<QList<EventRow>> Inspector::inDoubt(QString *error)
 std::optional<QList<AuditEntry>> Inspector::auditLog(int limit, QString *error)
 {
     QSqlQuery query(m_db.connection());
-    query.prepare(QStringLiteral("SELECT id, at, actor, action, detail, count FROM audit_log ORDER BY id DESC LIMIT ?"));
+    query.prepare(QStringLiteral(
+        "SELECT id, at, actor, action, detail, count, rate, reason FROM audit_log ORDER BY id DESC LIMIT ?"));
     query.addBindValue(limit);
     if (!m_db.exec(query, error))
         return std::nullopt;
     QList<AuditEntry> entries;
     while (query.next())
         entries.append(AuditEntry{query.value(0).toLongLong(), query.value(1).toLongLong(), query.value(2).toString(),
-                                  query.value(3).toString(), query.value(4).toString(), query.value(5).toLongLong()});
+                                  query.value(3).toString(), query.value(4).toString(), query.value(5).toLongLong(),
+                                  query.value(6).toInt(), query.value(7).toString()});
     return entries;
 }
 
@@ -655,6 +672,33 @@ std::optional<QList<PartnerPolicy>> Inspector::partners(QString *error)
     }
     seen.finish();
     return partners;
+}
+
+std::optional<PartnerActivity> Inspector::partnerActivity(qint64 sinceMs, QString *error)
+{
+    // All on attempts_at: the window's counts, and the latest send and accepted send of
+    // the last day, each found walking the index down from its newest end (MAX() with a
+    // condition would read every row).
+    const qint64 dayAgo = nowMs() - 24 * 3600 * 1000;
+    auto &query = m_db.prepared(QStringLiteral(
+        "SELECT (SELECT COUNT(*) FROM attempts WHERE at >= ? AND step = 'send'),"
+        " (SELECT COUNT(*) FROM attempts WHERE at >= ? AND step = 'send' AND outcome <> 'applied'),"
+        " (SELECT at FROM attempts WHERE at >= ? AND step = 'send' AND outcome = 'applied' ORDER BY at DESC LIMIT 1),"
+        " (SELECT at FROM attempts WHERE at >= ? AND step = 'send' ORDER BY at DESC LIMIT 1)"));
+    query.addBindValue(sinceMs);
+    query.addBindValue(sinceMs);
+    query.addBindValue(dayAgo);
+    query.addBindValue(dayAgo);
+    if (!m_db.exec(query, error) || !query.next())
+        return std::nullopt;
+    PartnerActivity activity;
+    activity.sinceMs = sinceMs;
+    activity.sends = query.value(0).toLongLong();
+    activity.failed = query.value(1).toLongLong();
+    activity.lastAcceptedAtMs = query.value(2).toLongLong();
+    activity.lastSendAtMs = query.value(3).toLongLong();
+    query.finish();
+    return activity;
 }
 
 } // namespace once

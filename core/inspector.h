@@ -83,6 +83,7 @@ struct EventFilter
     QString text;
     QString userId; // exact; the ledger only
     QString state;  // a LedgerState, EventState::Queued, or empty for all
+    qint64 auditId = 0; // only the events this audit log row's action touched (0: any)
     int limit = 100;
     int offset = 0;
 };
@@ -120,6 +121,7 @@ struct DeadLetterFilter
 {
     QString errorClass;
     qint64 sinceMs = 0;           // dead at or after
+    qint64 untilMs = 0;           // dead at or before (0: no end)
     QList<QByteArray> sendKeys;   // empty: any
     int limit = -1;
 
@@ -135,8 +137,21 @@ struct AuditEntry
     QString action;
     QString detail;
     qint64 count = 0;
+    int ratePerSecond = 0; // a redrive's pace (0: none given, or not a redrive)
+    QString reason{};      // what the operator typed, if anything
 
     QJsonObject toJson() const;
+};
+
+// What the partner answered in a recent window, from the history: whether it is taking
+// sends now, as far as the store can tell.
+struct PartnerActivity
+{
+    qint64 sinceMs = 0;
+    qint64 sends = 0;       // partner calls made in the window
+    qint64 failed = 0;      // of them, not accepted (an error, no answer, a rejection)
+    qint64 lastAcceptedAtMs = 0; // the latest accepted send of the last day (0: none)
+    qint64 lastSendAtMs = 0;     // the latest send of the last day (0: none)
 };
 
 QJsonObject attemptToJson(const Attempt &attempt);
@@ -162,6 +177,7 @@ public:
     std::optional<QList<AuditEntry>> auditLog(int limit, QString *error);
     // Every partner the store knows: those with a recorded policy and those workers send to.
     std::optional<QList<PartnerPolicy>> partners(QString *error);
+    std::optional<PartnerActivity> partnerActivity(qint64 sinceMs, QString *error);
 
 private:
     Database &m_db;

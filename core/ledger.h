@@ -60,6 +60,8 @@ struct Attempt
     QString errorClass;
     QString error;
     QString providerRequestId;
+    // An operator's row (step operator): the audit log row of the action that wrote it.
+    qint64 auditId = 0;
 };
 
 // The new state of a key after a send. It applies only while the delivery that

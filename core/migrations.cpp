@@ -281,6 +281,24 @@ CREATE INDEX queue_samples_at ON queue_samples(at);
     // 6: whether each partner honours Idempotency-Key, as an operator recorded it, so that
     // every console and `once history` word an event's verdict from the same answer
     {PartnersTable, PartnersTable},
+    // 7: an operator action's rate and reason in the audit log, and the history rows it
+    // wrote name its audit row: each event's story says which redrive, discard or decision
+    // touched it, and each audit row finds the events it touched (a partial index: only
+    // operators' rows have one)
+    {
+        R"sql(
+ALTER TABLE audit_log ADD COLUMN rate INTEGER;
+ALTER TABLE audit_log ADD COLUMN reason TEXT;
+ALTER TABLE attempts ADD COLUMN audit_id INTEGER;
+CREATE INDEX attempts_audit ON attempts(audit_id) WHERE audit_id IS NOT NULL;
+)sql",
+        R"sql(
+ALTER TABLE audit_log ADD COLUMN rate INTEGER;
+ALTER TABLE audit_log ADD COLUMN reason TEXT;
+ALTER TABLE attempts ADD COLUMN audit_id BIGINT;
+CREATE INDEX attempts_audit ON attempts(audit_id) WHERE audit_id IS NOT NULL;
+)sql",
+    },
 };
 
 } // namespace

@@ -22,7 +22,100 @@ QString currentUserName()
     return qEnvironmentVariable("USER", QStringLiteral("unknown"));
 }
 
-std::optional<int> Operations::redrive(const QList<DeadLetter> &letters, QString *error)
+QString describeLetters(const QList<DeadLetter> &letters)
+{
+    constexpr qsizetype Named = 5;
+    QStringList names;
+    for (const auto &letter : letters.mid(0, Named))
+        names << (letter.sendKey.isEmpty() ? QStringLiteral("message ") + letter.id : QString::fromLatin1(letter.sendKey));
+    if (letters.isEmpty())
+        return QStringLiteral("no keys");
+    QString text = (letters.size() == 1 ? QStringLiteral("key ") : QStringLiteral("keys ")) + names.join(QLatin1String(", "));
+    if (letters.size() > Named)
+        text += QStringLiteral(" and %1 more").arg(letters.size() - Named);
+    return text;
+}
+
+QString describeFilter(const DeadLetterFilter &filter)
+{
+    QString text = QStringLiteral("all");
+    if (!filter.errorClass.isEmpty())
+        text += QStringLiteral(" error-class=") + filter.errorClass;
+    if (filter.sinceMs > 0)
+        text += QStringLiteral(" since=") + formatTime(filter.sinceMs);
+    if (filter.untilMs > 0)
+        text += QStringLiteral(" until=") + formatTime(filter.untilMs);
+    return text;
+}
+
+std::optional<qint64> Operations::beginAudit(const AuditAction &action, QString *error, qint64 count)
+{
+    auto &insert = m_db.prepared(QStringLiteral("INSERT INTO audit_log (at, actor, action, detail, count, rate, reason) "
+                                                "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id"));
+    insert.addBindValue(nowMs());
+    insert.addBindValue(m_actor);
+    insert.addBindValue(action.action);
+    insert.addBindValue(action.detail);
+    insert.addBindValue(count);
+    insert.addBindValue(action.ratePerSecond > 0 ? QVariant(action.ratePerSecond) : QVariant());
+    insert.addBindValue(action.reason.trimmed().isEmpty() ? QVariant() : QVariant(action.reason.trimmed()));
+    if (!m_db.exec(insert, error))
+        return std::nullopt;
+    if (!insert.next()) {
+        *error = QStringLiteral("the audit log gave no id for its new row");
+        return std::nullopt;
+    }
+    const qint64 id = insert.value(0).toLongLong();
+    insert.finish();
+    return id;
+}
+
+bool Operations::noteInAudit(qint64 auditId, const QString &note, QString *error)
+{
+    auto &update = m_db.prepared(QStringLiteral("UPDATE audit_log SET detail = COALESCE(detail, '') || ? WHERE id = ?"));
+    update.addBindValue(QString(QLatin1Char(' ') + note));
+    update.addBindValue(auditId);
+    return m_db.exec(update, error);
+}
+
+std::optional<QString> Operations::auditReason(qint64 auditId, QString *error)
+{
+    auto &select = m_db.prepared(QStringLiteral("SELECT reason FROM audit_log WHERE id = ?"));
+    select.addBindValue(auditId);
+    if (!m_db.exec(select, error))
+        return std::nullopt;
+    const QString reason = select.next() ? select.value(0).toString() : QString();
+    select.finish();
+    return reason;
+}
+
+bool Operations::recordOnLetters(const QList<DeadLetter> &letters, const QString &outcome, qint64 auditId,
+                                 QString *error)
+{
+    if (letters.isEmpty())
+        return true;
+    const auto reason = auditId > 0 ? auditReason(auditId, error) : std::optional<QString>(QString());
+    if (!reason)
+        return false;
+    const qint64 now = nowMs();
+    QList<Attempt> notes;
+    for (const auto &letter : letters) {
+        // A message that never parsed has no key, so no event to tell.
+        if (!letter.sendKey.isEmpty())
+            notes.append(Attempt{letter.sendKey, letter.eventId, letter.id, 0, m_actor, now, QStringLiteral("operator"),
+                                 outcome, 0, -1, {}, *reason, {}, auditId});
+    }
+    if (!m_ledger.insertAttempts(notes, error))
+        return false;
+    if (auditId <= 0)
+        return true;
+    auto &update = m_db.prepared(QStringLiteral("UPDATE audit_log SET count = count + ? WHERE id = ?"));
+    update.addBindValue(qint64(letters.size()));
+    update.addBindValue(auditId);
+    return m_db.exec(update, error);
+}
+
+std::optional<int> Operations::redrive(const QList<DeadLetter> &letters, qint64 auditId, QString *error)
 {
     Transaction transaction(m_db);
     if (!transaction.begin(error))
@@ -30,19 +123,22 @@ std::optional<int> Operations::redrive(const QList<DeadLetter> &letters, QString
     auto &remove = m_db.prepared(QStringLiteral("DELETE FROM dead_letters WHERE id = ?"));
     QList<OutgoingMessage> messages;
     QList<QByteArray> keys;
+    QList<DeadLetter> moved;
     for (const auto &letter : letters) {
         remove.addBindValue(letter.id);
         if (!m_db.exec(remove, error))
             return std::nullopt;
         if (remove.numRowsAffected() != 1)
             continue;
+        moved.append(letter);
         messages.append(OutgoingMessage{letter.payload, letter.sendKey, letter.eventId, 0, letter.redriveCount + 1});
         if (!letter.sendKey.isEmpty())
             keys.append(letter.sendKey);
     }
     if (!m_queue.insert(messages, error))
         return std::nullopt;
-    if (!m_ledger.reopen(keys, error) || !transaction.commit(error))
+    if (!m_ledger.reopen(keys, error) || !recordOnLetters(moved, QStringLiteral("redriven"), auditId, error)
+        || !transaction.commit(error))
         return std::nullopt;
     return int(messages.size());
 }
@@ -51,7 +147,8 @@ namespace {
 
 // A broker takes dead letters from the head of its dead-letter queue: scan as far as
 // the last of the wanted ones, which may have moved up since they were listed.
-std::optional<int> takeFromBroker(BrokerQueue &queue, const QList<DeadLetter> &letters, bool redrive, QString *error)
+std::optional<QList<DeadLetter>> takeFromBroker(BrokerQueue &queue, const QList<DeadLetter> &letters, bool redrive,
+                                                QString *error)
 {
     QSet<QString> wanted;
     for (const auto &letter : letters)
@@ -65,17 +162,15 @@ std::optional<int> takeFromBroker(BrokerQueue &queue, const QList<DeadLetter> &l
             scan = i + 1;
     }
     if (scan == 0)
-        return 0;
+        return QList<DeadLetter>();
     const auto select = [&wanted](const DeadLetter &letter) { return wanted.contains(letter.id); };
-    const auto taken = redrive ? queue.redrive(scan, select, error) : queue.discard(scan, select, error);
-    if (!taken)
-        return std::nullopt;
-    return int(taken->size());
+    return redrive ? queue.redrive(scan, select, error) : queue.discard(scan, select, error);
 }
 
 } // namespace
 
-std::optional<int> Operations::redrive(BrokerQueue &queue, const QList<DeadLetter> &letters, QString *error)
+std::optional<int> Operations::redrive(BrokerQueue &queue, const QList<DeadLetter> &letters, qint64 auditId,
+                                       QString *error)
 {
     QList<QByteArray> keys;
     for (const auto &letter : letters) {
@@ -85,30 +180,46 @@ std::optional<int> Operations::redrive(BrokerQueue &queue, const QList<DeadLette
     Transaction transaction(m_db);
     if (!transaction.begin(error) || !m_ledger.reopen(keys, error) || !transaction.commit(error))
         return std::nullopt;
-    return takeFromBroker(queue, letters, true, error);
+    const auto taken = takeFromBroker(queue, letters, true, error);
+    if (!taken)
+        return std::nullopt;
+    Transaction record(m_db);
+    if (!record.begin(error) || !recordOnLetters(*taken, QStringLiteral("redriven"), auditId, error)
+        || !record.commit(error))
+        return std::nullopt;
+    return int(taken->size());
 }
 
-std::optional<int> Operations::discard(BrokerQueue &queue, const QList<DeadLetter> &letters, QString *error)
+std::optional<int> Operations::discard(BrokerQueue &queue, const QList<DeadLetter> &letters, qint64 auditId,
+                                       QString *error)
 {
-    return takeFromBroker(queue, letters, false, error);
+    const auto taken = takeFromBroker(queue, letters, false, error);
+    if (!taken)
+        return std::nullopt;
+    Transaction record(m_db);
+    if (!record.begin(error) || !recordOnLetters(*taken, QStringLiteral("discarded"), auditId, error)
+        || !record.commit(error))
+        return std::nullopt;
+    return int(taken->size());
 }
 
-std::optional<int> Operations::discard(const QList<DeadLetter> &letters, QString *error)
+std::optional<int> Operations::discard(const QList<DeadLetter> &letters, qint64 auditId, QString *error)
 {
     Transaction transaction(m_db);
     if (!transaction.begin(error))
         return std::nullopt;
     auto &remove = m_db.prepared(QStringLiteral("DELETE FROM dead_letters WHERE id = ?"));
-    int removed = 0;
+    QList<DeadLetter> removed;
     for (const auto &letter : letters) {
         remove.addBindValue(letter.id);
         if (!m_db.exec(remove, error))
             return std::nullopt;
-        removed += remove.numRowsAffected() == 1 ? 1 : 0;
+        if (remove.numRowsAffected() == 1)
+            removed.append(letter);
     }
-    if (!transaction.commit(error))
+    if (!recordOnLetters(removed, QStringLiteral("discarded"), auditId, error) || !transaction.commit(error))
         return std::nullopt;
-    return removed;
+    return int(removed.size());
 }
 
 std::optional<QByteArray> Operations::inDoubtPayload(const QByteArray &sendKey, QString *error)
@@ -131,9 +242,9 @@ std::optional<QByteArray> Operations::inDoubtPayload(const QByteArray &sendKey, 
     return payload;
 }
 
-bool Operations::resend(const QByteArray &sendKey, QString *error)
+bool Operations::resend(const QByteArray &sendKey, const QString &reason, QString *error)
 {
-    return resendThrough(sendKey, [this](const OutgoingMessage &message, QString *error) {
+    return resendThrough(sendKey, reason, [this](const OutgoingMessage &message, QString *error) {
         return m_queue.insert({message}, error);
     }, error);
 }
@@ -142,9 +253,9 @@ bool Operations::resend(const QByteArray &sendKey, QString *error)
 // worker that takes it at once waits for the commit and then finds the key open. Were
 // the commit to fail, that worker would find the key still in doubt and drop the message
 // as a duplicate, and the event would stay in doubt for the operator to decide again.
-bool Operations::resend(BrokerQueue &queue, const QByteArray &sendKey, QString *error)
+bool Operations::resend(BrokerQueue &queue, const QByteArray &sendKey, const QString &reason, QString *error)
 {
-    return resendThrough(sendKey, [&queue](const OutgoingMessage &message, QString *error) {
+    return resendThrough(sendKey, reason, [&queue](const OutgoingMessage &message, QString *error) {
         return queue.enqueue({message}, error);
     }, error);
 }
@@ -172,7 +283,7 @@ bool Operations::refuseIfAnswered2xx(const QByteArray &sendKey, QString *error)
     return false;
 }
 
-bool Operations::resendThrough(const QByteArray &sendKey,
+bool Operations::resendThrough(const QByteArray &sendKey, const QString &reason,
                                const std::function<bool(const OutgoingMessage &, QString *)> &put, QString *error)
 {
     Transaction transaction(m_db);
@@ -186,15 +297,18 @@ bool Operations::resendThrough(const QByteArray &sendKey,
     const OutgoingMessage message{*payload, sendKey, reminder ? reminder->eventId : QString(), 0, 0};
     if (!m_ledger.reopen({sendKey}, error))
         return false;
-    const Attempt note{sendKey, reminder ? reminder->eventId : QString(), {}, 0, {}, now, QStringLiteral("operator"),
-                       QStringLiteral("resend"), 0, -1, {}, QStringLiteral("%1 chose to resend with the same key").arg(m_actor), {}};
-    if (!m_ledger.insertAttempts({note}, error)
-        || !audit(QStringLiteral("resolve-resend"), QString::fromLatin1(sendKey), 1, error) || !put(message, error))
+    const auto auditId =
+        beginAudit({QStringLiteral("resolve-resend"), QString::fromLatin1(sendKey), 0, reason}, error, 1);
+    if (!auditId)
+        return false;
+    const Attempt note{sendKey, reminder ? reminder->eventId : QString(), {}, 0, m_actor, now, QStringLiteral("operator"),
+                       QStringLiteral("resend"), 0, -1, {}, reason.trimmed(), {}, *auditId};
+    if (!m_ledger.insertAttempts({note}, error) || !put(message, error))
         return false;
     return transaction.commit(error);
 }
 
-bool Operations::markDelivered(const QByteArray &sendKey, QString *error)
+bool Operations::markDelivered(const QByteArray &sendKey, const QString &reason, QString *error)
 {
     Transaction transaction(m_db);
     if (!transaction.begin(error))
@@ -211,11 +325,13 @@ bool Operations::markDelivered(const QByteArray &sendKey, QString *error)
     if (!m_db.exec(update, error))
         return false;
     const auto reminder = parseReminder(*payload).reminder;
-    const Attempt note{sendKey, reminder ? reminder->eventId : QString(), {}, 0, {}, now, QStringLiteral("operator"),
-                       QStringLiteral("marked-delivered"), 0, -1, {},
-                       QStringLiteral("%1 marked it delivered").arg(m_actor), {}};
-    if (!m_ledger.insertAttempts({note}, error)
-        || !audit(QStringLiteral("resolve-mark-delivered"), QString::fromLatin1(sendKey), 1, error))
+    const auto auditId =
+        beginAudit({QStringLiteral("resolve-mark-delivered"), QString::fromLatin1(sendKey), 0, reason}, error, 1);
+    if (!auditId)
+        return false;
+    const Attempt note{sendKey, reminder ? reminder->eventId : QString(), {}, 0, m_actor, now, QStringLiteral("operator"),
+                       QStringLiteral("marked-delivered"), 0, -1, {}, reason.trimmed(), {}, *auditId};
+    if (!m_ledger.insertAttempts({note}, error))
         return false;
     return transaction.commit(error);
 }

@@ -306,7 +306,7 @@ bool SqlLedger::insertAttempts(const QList<Attempt> &attempts, QString *error)
     RowBatch rows(m_db, {QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("INTEGER"),
                          QStringLiteral("TEXT"), QStringLiteral("BIGINT"), QStringLiteral("TEXT"), QStringLiteral("TEXT"),
                          QStringLiteral("INTEGER"), QStringLiteral("BIGINT"), QStringLiteral("TEXT"), QStringLiteral("TEXT"),
-                         QStringLiteral("TEXT")});
+                         QStringLiteral("TEXT"), QStringLiteral("BIGINT")});
     for (qsizetype start = 0, count = 0; start < attempts.size(); start += count) {
         count = rows.rowsFrom(start, attempts.size());
         rows.clear();
@@ -325,10 +325,12 @@ bool SqlLedger::insertAttempts(const QList<Attempt> &attempts, QString *error)
             rows.add(nullIfEmpty(attempt.errorClass));
             rows.add(nullIfEmpty(attempt.error));
             rows.add(nullIfEmpty(attempt.providerRequestId));
+            rows.add(attempt.auditId > 0 ? QVariant(attempt.auditId) : QVariant());
         }
         auto &insert = m_db.prepared(
             QStringLiteral("INSERT INTO attempts (send_key, event_id, message_id, delivery, worker_id, at, step, "
-                           "outcome, http_status, latency_ms, error_class, error, provider_request_id) SELECT * FROM ")
+                           "outcome, http_status, latency_ms, error_class, error, provider_request_id, audit_id) "
+                           "SELECT * FROM ")
             + rows.source());
         rows.bind(insert);
         if (!m_db.exec(insert, error))

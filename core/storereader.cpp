@@ -1,6 +1,7 @@
 #include "storereader.h"
 
 #include "brokerqueue.h"
+#include "database.h"
 #include "store.h"
 #include "storelocation.h"
 
@@ -36,6 +37,7 @@ StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, IfMis
     qRegisterMetaType<QList<once::AuditEntry>>();
     qRegisterMetaType<once::WorkerRecord>();
     qRegisterMetaType<QList<once::WorkerRecord>>();
+    qRegisterMetaType<once::PartnerActivity>();
     m_redriveTimer.setInterval(RedriveTickMs);
     connect(&m_redriveTimer, &QTimer::timeout, this, &StoreReader::redriveNextBatch);
     m_changeTimer.setSingleShot(true);
@@ -281,7 +283,21 @@ void StoreReader::loadWorkers(quint64 token)
         fail(token, error);
 }
 
-void StoreReader::redrive(quint64 token, const QList<DeadLetter> &letters, int ratePerSecond, const QString &detail)
+void StoreReader::loadReadiness(quint64 token, qint64 windowMs)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    const auto workers = m_store->workers().list(&error);
+    const auto partner = workers ? m_store->inspector().partnerActivity(nowMs() - windowMs, &error) : std::nullopt;
+    if (partner)
+        emit readinessLoaded(token, *workers, *partner);
+    else
+        fail(token, error);
+}
+
+void StoreReader::redrive(quint64 token, const QList<DeadLetter> &letters, int ratePerSecond, const QString &detail,
+                          const QString &reason)
 {
     if (!ensureOpen(token))
         return;
@@ -293,7 +309,14 @@ void StoreReader::redrive(quint64 token, const QList<DeadLetter> &letters, int r
         emit redriveFinished(token, 0, false, QStringLiteral("another redrive is still running"));
         return;
     }
-    m_redrive = std::make_unique<Redrive>(Redrive{token, letters, ratePerSecond, {}, 0, 0, detail, false});
+    QString error;
+    const auto auditId =
+        m_store->operations().beginAudit({QStringLiteral("redrive"), detail, ratePerSecond, reason}, &error);
+    if (!auditId) {
+        emit redriveFinished(token, 0, false, withoutSecrets(error));
+        return;
+    }
+    m_redrive = std::make_unique<Redrive>(Redrive{token, letters, ratePerSecond, {}, 0, 0, *auditId, false});
     m_redrive->started.start();
     redriveNextBatch();
     if (m_redrive)
@@ -326,8 +349,8 @@ void StoreReader::redriveNextBatch()
     const int batch = int(std::min<qint64>(due, total) - run.next);
     if (!run.cancelled && batch > 0) {
         const QList<DeadLetter> letters = run.letters.mid(run.next, batch);
-        const auto moved = m_broker ? m_store->operations().redrive(*m_broker, letters, &error)
-                                    : m_store->operations().redrive(letters, &error);
+        const auto moved = m_broker ? m_store->operations().redrive(*m_broker, letters, run.auditId, &error)
+                                    : m_store->operations().redrive(letters, run.auditId, &error);
         if (moved) {
             run.moved += *moved;
             run.next += batch;
@@ -338,16 +361,20 @@ void StoreReader::redriveNextBatch()
     if (!done)
         return;
     m_redriveTimer.stop();
+    // The batches counted themselves into the audit row; it says how the run ended. An
+    // error's own text may name the store, so the row says only that one stopped it.
     QString auditError;
-    const QString detail = run.cancelled ? run.detail + QStringLiteral(" (cancelled)") : run.detail;
-    if (run.moved > 0 || run.cancelled)
-        m_store->operations().audit(QStringLiteral("redrive"), detail, run.moved, &auditError);
+    if (run.cancelled)
+        m_store->operations().noteInAudit(run.auditId, QStringLiteral("(cancelled)"), &auditError);
+    else if (!error.isEmpty())
+        m_store->operations().noteInAudit(run.auditId, QStringLiteral("(stopped by an error)"), &auditError);
     const auto finished = std::move(m_redrive);
     emit redriveFinished(finished->token, finished->moved, finished->cancelled,
                          withoutSecrets(error.isEmpty() ? auditError : error));
 }
 
-void StoreReader::discard(quint64 token, const QList<DeadLetter> &letters, const QString &detail)
+void StoreReader::discard(quint64 token, const QList<DeadLetter> &letters, const QString &detail,
+                          const QString &reason)
 {
     if (!ensureOpen(token))
         return;
@@ -356,15 +383,30 @@ void StoreReader::discard(quint64 token, const QList<DeadLetter> &letters, const
         return;
     }
     QString error;
-    const auto removed = m_broker ? m_store->operations().discard(*m_broker, letters, &error)
-                                  : m_store->operations().discard(letters, &error);
-    if (removed && m_store->operations().audit(QStringLiteral("discard"), detail, *removed, &error))
+    Operations &operations = m_store->operations();
+    std::optional<int> removed;
+    if (m_broker) {
+        // The broker's letters leave outside any transaction of the store (no lock is held
+        // over the network): the audit row comes first and counts those that left.
+        if (const auto auditId = operations.beginAudit({QStringLiteral("discard"), detail, 0, reason}, &error))
+            removed = operations.discard(*m_broker, letters, *auditId, &error);
+    } else {
+        // The store's own letters go with their audit row, or nothing happens.
+        Transaction transaction(m_store->database());
+        if (transaction.begin(&error)) {
+            if (const auto auditId = operations.beginAudit({QStringLiteral("discard"), detail, 0, reason}, &error))
+                removed = operations.discard(letters, *auditId, &error);
+            if (removed && !transaction.commit(&error))
+                removed.reset();
+        }
+    }
+    if (removed)
         emit operationFinished(token, true, QStringLiteral("discarded %1 dead letters").arg(*removed));
     else
         emit operationFinished(token, false, withoutSecrets(error));
 }
 
-void StoreReader::resolve(quint64 token, const QByteArray &sendKey, bool resend)
+void StoreReader::resolve(quint64 token, const QByteArray &sendKey, bool resend, const QString &reason)
 {
     if (!ensureOpen(token))
         return;
@@ -375,10 +417,10 @@ void StoreReader::resolve(quint64 token, const QByteArray &sendKey, bool resend)
     QString error;
     bool ok = false;
     if (!resend)
-        ok = m_store->operations().markDelivered(sendKey, &error);
+        ok = m_store->operations().markDelivered(sendKey, reason, &error);
     else
-        ok = m_broker ? m_store->operations().resend(*m_broker, sendKey, &error)
-                      : m_store->operations().resend(sendKey, &error);
+        ok = m_broker ? m_store->operations().resend(*m_broker, sendKey, reason, &error)
+                      : m_store->operations().resend(sendKey, reason, &error);
     emit operationFinished(token, ok,
                            ok ? (resend ? QStringLiteral("queued again under the same key")
                                         : QStringLiteral("marked delivered"))

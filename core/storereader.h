@@ -63,12 +63,18 @@ public slots:
     void loadAudit(quint64 token, int limit);
     // Every worker registered on the store, live or not.
     void loadWorkers(quint64 token);
+    // Who would send redriven letters now: the workers on the store, and what the partner
+    // answered over the last windowMs.
+    void loadReadiness(quint64 token, qint64 windowMs);
     // Moves dead letters back to the queue in batches, at most ratePerSecond (0: no
     // limit), reporting progress; the thread stays free for other requests meanwhile.
-    void redrive(quint64 token, const QList<once::DeadLetter> &letters, int ratePerSecond, const QString &detail);
+    // The audit row (detail, rate, reason) is written before the first batch and counts
+    // every batch as it commits.
+    void redrive(quint64 token, const QList<once::DeadLetter> &letters, int ratePerSecond, const QString &detail,
+                 const QString &reason);
     void cancelRedrive(quint64 token);
-    void discard(quint64 token, const QList<once::DeadLetter> &letters, const QString &detail);
-    void resolve(quint64 token, const QByteArray &sendKey, bool resend);
+    void discard(quint64 token, const QList<once::DeadLetter> &letters, const QString &detail, const QString &reason);
+    void resolve(quint64 token, const QByteArray &sendKey, bool resend, const QString &reason);
     void setPartnerPolicy(quint64 token, const QString &partner, once::KeyHonouring honoursKey);
 
 signals:
@@ -93,6 +99,7 @@ signals:
     void inDoubtLoaded(quint64 token, const QList<once::EventRow> &rows);
     void auditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
     void workersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);
+    void readinessLoaded(quint64 token, const QList<once::WorkerRecord> &workers, const once::PartnerActivity &partner);
     void redriveProgress(quint64 token, int moved, int total);
     void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
     void operationFinished(quint64 token, bool ok, const QString &message);
@@ -131,7 +138,7 @@ private:
         QElapsedTimer started; // the rate is kept over the whole run, not per tick
         int next = 0;
         int moved = 0;
-        QString detail;
+        qint64 auditId = 0;
         bool cancelled = false;
     };
     std::unique_ptr<Redrive> m_redrive;
@@ -151,3 +158,4 @@ Q_DECLARE_METATYPE(once::DeadLetter)
 Q_DECLARE_METATYPE(once::Attempt)
 Q_DECLARE_METATYPE(once::AuditEntry)
 Q_DECLARE_METATYPE(once::WorkerRecord)
+Q_DECLARE_METATYPE(once::PartnerActivity)

@@ -6,6 +6,7 @@
 // another (exactly one more). Support searches a user on the Events page.
 #include "deadlettersmodel.h"
 #include "deadletterspage.h"
+#include "decisiondialog.h"
 #include "enginecontroller.h"
 #include "eventsmodel.h"
 #include "eventspage.h"
@@ -321,8 +322,8 @@ void TestUiConsole::inDoubtEventsAreResolvedByTheOperator()
     QCOMPARE(table->model()->index(seenRow, InDoubtModel::User).data().toString(), QStringLiteral("u-seen"));
     table->selectRow(seenRow);
     page->findChild<QAction *>(QStringLiteral("markDelivered"))->trigger();
-    QTRY_VERIFY(qobject_cast<QMessageBox *>(QApplication::activeModalWidget()));
-    auto *box = qobject_cast<QMessageBox *>(QApplication::activeModalWidget());
+    QTRY_VERIFY(qobject_cast<DecisionDialog *>(QApplication::activeModalWidget()));
+    auto *box = qobject_cast<DecisionDialog *>(QApplication::activeModalWidget());
     QVERIFY2(box->informativeText().contains(QLatin1String("records a delivery that nobody saw")),
              qPrintable(box->informativeText()));
     box->findChild<QPushButton *>(QStringLiteral("confirm"))->click();
@@ -339,8 +340,8 @@ void TestUiConsole::inDoubtEventsAreResolvedByTheOperator()
     QVERIFY(unsureRow >= 0);
     table->selectRow(unsureRow);
     page->findChild<QAction *>(QStringLiteral("resend"))->trigger();
-    QTRY_VERIFY(qobject_cast<QMessageBox *>(QApplication::activeModalWidget()));
-    box = qobject_cast<QMessageBox *>(QApplication::activeModalWidget());
+    QTRY_VERIFY(qobject_cast<DecisionDialog *>(QApplication::activeModalWidget()));
+    box = qobject_cast<DecisionDialog *>(QApplication::activeModalWidget());
     QVERIFY(
         box->informativeText().contains(QLatin1String("A partner without idempotency delivers it again")));
     box->findChild<QPushButton *>(QStringLiteral("confirm"))->click();

@@ -303,7 +303,7 @@ void TestUiEvents::summariesAndVerdicts()
     QCOMPARE(attemptSummary(attempt(r, QStringLiteral("17"), 1, QStringLiteral("retry"), QStringLiteral("scheduled"), 0, 45000)),
              QStringLiteral("Retry scheduled in 45 s"));
     QCOMPARE(attemptSummary(attempt(r, {}, 0, QStringLiteral("operator"), QStringLiteral("marked-delivered"))),
-             QStringLiteral("Operator marked it delivered"));
+             QStringLiteral("worker-7 marked it delivered"));
 
     EventRow event;
     event.state = LedgerState::Applied;

@@ -416,10 +416,11 @@ void TestUiReadOnly::readOnlyStoreRefusesWritesBelowTheConsole()
         QVERIFY(store->database().isReadOnly());
         const auto letters = store->inspector().deadLetters({}, &error);
         QVERIFY2(letters && letters->size() == 3, qPrintable(error));
-        QVERIFY(!store->operations().redrive(*letters, &error));
-        QVERIFY(!store->operations().discard(*letters, &error));
-        QVERIFY(!store->operations().resend(m_keys.value(3), &error));
-        QVERIFY(!store->operations().markDelivered(m_keys.value(4), &error));
+        QVERIFY(!store->operations().redrive(*letters, 0, &error));
+        QVERIFY(!store->operations().discard(*letters, 0, &error));
+        QVERIFY(!store->operations().resend(m_keys.value(3), QString(), &error));
+        QVERIFY(!store->operations().markDelivered(m_keys.value(4), QString(), &error));
+        QVERIFY(!store->operations().setPartnerPolicy(QStringLiteral("https://sms.example/send"), KeyHonouring::Ignored, &error));
         QVERIFY(!store->operations().audit(QStringLiteral("redrive"), QStringLiteral("test"), 1, &error));
         QVERIFY(!store->queue().enqueue({OutgoingMessage{"{}", "k", {}, 0, 0}}, &error));
         QVERIFY2(error.contains(QLatin1String("read"), Qt::CaseInsensitive), qPrintable(error));

@@ -86,6 +86,8 @@ QVariant AuditModel::data(const QModelIndex &index, int role) const
     switch (role) {
     case Qt::DisplayRole:
         switch (column) {
+        case Number:
+            return QStringLiteral("#%1").arg(entry.id);
         case When:
             return QDateTime::fromMSecsSinceEpoch(entry.atMs).toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
         case Who:
@@ -96,6 +98,10 @@ QVariant AuditModel::data(const QModelIndex &index, int role) const
             return entry.detail;
         case HowMany:
             return formatCount(entry.count);
+        case Rate:
+            return entry.ratePerSecond > 0 ? tr("%1/s").arg(formatCount(entry.ratePerSecond)) : QString();
+        case Reason:
+            return entry.reason;
         case Count:
             break;
         }
@@ -108,16 +114,22 @@ QVariant AuditModel::data(const QModelIndex &index, int role) const
             return entry.action;
         case Detail:
             return entry.detail;
+        case Reason:
+            return entry.reason;
+        case HowMany:
+            return tr("Double-click to see the events it touched");
         default:
             break;
         }
         break;
     case Qt::TextAlignmentRole:
-        if (column == HowMany)
+        if (column == HowMany || column == Rate || column == Number)
             return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
         break;
     case Qt::UserRole:
         switch (column) {
+        case Number:
+            return entry.id;
         case When:
             return entry.atMs;
         case Who:
@@ -128,6 +140,10 @@ QVariant AuditModel::data(const QModelIndex &index, int role) const
             return entry.detail;
         case HowMany:
             return entry.count;
+        case Rate:
+            return entry.ratePerSecond;
+        case Reason:
+            return entry.reason;
         case Count:
             break;
         }
@@ -140,11 +156,14 @@ QVariant AuditModel::data(const QModelIndex &index, int role) const
 
 QVariant AuditModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
-    if (orientation == Qt::Horizontal && role == Qt::TextAlignmentRole && section == HowMany)
+    if (orientation == Qt::Horizontal && role == Qt::TextAlignmentRole
+        && (section == HowMany || section == Rate || section == Number))
         return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return QAbstractTableModel::headerData(section, orientation, role);
     switch (Column(section)) {
+    case Number:
+        return tr("No.");
     case When:
         return tr("When");
     case Who:
@@ -155,6 +174,10 @@ QVariant AuditModel::headerData(int section, Qt::Orientation orientation, int ro
         return tr("Detail");
     case HowMany:
         return tr("How many");
+    case Rate:
+        return tr("Rate");
+    case Reason:
+        return tr("Reason");
     case Count:
         break;
     }

@@ -6,7 +6,9 @@
 
 namespace once::ui {
 
-// The audit log, newest first: who did what to the store, when, and to how many.
+// The audit log, newest first: who did what to the store, when, to how many (the keys
+// or the filter), at what rate and why. The number is the one each touched event's
+// history names ("audit #17").
 // Raw values under Qt::UserRole (for sorting and tests), formatting only in data().
 class AuditModel final : public QAbstractTableModel
 {
@@ -14,7 +16,7 @@ class AuditModel final : public QAbstractTableModel
     Q_DISABLE_COPY_MOVE(AuditModel)
 
 public:
-    enum Column { When, Who, What, Detail, HowMany, Count };
+    enum Column { Number, When, Who, What, Detail, HowMany, Rate, Reason, Count };
     Q_ENUM(Column)
 
     explicit AuditModel(QObject *parent = nullptr);

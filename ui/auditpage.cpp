@@ -5,6 +5,7 @@
 #include "settings.h"
 #include "storesession.h"
 
+#include <QAction>
 #include <QHeaderView>
 #include <QLabel>
 #include <QSortFilterProxyModel>
@@ -17,7 +18,8 @@ namespace once::ui {
 namespace {
 constexpr int AuditLimit = 500;
 constexpr qint64 PendingTimeoutMs = 15000;
-const QString HeaderStateKey = QStringLiteral("audit");
+// Named anew when the columns change, so that a saved layout never misplaces them.
+const QString HeaderStateKey = QStringLiteral("audit.reason");
 } // namespace
 
 AuditPage::AuditPage(QWidget *parent) : Page(parent), m_model(new AuditModel(this)), m_proxy(new QSortFilterProxyModel(this))
@@ -31,6 +33,7 @@ AuditPage::AuditPage(QWidget *parent) : Page(parent), m_model(new AuditModel(thi
     m_view->setModel(m_proxy);
     m_view->setSortingEnabled(true);
     m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_view->setSelectionMode(QAbstractItemView::SingleSelection);
     m_view->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_view->setAlternatingRowColors(true);
     m_view->setWordWrap(false);
@@ -40,12 +43,26 @@ AuditPage::AuditPage(QWidget *parent) : Page(parent), m_model(new AuditModel(thi
     header->setDefaultAlignment(Qt::AlignLeft | Qt::AlignVCenter);
     header->setStretchLastSection(false);
     header->setSectionResizeMode(AuditModel::Detail, QHeaderView::Stretch);
-    header->resizeSection(AuditModel::When, 170);
-    header->resizeSection(AuditModel::Who, 120);
-    header->resizeSection(AuditModel::What, 260);
-    header->resizeSection(AuditModel::HowMany, 90);
+    header->resizeSection(AuditModel::Number, 60);
+    header->resizeSection(AuditModel::When, 160);
+    header->resizeSection(AuditModel::Who, 100);
+    header->resizeSection(AuditModel::What, 230);
+    header->resizeSection(AuditModel::HowMany, 80);
+    header->resizeSection(AuditModel::Rate, 70);
+    header->resizeSection(AuditModel::Reason, 220);
     m_view->sortByColumn(AuditModel::When, Qt::DescendingOrder);
     header->restoreState(Settings().headerState(HeaderStateKey));
+
+    m_showEventsAction = new QAction(tr("Show events"), this);
+    m_showEventsAction->setObjectName(QStringLiteral("showAuditEvents"));
+    m_showEventsAction->setToolTip(tr("The events this action touched, on the Events page"));
+    m_showEventsAction->setEnabled(false);
+    connect(m_showEventsAction, &QAction::triggered, this, &AuditPage::showEvents);
+    m_view->setContextMenuPolicy(Qt::ActionsContextMenu);
+    m_view->addAction(m_showEventsAction);
+    connect(m_view, &QAbstractItemView::doubleClicked, this, &AuditPage::showEvents);
+    connect(m_view->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+            [this] { m_showEventsAction->setEnabled(m_view->selectionModel()->hasSelection()); });
 
     m_placeholder = new QLabel;
     m_placeholder->setObjectName(QStringLiteral("emptyState"));
@@ -68,6 +85,14 @@ AuditPage::AuditPage(QWidget *parent) : Page(parent), m_model(new AuditModel(thi
 AuditPage::~AuditPage()
 {
     Settings().setHeaderState(HeaderStateKey, m_view->horizontalHeader()->saveState());
+}
+
+void AuditPage::showEvents()
+{
+    const QModelIndexList rows = m_view->selectionModel()->selectedRows();
+    if (rows.isEmpty())
+        return;
+    emit eventsRequested(m_model->entry(m_proxy->mapToSource(rows.constFirst()).row()));
 }
 
 void AuditPage::setSession(StoreSession *session)
@@ -138,6 +163,7 @@ void AuditPage::showState()
         summary = rows >= AuditLimit ? tr("The latest %1 operator actions, newest first.").arg(formatCount(rows))
                                      : rows == 1 ? tr("1 operator action.")
                                                  : tr("%1 operator actions.").arg(formatCount(rows));
+        summary += QLatin1Char(' ') + tr("Double-click one to see the events it touched.");
         if (!m_loadError.isEmpty())
             summary += QLatin1Char(' ') + tr("Cannot refresh: %1").arg(m_loadError);
     }

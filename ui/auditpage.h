@@ -1,10 +1,11 @@
 #pragma once
 
-#include "inspector.h"
+#include "storereader.h" // the metatypes of its signal's argument
 #include "page.h"
 
 #include <QElapsedTimer>
 
+class QAction;
 class QLabel;
 class QSortFilterProxyModel;
 class QStackedWidget;
@@ -15,7 +16,8 @@ namespace once::ui {
 class AuditModel;
 
 // The audit log: every operator decision taken on the store (redrive, discard, resolve),
-// from this console or the command line.
+// from this console or the command line. Each row opens the events it touched (double-click
+// or Show Events), on the Events page.
 class AuditPage final : public Page
 {
     Q_OBJECT
@@ -28,7 +30,13 @@ public:
     void setSession(StoreSession *session) override;
     void refresh() override;
 
+    QTableView *view() const { return m_view; }
+
+signals:
+    void eventsRequested(const once::AuditEntry &entry);
+
 private:
+    void showEvents();
     void onAuditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
     void onFailed(quint64 token, const QString &error);
     void showState();
@@ -46,6 +54,7 @@ private:
     QStackedWidget *m_stack = nullptr;
     QLabel *m_placeholder = nullptr;
     QLabel *m_summary = nullptr;
+    QAction *m_showEventsAction = nullptr;
 };
 
 } // namespace once::ui

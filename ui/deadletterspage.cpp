@@ -1,17 +1,26 @@
 #include "deadletterspage.h"
 
+#include "deadletterexport.h"
 #include "deadlettersmodel.h"
+#include "decisiondialog.h"
 #include "redrivedialog.h"
+#include "redrivereadiness.h"
 #include "humanunits.h"
 #include "queueurl.h"
 #include "readonlycontrols.h"
 #include "settings.h"
 #include "storesession.h"
 
+#include "database.h"
+#include "operations.h"
+
 #include <QAction>
 #include <QClipboard>
 #include <QComboBox>
 #include <QDateTime>
+#include <QDateTimeEdit>
+#include <QDir>
+#include <QFileDialog>
 #include <QFontDatabase>
 #include <QGuiApplication>
 #include <QHBoxLayout>
@@ -19,13 +28,13 @@
 #include <QJsonDocument>
 #include <QLabel>
 #include <QLocale>
-#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
+#include <QStandardPaths>
 #include <QStackedWidget>
 #include <QTableView>
 #include <QToolButton>
@@ -95,13 +104,40 @@ void DeadLettersPage::buildUi()
     m_timeCombo->addItem(tr("Last hour"), Hour);
     m_timeCombo->addItem(tr("Last 24 hours"), 24 * Hour);
     m_timeCombo->addItem(tr("Last 7 days"), 7 * 24 * Hour);
+    m_timeCombo->addItem(tr("Between…"), CustomRange);
     m_timeCombo->setToolTip(tr("When they died"));
+    // The outage window, to the second, both ends included; local time, as the table shows.
+    const auto dateTimeEdit = [this](const QString &name, const QString &tip) {
+        auto *edit = new QDateTimeEdit(this);
+        edit->setObjectName(name);
+        edit->setCalendarPopup(true);
+        edit->setDisplayFormat(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
+        edit->setToolTip(tip);
+        edit->hide();
+        return edit;
+    };
+    m_fromEdit = dateTimeEdit(QStringLiteral("diedFrom"), tr("Died at or after (local time)"));
+    m_toEdit = dateTimeEdit(QStringLiteral("diedTo"), tr("Died at or before (local time)"));
+    m_rangeTo = new QLabel(tr("and"));
+    m_rangeTo->hide();
     connect(m_classCombo, &QComboBox::currentIndexChanged, this, &DeadLettersPage::applyClassFilter);
     connect(m_timeCombo, &QComboBox::currentIndexChanged, this, [this] {
-        // A new question: the answer to the old one no longer counts.
-        m_loadPending = false;
-        reload();
+        if (customRange() && m_fromEdit->isHidden()) {
+            // A start the operator can move: the last hour, to the minute.
+            const QDateTime now = QDateTime::currentDateTime();
+            const QDateTime minute(now.date(), QTime(now.time().hour(), now.time().minute()));
+            const QSignalBlocker fromBlocker(m_fromEdit);
+            const QSignalBlocker toBlocker(m_toEdit);
+            m_fromEdit->setDateTime(minute.addSecs(-3600));
+            m_toEdit->setDateTime(minute.addSecs(59));
+        }
+        m_fromEdit->setVisible(customRange());
+        m_rangeTo->setVisible(customRange());
+        m_toEdit->setVisible(customRange());
+        onTimeFilterChanged();
     });
+    connect(m_fromEdit, &QDateTimeEdit::dateTimeChanged, this, &DeadLettersPage::onTimeFilterChanged);
+    connect(m_toEdit, &QDateTimeEdit::dateTimeChanged, this, &DeadLettersPage::onTimeFilterChanged);
 
     // Actions, as buttons and in the table's context menu.
     m_redriveSelectedAction = new QAction(tr("Redrive selected…"), this);
@@ -124,6 +160,10 @@ void DeadLettersPage::buildUi()
     m_openStoryAction->setObjectName(QStringLiteral("openStory"));
     m_openStoryAction->setToolTip(tr("Every delivery, claim and send of this letter's event, on the Events page"));
     connect(m_openStoryAction, &QAction::triggered, this, &DeadLettersPage::openStory);
+    m_exportAction = new QAction(tr("Export…"), this);
+    m_exportAction->setObjectName(QStringLiteral("exportDeadLetters"));
+    m_exportAction->setToolTip(tr("Save every dead letter that matches the filters as CSV or JSON"));
+    connect(m_exportAction, &QAction::triggered, this, &DeadLettersPage::chooseExport);
 
     m_countLabel = new QLabel;
     m_countLabel->setObjectName(QStringLiteral("count"));
@@ -140,11 +180,15 @@ void DeadLettersPage::buildUi()
     bar->addSpacing(8);
     bar->addWidget(new QLabel(tr("Died:")));
     bar->addWidget(m_timeCombo);
+    bar->addWidget(m_fromEdit);
+    bar->addWidget(m_rangeTo);
+    bar->addWidget(m_toEdit);
     bar->addSpacing(12);
     bar->addWidget(m_countLabel, 1);
     bar->addWidget(actionButton(m_redriveSelectedAction));
     bar->addWidget(actionButton(m_redriveAllAction));
     bar->addWidget(actionButton(m_discardAction));
+    bar->addWidget(actionButton(m_exportAction));
 
     // The table.
     m_table = new QTableView;
@@ -164,7 +208,7 @@ void DeadLettersPage::buildUi()
     auto *separator2 = new QAction(this);
     separator2->setSeparator(true);
     m_table->addActions({m_openStoryAction, m_redriveSelectedAction, m_redriveAllAction, separator, m_discardAction,
-                         separator2, m_copyKeysAction});
+                         separator2, m_copyKeysAction, m_exportAction});
     connect(m_table, &QAbstractItemView::doubleClicked, this, &DeadLettersPage::openStory);
     QHeaderView *header = m_table->horizontalHeader();
     header->setSectionsMovable(true);
@@ -268,6 +312,8 @@ void DeadLettersPage::setSession(StoreSession *session)
     m_loaded = false;
     m_truncated = false;
     m_matchingToken = 0;
+    m_readinessToken = 0;
+    m_letterToShow.clear();
     m_redriveToken = 0;
     m_discardToken = 0;
     m_progress->hide();
@@ -284,6 +330,7 @@ void DeadLettersPage::setSession(StoreSession *session)
         connect(session, &StoreSession::operationFinished, this, &DeadLettersPage::onOperationFinished);
         // Whether the store may be written is known once it is open.
         connect(session, &StoreSession::opened, this, &DeadLettersPage::updateActions);
+        connect(session, &StoreSession::readinessLoaded, this, &DeadLettersPage::onReadinessLoaded);
     }
     showPlace();
     rebuildClassCombo();
@@ -316,14 +363,62 @@ void DeadLettersPage::refresh()
     // On a slow store, requests would pile up behind each other: one at a time.
     if (!m_loadPending)
         reload();
+    // The preview tells who would send the letters; a worker started meanwhile shows up.
+    if (m_redriveDialog && m_readinessToken == 0)
+        m_readinessToken = m_session->loadReadiness(ReadinessWindowMs);
 }
 
 void DeadLettersPage::reload()
 {
     if (!m_session)
         return;
+    DeadLetterFilter filter;
+    if (!applyTimeFilter(&filter)) {
+        setStatus(tr("The range ends before it starts: choose a “to” after the “from”."), true);
+        return;
+    }
     m_loadToken = m_session->loadDeadLetters(displayFilter());
     m_loadPending = true;
+}
+
+void DeadLettersPage::onTimeFilterChanged()
+{
+    // A new question: the answer to the old one no longer counts.
+    m_loadPending = false;
+    setStatus(QString());
+    reload();
+    updateEmptyState();
+}
+
+bool DeadLettersPage::customRange() const
+{
+    return timeWindowMs() == CustomRange;
+}
+
+bool DeadLettersPage::applyTimeFilter(DeadLetterFilter *filter) const
+{
+    if (customRange()) {
+        filter->sinceMs = m_fromEdit->dateTime().toMSecsSinceEpoch();
+        // The "to" second is included whole.
+        filter->untilMs = m_toEdit->dateTime().toMSecsSinceEpoch() + 999;
+        return filter->untilMs >= filter->sinceMs;
+    }
+    if (const qint64 window = timeWindowMs(); window > 0)
+        filter->sinceMs = QDateTime::currentMSecsSinceEpoch() - window;
+    return true;
+}
+
+void DeadLettersPage::setTimeRange(const QDateTime &from, const QDateTime &to)
+{
+    if (!customRange())
+        m_timeCombo->setCurrentIndex(m_timeCombo->findData(CustomRange));
+    {
+        const QSignalBlocker fromBlocker(m_fromEdit);
+        const QSignalBlocker toBlocker(m_toEdit);
+        m_fromEdit->setDateTime(from);
+        m_toEdit->setDateTime(to);
+    }
+    onTimeFilterChanged();
 }
 
 DeadLetterFilter DeadLettersPage::displayFilter() const
@@ -331,9 +426,17 @@ DeadLetterFilter DeadLettersPage::displayFilter() const
     DeadLetterFilter filter;
     // The error class is filtered here rather than in the store, so that the class list
     // keeps every class that is dead and the operator can switch between them.
-    if (const qint64 window = timeWindowMs(); window > 0)
-        filter.sinceMs = QDateTime::currentMSecsSinceEpoch() - window;
+    applyTimeFilter(&filter);
     filter.limit = DisplayLimit;
+    return filter;
+}
+
+DeadLetterFilter DeadLettersPage::matchingFilter() const
+{
+    DeadLetterFilter filter;
+    filter.errorClass = selectedErrorClass();
+    applyTimeFilter(&filter);
+    filter.limit = -1;
     return filter;
 }
 
@@ -352,6 +455,10 @@ void DeadLettersPage::onLoaded(quint64 token, const QList<DeadLetter> &letters)
     if (token == m_matchingToken) {
         m_matchingToken = 0;
         updateActions();
+        if (m_matchingUse == MatchingUse::Export) {
+            finishExport(letters);
+            return;
+        }
         if (letters.isEmpty()) {
             setStatus(tr("No dead letters match the filters now."));
             return;
@@ -371,6 +478,7 @@ void DeadLettersPage::onLoaded(quint64 token, const QList<DeadLetter> &letters)
     updateCounts();
     updateDetails();
     updateEmptyState();
+    selectLetterToShow();
 }
 
 void DeadLettersPage::onFailed(quint64 token, const QString &error)
@@ -381,7 +489,16 @@ void DeadLettersPage::onFailed(quint64 token, const QString &error)
     } else if (token == m_matchingToken) {
         m_matchingToken = 0;
         updateActions();
-        setStatus(tr("Cannot collect the matching dead letters: %1").arg(error), true);
+        if (m_matchingUse == MatchingUse::Export) {
+            setStatus(tr("Cannot export the dead letters: %1").arg(error), true);
+            emit exportFinished(m_exportPath, 0, error);
+        } else {
+            setStatus(tr("Cannot collect the matching dead letters: %1").arg(error), true);
+        }
+    } else if (token == m_readinessToken) {
+        m_readinessToken = 0;
+        if (m_redriveDialog)
+            m_redriveDialog->setReadinessError(error);
     } else if (token == m_redriveToken) {
         onRedriveFinished(token, 0, false, error);
     } else if (token == m_discardToken) {
@@ -448,6 +565,7 @@ void DeadLettersPage::updateActions()
     enableUnlessReadOnly(m_redriveAllAction, idle && m_matchingToken == 0 && m_proxy->rowCount() > 0, readOnly);
     enableUnlessReadOnly(m_discardAction, idle && anySelected && m_discardToken == 0, readOnly);
     m_copyKeysAction->setEnabled(anySelected);
+    m_exportAction->setEnabled(m_session && m_matchingToken == 0 && m_loaded);
     // One letter with a key: a message that was never a reminder has no event.
     const QList<DeadLetter> selected = selectedLetters();
     m_openStoryAction->setEnabled(selected.size() == 1 && !selected.constFirst().sendKey.isEmpty());
@@ -518,6 +636,10 @@ void DeadLettersPage::updateEmptyState()
         text = tr("Loading…");
     else if (m_model->rowCount() > 0)
         text = tr("No dead letters of class %1").arg(selectedErrorClass().toHtmlEscaped());
+    else if (customRange())
+        text = tr("No dead letters that died between %1 and %2")
+                   .arg(m_fromEdit->dateTime().toString(m_fromEdit->displayFormat()),
+                        m_toEdit->dateTime().toString(m_toEdit->displayFormat()));
     else if (timeWindowMs() > 0)
         text = tr("No dead letters that died %1").arg(m_timeCombo->currentText().toLower().toHtmlEscaped());
     else
@@ -540,7 +662,7 @@ void DeadLettersPage::redriveSelected()
     const QList<DeadLetter> letters = selectedLetters();
     if (letters.isEmpty())
         return;
-    openRedriveDialog(letters, auditDetail(QStringLiteral("selected %1").arg(letters.size())));
+    openRedriveDialog(letters, auditDetail(describeLetters(letters)));
 }
 
 void DeadLettersPage::redriveAllMatching()
@@ -549,17 +671,9 @@ void DeadLettersPage::redriveAllMatching()
         return;
     // The table may show only part of them, or be a refresh behind: ask the store for
     // every letter that matches now.
-    DeadLetterFilter filter;
-    filter.errorClass = selectedErrorClass();
-    if (const qint64 window = timeWindowMs(); window > 0)
-        filter.sinceMs = QDateTime::currentMSecsSinceEpoch() - window;
-    filter.limit = -1;
-    QString detail = QStringLiteral("all");
-    if (!filter.errorClass.isEmpty())
-        detail += QStringLiteral(" error-class=") + filter.errorClass;
-    if (filter.sinceMs > 0)
-        detail += QStringLiteral(" since=") + formatTime(filter.sinceMs);
-    m_matchingDetail = auditDetail(detail);
+    const DeadLetterFilter filter = matchingFilter();
+    m_matchingDetail = auditDetail(describeFilter(filter));
+    m_matchingUse = MatchingUse::Redrive;
     m_matchingToken = m_session->loadDeadLetters(filter);
     updateActions();
     setStatus(tr("Collecting the matching dead letters…"));
@@ -579,19 +693,31 @@ void DeadLettersPage::openRedriveDialog(const QList<DeadLetter> &letters, const 
         dialog->setQueueDescription(queuePlace(m_session->queueUrl()));
     m_redriveDialog = dialog;
     connect(dialog, &QDialog::accepted, this, [this, dialog] {
-        startRedrive(dialog->letters(), dialog->ratePerSecond(), dialog->auditDetail());
+        startRedrive(dialog->letters(), dialog->ratePerSecond(), dialog->auditDetail(), dialog->reason());
     });
+    if (m_session)
+        m_readinessToken = m_session->loadReadiness(ReadinessWindowMs);
     // Window-modal and not exec(): the refresh timer and the engine's counters keep going.
     dialog->open();
 }
 
+void DeadLettersPage::onReadinessLoaded(quint64 token, const QList<WorkerRecord> &workers,
+                                        const PartnerActivity &partner)
+{
+    if (token != m_readinessToken)
+        return;
+    m_readinessToken = 0;
+    if (m_redriveDialog)
+        m_redriveDialog->setReadiness(assessRedriveReadiness(workers, partner, nowMs()));
+}
+
 void DeadLettersPage::startRedrive(const QList<DeadLetter> &letters, int ratePerSecond,
-                                   const QString &auditDetail)
+                                   const QString &auditDetail, const QString &reason)
 {
     if (!m_session || m_redriveToken != 0)
         return;
     m_redriveTotal = int(letters.size());
-    m_redriveToken = m_session->redrive(letters, ratePerSecond, auditDetail);
+    m_redriveToken = m_session->redrive(letters, ratePerSecond, auditDetail, reason);
     m_progress->setRange(0, m_redriveTotal);
     m_progress->setValue(0);
     m_progress->show();
@@ -653,28 +779,24 @@ void DeadLettersPage::discardSelected()
     if (letters.isEmpty() || !m_session)
         return;
     const int count = int(letters.size());
-    auto *box = new QMessageBox(QMessageBox::Warning, tr("Discard dead letters"),
-                                tr("Discard %1?").arg(lettersText(count)), QMessageBox::Cancel, this);
     const QString from = m_session->hasBrokerQueue() ? deadLetterPlace(m_session->queueUrl()) : tr("the store");
-    box->setInformativeText(
+    auto *dialog = new DecisionDialog(
+        tr("Discard dead letters"), tr("Discard %1?").arg(lettersText(count)),
         tr("They are deleted from %1 and never sent. Their send keys stay dead, so a copy "
-           "that arrives later is not sent either. This cannot be undone; the audit log records it.")
-            .arg(from));
-    QPushButton *discard =
-        box->addButton(tr("Discard %1").arg(QLocale().toString(count)), QMessageBox::DestructiveRole);
-    discard->setObjectName(QStringLiteral("confirm"));
-    box->setDefaultButton(QMessageBox::Cancel);
-    box->setAttribute(Qt::WA_DeleteOnClose);
-    connect(box, &QMessageBox::buttonClicked, this,
-            [this, discard, letters, count](QAbstractButton *clicked) {
-                if (clicked != discard || !m_session)
-                    return;
-                m_discardCount = count;
-                m_discardToken = m_session->discard(letters, auditDetail(QStringLiteral("selected %1").arg(count)));
-                setStatus(tr("Discarding %1…").arg(lettersText(count)));
-                updateActions();
-            });
-    box->open();
+           "that arrives later is not sent either. This cannot be undone; the audit log and each event's "
+           "history record it.")
+            .arg(from),
+        tr("Discard %1").arg(QLocale().toString(count)), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &QDialog::accepted, this, [this, dialog, letters, count] {
+        if (!m_session)
+            return;
+        m_discardCount = count;
+        m_discardToken = m_session->discard(letters, auditDetail(describeLetters(letters)), dialog->reason());
+        setStatus(tr("Discarding %1…").arg(lettersText(count)));
+        updateActions();
+    });
+    dialog->open();
 }
 
 void DeadLettersPage::onOperationFinished(quint64 token, bool ok, const QString &message)
@@ -689,6 +811,93 @@ void DeadLettersPage::onOperationFinished(quint64 token, bool ok, const QString 
     updateActions();
     m_loadPending = false;
     reload();
+}
+
+void DeadLettersPage::showLetter(const QByteArray &sendKey)
+{
+    m_letterToShow = sendKey;
+    // Every letter: the filters in place may hide the one asked for.
+    m_classCombo->setCurrentIndex(0);
+    m_timeCombo->setCurrentIndex(0);
+    setStatus(tr("Looking for the dead letter of %1…").arg(QString::fromLatin1(sendKey)));
+    m_loadPending = false;
+    reload();
+}
+
+void DeadLettersPage::selectLetterToShow()
+{
+    if (m_letterToShow.isEmpty())
+        return;
+    const QByteArray key = std::exchange(m_letterToShow, QByteArray());
+    for (int row = 0; row < m_proxy->rowCount(); ++row) {
+        const QModelIndex index = m_proxy->index(row, DeadLettersModel::SendKey);
+        if (index.data(DeadLettersModel::RawRole).toByteArray() == key) {
+            m_table->selectionModel()->setCurrentIndex(
+                index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+            m_table->scrollTo(index, QAbstractItemView::PositionAtCenter);
+            m_table->setFocus(Qt::OtherFocusReason);
+            setStatus(QString());
+            return;
+        }
+    }
+    setStatus(m_truncated ? tr("The dead letter of %1 is not among the %2 shown.")
+                                .arg(QString::fromLatin1(key), QLocale().toString(DisplayLimit))
+                          : tr("No dead letter has send key %1 now: it was redriven or discarded since, as its "
+                               "story says.")
+                                .arg(QString::fromLatin1(key)));
+}
+
+void DeadLettersPage::chooseExport()
+{
+    if (!m_session || m_matchingToken != 0)
+        return;
+    const QString csvFilter = tr("CSV (*.csv)");
+    const QString jsonFilter = tr("JSON (*.json)");
+    QString selected = csvFilter;
+    const QString folder = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation);
+    const QString name = QStringLiteral("dead-letters-%1.csv")
+                             .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmm")));
+    QString path = QFileDialog::getSaveFileName(this, tr("Export Dead Letters"), QDir(folder).filePath(name),
+                                                csvFilter + QStringLiteral(";;") + jsonFilter, &selected);
+    if (path.isEmpty())
+        return;
+    if (!path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive)
+        && !path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive))
+        path += selected == jsonFilter ? QStringLiteral(".json") : QStringLiteral(".csv");
+    exportTo(path);
+}
+
+void DeadLettersPage::exportTo(const QString &path)
+{
+    if (!m_session || m_matchingToken != 0) {
+        emit exportFinished(path, 0, tr("another export or redrive is collecting dead letters"));
+        return;
+    }
+    // The table holds at most DisplayLimit and may be a refresh behind: ask the store.
+    DeadLetterFilter filter;
+    if (!applyTimeFilter(&filter)) {
+        setStatus(tr("The range ends before it starts: choose a “to” after the “from”."), true);
+        emit exportFinished(path, 0, tr("the range ends before it starts"));
+        return;
+    }
+    m_exportPath = path;
+    m_matchingUse = MatchingUse::Export;
+    m_matchingToken = m_session->loadDeadLetters(matchingFilter());
+    setStatus(tr("Collecting the dead letters to export…"));
+    updateActions();
+}
+
+void DeadLettersPage::finishExport(const QList<DeadLetter> &letters)
+{
+    QString error;
+    const QString shown = QDir::toNativeSeparators(m_exportPath);
+    if (!writeDeadLetters(m_exportPath, letters, &error)) {
+        setStatus(tr("Cannot export the dead letters to %1: %2").arg(shown, error), true);
+        emit exportFinished(m_exportPath, 0, error);
+        return;
+    }
+    setStatus(tr("Exported %1 to %2.").arg(lettersText(int(letters.size())), shown));
+    emit exportFinished(m_exportPath, int(letters.size()), QString());
 }
 
 void DeadLettersPage::copySendKeys()

@@ -3,11 +3,13 @@
 #include "page.h"
 
 #include "inspector.h"
+#include "workerregistry.h"
 
 #include <QPointer>
 
 class QAction;
 class QComboBox;
+class QDateTimeEdit;
 class QLabel;
 class QPlainTextEdit;
 class QProgressBar;
@@ -21,9 +23,11 @@ namespace once::ui {
 class DeadLettersModel;
 class RedriveDialog;
 
-// The dead letters, for an operator after a partner outage: what died, when and why, the
+// The dead letters, for an operator after a partner outage: what died, when and why (by
+// error class, and in the last hour or day or a from-to range that picks the outage), the
 // payload of each, and putting them back on the queue (redrive) at a rate the partner
-// can take, with progress and a way to stop. Discarding is here too, with a confirmation.
+// can take, with progress and a way to stop. Discarding is here too, with a confirmation,
+// and the list as CSV or JSON for a ticket.
 // With a broker's queue open the letters are the broker's (its dead-letter queue or
 // stream), which the heading names; so do the redrive preview and the audit log.
 class DeadLettersPage final : public Page
@@ -38,13 +42,28 @@ public:
     void setSession(StoreSession *session) override;
     void refresh() override;
 
+    // Shows every dead letter (filters cleared) and selects the one with this send key,
+    // or says that there is none now (from an event's story).
+    void showLetter(const QByteArray &sendKey);
+    // Writes every dead letter that matches the filters (not only the rows shown) to path:
+    // CSV for a .csv name, JSON otherwise. Asks the store first; exportFinished follows.
+    void exportTo(const QString &path);
+    // The died-between filter: from and to, in local time, to the second (both included).
+    void setTimeRange(const QDateTime &from, const QDateTime &to);
+
 signals:
     // Open Event Story (or a double-click) on a letter with a send key: its event's story.
     void storyRequested(const QByteArray &sendKey);
+    // count letters written to path, or error says why none were.
+    void exportFinished(const QString &path, int count, const QString &error);
 
 private:
-    // The time filter's choices, by how far back they reach (0: all).
+    // The time filter's choices, by how far back they reach (0: all; CustomRange: the
+    // from and to fields).
     static constexpr qint64 Hour = 3600 * 1000;
+    static constexpr qint64 CustomRange = -1;
+    // The redrive preview reads the partner's answers over this window.
+    static constexpr qint64 ReadinessWindowMs = 60 * 1000;
     // A table of more than this many rows helps nobody; "Redrive all matching" still takes every one.
     static constexpr int DisplayLimit = 10000;
 
@@ -53,8 +72,15 @@ private:
     void onLoaded(quint64 token, const QList<once::DeadLetter> &letters);
     void onFailed(quint64 token, const QString &error);
     once::DeadLetterFilter displayFilter() const;
+    // Every letter that matches the filters, for redrive all matching and the export.
+    once::DeadLetterFilter matchingFilter() const;
     QString selectedErrorClass() const;
     qint64 timeWindowMs() const;
+    bool customRange() const;
+    // The time filter's bounds, into filter; false when a custom range ends before it starts.
+    bool applyTimeFilter(once::DeadLetterFilter *filter) const;
+    void onTimeFilterChanged();
+    void selectLetterToShow();
     QList<once::DeadLetter> selectedLetters() const;
 
     void rebuildClassCombo();
@@ -71,7 +97,10 @@ private:
     void redriveSelected();
     void redriveAllMatching();
     void openRedriveDialog(const QList<once::DeadLetter> &letters, const QString &auditDetail);
-    void startRedrive(const QList<once::DeadLetter> &letters, int ratePerSecond, const QString &auditDetail);
+    void onReadinessLoaded(quint64 token, const QList<once::WorkerRecord> &workers,
+                           const once::PartnerActivity &partner);
+    void startRedrive(const QList<once::DeadLetter> &letters, int ratePerSecond, const QString &auditDetail,
+                      const QString &reason);
     void cancelRedrive();
     void onRedriveProgress(quint64 token, int done, int total);
     void onRedriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
@@ -79,6 +108,8 @@ private:
     void onOperationFinished(quint64 token, bool ok, const QString &message);
     void copySendKeys();
     void openStory();
+    void chooseExport();
+    void finishExport(const QList<once::DeadLetter> &letters);
 
     QPointer<StoreSession> m_session;
 
@@ -87,6 +118,9 @@ private:
     QTableView *m_table = nullptr;
     QComboBox *m_classCombo = nullptr;
     QComboBox *m_timeCombo = nullptr;
+    QDateTimeEdit *m_fromEdit = nullptr; // "diedFrom"
+    QDateTimeEdit *m_toEdit = nullptr;   // "diedTo"
+    QLabel *m_rangeTo = nullptr;
     QLabel *m_placeLabel = nullptr; // "deadLettersPlace"
     QLabel *m_countLabel = nullptr;
     QStackedWidget *m_stack = nullptr;
@@ -101,14 +135,21 @@ private:
     QAction *m_discardAction = nullptr;
     QAction *m_copyKeysAction = nullptr;
     QAction *m_openStoryAction = nullptr;
+    QAction *m_exportAction = nullptr;
     QPointer<RedriveDialog> m_redriveDialog;
 
     quint64 m_loadToken = 0;
     bool m_loadPending = false;
     bool m_loaded = false;       // at least one answer since the session was set
     bool m_truncated = false;    // the last load hit DisplayLimit
-    quint64 m_matchingToken = 0; // "Redrive all matching": the full load it waits for
+    // "Redrive all matching" and the export: the full load one of them waits for.
+    enum class MatchingUse { Redrive, Export };
+    quint64 m_matchingToken = 0;
+    MatchingUse m_matchingUse = MatchingUse::Redrive;
     QString m_matchingDetail;
+    QString m_exportPath;
+    quint64 m_readinessToken = 0; // workers and partner, for the open redrive preview
+    QByteArray m_letterToShow;    // showLetter(): selected when the next load arrives
     quint64 m_redriveToken = 0; // the redrive running now, 0 when none
     int m_redriveTotal = 0;
     quint64 m_discardToken = 0;

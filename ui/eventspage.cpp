@@ -1,6 +1,7 @@
 #include "eventspage.h"
 
 #include "attemptsmodel.h"
+#include "auditmodel.h"
 #include "eventsmodel.h"
 #include "eventstory.h"
 #include "humanunits.h"
@@ -132,6 +133,29 @@ EventsPage::EventsPage(QWidget *parent)
     bar->addWidget(m_state);
     bar->addWidget(m_count);
 
+    // Which audit row's events are listed, and the way back to all of them.
+    m_auditLabel = new QLabel;
+    m_auditLabel->setObjectName(QStringLiteral("auditFilterLabel"));
+    m_auditLabel->setWordWrap(true);
+    m_auditLabel->setTextFormat(Qt::PlainText);
+    auto *clearAudit = new QPushButton(tr("Show all events"));
+    clearAudit->setObjectName(QStringLiteral("clearAuditFilter"));
+    auto *auditFrame = new QFrame;
+    auditFrame->setFrameShape(QFrame::StyledPanel);
+    auditFrame->setBackgroundRole(QPalette::AlternateBase);
+    auditFrame->setAutoFillBackground(true);
+    auto *auditLayout = new QHBoxLayout(auditFrame);
+    auditLayout->setContentsMargins(8, 4, 4, 4);
+    auditLayout->addWidget(m_auditLabel, 1);
+    auditLayout->addWidget(clearAudit);
+    m_auditBar = auditFrame;
+    m_auditBar->hide();
+    connect(clearAudit, &QPushButton::clicked, this, [this] {
+        m_auditFilter = 0;
+        m_auditBar->hide();
+        applyFilter(true);
+    });
+
     m_error = new QLabel;
     m_error->setObjectName(QStringLiteral("error"));
     m_error->setWordWrap(true);
@@ -183,6 +207,7 @@ EventsPage::EventsPage(QWidget *parent)
 
     auto *layout = new QVBoxLayout(this);
     layout->addLayout(bar);
+    layout->addWidget(m_auditBar);
     layout->addWidget(m_error);
     layout->addWidget(m_splitter, 1);
 
@@ -319,11 +344,19 @@ void EventsPage::buildTimeline(QWidget *timeline)
     m_export = new QPushButton(QIcon::fromTheme(QStringLiteral("document-save-as")), tr("&Export history…"));
     m_export->setObjectName(QStringLiteral("exportHistory"));
     m_export->setToolTip(tr("Save this event and its history as CSV or JSON"));
+    m_openDeadLetter = new QPushButton(tr("Open &dead letter"));
+    m_openDeadLetter->setObjectName(QStringLiteral("openDeadLetter"));
+    m_openDeadLetter->setToolTip(tr("This event's dead letter on the Dead letters page, to redrive or discard it"));
     connect(m_copyKey, &QPushButton::clicked, this, &EventsPage::copyKey);
     connect(m_export, &QPushButton::clicked, this, &EventsPage::chooseExport);
+    connect(m_openDeadLetter, &QPushButton::clicked, this, [this] {
+        if (!m_storyKey.isEmpty())
+            emit deadLetterRequested(m_storyKey);
+    });
     auto *buttons = new QHBoxLayout;
     buttons->addWidget(m_copyKey);
     buttons->addWidget(m_export);
+    buttons->addWidget(m_openDeadLetter);
     buttons->addStretch(1);
 
     m_timeline = new QTableView;
@@ -358,11 +391,19 @@ void EventsPage::setSession(StoreSession *session)
     m_session = session;
     closeStory();
     m_error->hide();
+    // Another store's audit log numbers other actions.
+    m_auditFilter = 0;
+    m_auditBar->hide();
     if (session) {
         m_sessionConnections << connect(session, &StoreSession::historyLoaded, this, &EventsPage::onHistoryLoaded)
                              << connect(session, &StoreSession::failed, this, &EventsPage::onFailed);
     }
     m_model->setSession(session);
+    if (m_model->filter().auditId != 0) {
+        EventFilter filter = m_model->filter();
+        filter.auditId = 0;
+        m_model->setFilter(filter);
+    }
     updateCount();
     updateEmptyState();
 }
@@ -391,6 +432,9 @@ void EventsPage::search()
 
 void EventsPage::showStory(const QByteArray &sendKey)
 {
+    // A story asked for by name is found whatever audit row's events were listed.
+    m_auditFilter = 0;
+    m_auditBar->hide();
     // A copy: the caller's key may live in the model's rows, which the new search drops.
     const QByteArray key = sendKey;
     m_search->setText(QString::fromLatin1(key));
@@ -399,14 +443,29 @@ void EventsPage::showStory(const QByteArray &sendKey)
     openStory(key);
 }
 
+void EventsPage::showAuditEvents(const AuditEntry &entry)
+{
+    m_auditFilter = entry.id;
+    m_auditLabel->setText(tr("Events touched by audit #%1: %2 by %3 at %4 (%5)%6")
+                              .arg(QString::number(entry.id), AuditModel::describeAction(entry.action), entry.actor,
+                                   formatLocalTime(entry.atMs), entry.detail,
+                                   entry.reason.isEmpty() ? QString() : tr(": “%1”").arg(entry.reason)));
+    m_auditBar->show();
+    // Every event it touched, whatever became of it since.
+    m_search->clear();
+    m_state->setCurrentIndex(0);
+    search();
+}
+
 void EventsPage::applyFilter(bool force)
 {
     m_searchDebounce.stop();
     EventFilter filter;
     filter.text = m_search->text().trimmed();
     filter.state = m_state->currentData().toString();
+    filter.auditId = m_auditFilter;
     const EventFilter current = m_model->filter();
-    if (!force && filter.text == current.text && filter.state == current.state)
+    if (!force && filter.text == current.text && filter.state == current.state && filter.auditId == current.auditId)
         return;
     closeStory();
     m_error->hide();
@@ -484,6 +543,7 @@ void EventsPage::closeStory()
     m_storyStack->setCurrentIndex(0);
     m_copyKey->setEnabled(false);
     m_export->setEnabled(false);
+    m_openDeadLetter->setEnabled(false);
 }
 
 void EventsPage::requestHistory()
@@ -546,6 +606,8 @@ void EventsPage::showFacts(const EventRow &event)
     const QJsonValue body = message.value(QStringLiteral("body"));
     m_factBody->setText(body.isString() ? body.toString() : QString::fromUtf8(event.payload));
     m_copyKey->setEnabled(!event.sendKey.isEmpty());
+    // Only a dead event has a dead letter (unless it was discarded; the page then says so).
+    m_openDeadLetter->setEnabled(event.state == LedgerState::Dead);
 }
 
 void EventsPage::updateVerdict()
@@ -628,6 +690,9 @@ void EventsPage::updateEmptyState()
         m_tableEmpty->setText(tr("No store is open"));
     else if (!m_model->hasLoaded())
         m_tableEmpty->setText(m_model->errorString().isEmpty() ? tr("Loading events…") : tr("The events could not be read"));
+    else if (filter.auditId != 0)
+        m_tableEmpty->setText(tr("No events match\n\nThis action touched no event that is still in the store "
+                                 "(a message that never parsed has none; retention removes old ones)."));
     else if (filter.text.isEmpty() && filter.state.isEmpty())
         m_tableEmpty->setText(tr("No events in this store yet"));
     else if (filter.text.isEmpty())

@@ -41,6 +41,11 @@ public:
     void search();
     // Searches for one send key and opens its story (from another page).
     void showStory(const QByteArray &sendKey);
+    // Lists only the events this audit log row's action touched (the search and state
+    // filters still apply), until the operator clears it.
+    void showAuditEvents(const once::AuditEntry &entry);
+    // The audit row whose events are listed; 0 when none.
+    qint64 auditFilter() const { return m_auditFilter; }
     EventsModel *eventsModel() const { return m_model; }
     AttemptsModel *attemptsModel() const { return m_attempts; }
     QTableView *eventsView() const { return m_table; }
@@ -55,6 +60,10 @@ public:
     void recordPartnerPolicy(once::KeyHonouring honoursKey);
     // Writes the open story to path, as CSV for a .csv name and JSON otherwise.
     bool exportHistory(const QString &path, QString *error) const;
+
+signals:
+    // Open Dead Letter in a dead event's story.
+    void deadLetterRequested(const QByteArray &sendKey);
 
 private:
     void buildTimeline(QWidget *timeline);
@@ -108,6 +117,10 @@ private:
     QPushButton *m_partnerPolicy = nullptr;
     QPushButton *m_copyKey = nullptr;
     QPushButton *m_export = nullptr;
+    QPushButton *m_openDeadLetter = nullptr;
+    QWidget *m_auditBar = nullptr;
+    QLabel *m_auditLabel = nullptr;
+    qint64 m_auditFilter = 0;
     QTableView *m_timeline = nullptr;
     QTimer m_searchDebounce;
 

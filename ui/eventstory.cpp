@@ -83,6 +83,31 @@ QString sendSummary(const Attempt &a)
     return tr("Send: %1").arg(a.outcome);
 }
 
+// Who did it and under which audit log row (an older store's rows know neither), then the
+// reason the operator gave: short, so that the reason fits the story's column.
+QString operatorSummary(const Attempt &a)
+{
+    const QString who = a.workerId.isEmpty() ? tr("an operator") : a.workerId;
+    QString text;
+    if (a.outcome == QLatin1String("resend"))
+        text = a.workerId.isEmpty() ? tr("Operator chose to resend with the same key")
+                                    : tr("%1 chose to resend with the same key").arg(who);
+    else if (a.outcome == QLatin1String("marked-delivered"))
+        text = a.workerId.isEmpty() ? tr("Operator marked it delivered") : tr("%1 marked it delivered").arg(who);
+    else if (a.outcome == QLatin1String("redriven"))
+        text = tr("Redriven by %1").arg(who);
+    else if (a.outcome == QLatin1String("discarded"))
+        text = tr("Dead letter discarded by %1").arg(who);
+    else
+        text = tr("Operator: %1").arg(a.outcome);
+    if (a.auditId > 0)
+        text += tr(" (audit #%1)").arg(a.auditId);
+    // The reason is the operator's own text; quoted so that it reads as theirs.
+    if (!a.error.isEmpty() && a.auditId > 0)
+        text += tr(": “%1”").arg(a.error);
+    return text;
+}
+
 } // namespace
 
 QString attemptSummary(const Attempt &a)
@@ -100,13 +125,8 @@ QString attemptSummary(const Attempt &a)
         return tr("Dead-lettered: %1").arg(a.errorClass.isEmpty() ? a.outcome : a.errorClass);
     if (a.step == QLatin1String("ack"))
         return tr("Acked without sending");
-    if (a.step == QLatin1String("operator")) {
-        if (a.outcome == QLatin1String("resend"))
-            return tr("Operator chose to resend with the same key");
-        if (a.outcome == QLatin1String("marked-delivered"))
-            return tr("Operator marked it delivered");
-        return tr("Operator: %1").arg(a.outcome);
-    }
+    if (a.step == QLatin1String("operator"))
+        return operatorSummary(a);
     return a.step + QLatin1Char(' ') + a.outcome;
 }
 

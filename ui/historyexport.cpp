@@ -1,10 +1,10 @@
 #include "historyexport.h"
 
+#include "csvtext.h"
 #include "eventstory.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
-#include <QSaveFile>
 
 namespace once::ui {
 
@@ -24,23 +24,6 @@ QByteArray historyToJson(const EventRow &event, const QList<Attempt> &attempts)
     return QJsonDocument(document).toJson(QJsonDocument::Indented);
 }
 
-QString csvField(const QString &text)
-{
-    // A spreadsheet runs a cell that starts with one of these as a formula, and producers
-    // and partners choose these values (a user id, a request id, an error body): an
-    // apostrophe in front keeps the cell text, and spreadsheets do not show it.
-    static const QString formulaStarts = QStringLiteral("=+-@\t\r");
-    const QString value = !text.isEmpty() && formulaStarts.contains(text.front()) ? QLatin1Char('\'') + text : text;
-    const bool quote = value.contains(QLatin1Char(',')) || value.contains(QLatin1Char('"'))
-                    || value.contains(QLatin1Char('\n')) || value.contains(QLatin1Char('\r'))
-                    || value.startsWith(QLatin1Char(' ')) || value.endsWith(QLatin1Char(' '));
-    if (!quote)
-        return value;
-    QString quoted = value;
-    quoted.replace(QLatin1Char('"'), QLatin1String("\"\""));
-    return QLatin1Char('"') + quoted + QLatin1Char('"');
-}
-
 QByteArray historyToCsv(const EventRow &event, const QList<Attempt> &attempts)
 {
     // Every line names its event, so lines pasted out of the file still say whose they are.
@@ -51,8 +34,7 @@ QByteArray historyToCsv(const EventRow &event, const QList<Attempt> &attempts)
         QStringLiteral("http_status"), QStringLiteral("latency_ms"), QStringLiteral("provider_request_id"),
         QStringLiteral("error_class"), QStringLiteral("error"),
     };
-    const QString crlf = QStringLiteral("\r\n");
-    QString text = header.join(QLatin1Char(',')) + crlf;
+    QString text = csvRecord(header);
     for (const Attempt &a : attempts) {
         const QStringList fields{
             QString::fromLatin1(a.sendKey.isEmpty() ? event.sendKey : a.sendKey),
@@ -70,34 +52,22 @@ QByteArray historyToCsv(const EventRow &event, const QList<Attempt> &attempts)
             a.errorClass,
             a.error,
         };
-        QStringList quoted;
-        quoted.reserve(fields.size());
-        for (const QString &field : fields)
-            quoted << csvField(field);
-        text += quoted.join(QLatin1Char(',')) + crlf;
+        text += csvRecord(fields);
     }
     return text.toUtf8();
 }
 
 HistoryFormat historyFormatFor(const QString &path)
 {
-    return path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive) ? HistoryFormat::Csv : HistoryFormat::Json;
+    return isCsvPath(path) ? HistoryFormat::Csv : HistoryFormat::Json;
 }
 
 bool writeHistory(const QString &path, HistoryFormat format, const EventRow &event, const QList<Attempt> &attempts,
                   QString *error)
 {
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly)) {
-        *error = file.errorString();
-        return false;
-    }
-    const QByteArray bytes = format == HistoryFormat::Csv ? historyToCsv(event, attempts) : historyToJson(event, attempts);
-    if (file.write(bytes) != bytes.size() || !file.commit()) {
-        *error = file.errorString();
-        return false;
-    }
-    return true;
+    return writeWholeFile(path,
+                          format == HistoryFormat::Csv ? historyToCsv(event, attempts) : historyToJson(event, attempts),
+                          error);
 }
 
 } // namespace once::ui

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "csvtext.h"
 #include "inspector.h"
 
 #include <QByteArray>
@@ -13,10 +14,6 @@ enum class HistoryFormat { Json, Csv };
 
 QByteArray historyToJson(const once::EventRow &event, const QList<once::Attempt> &attempts);
 QByteArray historyToCsv(const once::EventRow &event, const QList<once::Attempt> &attempts);
-// RFC 4180: quoted when it holds a comma, a quote or a line break (or starts or ends with a
-// space, which spreadsheets would trim); inner quotes doubled. A value a spreadsheet would
-// run as a formula (starting with =, +, -, @, tab or CR) gets an apostrophe in front.
-QString csvField(const QString &text);
 // The format a file name asks for (".csv" is CSV, anything else JSON).
 HistoryFormat historyFormatFor(const QString &path);
 // Writes the whole file or nothing (QSaveFile).

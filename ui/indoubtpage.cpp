@@ -1,5 +1,6 @@
 #include "indoubtpage.h"
 
+#include "decisiondialog.h"
 #include "indoubtmodel.h"
 #include "readonlycontrols.h"
 #include "humanunits.h"
@@ -14,7 +15,6 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLocale>
-#include <QMessageBox>
 #include <QPushButton>
 #include <QSortFilterProxyModel>
 #include <QStackedWidget>
@@ -239,41 +239,35 @@ void InDoubtPage::confirmResolve(bool resend)
         return;
     const int count = int(keys.size());
     const QString countText = QLocale().toString(count);
-    auto *box = new QMessageBox(this);
-    box->setIcon(QMessageBox::Warning);
+    QString title, text, informative;
     if (resend) {
-        box->setWindowTitle(tr("Resend with the same key"));
-        box->setText(tr("Resend %1 with the same key?").arg(remindersText(count)));
-        box->setInformativeText(tr("Each is queued again and sent with its original Idempotency-Key. A "
-                                   "partner that honours the key answers "
-                                   "with its first result and does not deliver twice. <b>A partner without "
-                                   "idempotency delivers it again:</b> "
-                                   "if the first send did arrive, the user gets the reminder twice."));
+        title = tr("Resend with the same key");
+        text = tr("Resend %1 with the same key?").arg(remindersText(count));
+        informative = tr("Each is queued again and sent with its original Idempotency-Key. A "
+                         "partner that honours the key answers "
+                         "with its first result and does not deliver twice. <b>A partner without "
+                         "idempotency delivers it again:</b> "
+                         "if the first send did arrive, the user gets the reminder twice.");
     } else {
-        box->setWindowTitle(tr("Mark delivered"));
-        box->setText(tr("Mark %1 delivered without sending?").arg(remindersText(count)));
-        box->setInformativeText(tr("The ledger then records a delivery that nobody saw. <b>If the partner "
-                                   "never received the first send, "
-                                   "the user never gets this reminder</b>, and nothing will try again. Do "
-                                   "this when the partner's log, or "
-                                   "the user, confirms that it arrived."));
+        title = tr("Mark delivered");
+        text = tr("Mark %1 delivered without sending?").arg(remindersText(count));
+        informative = tr("The ledger then records a delivery that nobody saw. <b>If the partner "
+                         "never received the first send, "
+                         "the user never gets this reminder</b>, and nothing will try again. Do "
+                         "this when the partner's log, or "
+                         "the user, confirms that it arrived.");
     }
-    QPushButton *confirm =
-        box->addButton(resend ? tr("Resend %1").arg(countText) : tr("Mark %1 delivered").arg(countText),
-                       QMessageBox::AcceptRole);
-    confirm->setObjectName(QStringLiteral("confirm"));
-    box->addButton(QMessageBox::Cancel);
-    box->setDefaultButton(QMessageBox::Cancel);
-    box->setAttribute(Qt::WA_DeleteOnClose);
-    connect(box, &QMessageBox::buttonClicked, this, [this, confirm, keys, resend](QAbstractButton *clicked) {
-        if (clicked == confirm)
-            resolve(keys, resend);
-    });
+    auto *dialog = new DecisionDialog(title, text, informative,
+                                      resend ? tr("Resend %1").arg(countText) : tr("Mark %1 delivered").arg(countText),
+                                      this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &QDialog::accepted, this,
+            [this, dialog, keys, resend] { resolve(keys, resend, dialog->reason()); });
     // Window-modal and not exec(): the refresh timer and the engine's counters keep going.
-    box->open();
+    dialog->open();
 }
 
-void InDoubtPage::resolve(const QList<QByteArray> &keys, bool resend)
+void InDoubtPage::resolve(const QList<QByteArray> &keys, bool resend, const QString &reason)
 {
     if (!m_session || !m_pending.isEmpty())
         return;
@@ -281,7 +275,7 @@ void InDoubtPage::resolve(const QList<QByteArray> &keys, bool resend)
     m_succeeded = 0;
     m_failures.clear();
     for (const QByteArray &key : keys)
-        m_pending.insert(m_session->resolve(key, resend), key);
+        m_pending.insert(m_session->resolve(key, resend, reason), key);
     setStatus(resend ? tr("Queueing %1 again under the same key…").arg(remindersText(int(keys.size())))
                      : tr("Marking %1 delivered…").arg(remindersText(int(keys.size()))));
     updateActions();

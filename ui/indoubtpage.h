@@ -39,7 +39,7 @@ private:
     void reload();
     QList<QByteArray> selectedKeys() const;
     void confirmResolve(bool resend);
-    void resolve(const QList<QByteArray> &keys, bool resend);
+    void resolve(const QList<QByteArray> &keys, bool resend, const QString &reason);
     void onOperationFinished(quint64 token, bool ok, const QString &message);
     void sayWhoSendsTheResent(const QList<once::WorkerRecord> &workers);
     void updateActions();

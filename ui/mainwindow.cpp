@@ -26,6 +26,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QProgressDialog>
 #include <QPushButton>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -44,10 +45,19 @@ MainWindow::MainWindow(QWidget *parent)
     m_tabs->setDocumentMode(true);
     auto *events = new EventsPage;
     auto *deadLetters = new DeadLettersPage;
-    m_pages = {new OverviewPage(m_engine), events, deadLetters, new InDoubtPage, new WorkerPage(m_engine), new AuditPage};
+    auto *audit = new AuditPage;
+    m_pages = {new OverviewPage(m_engine), events, deadLetters, new InDoubtPage, new WorkerPage(m_engine), audit};
     connect(deadLetters, &DeadLettersPage::storyRequested, this, [this, events](const QByteArray &sendKey) {
         showPage(events);
         events->showStory(sendKey);
+    });
+    connect(events, &EventsPage::deadLetterRequested, this, [this, deadLetters](const QByteArray &sendKey) {
+        showPage(deadLetters);
+        deadLetters->showLetter(sendKey);
+    });
+    connect(audit, &AuditPage::eventsRequested, this, [this, events](const AuditEntry &entry) {
+        showPage(events);
+        events->showAuditEvents(entry);
     });
     for (Page *page : std::as_const(m_pages))
         m_tabs->addTab(page, page->title());
@@ -75,6 +85,12 @@ MainWindow::MainWindow(QWidget *parent)
     statusBar()->addPermanentWidget(m_workerLabel);
     connect(m_engine, &EngineController::stateChanged, this, &MainWindow::updateStatus);
     connect(m_engine, &EngineController::countersChanged, this, &MainWindow::updateStatus);
+    connect(m_engine, &EngineController::countersChanged, this, &MainWindow::updateStoppingNote);
+    connect(m_engine, &EngineController::stateChanged, this, [this](EngineController::State state) {
+        // Queued: the close runs after the engine's own handling of its end.
+        if (m_closeWhenStopped && state == EngineController::State::Stopped)
+            QMetaObject::invokeMethod(this, &QWidget::close, Qt::QueuedConnection);
+    });
     connect(m_engine, &EngineController::errorOccurred, this,
             [this](const QString &message) { statusBar()->showMessage(message, 10000); });
 
@@ -534,12 +550,63 @@ void MainWindow::showSettings()
     dialog.exec();
 }
 
+// Waiting for the engine's thread here would freeze the window for as long as its sends
+// take to finish (up to the partner's timeout): the engine is asked to stop, the window
+// says so and stays responsive, and closes when the engine reports it stopped.
 void MainWindow::closeEvent(QCloseEvent *event)
 {
+    if (m_engine->state() != EngineController::State::Stopped && !m_closeWithoutWaiting) {
+        event->ignore();
+        stopEngineThenClose();
+        return;
+    }
+    if (m_stoppingNote)
+        m_stoppingNote->hide();
     Settings settings;
     settings.setWindowGeometry(saveGeometry());
     settings.setWindowState(saveState());
     event->accept();
+}
+
+void MainWindow::stopEngineThenClose()
+{
+    if (m_closeWhenStopped)
+        return;
+    m_closeWhenStopped = true;
+    m_engine->stop();
+    auto *note = new QProgressDialog(this);
+    note->setObjectName(QStringLiteral("stoppingNote"));
+    note->setWindowTitle(tr("Closing"));
+    note->setRange(0, 0);
+    note->setMinimumDuration(0);
+    note->setAutoClose(false);
+    note->setAutoReset(false);
+    // Quitting without waiting leaves the engine's end to the process's exit (the old way,
+    // a frozen quarter-minute at worst); the operator may choose it, knowingly. Escape only
+    // hides the note: the window still closes when the engine has stopped.
+    auto *quitNow = new QPushButton(tr("Quit Without Waiting"));
+    quitNow->setObjectName(QStringLiteral("quitWithoutWaiting"));
+    note->setCancelButton(quitNow);
+    connect(quitNow, &QPushButton::clicked, this, [this] {
+        m_closeWithoutWaiting = true;
+        close();
+    });
+    m_stoppingNote = note;
+    updateStoppingNote();
+    note->open();
+    statusBar()->showMessage(tr("Stopping the worker before closing…"));
+}
+
+void MainWindow::updateStoppingNote()
+{
+    if (!m_stoppingNote)
+        return;
+    const int inFlight = m_engine->counters().inFlight;
+    m_stoppingNote->setLabelText(
+        inFlight == 0 ? tr("Stopping the worker before closing…")
+        : inFlight == 1
+            ? tr("Stopping the worker before closing: 1 send in flight finishes and is recorded first.")
+            : tr("Stopping the worker before closing: %1 sends in flight finish and are recorded first.").arg(inFlight));
 }
 
 } // namespace once::ui

@@ -11,6 +11,7 @@
 
 class QLabel;
 class QMenu;
+class QProgressDialog;
 class QTabWidget;
 
 namespace once::ui {
@@ -59,6 +60,8 @@ public:
     void openSavedQueue(const QString &savedUrl);
     SavedPasswords *savedPasswords() const { return m_passwords; }
     StoreSession *session() const { return m_session.get(); }
+    // The window was asked to close and waits for the engine to stop first.
+    bool isClosingAfterEngine() const { return m_closeWhenStopped; }
     EngineController *engine() const { return m_engine; }
     QTabWidget *tabs() const { return m_tabs; }
     template<typename T> T *page() const
@@ -102,6 +105,10 @@ private:
     // The "Read-only" mark in the status bar and the title, once the session knows.
     void showAccess();
     void updateTitle();
+    // Closing while the engine runs: it stops first (its sends finish and are recorded),
+    // with a note saying so, and the window closes when it reports stopped.
+    void stopEngineThenClose();
+    void updateStoppingNote();
 
     EngineController *m_engine = nullptr;
     SavedPasswords *m_passwords = nullptr;
@@ -118,6 +125,9 @@ private:
     QAction *m_newStoreAction = nullptr;
     bool m_readOnly = false;
     QTimer m_refreshTimer;
+    bool m_closeWhenStopped = false;
+    bool m_closeWithoutWaiting = false;
+    QProgressDialog *m_stoppingNote = nullptr; // "stoppingNote"
 };
 
 } // namespace once::ui

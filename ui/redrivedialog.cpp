@@ -1,10 +1,13 @@
 #include "redrivedialog.h"
 
+#include "decisiondialog.h"
+
 #include <QDateTime>
 #include <QDialogButtonBox>
 #include <QFormLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
 #include <QLocale>
 #include <QMap>
 #include <QPushButton>
@@ -107,6 +110,14 @@ RedriveDialog::RedriveDialog(const QList<DeadLetter> &letters, const QString &au
         note->setObjectName(QStringLiteral("permanentNote"));
         facts->addRow(tr("Permanent errors:"), note);
     }
+    m_workers = wrappingLabel(tr("checking…"));
+    m_workers->setObjectName(QStringLiteral("workers"));
+    facts->addRow(tr("Workers:"), m_workers);
+    m_partner = wrappingLabel(tr("checking…"));
+    m_partner->setObjectName(QStringLiteral("partner"));
+    m_partner->setToolTip(tr("Read from the store's history of sends: the partner answers when at least one "
+                             "send in the last minute was accepted"));
+    facts->addRow(tr("Partner now:"), m_partner);
     facts->addRow(tr("Audit log entry:"), wrappingLabel(m_auditDetail));
 
     m_windowWarning = wrappingLabel(
@@ -120,6 +131,11 @@ RedriveDialog::RedriveDialog(const QList<DeadLetter> &letters, const QString &au
     m_windowWarning->setStyleSheet(QStringLiteral("QLabel { background: #fff4ce; color: #3b2f00; border: 1px "
                                                   "solid #e0b400; border-radius: 3px; padding: 6px; }"));
     m_windowWarning->setVisible(m_outsideWindow > 0);
+
+    m_readinessWarning = wrappingLabel();
+    m_readinessWarning->setObjectName(QStringLiteral("readinessWarning"));
+    m_readinessWarning->setTextFormat(Qt::RichText);
+    m_readinessWarning->hide();
 
     m_sample = new QTreeWidget;
     m_sample->setObjectName(QStringLiteral("sample"));
@@ -152,8 +168,10 @@ RedriveDialog::RedriveDialog(const QList<DeadLetter> &letters, const QString &au
     auto *rateRow = new QHBoxLayout;
     rateRow->addWidget(m_rate);
     rateRow->addWidget(m_estimate, 1);
+    m_reason = newReasonEdit();
     auto *rateForm = new QFormLayout;
     rateForm->addRow(tr("Rate:"), rateRow);
+    rateForm->addRow(tr("&Reason:"), m_reason);
     connect(m_rate, &QSpinBox::valueChanged, this, &RedriveDialog::updateEstimate);
     updateEstimate();
 
@@ -168,6 +186,7 @@ RedriveDialog::RedriveDialog(const QList<DeadLetter> &letters, const QString &au
     layout->addWidget(m_headline);
     layout->addWidget(explanation);
     layout->addLayout(facts);
+    layout->addWidget(m_readinessWarning);
     layout->addWidget(m_windowWarning);
     layout->addWidget(sampleTitle);
     layout->addWidget(m_sample, 1);
@@ -213,6 +232,59 @@ int RedriveDialog::ratePerSecond() const
 void RedriveDialog::setRatePerSecond(int rate)
 {
     m_rate->setValue(rate);
+}
+
+QString RedriveDialog::reason() const
+{
+    return m_reason->text().trimmed();
+}
+
+void RedriveDialog::setReason(const QString &reason)
+{
+    m_reason->setText(reason);
+}
+
+void RedriveDialog::setReadiness(const RedriveReadiness &readiness)
+{
+    m_readinessKnown = true;
+    m_workers->setText(readiness.workersText);
+    m_partner->setText(readiness.partnerText);
+    m_readinessWarning->setText(readiness.warning);
+    // A caution is yellow like the idempotency warning; a warning, red: nothing would send these.
+    switch (readiness.severity) {
+    case RedriveReadiness::Severity::None:
+        break;
+    case RedriveReadiness::Severity::Caution:
+        m_readinessWarning->setStyleSheet(QStringLiteral("QLabel { background: #fff4ce; color: #3b2f00; border: 1px "
+                                                         "solid #e0b400; border-radius: 3px; padding: 6px; }"));
+        break;
+    case RedriveReadiness::Severity::Warning:
+        m_readinessWarning->setStyleSheet(QStringLiteral("QLabel { background: #fde7e9; color: #5c0011; border: 1px "
+                                                         "solid #d13438; border-radius: 3px; padding: 6px; }"));
+        break;
+    }
+    m_readinessWarning->setVisible(readiness.severity != RedriveReadiness::Severity::None);
+}
+
+void RedriveDialog::setReadinessError(const QString &error)
+{
+    m_workers->setText(tr("cannot tell: %1").arg(error));
+    m_partner->setText(tr("cannot tell"));
+}
+
+QString RedriveDialog::workersText() const
+{
+    return m_workers->text();
+}
+
+QString RedriveDialog::partnerText() const
+{
+    return m_partner->text();
+}
+
+QString RedriveDialog::readinessWarning() const
+{
+    return m_readinessWarning->isHidden() ? QString() : m_readinessWarning->text();
 }
 
 void RedriveDialog::updateEstimate()

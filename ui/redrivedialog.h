@@ -1,11 +1,13 @@
 #pragma once
 
 #include "inspector.h"
+#include "redrivereadiness.h"
 
 #include <QDialog>
 
 class QFormLayout;
 class QLabel;
+class QLineEdit;
 class QPushButton;
 class QSpinBox;
 class QTreeWidget;
@@ -14,8 +16,10 @@ namespace once::ui {
 
 // The preview and confirmation of a redrive: how many dead letters go back on the queue,
 // a sample of them, how many already died again after an earlier redrive, a warning for
-// those first sent longer ago than the partner keeps idempotency keys, and the rate.
-// Accepting it is the operator's decision; nothing else asks again.
+// those first sent longer ago than the partner keeps idempotency keys, whether a worker
+// would send them and the partner answers now (setReadiness, which the page keeps
+// refreshing while the preview is open), the rate, and the operator's reason for the
+// audit log. Accepting it is the operator's decision; nothing else asks again.
 class RedriveDialog final : public QDialog
 {
     Q_OBJECT
@@ -43,6 +47,17 @@ public:
     QString queueDescription() const;
     int ratePerSecond() const;
     void setRatePerSecond(int rate);
+    // What the operator typed, trimmed; empty when nothing.
+    QString reason() const;
+    void setReason(const QString &reason);
+    // Who would send them now; until the first call the preview says it is checking.
+    void setReadiness(const RedriveReadiness &readiness);
+    void setReadinessError(const QString &error);
+    bool readinessKnown() const { return m_readinessKnown; }
+    QString workersText() const;
+    QString partnerText() const;
+    // The warning shown about workers and the partner; empty when none is.
+    QString readinessWarning() const;
     QPushButton *redriveButton() const { return m_redriveButton; }
 
 private:
@@ -58,6 +73,11 @@ private:
     QSpinBox *m_rate = nullptr;
     QLabel *m_estimate = nullptr;
     QLabel *m_windowWarning = nullptr;
+    QLabel *m_workers = nullptr;
+    QLabel *m_partner = nullptr;
+    QLabel *m_readinessWarning = nullptr;
+    bool m_readinessKnown = false;
+    QLineEdit *m_reason = nullptr;
     QTreeWidget *m_sample = nullptr;
     QPushButton *m_redriveButton = nullptr;
 };

@@ -42,6 +42,7 @@ StoreSession::StoreSession(const QString &storeUrl, const QString &queueUrl, Sto
     connect(m_reader, &StoreReader::inDoubtLoaded, this, &StoreSession::inDoubtLoaded);
     connect(m_reader, &StoreReader::auditLoaded, this, &StoreSession::auditLoaded);
     connect(m_reader, &StoreReader::workersLoaded, this, &StoreSession::workersLoaded);
+    connect(m_reader, &StoreReader::readinessLoaded, this, &StoreSession::readinessLoaded);
     connect(m_reader, &StoreReader::storeChanged, this, &StoreSession::storeChanged);
     connect(m_reader, &StoreReader::redriveProgress, this, &StoreSession::redriveProgress);
     connect(m_reader, &StoreReader::redriveFinished, this, [this](quint64 token, int moved, bool cancelled,
@@ -128,11 +129,23 @@ quint64 StoreSession::loadWorkers()
     return token;
 }
 
-quint64 StoreSession::redrive(const QList<DeadLetter> &letters, int ratePerSecond, const QString &detail)
+quint64 StoreSession::loadReadiness(qint64 windowMs)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(m_reader, [reader = m_reader, token, windowMs] { reader->loadReadiness(token, windowMs); },
+                              Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::redrive(const QList<DeadLetter> &letters, int ratePerSecond, const QString &detail,
+                              const QString &reason)
 {
     const quint64 token = nextToken();
     QMetaObject::invokeMethod(
-        m_reader, [reader = m_reader, token, letters, ratePerSecond, detail] { reader->redrive(token, letters, ratePerSecond, detail); },
+        m_reader,
+        [reader = m_reader, token, letters, ratePerSecond, detail, reason] {
+            reader->redrive(token, letters, ratePerSecond, detail, reason);
+        },
         Qt::QueuedConnection);
     return token;
 }
@@ -142,19 +155,21 @@ void StoreSession::cancelRedrive(quint64 token)
     QMetaObject::invokeMethod(m_reader, [reader = m_reader, token] { reader->cancelRedrive(token); }, Qt::QueuedConnection);
 }
 
-quint64 StoreSession::discard(const QList<DeadLetter> &letters, const QString &detail)
+quint64 StoreSession::discard(const QList<DeadLetter> &letters, const QString &detail, const QString &reason)
 {
     const quint64 token = nextToken();
-    QMetaObject::invokeMethod(m_reader, [reader = m_reader, token, letters, detail] { reader->discard(token, letters, detail); },
-                              Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        m_reader, [reader = m_reader, token, letters, detail, reason] { reader->discard(token, letters, detail, reason); },
+        Qt::QueuedConnection);
     return token;
 }
 
-quint64 StoreSession::resolve(const QByteArray &sendKey, bool resend)
+quint64 StoreSession::resolve(const QByteArray &sendKey, bool resend, const QString &reason)
 {
     const quint64 token = nextToken();
-    QMetaObject::invokeMethod(m_reader, [reader = m_reader, token, sendKey, resend] { reader->resolve(token, sendKey, resend); },
-                              Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        m_reader, [reader = m_reader, token, sendKey, resend, reason] { reader->resolve(token, sendKey, resend, reason); },
+        Qt::QueuedConnection);
     return token;
 }
 

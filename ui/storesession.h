@@ -64,10 +64,14 @@ public:
     quint64 loadInDoubt();
     quint64 loadAudit(int limit = 500);
     quint64 loadWorkers();
-    quint64 redrive(const QList<once::DeadLetter> &letters, int ratePerSecond, const QString &detail);
+    // The workers on the store and the partner's answers over the last windowMs.
+    quint64 loadReadiness(qint64 windowMs);
+    // reason: what the operator typed for the audit log, or empty.
+    quint64 redrive(const QList<once::DeadLetter> &letters, int ratePerSecond, const QString &detail,
+                    const QString &reason = QString());
     void cancelRedrive(quint64 token);
-    quint64 discard(const QList<once::DeadLetter> &letters, const QString &detail);
-    quint64 resolve(const QByteArray &sendKey, bool resend);
+    quint64 discard(const QList<once::DeadLetter> &letters, const QString &detail, const QString &reason = QString());
+    quint64 resolve(const QByteArray &sendKey, bool resend, const QString &reason = QString());
     // Records for every reader of the store whether a partner honours Idempotency-Key.
     quint64 setPartnerPolicy(const QString &partner, once::KeyHonouring honoursKey);
 
@@ -81,6 +85,7 @@ signals:
     void inDoubtLoaded(quint64 token, const QList<once::EventRow> &rows);
     void auditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
     void workersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);
+    void readinessLoaded(quint64 token, const QList<once::WorkerRecord> &workers, const once::PartnerActivity &partner);
     void redriveProgress(quint64 token, int moved, int total);
     void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
     void operationFinished(quint64 token, bool ok, const QString &message);

@@ -3,6 +3,7 @@
 
 #include "brokerqueue.h"
 #include "eventverdict.h"
+#include "operations.h"
 #include "reminder.h"
 #include "store.h"
 
@@ -12,6 +13,7 @@
 #include <QJsonArray>
 #include <QThread>
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 
@@ -41,6 +43,30 @@ std::optional<QList<DeadLetter>> brokerDeadLetters(BrokerQueue &broker, const De
     if (letters)
         letters->removeIf([&filter](const DeadLetter &letter) { return !filter.matches(letter); });
     return letters;
+}
+
+void addReasonOption(QCommandLineParser &parser)
+{
+    parser.addOption({QStringLiteral("reason"),
+                      QStringLiteral("Why, in a few words, for the audit log and each event's history."),
+                      QStringLiteral("TEXT")});
+}
+
+// The operator's reason, one line of at most MaxReasonLength characters; nullopt after a
+// usage error.
+std::optional<QString> reasonOption(Command &command)
+{
+    const QString reason = command.parser().value(QStringLiteral("reason")).trimmed();
+    const bool control = std::any_of(reason.cbegin(), reason.cend(), [](QChar c) { return c.category() == QChar::Other_Control; });
+    if (control) {
+        command.usageError(QStringLiteral("--reason must be one line of text, without control characters"));
+        return std::nullopt;
+    }
+    if (reason.size() > MaxReasonLength) {
+        command.usageError(QStringLiteral("--reason is longer than %1 characters").arg(MaxReasonLength));
+        return std::nullopt;
+    }
+    return reason;
 }
 
 } // namespace
@@ -244,7 +270,10 @@ int runHistory(const QStringList &arguments)
     printLine(QStringLiteral("  verdict: ") + verdict.text);
     for (const auto &attempt : *attempts) {
         QString line = QStringLiteral("  %1  %2 %3").arg(formatTime(attempt.atMs), attempt.step, attempt.outcome);
-        if (!attempt.messageId.isEmpty())
+        if (attempt.step == QLatin1String("operator"))
+            line += QStringLiteral("  by=%1%2").arg(or_(attempt.workerId, QStringLiteral("-")),
+                                                   attempt.auditId ? QStringLiteral(" audit=%1").arg(attempt.auditId) : QString());
+        else if (!attempt.messageId.isEmpty())
             line += QStringLiteral("  message=%1 event=%2 delivery=%3 worker=%4")
                         .arg(attempt.messageId, or_(attempt.eventId, QStringLiteral("-")),
                              QString::number(attempt.delivery), attempt.workerId);
@@ -350,9 +379,12 @@ int runRedrive(const QStringList &arguments)
     parser.addOption({QStringLiteral("error-class"), QStringLiteral("Dead letters of this class."), QStringLiteral("C")});
     parser.addOption({QStringLiteral("since"), QStringLiteral("Dead letters that died at or after T (RFC 3339)."),
                       QStringLiteral("T")});
+    parser.addOption({QStringLiteral("until"), QStringLiteral("Dead letters that died at or before T (RFC 3339)."),
+                      QStringLiteral("T")});
     parser.addOption({QStringLiteral("rate"), QStringLiteral("At most N messages per second (0: no limit)."),
                       QStringLiteral("N"), QStringLiteral("0")});
     parser.addOption({QStringLiteral("dry-run"), QStringLiteral("List what would move; move nothing.")});
+    addReasonOption(parser);
     command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
@@ -370,8 +402,20 @@ int runRedrive(const QStringList &arguments)
             return command.usageError(QStringLiteral("--since needs an RFC 3339 time with an offset"));
         filter.sinceMs = since->utc.toMSecsSinceEpoch();
     }
-    if (!all && filter.sendKeys.isEmpty() && filter.errorClass.isEmpty() && !filter.sinceMs)
-        return command.usageError(QStringLiteral("choose what to redrive: --all, --key, --error-class or --since"));
+    if (parser.isSet(QStringLiteral("until"))) {
+        const auto until = parseRfc3339(parser.value(QStringLiteral("until")));
+        if (!until)
+            return command.usageError(QStringLiteral("--until needs an RFC 3339 time with an offset"));
+        filter.untilMs = until->utc.toMSecsSinceEpoch();
+    }
+    if (filter.sinceMs && filter.untilMs && filter.untilMs < filter.sinceMs)
+        return command.usageError(QStringLiteral("--until is before --since"));
+    const auto reason = reasonOption(command);
+    if (!reason)
+        return Usage;
+    if (!all && filter.sendKeys.isEmpty() && filter.errorClass.isEmpty() && !filter.sinceMs && !filter.untilMs)
+        return command.usageError(
+            QStringLiteral("choose what to redrive: --all, --key, --error-class, --since or --until"));
     const auto store = command.openStore(parser.isSet(QStringLiteral("dry-run")) ? Command::Access::ReadOnly
                                                                                  : Command::Access::ReadWrite);
     if (!store)
@@ -395,19 +439,32 @@ int runRedrive(const QStringList &arguments)
         printLine(QStringLiteral("dry run: %1 dead letters would be redriven").arg(letters->size()));
         return Ok;
     }
+    // The keys when they were named, else the filter; the queue too, as the audit log
+    // outlives the queue's URL. The same words as the console's.
+    DeadLetterFilter shown = filter;
+    shown.sendKeys.clear();
+    QString detail = filter.sendKeys.isEmpty() ? describeFilter(shown) : describeLetters(*letters);
+    if (!filter.sendKeys.isEmpty() && describeFilter(shown) != QLatin1String("all"))
+        detail += describeFilter(shown).mid(3);
+    if (broker)
+        detail += QStringLiteral(" queue=") + broker->location().displayName();
+    // The audit row first: each batch counts itself into it as it commits.
+    const auto auditId = store->operations().beginAudit({QStringLiteral("redrive"), detail, int(*rate), *reason}, &error);
+    if (!auditId)
+        return failure(error);
     // Batches a tenth of a second's worth at a time, so the rate holds without a burst.
     const qsizetype batchSize = *rate > 0 ? std::max<qint64>(1, *rate / 10) : 500;
     QElapsedTimer clock;
     clock.start();
     qint64 moved = 0;
-    int exit = Ok;
     for (qsizetype start = 0; start < letters->size(); start += batchSize) {
         const auto batch = letters->mid(start, batchSize);
-        const auto result = broker ? store->operations().redrive(*broker, batch, &error)
-                                   : store->operations().redrive(batch, &error);
+        const auto result = broker ? store->operations().redrive(*broker, batch, *auditId, &error)
+                                   : store->operations().redrive(batch, *auditId, &error);
         if (!result) {
-            exit = failure(QStringLiteral("redrive stopped after %1 messages: %2").arg(moved).arg(error));
-            break;
+            QString noteError;
+            store->operations().noteInAudit(*auditId, QStringLiteral("(stopped by an error)"), &noteError);
+            return failure(QStringLiteral("redrive stopped after %1 messages: %2").arg(moved).arg(error));
         }
         moved += *result;
         if (*rate > 0) {
@@ -416,21 +473,8 @@ int runRedrive(const QStringList &arguments)
                 QThread::msleep(quint64(due - clock.elapsed()));
         }
     }
-    QString detail = all ? QStringLiteral("all") : QString();
-    if (!filter.errorClass.isEmpty())
-        detail += QStringLiteral(" error-class=") + filter.errorClass;
-    if (filter.sinceMs)
-        detail += QStringLiteral(" since=") + formatTime(filter.sinceMs);
-    if (!filter.sendKeys.isEmpty())
-        detail += QStringLiteral(" keys=%1").arg(filter.sendKeys.size());
-    if (*rate)
-        detail += QStringLiteral(" rate=%1/s").arg(*rate);
-    if (broker)
-        detail += QStringLiteral(" queue=") + broker->location().displayName();
-    if (!store->operations().audit(QStringLiteral("redrive"), detail.trimmed(), moved, &error))
-        return failure(error);
     printLine(QStringLiteral("redrove %1 dead letters").arg(moved));
-    return exit;
+    return Ok;
 }
 
 int runInDoubt(const QStringList &arguments)
@@ -467,9 +511,13 @@ int runResolve(const QStringList &arguments)
     auto &parser = command.parser();
     parser.addOption({QStringLiteral("resend"), QStringLiteral("Queue it again under the same send key.")});
     parser.addOption({QStringLiteral("mark-delivered"), QStringLiteral("Record that the partner did deliver it.")});
+    addReasonOption(parser);
     command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
+    const auto reason = reasonOption(command);
+    if (!reason)
+        return Usage;
     if (parser.positionalArguments().size() != 1)
         return command.usageError(QStringLiteral("give one send key"));
     const bool resend = parser.isSet(QStringLiteral("resend"));
@@ -486,9 +534,9 @@ int runResolve(const QStringList &arguments)
     }
     const QByteArray key = parser.positionalArguments().constFirst().toLatin1();
     QString error;
-    const bool done = !resend ? store->operations().markDelivered(key, &error)
-                      : broker ? store->operations().resend(*broker, key, &error)
-                               : store->operations().resend(key, &error);
+    const bool done = !resend ? store->operations().markDelivered(key, *reason, &error)
+                      : broker ? store->operations().resend(*broker, key, *reason, &error)
+                               : store->operations().resend(key, *reason, &error);
     if (!done)
         return failure(error);
     printLine(resend ? QStringLiteral("%1 queued again under the same key").arg(QString::fromLatin1(key))
