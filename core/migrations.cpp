@@ -40,6 +40,16 @@ CREATE TABLE workers (
 CREATE INDEX workers_heartbeat ON workers(heartbeat_at);
 )sql";
 
+// The same text in both dialects.
+const char *const WorkersPartnerHealth = R"sql(
+ALTER TABLE workers ADD COLUMN breaker TEXT NOT NULL DEFAULT 'closed';
+ALTER TABLE workers ADD COLUMN failures BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE workers ADD COLUMN consecutive_failures INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE workers ADD COLUMN failing_since BIGINT;
+ALTER TABLE workers ADD COLUMN last_failure_at BIGINT;
+ALTER TABLE workers ADD COLUMN last_error_class TEXT;
+)sql";
+
 const Migration Migrations[] = {
     // 1: queue, ledger, history, dead letters, audit log.
     {
@@ -268,6 +278,10 @@ CREATE INDEX queue_samples_at ON queue_samples(at);
     // 5: every delivery's event id finds its event, also a duplicate's, whose id the
     // ledger row (written by the first delivery) does not hold
     {"CREATE INDEX attempts_event ON attempts(event_id)", "CREATE INDEX attempts_event ON attempts(event_id)"},
+    // 6: each worker's view of the partner in its heartbeat (its circuit breaker, the
+    // spell of failed sends since its last accepted one), so the console raises a
+    // partner outage whoever runs the workers
+    {WorkersPartnerHealth, WorkersPartnerHealth},
 };
 
 } // namespace
