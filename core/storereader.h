@@ -49,7 +49,10 @@ public:
 public slots:
     void open();
     void close();
-    void loadOverview(quint64 token, qint64 windowMs);
+    // The numbers and, over the last windowMs, the charts' series in buckets of bucketMs.
+    void loadOverview(quint64 token, qint64 windowMs, qint64 bucketMs);
+    // What the console watches whatever page is shown: the numbers and every worker.
+    void loadHealth(quint64 token);
     void loadEvents(quint64 token, const once::EventFilter &filter);
     void countEvents(quint64 token, const once::EventFilter &filter);
     void loadHistory(quint64 token, const QString &keyOrEventId);
@@ -84,6 +87,7 @@ signals:
     void inDoubtLoaded(quint64 token, const QList<once::EventRow> &rows);
     void auditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
     void workersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);
+    void healthLoaded(quint64 token, const once::DeliveryStats &stats, const QList<once::WorkerRecord> &workers);
     void redriveProgress(quint64 token, int moved, int total);
     void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
     void operationFinished(quint64 token, bool ok, const QString &message);
@@ -92,8 +96,11 @@ signals:
     void storeChanged();
 
 private:
-
     void redriveNextBatch();
+    std::optional<DeliveryStats> readStats(QString *error);
+    // Queue depth and age where no worker sampled them (none runs): this reader's own
+    // readings, kept for the session (workers keep theirs in the store).
+    void fillFromOwnReadings(MetricSeries *series, qint64 fromMs) const;
     bool ensureOpen(quint64 token);
     // The dead letters that match, from the broker (which filters nothing itself).
     std::optional<QList<DeadLetter>> brokerDeadLetters(const DeadLetterFilter &filter, QString *error);
@@ -126,6 +133,13 @@ private:
     QTimer m_redriveTimer{this}; // a child, so that moveToThread() takes it along
     QTimer m_changeTimer{this};  // the next storeChanged(), while one is due
     QElapsedTimer m_sinceChange; // since the last storeChanged()
+    struct QueueReading
+    {
+        qint64 atMs = 0;
+        qint64 ready = 0;
+        qint64 oldestReadyAgeMs = 0;
+    };
+    QList<QueueReading> m_ownReadings; // oldest first, at most a day's
 };
 
 } // namespace once

@@ -6,6 +6,7 @@
 #include "auditpage.h"
 #include "enginecontroller.h"
 #include "humanunits.h"
+#include "metricchart.h"
 #include "overviewpage.h"
 #include "partnersimulator.h"
 #include "settings.h"
@@ -106,6 +107,7 @@ private slots:
     void bannerStaysHiddenWhenAllIsWell();
     void bannerWarnsOfFailingPartnerAndEventsInDoubt();
     void bannerShowsOpenCircuitBreaker();
+    void chartsAndTilesTellTheTruth();
 
     void workerPageRejectsUrlThatIsNotHttp();
     void workerPageStartDeliversAndStopStops();
@@ -115,7 +117,8 @@ private:
     QString storeUrl() const { return QStringLiteral("sqlite:") + m_path; }
     void enqueue(const QList<OutgoingMessage> &messages);
     // Claims the key for a message of its own and records the outcome of one send.
-    void claimAndRecord(const Reminder &reminder, QLatin1String state, const QString &errorClass = QString());
+    void claimAndRecord(const Reminder &reminder, QLatin1String state, const QString &errorClass = QString(),
+                        qint64 sentAtMs = 0);
     EngineConfig engineConfig(const PartnerSimulator &partner) const;
 
     QTemporaryDir m_dir;
@@ -161,8 +164,10 @@ void TestUiOverview::enqueue(const QList<OutgoingMessage> &messages)
     QVERIFY2(m_store->queue().enqueue(messages, &error), qPrintable(error));
 }
 
-void TestUiOverview::claimAndRecord(const Reminder &reminder, QLatin1String state, const QString &errorClass)
+void TestUiOverview::claimAndRecord(const Reminder &reminder, QLatin1String state, const QString &errorClass,
+                                    qint64 sentAtMs)
 {
+    const qint64 at = sentAtMs ? sentAtMs : nowMs();
     QString error;
     const QString messageId = QStringLiteral("m-") + reminder.reminderId;
     const auto claims = m_store->ledger().claim({ClaimRequest{reminder, messageId, 1, nowMs() + LongLeaseMs}}, Worker,
@@ -170,9 +175,9 @@ void TestUiOverview::claimAndRecord(const Reminder &reminder, QLatin1String stat
     QVERIFY2(claims.size() == 1, qPrintable(error));
     QCOMPARE(claims.constFirst().outcome, ClaimResult::Outcome::Claimed);
     const bool applied = state == LedgerState::Applied;
-    const LedgerUpdate update{reminder.sendKey, messageId, 1, state, true, nowMs(), applied ? 200 : 503, errorClass,
+    const LedgerUpdate update{reminder.sendKey, messageId, 1, state, true, at, applied ? 200 : 503, errorClass,
                               applied ? QString() : QStringLiteral("failed: ") + errorClass, QStringLiteral("req-1")};
-    const Attempt attempt{reminder.sendKey, {}, messageId, 1, Worker, nowMs(), QStringLiteral("send"),
+    const Attempt attempt{reminder.sendKey, {}, messageId, 1, Worker, at, QStringLiteral("send"),
                           applied ? QStringLiteral("applied") : QStringLiteral("transient"), update.httpStatus, 12,
                           errorClass, update.error, {}};
     QVERIFY2(m_store->ledger().record({update}, {attempt}, &error), qPrintable(error));
@@ -471,6 +476,74 @@ void TestUiOverview::bannerShowsOpenCircuitBreaker()
     engine.stop();
     QTRY_COMPARE_WITH_TIMEOUT(engine.state(), EngineController::State::Stopped, EngineTimeoutMs);
     QVERIFY(banner->isHidden());
+}
+
+// Counts per whole bucket, never a rate guessed from the seconds of a bucket still
+// running; the queue's depth from the store itself when no worker samples it; a Delayed
+// tile whose caption counts the same messages, and a "next in 2 s" that does not outlive
+// its moment.
+void TestUiOverview::chartsAndTilesTellTheTruth()
+{
+    QString error;
+    constexpr qint64 BucketMs = 15 * 1000; // the 15-minute window's buckets
+    // A retry backing off for three seconds, and a reminder due in a minute.
+    enqueue({outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("retry")))});
+    const auto leased = m_store->queue().lease(1, LongLeaseMs, Worker, &error);
+    QCOMPARE(leased.size(), 1);
+    QVERIFY2(m_store->queue().settle({Settlement{Settlement::Kind::Retry, leased.constFirst().id,
+                                                 leased.constFirst().delivery, 3000, {}}},
+                                     &error),
+             qPrintable(error));
+    enqueue({outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("later")), 60'000)});
+    // Three ready, and no worker to sample the queue.
+    enqueue({outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("r1"))),
+             outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("r2"))),
+             outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("r3")))});
+    // Three sends applied in one whole bucket a minute ago, two in the bucket running now.
+    const qint64 pastBucket = (nowMs() / BucketMs - 4) * BucketMs;
+    for (int i = 0; i < 3; ++i)
+        claimAndRecord(makeReminder(QStringLiteral("u"), QStringLiteral("past%1").arg(i)), LedgerState::Applied, {},
+                       pastBucket + 1000 + i * 3000);
+    for (int i = 0; i < 2; ++i)
+        claimAndRecord(makeReminder(QStringLiteral("u"), QStringLiteral("now%1").arg(i)), LedgerState::Applied);
+
+    EngineController engine;
+    StoreSession session(storeUrl());
+    OverviewPage page(&engine);
+    page.resize(1280, 820);
+    page.setSession(&session);
+    page.refresh();
+    const auto tile = [&page](const char *name) { return page.findChild<Tile *>(QLatin1String(name)); };
+    QTRY_COMPARE(tile("readyTile")->value(), QStringLiteral("3"));
+    const qint64 shownAt = nowMs();
+
+    auto *throughput = child<MetricChart>(page, QStringLiteral("throughputChart"));
+    QCOMPARE(throughput->title(), QStringLiteral("Applied sends per 15 s"));
+    const QList<QPointF> points = throughput->points();
+    QVERIFY(!points.isEmpty());
+    double inPastBucket = -1;
+    for (const QPointF &point : points) {
+        // Every point is a bucket that had ended when the page read the store.
+        QVERIFY2(qint64(point.x()) + BucketMs / 2 <= shownAt,
+                 qPrintable(QStringLiteral("a point %1 ms before the end of its bucket").arg(qint64(point.x()) + BucketMs / 2 - shownAt)));
+        if (qint64(point.x()) / BucketMs == pastBucket / BucketMs)
+            inPastBucket = point.y();
+    }
+    QCOMPARE(inPastBucket, 3.0);
+
+    // The queue's depth, read by the console from the store while no worker samples it.
+    auto *depth = child<MetricChart>(page, QStringLiteral("depthChart"));
+    const QList<QPointF> depthPoints = depth->points();
+    QVERIFY2(std::any_of(depthPoints.cbegin(), depthPoints.cend(), [](const QPointF &p) { return p.y() == 3.0; }),
+             qPrintable(QStringLiteral("%1 points").arg(depthPoints.size())));
+
+    // The Delayed tile counts two messages; its caption counts the same two.
+    QCOMPARE(tile("delayedTile")->value(), QStringLiteral("2"));
+    const QString caption = tile("delayedTile")->subCaption();
+    QVERIFY2(caption.startsWith(QStringLiteral("1 retrying, 1 later · next in ")), qPrintable(caption));
+    // Without another reading, the clock alone ends the "next in".
+    QTRY_VERIFY2_WITH_TIMEOUT(tile("delayedTile")->subCaption().endsWith(QStringLiteral(" · next due now")),
+                              qPrintable(tile("delayedTile")->subCaption()), 6000);
 }
 
 // --- Worker -------------------------------------------------------------------------

@@ -5,6 +5,8 @@
 #include "deadletterspage.h"
 #include "enginecontroller.h"
 #include "eventspage.h"
+#include "healthmonitor.h"
+#include "humanunits.h"
 #include "indoubtpage.h"
 #include "overviewpage.h"
 #include "postgresdialog.h"
@@ -13,6 +15,7 @@
 #include "settingsdialog.h"
 #include "storesession.h"
 #include "storeurl.h"
+#include "traynotifier.h"
 #include "workerpage.h"
 
 #include "database.h"
@@ -30,7 +33,8 @@
 
 namespace once::ui {
 
-MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent), m_engine(new EngineController(this))
+MainWindow::MainWindow(QWidget *parent)
+    : QMainWindow(parent), m_engine(new EngineController(this)), m_health(new HealthMonitor(m_engine, this))
 {
     setWindowTitle(tr("once console"));
     setWindowIcon(QIcon(QStringLiteral(":/once.svg")));
@@ -38,7 +42,9 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent), m_engine(new Engi
     m_tabs->setDocumentMode(true);
     auto *events = new EventsPage;
     auto *deadLetters = new DeadLettersPage;
-    m_pages = {new OverviewPage(m_engine), events, deadLetters, new InDoubtPage, new WorkerPage(m_engine), new AuditPage};
+    auto *inDoubt = new InDoubtPage;
+    auto *worker = new WorkerPage(m_engine);
+    m_pages = {new OverviewPage(m_engine, m_health), events, deadLetters, inDoubt, worker, new AuditPage};
     connect(deadLetters, &DeadLettersPage::storyRequested, this, [this, events](const QByteArray &sendKey) {
         showPage(events);
         events->showStory(sendKey);
@@ -54,11 +60,40 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent), m_engine(new Engi
     m_queueLabel->setObjectName(QStringLiteral("queueLabel"));
     m_queueLabel->hide();
     m_workerLabel = new QLabel;
+    m_workerLabel->setObjectName(QStringLiteral("workersStatus"));
     statusBar()->addWidget(m_storeLabel);
     statusBar()->addWidget(m_queueLabel, 1);
     statusBar()->addPermanentWidget(m_workerLabel);
-    connect(m_engine, &EngineController::stateChanged, this, &MainWindow::updateStatus);
-    connect(m_engine, &EngineController::countersChanged, this, &MainWindow::updateStatus);
+    connect(m_health, &HealthMonitor::changed, this, &MainWindow::updateStatus);
+
+    m_tray = new TrayNotifier(m_health, this);
+    const auto showWindow = [this] {
+        if (isMinimized())
+            showNormal();
+        else
+            show();
+        raise();
+        activateWindow();
+    };
+    connect(m_tray, &TrayNotifier::showWindowRequested, this, showWindow);
+    connect(m_tray, &TrayNotifier::quitRequested, this, &QWidget::close);
+    connect(m_tray, &TrayNotifier::pageRequested, this, [this, showWindow, deadLetters, inDoubt, worker](TrayNotifier::Target target) {
+        showWindow();
+        switch (target) {
+        case TrayNotifier::Target::Overview:
+            showPage(page<OverviewPage>());
+            break;
+        case TrayNotifier::Target::Worker:
+            showPage(worker);
+            break;
+        case TrayNotifier::Target::DeadLetters:
+            showPage(deadLetters);
+            break;
+        case TrayNotifier::Target::InDoubt:
+            showPage(inDoubt);
+            break;
+        }
+    });
     connect(m_engine, &EngineController::errorOccurred, this,
             [this](const QString &message) { statusBar()->showMessage(message, 10000); });
 
@@ -129,6 +164,7 @@ void MainWindow::openStore(const QString &url, const QString &queueUrl, StoreRea
     // The pages let go of the old session before it goes.
     for (Page *page : std::as_const(m_pages))
         page->setSession(nullptr);
+    m_health->setSession(nullptr);
     m_session = std::make_unique<StoreSession>(url, queueUrl, ifMissing);
     const QString shown = m_session->displayName();
     // The queue as the status bar names it: "RabbitMQ amqp://once@host:5672/%2F?queue=reminders".
@@ -176,6 +212,7 @@ void MainWindow::openStore(const QString &url, const QString &queueUrl, StoreRea
     connect(m_session.get(), &StoreSession::storeChanged, this, &MainWindow::refreshCurrent);
     for (Page *page : std::as_const(m_pages))
         page->setSession(m_session.get());
+    m_health->setSession(m_session.get());
     if (m_session->hasBrokerQueue()) {
         const QString name = queueName(queueUrl);
         setWindowTitle(tr("%1 · %2 at %3 — once console")
@@ -365,16 +402,29 @@ void MainWindow::refreshCurrent()
     m_refreshTimer.start(page ? page->refreshIntervalMs(live) : Page::PollIntervalMs);
 }
 
+// Every worker on the store, headless ones too, then what this console's own does.
 void MainWindow::updateStatus()
 {
-    const auto counters = m_engine->counters();
-    QString text = tr("Worker: %1").arg(EngineController::describe(m_engine->state()));
-    if (m_engine->state() != EngineController::State::Stopped)
-        text += tr("  ·  applied %1  ·  duplicates %2  ·  in flight %3")
-                    .arg(counters.applied)
-                    .arg(counters.duplicates)
-                    .arg(counters.inFlight);
+    QString text;
+    if (m_session) {
+        const WorkerTally tally = m_health->tally();
+        text = m_health->readAtMs() == 0 && tally.total() == 0 ? tr("Workers: loading…") : tally.summary();
+    }
+    const auto state = m_engine->state();
+    if (state != EngineController::State::Stopped) {
+        const auto counters = m_engine->counters();
+        if (!text.isEmpty())
+            text += QStringLiteral("  ·  ");
+        text += tr("this console's: %1, applied %2, in flight %3")
+                    .arg(EngineController::describe(state).toLower(), formatCount(counters.applied),
+                         formatCount(counters.inFlight));
+    }
     m_workerLabel->setText(text);
+    QPalette palette = m_workerLabel->palette();
+    palette.setColor(QPalette::WindowText, m_session && m_health->tally().total() > 0
+                                               ? severityTextColor(m_health->tally().severity(), this->palette())
+                                               : this->palette().color(QPalette::WindowText));
+    m_workerLabel->setPalette(palette);
 }
 
 void MainWindow::showAbout()
@@ -389,7 +439,10 @@ void MainWindow::showAbout()
 void MainWindow::showSettings()
 {
     SettingsDialog dialog(this);
-    dialog.exec();
+    if (dialog.exec() == QDialog::Accepted) {
+        m_tray->applySettings();
+        m_health->refresh();
+    }
 }
 
 void MainWindow::closeEvent(QCloseEvent *event)

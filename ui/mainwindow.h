@@ -16,8 +16,10 @@ class QTabWidget;
 namespace once::ui {
 
 class EngineController;
+class HealthMonitor;
 class Page;
 class StoreSession;
+class TrayNotifier;
 
 // The console's window: a tab per page over one open store, a menu bar, a status bar,
 // and the engine running in the background. The current page refreshes on F5, when the
@@ -45,6 +47,8 @@ public:
     void openQueue(const QString &queueUrl);
     StoreSession *session() const { return m_session.get(); }
     EngineController *engine() const { return m_engine; }
+    HealthMonitor *health() const { return m_health; }
+    TrayNotifier *tray() const { return m_tray; }
     QTabWidget *tabs() const { return m_tabs; }
     template<typename T> T *page() const
     {
@@ -81,6 +85,8 @@ private:
     void updateStatus();
 
     EngineController *m_engine = nullptr;
+    HealthMonitor *m_health = nullptr;
+    TrayNotifier *m_tray = nullptr;
     std::unique_ptr<StoreSession> m_session;
     QTabWidget *m_tabs = nullptr;
     QList<Page *> m_pages;
