@@ -5,6 +5,7 @@
 #include "auditmodel.h"
 #include "auditpage.h"
 #include "enginecontroller.h"
+#include "health.h"
 #include "humanunits.h"
 #include "metricchart.h"
 #include "overviewpage.h"
@@ -108,6 +109,8 @@ private slots:
     void bannerWarnsOfFailingPartnerAndEventsInDoubt();
     void bannerShowsOpenCircuitBreaker();
     void chartsAndTilesTellTheTruth();
+    void healthAlertsFollowTheWorkers_data();
+    void healthAlertsFollowTheWorkers();
 
     void workerPageRejectsUrlThatIsNotHttp();
     void workerPageStartDeliversAndStopStops();
@@ -544,6 +547,85 @@ void TestUiOverview::chartsAndTilesTellTheTruth()
     // Without another reading, the clock alone ends the "next in".
     QTRY_VERIFY2_WITH_TIMEOUT(tile("delayedTile")->subCaption().endsWith(QStringLiteral(" · next due now")),
                               qPrintable(tile("delayedTile")->subCaption()), 6000);
+}
+
+// When the partner alert shows, and what it says, from the workers' heartbeats alone.
+void TestUiOverview::healthAlertsFollowTheWorkers_data()
+{
+    QTest::addColumn<QString>("breaker");
+    QTest::addColumn<int>("inARow");
+    QTest::addColumn<qint64>("failingForMs");
+    QTest::addColumn<qint64>("heartbeatAgeMs");
+    QTest::addColumn<QString>("state");
+    QTest::addColumn<int>("healthyWorkers");
+    QTest::addColumn<QString>("expected"); // the first alert's severity and the start of its text; empty: none
+
+    constexpr qint64 Min = 60 * 1000;
+    QTest::newRow("all well") << "closed" << 0 << qint64(0) << qint64(1000) << "running" << 0 << QString();
+    QTest::newRow("two failures in a row: a blip") << "closed" << 2 << qint64(5000) << qint64(1000) << "running" << 0
+                                                    << QString();
+    QTest::newRow("breaker open for seconds: warning")
+        << "open" << 5 << qint64(10'000) << qint64(1000) << "running" << 0
+        << "warning: Partner failing for 10 s (5 failed sends in a row, last http-5xx): the circuit breaker is open, "
+           "the worker is holding back and retries by itself.";
+    QTest::newRow("failing in a row without a breaker: warning")
+        << "closed" << 3 << qint64(20'000) << qint64(1000) << "running" << 0
+        << "warning: Partner failing for 20 s (3 failed sends in a row, last http-5xx): the worker keeps retrying by "
+           "itself.";
+    QTest::newRow("a minute: outage") << "half-open" << 9 << qint64(3 * Min) << qint64(1000) << "running" << 0
+                                      << "alert: Partner down for 3 min (9 failed sends in a row, last http-5xx): the "
+                                         "worker is holding back and retries by itself; do not redrive yet.";
+    QTest::newRow("paused but failing") << "open" << 9 << qint64(2 * Min) << qint64(1000) << "paused" << 0
+                                        << "alert: Partner down for 2 min";
+    QTest::newRow("one of two workers") << "open" << 6 << qint64(2 * Min) << qint64(1000) << "running" << 1
+                                        << "alert: Partner failing for 1 of 2 workers for 2 min";
+    QTest::newRow("gone: it tells nothing now") << "open" << 9 << qint64(3 * Min) << qint64(20'000) << "running"
+                                                << 0 << QString();
+    QTest::newRow("stopped: it tells nothing now") << "open" << 9 << qint64(3 * Min) << qint64(1000) << "stopped"
+                                                   << 0 << QString();
+}
+
+void TestUiOverview::healthAlertsFollowTheWorkers()
+{
+    QFETCH(QString, breaker);
+    QFETCH(int, inARow);
+    QFETCH(qint64, failingForMs);
+    QFETCH(qint64, heartbeatAgeMs);
+    QFETCH(QString, state);
+    QFETCH(int, healthyWorkers);
+    QFETCH(QString, expected);
+
+    const qint64 now = 1'800'000'000'000;
+    QList<WorkerRecord> workers;
+    WorkerRecord worker;
+    worker.id = QStringLiteral("w-1");
+    worker.state = state;
+    worker.heartbeatAtMs = now - heartbeatAgeMs;
+    worker.breaker = breaker;
+    worker.consecutiveFailures = inARow;
+    worker.failingSinceMs = inARow ? now - failingForMs : 0;
+    worker.lastFailureAtMs = inARow ? now - 500 : 0;
+    worker.lastErrorClass = inARow ? QStringLiteral("http-5xx") : QString();
+    workers << worker;
+    for (int i = 0; i < healthyWorkers; ++i) {
+        WorkerRecord healthy;
+        healthy.id = QStringLiteral("w-ok-%1").arg(i);
+        healthy.state = QStringLiteral("running");
+        healthy.heartbeatAtMs = now - 1000;
+        workers << healthy;
+    }
+    HealthThresholds thresholds;
+    thresholds.partnerDownAfterMs = 60 * 1000;
+    const QList<HealthAlert> alerts = healthAlerts(std::nullopt, workers, now, thresholds);
+    if (expected.isEmpty()) {
+        QVERIFY2(alerts.isEmpty(), qPrintable(alerts.value(0).text));
+        return;
+    }
+    QVERIFY(!alerts.isEmpty());
+    const QString shown = (alerts.constFirst().severity == Severity::Alert ? QStringLiteral("alert: ")
+                                                                            : QStringLiteral("warning: "))
+                          + alerts.constFirst().text;
+    QVERIFY2(shown.startsWith(expected), qPrintable(shown));
 }
 
 // --- Worker -------------------------------------------------------------------------
