@@ -404,6 +404,10 @@ void TestUiWorkers::workerPageListsEveryWorkerOnTheStore()
     QCOMPARE(byId.value(QStringLiteral("w-stale")).value(QStringLiteral("status")).toString(),
              QStringLiteral("gone"));
     QCOMPARE(byId.value(QStringLiteral("w-stale")).value(QStringLiteral("applied")).toInteger(), 7);
+    // How the partner answered each, at its last heartbeat.
+    QCOMPARE(byId.value(QStringLiteral("w-alive")).value(QStringLiteral("breaker")).toString(), QStringLiteral("closed"));
+    QCOMPARE(byId.value(QStringLiteral("w-alive")).value(QStringLiteral("consecutive_failures")).toInteger(), 0);
+    QVERIFY(byId.value(QStringLiteral("w-alive")).value(QStringLiteral("failing_since")).isNull());
     QCOMPARE(byId.value(QStringLiteral("console-under-test")).value(QStringLiteral("status")).toString(),
              QStringLiteral("stopped"));
 
