@@ -516,6 +516,8 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
         failpoint("after-send");
         m_breaker.recordSuccess();
         ++m_counters.applied;
+        m_counters.consecutiveFailures = 0;
+        m_counters.failingSinceMs = 0;
         // The ledger takes a 2xx even from a claim that ran out meanwhile (see
         // SqlLedger::record); the history says when that happened.
         if (now >= delivery.claimExpiresAtMs)
@@ -535,8 +537,14 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
     ++m_counters.failures;
     const bool partnerUnhealthy =
         outcome.kind == SendOutcome::Kind::Transient || outcome.kind == SendOutcome::Kind::InDoubt;
-    if (partnerUnhealthy)
+    if (partnerUnhealthy) {
         m_breaker.recordFailure(now);
+        ++m_counters.consecutiveFailures;
+        if (!m_counters.failingSinceMs)
+            m_counters.failingSinceMs = sentAtMs;
+        m_counters.lastFailureAtMs = now;
+        m_counters.lastErrorClass = outcome.errorClass;
+    }
 
     if (outcome.kind == SendOutcome::Kind::InDoubt && m_config.inDoubtPolicy == InDoubtPolicy::Hold) {
         // No idempotency to lean on: a resend could be a second effect. The message leaves

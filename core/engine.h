@@ -56,6 +56,13 @@ struct EngineCounters
     qint64 invalid = 0;
     qint64 lapsed = 0;   // claims that ran out before their send could start: not sent
     qint64 failures = 0; // partner calls that did not succeed
+    // The partner's current spell of failures (transient or in doubt), since the last
+    // accepted send: the console tells an outage from a blip by how long it lasts, for
+    // every worker on the store (they write this in their heartbeat).
+    int consecutiveFailures = 0;
+    qint64 failingSinceMs = 0; // the spell's first failure; 0: the last send was accepted
+    qint64 lastFailureAtMs = 0;
+    QString lastErrorClass;
     int inFlight = 0;
     CircuitBreaker::State breaker = CircuitBreaker::State::Closed;
     bool paused = false;

@@ -66,6 +66,10 @@ struct QueueCounts
     // What a broker could not report, and why (e.g. its management API is unreachable);
     // the fields it names are 0 or empty then, not measured.
     QString unavailable;
+    // Of the delayed messages, those waiting for a retry (delivered before) and when the
+    // first delayed one is due, from now; not known at every broker.
+    std::optional<qint64> delayedRetries;
+    std::optional<qint64> nextDelayedInMs;
 };
 
 // The queue side of the store. The engine speaks only this interface, so the queue can

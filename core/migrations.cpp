@@ -50,6 +50,16 @@ CREATE TABLE partners (
 );
 )sql";
 
+// The same text in both dialects.
+const char *const WorkersPartnerHealth = R"sql(
+ALTER TABLE workers ADD COLUMN breaker TEXT NOT NULL DEFAULT 'closed';
+ALTER TABLE workers ADD COLUMN failures BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE workers ADD COLUMN consecutive_failures INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE workers ADD COLUMN failing_since BIGINT;
+ALTER TABLE workers ADD COLUMN last_failure_at BIGINT;
+ALTER TABLE workers ADD COLUMN last_error_class TEXT;
+)sql";
+
 const Migration Migrations[] = {
     // 1: queue, ledger, history, dead letters, audit log.
     {
@@ -299,6 +309,10 @@ ALTER TABLE attempts ADD COLUMN audit_id BIGINT;
 CREATE INDEX attempts_audit ON attempts(audit_id) WHERE audit_id IS NOT NULL;
 )sql",
     },
+    // 8: each worker's view of the partner in its heartbeat (its circuit breaker, the
+    // spell of failed sends since its last accepted one), so the console raises a
+    // partner outage whoever runs the workers
+    {WorkersPartnerHealth, WorkersPartnerHealth},
 };
 
 } // namespace

@@ -166,8 +166,10 @@ std::optional<QueueCounts> SqlQueue::counts(QString *error)
         " (SELECT COUNT(*) FROM queue WHERE visible_at > ? AND lease_owner IS NULL),"
         " (SELECT COUNT(*) FROM dead_letters),"
         " (SELECT MIN(enqueued_at) FROM queue WHERE visible_at <= ?),"
-        " (SELECT MIN(visible_at) FROM queue WHERE visible_at > ?)"));
-    for (int i = 0; i < 5; ++i)
+        " (SELECT MIN(visible_at) FROM queue WHERE visible_at > ?),"
+        " (SELECT COUNT(*) FROM queue WHERE visible_at > ? AND lease_owner IS NULL AND receive_count > 0),"
+        " (SELECT MIN(visible_at) FROM queue WHERE visible_at > ? AND lease_owner IS NULL)"));
+    for (int i = 0; i < 7; ++i)
         query.addBindValue(now);
     if (!m_db.exec(query, error) || !query.next())
         return std::nullopt;
@@ -180,6 +182,9 @@ std::optional<QueueCounts> SqlQueue::counts(QString *error)
         counts.oldestReadyAgeMs = now - query.value(4).toLongLong();
     if (!query.value(5).isNull())
         counts.nextVisibleInMs = query.value(5).toLongLong() - now;
+    counts.delayedRetries = query.value(6).toLongLong();
+    if (!query.value(7).isNull())
+        counts.nextDelayedInMs = query.value(7).toLongLong() - now;
     query.finish();
     return counts;
 }

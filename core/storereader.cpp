@@ -6,6 +6,8 @@
 #include "storelocation.h"
 
 #include <QFileInfo>
+#include <QMap>
+#include <QSet>
 #include <QLoggingCategory>
 #include <QSqlDriver>
 
@@ -20,6 +22,8 @@ constexpr int RedriveTickMs = 100;
 constexpr int UnpacedRedriveBatch = 500; // letters a tick without a rate
 // However many notifications arrive, views refresh at most this often because of them.
 constexpr int MinChangeIntervalMs = 1000;
+// The longest window the console charts.
+constexpr qint64 OwnReadingsKeptMs = 24LL * 3600 * 1000;
 }
 
 StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, IfMissing ifMissing,
@@ -186,21 +190,79 @@ std::optional<QList<DeadLetter>> StoreReader::brokerDeadLetters(const DeadLetter
     return letters;
 }
 
-void StoreReader::loadOverview(quint64 token, qint64 windowMs)
+std::optional<DeliveryStats> StoreReader::readStats(QString *error)
+{
+    // The ledger's numbers always come from the store; the queue's from where it lives.
+    auto stats = m_broker ? Inspector(m_store->database(), *m_broker).stats(error) : m_store->inspector().stats(error);
+    if (stats) {
+        const qint64 now = nowMs();
+        while (!m_ownReadings.isEmpty() && m_ownReadings.constFirst().atMs < now - OwnReadingsKeptMs)
+            m_ownReadings.removeFirst();
+        m_ownReadings.append({now, stats->queue.ready, stats->queue.oldestReadyAgeMs.value_or(0)});
+    }
+    return stats;
+}
+
+void StoreReader::fillFromOwnReadings(MetricSeries *series, qint64 fromMs) const
+{
+    const qint64 width = series->bucketMs;
+    QMap<qint64, QPair<double, double>> buckets; // bucket -> ready, age in seconds
+    for (qsizetype i = 0; i < series->ready.size(); ++i)
+        buckets.insert(qint64(series->ready.at(i).x()) / width,
+                       {series->ready.at(i).y(), series->oldestReadyAgeS.value(i).y()});
+    QSet<qint64> sampled;
+    for (auto it = buckets.cbegin(); it != buckets.cend(); ++it)
+        sampled.insert(it.key());
+    bool added = false;
+    for (const QueueReading &reading : m_ownReadings) {
+        if (reading.atMs < fromMs)
+            continue;
+        const qint64 bucket = reading.atMs / width;
+        if (sampled.contains(bucket))
+            continue;
+        auto &[ready, age] = buckets[bucket];
+        ready = std::max(ready, double(reading.ready));
+        age = std::max(age, double(reading.oldestReadyAgeMs) / 1000.0);
+        added = true;
+    }
+    if (!added)
+        return;
+    series->ready.clear();
+    series->oldestReadyAgeS.clear();
+    for (auto it = buckets.cbegin(); it != buckets.cend(); ++it) {
+        const double x = double(it.key() * width + width / 2);
+        series->ready.append({x, it->first});
+        series->oldestReadyAgeS.append({x, it->second});
+    }
+}
+
+void StoreReader::loadOverview(quint64 token, qint64 windowMs, qint64 bucketMs)
 {
     if (!ensureOpen(token))
         return;
     QString error;
-    // The ledger's numbers always come from the store; the queue's from where it lives.
-    std::optional<DeliveryStats> stats = m_broker ? Inspector(m_store->database(), *m_broker).stats(&error)
-                                                  : m_store->inspector().stats(&error);
+    const std::optional<DeliveryStats> stats = readStats(&error);
     const qint64 now = nowMs();
-    const auto series = stats ? m_store->metrics().series(now - windowMs, now, 120, &error) : std::nullopt;
+    auto series = stats ? m_store->metrics().series(now - windowMs, now, bucketMs, &error) : std::nullopt;
     if (!series) {
         fail(token, error);
         return;
     }
+    fillFromOwnReadings(&*series, now - windowMs);
     emit overviewLoaded(token, *stats, *series);
+}
+
+void StoreReader::loadHealth(quint64 token)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    const std::optional<DeliveryStats> stats = readStats(&error);
+    const auto workers = stats ? m_store->workers().list(&error) : std::nullopt;
+    if (workers)
+        emit healthLoaded(token, *stats, *workers);
+    else
+        fail(token, error);
 }
 
 void StoreReader::loadEvents(quint64 token, const EventFilter &filter)

@@ -54,7 +54,10 @@ public:
 public slots:
     void open();
     void close();
-    void loadOverview(quint64 token, qint64 windowMs);
+    // The numbers and, over the last windowMs, the charts' series in buckets of bucketMs.
+    void loadOverview(quint64 token, qint64 windowMs, qint64 bucketMs);
+    // What the console watches whatever page is shown: the numbers and every worker.
+    void loadHealth(quint64 token);
     void loadEvents(quint64 token, const once::EventFilter &filter);
     void countEvents(quint64 token, const once::EventFilter &filter);
     void loadHistory(quint64 token, const QString &keyOrEventId);
@@ -100,6 +103,7 @@ signals:
     void auditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
     void workersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);
     void readinessLoaded(quint64 token, const QList<once::WorkerRecord> &workers, const once::PartnerActivity &partner);
+    void healthLoaded(quint64 token, const once::DeliveryStats &stats, const QList<once::WorkerRecord> &workers);
     void redriveProgress(quint64 token, int moved, int total);
     void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
     void operationFinished(quint64 token, bool ok, const QString &message);
@@ -108,8 +112,11 @@ signals:
     void storeChanged();
 
 private:
-
     void redriveNextBatch();
+    std::optional<DeliveryStats> readStats(QString *error);
+    // Queue depth and age where no worker sampled them (none runs): this reader's own
+    // readings, kept for the session (workers keep theirs in the store).
+    void fillFromOwnReadings(MetricSeries *series, qint64 fromMs) const;
     bool ensureOpen(quint64 token);
     // The operator's actions write: on a read-only store they are refused here, in words.
     std::optional<QString> refusalToWrite() const;
@@ -145,6 +152,13 @@ private:
     QTimer m_redriveTimer{this}; // a child, so that moveToThread() takes it along
     QTimer m_changeTimer{this};  // the next storeChanged(), while one is due
     QElapsedTimer m_sinceChange; // since the last storeChanged()
+    struct QueueReading
+    {
+        qint64 atMs = 0;
+        qint64 ready = 0;
+        qint64 oldestReadyAgeMs = 0;
+    };
+    QList<QueueReading> m_ownReadings; // oldest first, at most a day's
 };
 
 } // namespace once

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "circuitbreaker.h"
+
 #include <QJsonObject>
 #include <QList>
 #include <QString>
@@ -32,16 +34,28 @@ struct WorkerRecord
     qint64 deadLettered = 0;
     qint64 held = 0;
     int inFlight = 0;
+    // The partner as this worker saw it at its last heartbeat (schema version 6): its
+    // circuit breaker, and the spell of failed sends since its last accepted one.
+    QString breaker = QStringLiteral("closed"); // closed | open | half-open
+    qint64 failures = 0;
+    int consecutiveFailures = 0;
+    qint64 failingSinceMs = 0; // 0: its last send was accepted (or it sent nothing yet)
+    qint64 lastFailureAtMs = 0;
+    QString lastErrorClass;
 
     // A worker that says it runs but has not written a heartbeat for a while crashed,
     // was killed or lost its store: it is gone, and its leases will expire.
     bool isGone(qint64 nowMs) const;
     // running, paused, stopped or gone
     QString status(qint64 nowMs) const;
+    // Running or paused, with a recent heartbeat.
+    bool isLive(qint64 nowMs) const;
+    // Live, and its breaker keeps it from sending (it probes the partner now and then).
+    bool isHoldingBack(qint64 nowMs) const;
     QJsonObject toJson(qint64 nowMs) const;
 };
 
-// The workers table (schema version 3).
+// The workers table (schema version 3; the partner's health since version 6).
 class WorkerRegistry final
 {
 public:
@@ -49,6 +63,8 @@ public:
     // Several missed heartbeats, so that a worker busy with one long store write is
     // not called gone.
     static constexpr qint64 GoneAfterMs = 15000;
+
+    static QString breakerName(CircuitBreaker::State state);
 
     explicit WorkerRegistry(Database &db) : m_db(db) {}
 

@@ -20,6 +20,7 @@
 #include <QMap>
 #include <QProcess>
 #include <QProcessEnvironment>
+#include <QRegularExpression>
 #include <QSqlDatabase>
 #include <QSqlError>
 #include <QSqlQuery>
@@ -443,6 +444,29 @@ public:
             return {};
         }
         return keys;
+    }
+
+    // Starts `once partner-sim --port 0 OPTIONS` and returns the port it printed, or 0
+    // (after a warning).
+    quint16 startPartnerSim(const QStringList &options = {})
+    {
+        QProcess *process = start(QStringList{QStringLiteral("partner-sim"), QStringLiteral("--port"), QStringLiteral("0")}
+                                  + options);
+        QByteArray line;
+        pumpUntil(
+            [&] {
+                if (process->canReadLine())
+                    line = process->readLine();
+                return !line.isEmpty() || process->state() == QProcess::NotRunning;
+            },
+            10000);
+        static const QRegularExpression listening(QStringLiteral("listening on http://127\\.0\\.0\\.1:(\\d+)/reminders"));
+        const auto match = listening.match(QString::fromUtf8(line));
+        if (!match.hasMatch()) {
+            qWarning("once partner-sim said %s%s", line.constData(), process->readAllStandardError().constData());
+            return 0;
+        }
+        return quint16(match.captured(1).toUInt());
     }
 
     // Arguments as they may be shown: store URLs without their password.

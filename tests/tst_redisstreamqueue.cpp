@@ -264,7 +264,7 @@ QueueCounts TestRedisStreamQueue::counts(RedisStreamQueue &queue)
     const auto counts = queue.counts(&error);
     if (!counts)
         qWarning("counts failed: %s", qPrintable(error));
-    return counts.value_or(QueueCounts{-1, -1, -1, -1, {}, {}, error});
+    return counts.value_or(QueueCounts{-1, -1, -1, -1, {}, {}, error, {}, {}});
 }
 
 void TestRedisStreamQueue::declareTopologyTwice()

@@ -3,7 +3,10 @@
 // dead-letters reminders; the operator redrives them from the Dead letters page and each
 // key takes effect exactly once. A partner without idempotency drops its answers; the
 // events wait in doubt; the operator marks one delivered (no second effect) and resends
-// another (exactly one more). Support searches a user on the Events page.
+// another (exactly one more). Support searches a user on the Events page. A partner
+// outage met by a headless `once worker` process raises the banner, the status bar and a
+// desktop notification, and tells workers holding back from no worker at all.
+#include "alertbanner.h"
 #include "deadlettersmodel.h"
 #include "deadletterspage.h"
 #include "decisiondialog.h"
@@ -14,8 +17,16 @@
 #include "indoubtpage.h"
 #include "mainwindow.h"
 #include "redrivedialog.h"
+#include "healthmonitor.h"
+#include "overviewpage.h"
 #include "settings.h"
+#include "settingsdialog.h"
 #include "storesession.h"
+#include "traynotifier.h"
+#include "workerpage.h"
+#include "workersmodel.h"
+
+#include "deliveryharness.h"
 
 #include "migrations.h"
 #include "partnersimulator.h"
@@ -32,7 +43,12 @@
 #include <QMessageBox>
 #include <QProcess>
 #include <QPushButton>
+#include <QCheckBox>
+#include <QSettings>
 #include <QSignalSpy>
+#include <QSpinBox>
+#include <QStatusBar>
+#include <QSystemTrayIcon>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTableView>
@@ -170,6 +186,25 @@ int rowOfKey(QAbstractItemModel *model, int column, int rawRole, const QByteArra
     return -1;
 }
 
+bool hasNotification(const QSignalSpy &spy, TrayNotifier::Kind kind, bool cleared)
+{
+    return std::any_of(spy.cbegin(), spy.cend(), [&](const QList<QVariant> &args) {
+        const auto notification = args.at(0).value<TrayNotifier::Notification>();
+        return notification.kind == kind && notification.cleared == cleared;
+    });
+}
+
+// The notifications raised so far, one a line, for a failed check.
+QByteArray notificationsSaid(const QSignalSpy &spy)
+{
+    QStringList lines;
+    for (const auto &args : spy) {
+        const auto notification = args.at(0).value<TrayNotifier::Notification>();
+        lines << notification.title + QStringLiteral(": ") + notification.text;
+    }
+    return lines.join(QLatin1Char('\n')).toUtf8();
+}
+
 } // namespace
 
 class TestUiConsole : public QObject
@@ -184,6 +219,8 @@ private slots:
     void missingStoreIsAskedAboutNotCreated();
     void commandLineAnswersWithoutADisplay_data();
     void commandLineAnswersWithoutADisplay();
+    void partnerOutageRaisesTheBannerWhoeverRunsTheWorker();
+    void bannerTellsNoWorkerRunningFromHoldingBack();
 };
 
 void TestUiConsole::initTestCase()
@@ -300,12 +337,20 @@ void TestUiConsole::inDoubtEventsAreResolvedByTheOperator()
     QString error;
     QVERIFY2(console.setUp({delivered, resent}, InDoubtPolicy::Hold, &error), qPrintable(error));
     MainWindow &window = console.window();
+    QSignalSpy notified(window.tray(), &TrayNotifier::notified);
 
     auto *page = window.page<InDoubtPage>();
     QVERIFY(page);
     window.showPage(page);
     auto *table = page->findChild<QTableView *>(QStringLiteral("inDoubt"));
     QTRY_COMPARE_WITH_TIMEOUT(table->model()->rowCount(), 2, 30000);
+    // The desktop says so too, and its notification opens this page.
+    QTRY_VERIFY2_WITH_TIMEOUT(hasNotification(notified, TrayNotifier::Kind::InDoubt, false),
+                              notificationsSaid(notified).constData(), 10000);
+    QCOMPARE(window.tray()->lastNotification().target, TrayNotifier::Target::InDoubt);
+    window.showPage(window.page<OverviewPage>());
+    emit window.tray()->trayIcon()->messageClicked();
+    QCOMPARE(window.tabs()->currentWidget(), page);
     QCOMPARE(console.partner().stats().effects, qint64(2));
     PartnerProfile answering;
     answering.idempotent = false;
@@ -363,6 +408,8 @@ void TestUiConsole::inDoubtEventsAreResolvedByTheOperator()
     QCOMPARE(console.partner().stats().effects, qint64(3));
     QCOMPARE(console.partner().effectsByKey().value(delivered.sendKey), 1);
     QCOMPARE(console.partner().effectsByKey().value(resent.sendKey), 2);
+    QTRY_VERIFY2_WITH_TIMEOUT(hasNotification(notified, TrayNotifier::Kind::InDoubt, true),
+                              notificationsSaid(notified).constData(), 10000);
 }
 
 void TestUiConsole::eventsPageFindsAUser()
@@ -466,6 +513,196 @@ void TestUiConsole::commandLineAnswersWithoutADisplay()
     QVERIFY2(process.exitCode() == exitCode, qPrintable(out + err));
     QVERIFY2((exitCode == 0 ? out : err).contains(expected), qPrintable(out + err));
     QVERIFY2(!err.contains(QLatin1String("platform plugin")), qPrintable(err));
+}
+
+namespace {
+
+// A store with reminders on its queue, written as a producer would, and a console window
+// over it; the workers and the partner are `once` processes (ONCE_BIN).
+struct HeadlessOutage
+{
+    QTemporaryDir dir;
+    QString url;
+    std::unique_ptr<oncetest::OnceRunner> once;
+    std::unique_ptr<MainWindow> window;
+
+    bool setUp(int reminders, QString *error)
+    {
+        const QString onceBin = qEnvironmentVariable("ONCE_BIN");
+        if (onceBin.isEmpty() || !dir.isValid()) {
+            *error = QStringLiteral("ONCE_BIN must name the built once binary (ctest sets it)");
+            return false;
+        }
+        url = QStringLiteral("sqlite:") + dir.filePath(QStringLiteral("outage.sqlite"));
+        {
+            auto store = Store::open(url, error);
+            if (!store)
+                return false;
+            QList<OutgoingMessage> messages;
+            for (int i = 0; i < reminders; ++i) {
+                const Reminder reminder = makeReminder(QStringLiteral("u-%1").arg(i), QStringLiteral("checkup"));
+                messages.append(OutgoingMessage{reminder.payload, reminder.sendKey, reminder.eventId, 0, 0});
+            }
+            if (!store->queue().enqueue(messages, error))
+                return false;
+        }
+        once = std::make_unique<oncetest::OnceRunner>(onceBin, url);
+        window = std::make_unique<MainWindow>();
+        window->resize(1280, 820);
+        window->show();
+        window->openStore(url);
+        QSignalSpy opened(window->session(), &StoreSession::opened);
+        if (!opened.wait(10000) || !opened.constFirst().at(0).toBool()) {
+            *error = QStringLiteral("the console did not open the store");
+            return false;
+        }
+        return true;
+    }
+
+    QProcess *startWorker(quint16 partnerPort, const QString &id)
+    {
+        return once->start({QStringLiteral("worker"), QStringLiteral("--partner"),
+                            QStringLiteral("http://127.0.0.1:%1/reminders").arg(partnerPort), QStringLiteral("--worker-id"),
+                            id, QStringLiteral("--concurrency"), QStringLiteral("2"), QStringLiteral("--max-attempts"),
+                            QStringLiteral("2"), QStringLiteral("--backoff-base-ms"), QStringLiteral("100"),
+                            QStringLiteral("--backoff-cap-s"), QStringLiteral("1")});
+    }
+
+    AlertBanner *banner() const { return window->page<OverviewPage>()->findChild<AlertBanner *>(QStringLiteral("alertBanner")); }
+    QString workersStatus() const
+    {
+        return window->statusBar()->findChild<QLabel *>(QStringLiteral("workersStatus"))->text();
+    }
+};
+
+} // namespace
+
+void TestUiConsole::partnerOutageRaisesTheBannerWhoeverRunsTheWorker()
+{
+    // About a minute by default; five seconds here, set as an operator does. The noisy
+    // notifications (a breaker's first opening) are off until chosen.
+    QSettings().remove(QStringLiteral("alerts/partnerDownSeconds"));
+    QSettings().remove(QStringLiteral("notify"));
+    {
+        SettingsDialog dialog;
+        auto *down = dialog.findChild<QSpinBox *>(QStringLiteral("partnerDownSeconds"));
+        QVERIFY(down);
+        QCOMPARE(down->value(), 60);
+        down->setValue(5);
+        QVERIFY(dialog.findChild<QCheckBox *>(QStringLiteral("notify-partnerDown"))->isChecked());
+        QVERIFY(dialog.findChild<QCheckBox *>(QStringLiteral("notify-deadLetters"))->isChecked());
+        QVERIFY(!dialog.findChild<QCheckBox *>(QStringLiteral("notify-partnerFailing"))->isChecked());
+        dialog.accept();
+    }
+    QCOMPARE(Settings().partnerDownAlertSeconds(), 5);
+
+    HeadlessOutage outage;
+    QString error;
+    // Nine reminders: three go through, then the outage; the breaker's probes use up the
+    // attempts of some (dead letters), and the rest go through once it is over.
+    QVERIFY2(outage.setUp(9, &error), qPrintable(error));
+    MainWindow &window = *outage.window;
+    QSignalSpy notified(window.tray(), &TrayNotifier::notified);
+    // Whatever page is shown: the banner, the status bar and the tray follow the store.
+    window.showPage(window.page<DeadLettersPage>());
+    QTRY_VERIFY_WITH_TIMEOUT(outage.workersStatus().contains(QLatin1String("No worker on this store")), 10000);
+
+    // A partner that answers three requests, then 503 to everything for 20 seconds, and
+    // a headless worker, which the console never talked to.
+    const quint16 port = outage.once->startPartnerSim(
+        {QStringLiteral("--outage-after"), QStringLiteral("3"), QStringLiteral("--outage-seconds"), QStringLiteral("20")});
+    QVERIFY(port);
+    QElapsedTimer sinceStart;
+    sinceStart.start();
+    outage.startWorker(port, QStringLiteral("headless-1"));
+
+    AlertBanner *banner = outage.banner();
+    QTRY_VERIFY2_WITH_TIMEOUT(banner->text().contains(QLatin1String("Partner down for")), qPrintable(banner->text()),
+                              20000);
+    const qint64 raisedAfterMs = sinceStart.elapsed();
+    QVERIFY2(banner->text().contains(QLatin1String("the worker is holding back and retries by itself; do not redrive "
+                                                   "yet")),
+             qPrintable(banner->text()));
+    QVERIFY2(banner->text().contains(QLatin1String("failed sends in a row, last http-5xx")), qPrintable(banner->text()));
+    QCOMPARE(banner->severity(), Severity::Alert);
+    QTRY_VERIFY2_WITH_TIMEOUT(outage.workersStatus().contains(QLatin1String("1 worker: 1 running (1 holding back)")),
+                              qPrintable(outage.workersStatus()), 5000);
+    QTRY_VERIFY2_WITH_TIMEOUT(hasNotification(notified, TrayNotifier::Kind::PartnerDown, false),
+                              notificationsSaid(notified).constData(), 5000);
+    QVERIFY2(!hasNotification(notified, TrayNotifier::Kind::PartnerFailing, false), notificationsSaid(notified).constData());
+    // The Worker page's list says which worker holds back.
+    window.showPage(window.page<WorkerPage>());
+    const WorkersModel *workers = window.page<WorkerPage>()->workersModel();
+    QTRY_VERIFY_WITH_TIMEOUT(workers->rowCount() == 1
+                                 && workers->index(0, WorkersModel::Status).data().toString() == QLatin1String("holding back"),
+                             5000);
+    // The breaker's probes use up the attempts of a few reminders: dead letters, announced.
+    QTRY_VERIFY2_WITH_TIMEOUT(hasNotification(notified, TrayNotifier::Kind::DeadLetters, false),
+                              notificationsSaid(notified).constData(), 15000);
+    qInfo("outage alert raised %lld ms after the worker started", raisedAfterMs);
+
+    // Clicking the last notification opens its page.
+    window.showPage(window.page<EventsPage>());
+    const TrayNotifier::Notification last = window.tray()->lastNotification();
+    emit window.tray()->trayIcon()->messageClicked();
+    switch (last.target) {
+    case TrayNotifier::Target::Overview:
+        QCOMPARE(window.tabs()->currentWidget(), window.page<OverviewPage>());
+        break;
+    case TrayNotifier::Target::DeadLetters:
+        QCOMPARE(window.tabs()->currentWidget(), window.page<DeadLettersPage>());
+        break;
+    case TrayNotifier::Target::Worker:
+    case TrayNotifier::Target::InDoubt:
+        QFAIL("the outage notified of workers or events in doubt");
+    }
+
+    // The partner is back: the worker's probe goes through, the alert clears, and says so.
+    QTRY_VERIFY2_WITH_TIMEOUT(!banner->text().contains(QLatin1String("Partner")), qPrintable(banner->text()), 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(hasNotification(notified, TrayNotifier::Kind::PartnerDown, true), 5000);
+    QTRY_VERIFY2_WITH_TIMEOUT(outage.workersStatus() == QLatin1String("1 worker: 1 running"),
+                              qPrintable(outage.workersStatus()), 5000);
+}
+
+void TestUiConsole::bannerTellsNoWorkerRunningFromHoldingBack()
+{
+    Settings().setPartnerDownAlertSeconds(5);
+    HeadlessOutage outage;
+    QString error;
+    QVERIFY2(outage.setUp(10, &error), qPrintable(error));
+    MainWindow &window = *outage.window;
+    QSignalSpy notified(window.tray(), &TrayNotifier::notified);
+    window.showPage(window.page<OverviewPage>());
+    QTRY_VERIFY_WITH_TIMEOUT(outage.workersStatus().contains(QLatin1String("No worker on this store")), 10000);
+
+    const quint16 port = outage.once->startPartnerSim({QStringLiteral("--fail-rate"), QStringLiteral("1")});
+    QVERIFY(port);
+    QProcess *worker = outage.startWorker(port, QStringLiteral("headless-doomed"));
+    AlertBanner *banner = outage.banner();
+    QTRY_VERIFY2_WITH_TIMEOUT(banner->text().contains(QLatin1String("holding back")), qPrintable(banner->text()),
+                              20000);
+    QVERIFY(!banner->text().contains(QLatin1String("No worker is running")));
+
+    // The worker is killed: nobody holds back any more, nobody delivers either.
+    worker->kill();
+    QVERIFY(worker->waitForFinished(5000));
+    QTRY_VERIFY2_WITH_TIMEOUT(banner->text().contains(QLatin1String("No worker is running: ")),
+                              qPrintable(banner->text()), 30000);
+    QVERIFY2(banner->text().contains(QLatin1String("The last one (headless-doomed) stopped sending heartbeats")),
+             qPrintable(banner->text()));
+    QVERIFY2(!banner->text().contains(QLatin1String("holding back")), qPrintable(banner->text()));
+    // What the history says of the partner stands, and says that nothing retries now.
+    QVERIFY2(banner->text().contains(QLatin1String("no worker is running, so nothing retries until one starts")),
+             qPrintable(banner->text()));
+    QCOMPARE(banner->severity(), Severity::Alert);
+    QTRY_COMPARE_WITH_TIMEOUT(outage.workersStatus(), QStringLiteral("1 worker: 1 gone"), 5000);
+    QTRY_VERIFY_WITH_TIMEOUT(hasNotification(notified, TrayNotifier::Kind::NoWorker, false), 5000);
+    // Its partner alert did not "clear": the partner is not back, only no worker reports it.
+    QVERIFY2(!hasNotification(notified, TrayNotifier::Kind::PartnerDown, true), notificationsSaid(notified).constData());
+
+    // Its notification opens the Worker page.
+    emit window.tray()->trayIcon()->messageClicked();
+    QCOMPARE(window.tabs()->currentWidget(), window.page<WorkerPage>());
 }
 
 QTEST_MAIN(TestUiConsole)

@@ -5,7 +5,9 @@
 #include "auditmodel.h"
 #include "auditpage.h"
 #include "enginecontroller.h"
+#include "health.h"
 #include "humanunits.h"
+#include "metricchart.h"
 #include "overviewpage.h"
 #include "partnersimulator.h"
 #include "settings.h"
@@ -106,6 +108,9 @@ private slots:
     void bannerStaysHiddenWhenAllIsWell();
     void bannerWarnsOfFailingPartnerAndEventsInDoubt();
     void bannerShowsOpenCircuitBreaker();
+    void chartsAndTilesTellTheTruth();
+    void healthAlertsFollowTheWorkers_data();
+    void healthAlertsFollowTheWorkers();
 
     void workerPageRejectsUrlThatIsNotHttp();
     void workerPageStartDeliversAndStopStops();
@@ -115,7 +120,8 @@ private:
     QString storeUrl() const { return QStringLiteral("sqlite:") + m_path; }
     void enqueue(const QList<OutgoingMessage> &messages);
     // Claims the key for a message of its own and records the outcome of one send.
-    void claimAndRecord(const Reminder &reminder, QLatin1String state, const QString &errorClass = QString());
+    void claimAndRecord(const Reminder &reminder, QLatin1String state, const QString &errorClass = QString(),
+                        qint64 sentAtMs = 0);
     EngineConfig engineConfig(const PartnerSimulator &partner) const;
 
     QTemporaryDir m_dir;
@@ -161,8 +167,10 @@ void TestUiOverview::enqueue(const QList<OutgoingMessage> &messages)
     QVERIFY2(m_store->queue().enqueue(messages, &error), qPrintable(error));
 }
 
-void TestUiOverview::claimAndRecord(const Reminder &reminder, QLatin1String state, const QString &errorClass)
+void TestUiOverview::claimAndRecord(const Reminder &reminder, QLatin1String state, const QString &errorClass,
+                                    qint64 sentAtMs)
 {
+    const qint64 at = sentAtMs ? sentAtMs : nowMs();
     QString error;
     const QString messageId = QStringLiteral("m-") + reminder.reminderId;
     const auto claims = m_store->ledger().claim({ClaimRequest{reminder, messageId, 1, nowMs() + LongLeaseMs}}, Worker,
@@ -170,9 +178,9 @@ void TestUiOverview::claimAndRecord(const Reminder &reminder, QLatin1String stat
     QVERIFY2(claims.size() == 1, qPrintable(error));
     QCOMPARE(claims.constFirst().outcome, ClaimResult::Outcome::Claimed);
     const bool applied = state == LedgerState::Applied;
-    const LedgerUpdate update{reminder.sendKey, messageId, 1, state, true, nowMs(), applied ? 200 : 503, errorClass,
+    const LedgerUpdate update{reminder.sendKey, messageId, 1, state, true, at, applied ? 200 : 503, errorClass,
                               applied ? QString() : QStringLiteral("failed: ") + errorClass, QStringLiteral("req-1")};
-    const Attempt attempt{reminder.sendKey, {}, messageId, 1, Worker, nowMs(), QStringLiteral("send"),
+    const Attempt attempt{reminder.sendKey, {}, messageId, 1, Worker, at, QStringLiteral("send"),
                           applied ? QStringLiteral("applied") : QStringLiteral("transient"), update.httpStatus, 12,
                           errorClass, update.error, {}};
     QVERIFY2(m_store->ledger().record({update}, {attempt}, &error), qPrintable(error));
@@ -471,6 +479,153 @@ void TestUiOverview::bannerShowsOpenCircuitBreaker()
     engine.stop();
     QTRY_COMPARE_WITH_TIMEOUT(engine.state(), EngineController::State::Stopped, EngineTimeoutMs);
     QVERIFY(banner->isHidden());
+}
+
+// Counts per whole bucket, never a rate guessed from the seconds of a bucket still
+// running; the queue's depth from the store itself when no worker samples it; a Delayed
+// tile whose caption counts the same messages, and a "next in 2 s" that does not outlive
+// its moment.
+void TestUiOverview::chartsAndTilesTellTheTruth()
+{
+    QString error;
+    constexpr qint64 BucketMs = 15 * 1000; // the 15-minute window's buckets
+    // A retry backing off for three seconds, and a reminder due in a minute.
+    enqueue({outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("retry")))});
+    const auto leased = m_store->queue().lease(1, LongLeaseMs, Worker, &error);
+    QCOMPARE(leased.size(), 1);
+    QVERIFY2(m_store->queue().settle({Settlement{Settlement::Kind::Retry, leased.constFirst().id,
+                                                 leased.constFirst().delivery, 3000, {}}},
+                                     &error),
+             qPrintable(error));
+    enqueue({outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("later")), 60'000)});
+    // Three ready, and no worker to sample the queue.
+    enqueue({outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("r1"))),
+             outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("r2"))),
+             outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("r3")))});
+    // Three sends applied in one whole bucket a minute ago, two in the bucket running now.
+    const qint64 pastBucket = (nowMs() / BucketMs - 4) * BucketMs;
+    for (int i = 0; i < 3; ++i)
+        claimAndRecord(makeReminder(QStringLiteral("u"), QStringLiteral("past%1").arg(i)), LedgerState::Applied, {},
+                       pastBucket + 1000 + i * 3000);
+    for (int i = 0; i < 2; ++i)
+        claimAndRecord(makeReminder(QStringLiteral("u"), QStringLiteral("now%1").arg(i)), LedgerState::Applied);
+
+    EngineController engine;
+    StoreSession session(storeUrl());
+    OverviewPage page(&engine);
+    page.resize(1280, 820);
+    page.setSession(&session);
+    page.refresh();
+    const auto tile = [&page](const char *name) { return page.findChild<Tile *>(QLatin1String(name)); };
+    QTRY_COMPARE(tile("readyTile")->value(), QStringLiteral("3"));
+    const qint64 shownAt = nowMs();
+
+    auto *throughput = child<MetricChart>(page, QStringLiteral("throughputChart"));
+    QCOMPARE(throughput->title(), QStringLiteral("Applied sends per 15 s"));
+    const QList<QPointF> points = throughput->points();
+    QVERIFY(!points.isEmpty());
+    double inPastBucket = -1;
+    for (const QPointF &point : points) {
+        // Every point is a bucket that had ended when the page read the store.
+        QVERIFY2(qint64(point.x()) + BucketMs / 2 <= shownAt,
+                 qPrintable(QStringLiteral("a point %1 ms before the end of its bucket").arg(qint64(point.x()) + BucketMs / 2 - shownAt)));
+        if (qint64(point.x()) / BucketMs == pastBucket / BucketMs)
+            inPastBucket = point.y();
+    }
+    QCOMPARE(inPastBucket, 3.0);
+
+    // The queue's depth, read by the console from the store while no worker samples it.
+    auto *depth = child<MetricChart>(page, QStringLiteral("depthChart"));
+    const QList<QPointF> depthPoints = depth->points();
+    QVERIFY2(std::any_of(depthPoints.cbegin(), depthPoints.cend(), [](const QPointF &p) { return p.y() == 3.0; }),
+             qPrintable(QStringLiteral("%1 points").arg(depthPoints.size())));
+
+    // The Delayed tile counts two messages; its caption counts the same two.
+    QCOMPARE(tile("delayedTile")->value(), QStringLiteral("2"));
+    const QString caption = tile("delayedTile")->subCaption();
+    QVERIFY2(caption.startsWith(QStringLiteral("1 retrying, 1 later · next in ")), qPrintable(caption));
+    // Without another reading, the clock alone ends the "next in".
+    QTRY_VERIFY2_WITH_TIMEOUT(tile("delayedTile")->subCaption().endsWith(QStringLiteral(" · next due now")),
+                              qPrintable(tile("delayedTile")->subCaption()), 6000);
+}
+
+// When the partner alert shows, and what it says, from the workers' heartbeats alone.
+void TestUiOverview::healthAlertsFollowTheWorkers_data()
+{
+    QTest::addColumn<QString>("breaker");
+    QTest::addColumn<int>("inARow");
+    QTest::addColumn<qint64>("failingForMs");
+    QTest::addColumn<qint64>("heartbeatAgeMs");
+    QTest::addColumn<QString>("state");
+    QTest::addColumn<int>("healthyWorkers");
+    QTest::addColumn<QString>("expected"); // the first alert's severity and the start of its text; empty: none
+
+    constexpr qint64 Min = 60 * 1000;
+    QTest::newRow("all well") << "closed" << 0 << qint64(0) << qint64(1000) << "running" << 0 << QString();
+    QTest::newRow("two failures in a row: a blip") << "closed" << 2 << qint64(5000) << qint64(1000) << "running" << 0
+                                                    << QString();
+    QTest::newRow("breaker open for seconds: warning")
+        << "open" << 5 << qint64(10'000) << qint64(1000) << "running" << 0
+        << "warning: Partner failing for 10 s (5 failed sends in a row, last http-5xx): the circuit breaker is open, "
+           "the worker is holding back and retries by itself.";
+    QTest::newRow("failing in a row without a breaker: warning")
+        << "closed" << 3 << qint64(20'000) << qint64(1000) << "running" << 0
+        << "warning: Partner failing for 20 s (3 failed sends in a row, last http-5xx): the worker keeps retrying by "
+           "itself.";
+    QTest::newRow("a minute: outage") << "half-open" << 9 << qint64(3 * Min) << qint64(1000) << "running" << 0
+                                      << "alert: Partner down for 3 min (9 failed sends in a row, last http-5xx): the "
+                                         "worker is holding back and retries by itself; do not redrive yet.";
+    QTest::newRow("paused but failing") << "open" << 9 << qint64(2 * Min) << qint64(1000) << "paused" << 0
+                                        << "alert: Partner down for 2 min";
+    QTest::newRow("one of two workers") << "open" << 6 << qint64(2 * Min) << qint64(1000) << "running" << 1
+                                        << "alert: Partner failing for 1 of 2 workers for 2 min";
+    QTest::newRow("gone: it tells nothing now") << "open" << 9 << qint64(3 * Min) << qint64(20'000) << "running"
+                                                << 0 << QString();
+    QTest::newRow("stopped: it tells nothing now") << "open" << 9 << qint64(3 * Min) << qint64(1000) << "stopped"
+                                                   << 0 << QString();
+}
+
+void TestUiOverview::healthAlertsFollowTheWorkers()
+{
+    QFETCH(QString, breaker);
+    QFETCH(int, inARow);
+    QFETCH(qint64, failingForMs);
+    QFETCH(qint64, heartbeatAgeMs);
+    QFETCH(QString, state);
+    QFETCH(int, healthyWorkers);
+    QFETCH(QString, expected);
+
+    const qint64 now = 1'800'000'000'000;
+    QList<WorkerRecord> workers;
+    WorkerRecord worker;
+    worker.id = QStringLiteral("w-1");
+    worker.state = state;
+    worker.heartbeatAtMs = now - heartbeatAgeMs;
+    worker.breaker = breaker;
+    worker.consecutiveFailures = inARow;
+    worker.failingSinceMs = inARow ? now - failingForMs : 0;
+    worker.lastFailureAtMs = inARow ? now - 500 : 0;
+    worker.lastErrorClass = inARow ? QStringLiteral("http-5xx") : QString();
+    workers << worker;
+    for (int i = 0; i < healthyWorkers; ++i) {
+        WorkerRecord healthy;
+        healthy.id = QStringLiteral("w-ok-%1").arg(i);
+        healthy.state = QStringLiteral("running");
+        healthy.heartbeatAtMs = now - 1000;
+        workers << healthy;
+    }
+    HealthThresholds thresholds;
+    thresholds.partnerDownAfterMs = 60 * 1000;
+    const QList<HealthAlert> alerts = healthAlerts(std::nullopt, workers, now, thresholds);
+    if (expected.isEmpty()) {
+        QVERIFY2(alerts.isEmpty(), qPrintable(alerts.value(0).text));
+        return;
+    }
+    QVERIFY(!alerts.isEmpty());
+    const QString shown = (alerts.constFirst().severity == Severity::Alert ? QStringLiteral("alert: ")
+                                                                            : QStringLiteral("warning: "))
+                          + alerts.constFirst().text;
+    QVERIFY2(shown.startsWith(expected), qPrintable(shown));
 }
 
 // --- Worker -------------------------------------------------------------------------

@@ -4,6 +4,7 @@
 // processes do), the console is the real MainWindow, offscreen. Runs on SQLite and, as
 // tst_uiworkers_postgres, on PostgreSQL (teststores.h).
 #include "mainwindow.h"
+#include "overviewpage.h"
 #include "postgresdialog.h"
 #include "settings.h"
 #include "storesession.h"
@@ -14,6 +15,7 @@
 #include "engine.h"
 #include "partnersimulator.h"
 #include "store.h"
+#include "deliveryharness.h"
 #include "teststores.h"
 
 #include <QAbstractItemModelTester>
@@ -42,6 +44,7 @@
 #include <QSpinBox>
 #include <QSqlError>
 #include <QSqlQuery>
+#include <QStatusBar>
 #include <QStandardPaths>
 #include <QTableView>
 #include <QTest>
@@ -155,6 +158,7 @@ private slots:
     void storeUrlsLoseTheirPassword();
     void modelKeepsWorkersAcrossReloads();
     void workerPageListsEveryWorkerOnTheStore();
+    void statusBarSummarisesEveryWorkerOnTheStore();
     void notificationsRefreshAtMostOncePerSecond();
     void passwordIsNeverShownOrSaved();
     void unusableTokenKeepsTheWorkerFromStarting();
@@ -339,7 +343,7 @@ void TestUiWorkers::workerPageListsEveryWorkerOnTheStore()
     // The view (sorted by status) shows the running worker first.
     QCOMPARE(view->model()->index(0, WorkersModel::Id).data().toString(), QStringLiteral("w-alive"));
     const auto *summary = console.page()->findChild<QLabel *>(QStringLiteral("workersSummary"));
-    QVERIFY2(summary->text().contains(QStringLiteral("1 running · 1 gone")), qPrintable(summary->text()));
+    QVERIFY2(summary->text().contains(QStringLiteral("2 workers: 1 running, 1 gone")), qPrintable(summary->text()));
 
     // New counters at the next heartbeat reach the table by themselves.
     QVERIFY2(store->workers().heartbeat(QStringLiteral("w-alive"), QStringLiteral("running"),
@@ -400,6 +404,10 @@ void TestUiWorkers::workerPageListsEveryWorkerOnTheStore()
     QCOMPARE(byId.value(QStringLiteral("w-stale")).value(QStringLiteral("status")).toString(),
              QStringLiteral("gone"));
     QCOMPARE(byId.value(QStringLiteral("w-stale")).value(QStringLiteral("applied")).toInteger(), 7);
+    // How the partner answered each, at its last heartbeat.
+    QCOMPARE(byId.value(QStringLiteral("w-alive")).value(QStringLiteral("breaker")).toString(), QStringLiteral("closed"));
+    QCOMPARE(byId.value(QStringLiteral("w-alive")).value(QStringLiteral("consecutive_failures")).toInteger(), 0);
+    QVERIFY(byId.value(QStringLiteral("w-alive")).value(QStringLiteral("failing_since")).isNull());
     QCOMPARE(byId.value(QStringLiteral("console-under-test")).value(QStringLiteral("status")).toString(),
              QStringLiteral("stopped"));
 
@@ -422,6 +430,59 @@ void TestUiWorkers::workerPageListsEveryWorkerOnTheStore()
              qPrintable(text));
     if (m_stores.isPostgres())
         QVERIFY(!text.contains(m_stores.password()));
+}
+
+void TestUiWorkers::statusBarSummarisesEveryWorkerOnTheStore()
+{
+    const QString onceBin = qEnvironmentVariable("ONCE_BIN");
+    QVERIFY2(!onceBin.isEmpty(), "ONCE_BIN must name the built once binary (ctest sets it)");
+    const QString url = m_stores.newUrl();
+    QString error;
+    auto store = Store::open(url, &error);
+    QVERIFY2(store, qPrintable(error));
+    // A worker whose process died a minute ago: its heartbeat stopped then.
+    QVERIFY2(store->workers().announce(makeWorker(QStringLiteral("w-crashed"), QStringLiteral("beta"), 202), &error),
+             qPrintable(error));
+    {
+        QSqlQuery query(store->database().connection());
+        QVERIFY(query.prepare(QStringLiteral("UPDATE workers SET heartbeat_at = ? WHERE id = ?")));
+        query.addBindValue(nowMs() - 60 * Second);
+        query.addBindValue(QStringLiteral("w-crashed"));
+        QVERIFY2(query.exec(), qPrintable(query.lastError().text()));
+    }
+
+    Console console;
+    QVERIFY(console.open(url));
+    // The Overview is shown, not the Worker page: the status bar counts by itself.
+    console.window->showPage(console.window->page<OverviewPage>());
+    const auto *status = console.window->statusBar()->findChild<QLabel *>(QStringLiteral("workersStatus"));
+    QVERIFY(status);
+    QTRY_COMPARE_WITH_TIMEOUT(status->text(), QStringLiteral("1 worker: 1 gone"), 10000);
+
+    // Two headless workers, as on any machine that reaches the store; this console runs none.
+    oncetest::OnceRunner once(onceBin, url);
+    const quint16 port = once.startPartnerSim();
+    QVERIFY(port);
+    const QString partner = QStringLiteral("http://127.0.0.1:%1/reminders").arg(port);
+    once.start({QStringLiteral("worker"), QStringLiteral("--partner"), partner, QStringLiteral("--worker-id"),
+                QStringLiteral("headless-a")});
+    QProcess *second = once.start({QStringLiteral("worker"), QStringLiteral("--partner"), partner,
+                                   QStringLiteral("--worker-id"), QStringLiteral("headless-b")});
+    QTRY_COMPARE_WITH_TIMEOUT(status->text(), QStringLiteral("3 workers: 2 running, 1 gone"), 20000);
+
+    // The Worker page says the same on top, apart from its own (stopped) worker.
+    console.window->showPage(console.page());
+    const auto *summary = console.page()->findChild<QLabel *>(QStringLiteral("workersSummary"));
+    QTRY_COMPARE_WITH_TIMEOUT(summary->text(), QStringLiteral("3 workers: 2 running, 1 gone"), 10000);
+    QVERIFY(console.page()->findChild<QLabel *>(QStringLiteral("workersSummaryDetail"))->text().contains(
+        QLatin1String("A gone worker stopped sending heartbeats")));
+    QCOMPARE(console.page()->findChild<QLabel *>(QStringLiteral("workerStatus"))->text(), QStringLiteral("Stopped"));
+
+    // One stops as asked (SIGTERM): stopped, not gone.
+    second->terminate();
+    QVERIFY(second->waitForFinished(20000));
+    QTRY_COMPARE_WITH_TIMEOUT(status->text(), QStringLiteral("3 workers: 1 running, 1 gone, 1 stopped"), 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(summary->text(), QStringLiteral("3 workers: 1 running, 1 gone, 1 stopped"), 10000);
 }
 
 void TestUiWorkers::notificationsRefreshAtMostOncePerSecond()

@@ -5,6 +5,8 @@
 #include "deadletterspage.h"
 #include "enginecontroller.h"
 #include "eventspage.h"
+#include "healthmonitor.h"
+#include "humanunits.h"
 #include "indoubtpage.h"
 #include "overviewpage.h"
 #include "postgresdialog.h"
@@ -16,6 +18,7 @@
 #include "settingsdialog.h"
 #include "storesession.h"
 #include "storeurl.h"
+#include "traynotifier.h"
 #include "workerpage.h"
 
 #include "database.h"
@@ -35,7 +38,8 @@
 namespace once::ui {
 
 MainWindow::MainWindow(QWidget *parent)
-    : QMainWindow(parent), m_engine(new EngineController(this)), m_passwords(new SavedPasswords(this))
+    : QMainWindow(parent), m_engine(new EngineController(this)), m_passwords(new SavedPasswords(this)),
+      m_health(new HealthMonitor(m_engine, this))
 {
     connect(m_passwords, &SavedPasswords::failed, this,
             [this](const QString &message) { statusBar()->showMessage(message, 10000); });
@@ -45,8 +49,10 @@ MainWindow::MainWindow(QWidget *parent)
     m_tabs->setDocumentMode(true);
     auto *events = new EventsPage;
     auto *deadLetters = new DeadLettersPage;
+    auto *inDoubt = new InDoubtPage;
+    auto *worker = new WorkerPage(m_engine);
     auto *audit = new AuditPage;
-    m_pages = {new OverviewPage(m_engine), events, deadLetters, new InDoubtPage, new WorkerPage(m_engine), audit};
+    m_pages = {new OverviewPage(m_engine, m_health), events, deadLetters, inDoubt, worker, audit};
     connect(deadLetters, &DeadLettersPage::storyRequested, this, [this, events](const QByteArray &sendKey) {
         showPage(events);
         events->showStory(sendKey);
@@ -79,17 +85,46 @@ MainWindow::MainWindow(QWidget *parent)
                                                   "border-radius: 3px; padding: 0px 6px; font-weight: bold; }")
                                        .arg(badge.background.name(), badge.text.name(), badge.border.name()));
     m_readOnlyLabel->hide();
+    m_workerLabel->setObjectName(QStringLiteral("workersStatus"));
     statusBar()->addWidget(m_storeLabel);
     statusBar()->addWidget(m_queueLabel, 1);
     statusBar()->addPermanentWidget(m_readOnlyLabel);
     statusBar()->addPermanentWidget(m_workerLabel);
-    connect(m_engine, &EngineController::stateChanged, this, &MainWindow::updateStatus);
-    connect(m_engine, &EngineController::countersChanged, this, &MainWindow::updateStatus);
+    connect(m_health, &HealthMonitor::changed, this, &MainWindow::updateStatus);
     connect(m_engine, &EngineController::countersChanged, this, &MainWindow::updateStoppingNote);
     connect(m_engine, &EngineController::stateChanged, this, [this](EngineController::State state) {
         // Queued: the close runs after the engine's own handling of its end.
         if (m_closeWhenStopped && state == EngineController::State::Stopped)
             QMetaObject::invokeMethod(this, &QWidget::close, Qt::QueuedConnection);
+    });
+
+    m_tray = new TrayNotifier(m_health, this);
+    const auto showWindow = [this] {
+        if (isMinimized())
+            showNormal();
+        else
+            show();
+        raise();
+        activateWindow();
+    };
+    connect(m_tray, &TrayNotifier::showWindowRequested, this, showWindow);
+    connect(m_tray, &TrayNotifier::quitRequested, this, &QWidget::close);
+    connect(m_tray, &TrayNotifier::pageRequested, this, [this, showWindow, deadLetters, inDoubt, worker](TrayNotifier::Target target) {
+        showWindow();
+        switch (target) {
+        case TrayNotifier::Target::Overview:
+            showPage(page<OverviewPage>());
+            break;
+        case TrayNotifier::Target::Worker:
+            showPage(worker);
+            break;
+        case TrayNotifier::Target::DeadLetters:
+            showPage(deadLetters);
+            break;
+        case TrayNotifier::Target::InDoubt:
+            showPage(inDoubt);
+            break;
+        }
     });
     connect(m_engine, &EngineController::errorOccurred, this,
             [this](const QString &message) { statusBar()->showMessage(message, 10000); });
@@ -176,6 +211,7 @@ void MainWindow::openStore(const QString &url, const QString &queueUrl, StoreRea
     // The pages let go of the old session before it goes.
     for (Page *page : std::as_const(m_pages))
         page->setSession(nullptr);
+    m_health->setSession(nullptr);
     m_session = std::make_unique<StoreSession>(url, queueUrl, ifMissing, access);
     showAccess();
     const QString shown = m_session->displayName();
@@ -232,6 +268,7 @@ void MainWindow::openStore(const QString &url, const QString &queueUrl, StoreRea
     connect(m_session.get(), &StoreSession::storeChanged, this, &MainWindow::refreshCurrent);
     for (Page *page : std::as_const(m_pages))
         page->setSession(m_session.get());
+    m_health->setSession(m_session.get());
     updateTitle();
 }
 
@@ -523,16 +560,29 @@ void MainWindow::refreshCurrent()
     m_refreshTimer.start(page ? page->refreshIntervalMs(live) : Page::PollIntervalMs);
 }
 
+// Every worker on the store, headless ones too, then what this console's own does.
 void MainWindow::updateStatus()
 {
-    const auto counters = m_engine->counters();
-    QString text = tr("Worker: %1").arg(EngineController::describe(m_engine->state()));
-    if (m_engine->state() != EngineController::State::Stopped)
-        text += tr("  ·  applied %1  ·  duplicates %2  ·  in flight %3")
-                    .arg(counters.applied)
-                    .arg(counters.duplicates)
-                    .arg(counters.inFlight);
+    QString text;
+    if (m_session) {
+        const WorkerTally tally = m_health->tally();
+        text = m_health->readAtMs() == 0 && tally.total() == 0 ? tr("Workers: loading…") : tally.summary();
+    }
+    const auto state = m_engine->state();
+    if (state != EngineController::State::Stopped) {
+        const auto counters = m_engine->counters();
+        if (!text.isEmpty())
+            text += QStringLiteral("  ·  ");
+        text += tr("this console's: %1, applied %2, in flight %3")
+                    .arg(EngineController::describe(state).toLower(), formatCount(counters.applied),
+                         formatCount(counters.inFlight));
+    }
     m_workerLabel->setText(text);
+    QPalette palette = m_workerLabel->palette();
+    palette.setColor(QPalette::WindowText, m_session && m_health->tally().total() > 0
+                                               ? severityTextColor(m_health->tally().severity(), this->palette())
+                                               : this->palette().color(QPalette::WindowText));
+    m_workerLabel->setPalette(palette);
 }
 
 void MainWindow::showAbout()
@@ -547,7 +597,10 @@ void MainWindow::showAbout()
 void MainWindow::showSettings()
 {
     SettingsDialog dialog(this);
-    dialog.exec();
+    if (dialog.exec() == QDialog::Accepted) {
+        m_tray->applySettings();
+        m_health->refresh();
+    }
 }
 
 // Waiting for the engine's thread here would freeze the window for as long as its sends

@@ -17,9 +17,11 @@ class QTabWidget;
 namespace once::ui {
 
 class EngineController;
+class HealthMonitor;
 class Page;
 class SavedPasswords;
 class StoreSession;
+class TrayNotifier;
 
 // The console's window: a tab per page over one open store, a menu bar, a status bar,
 // and the engine running in the background. The current page refreshes on F5, when the
@@ -63,6 +65,8 @@ public:
     // The window was asked to close and waits for the engine to stop first.
     bool isClosingAfterEngine() const { return m_closeWhenStopped; }
     EngineController *engine() const { return m_engine; }
+    HealthMonitor *health() const { return m_health; }
+    TrayNotifier *tray() const { return m_tray; }
     QTabWidget *tabs() const { return m_tabs; }
     template<typename T> T *page() const
     {
@@ -112,6 +116,8 @@ private:
 
     EngineController *m_engine = nullptr;
     SavedPasswords *m_passwords = nullptr;
+    HealthMonitor *m_health = nullptr;
+    TrayNotifier *m_tray = nullptr;
     std::unique_ptr<StoreSession> m_session;
     QTabWidget *m_tabs = nullptr;
     QList<Page *> m_pages;

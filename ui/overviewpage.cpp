@@ -2,15 +2,19 @@
 
 #include "alertbanner.h"
 #include "enginecontroller.h"
+#include "healthmonitor.h"
 #include "humanunits.h"
 #include "metricchart.h"
 #include "settings.h"
 #include "storesession.h"
 #include "tile.h"
 
+#include "database.h"
+
 #include <QComboBox>
 #include <QDateTime>
 #include <QGridLayout>
+#include <QHash>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QStackedWidget>
@@ -26,44 +30,25 @@ constexpr qint64 MinuteMs = 60 * 1000;
 constexpr qint64 HourMs = 60 * MinuteMs;
 // An answer that has not come back by then is given up on, so the page never freezes.
 constexpr qint64 PendingTimeoutMs = 15000;
-// StoreReader asks Metrics for this many buckets over the window.
-constexpr qint64 ReaderBuckets = 120;
 // Above these error rates the tile turns amber, then red; a few percent is a normal partner.
 constexpr double ErrorRateWarning = 5.0;
 constexpr double ErrorRateAlert = 50.0;
 
-// The reader groups sends into buckets and leaves out those without sends; on a
-// throughput chart a quiet minute is a zero, not a line drawn straight across to the
-// next busy one. The bucket still running is scaled to the part of it that has elapsed,
-// so "now" does not always look like a drop; while too little of it has elapsed for a
-// steady rate, it is left out rather than drawn as a spike.
-QList<QPointF> ratePerMinute(const QList<QPointF> &points, qint64 fromMs, qint64 toMs, qint64 windowMs)
+// Sends per bucket as the chart draws them: whole buckets only, each the count the store
+// holds for it (a quiet bucket is a zero, not a line drawn across to the next busy one).
+// The bucket still running is left out until it ends: a count of a few seconds would
+// look like a drop, and scaled up to a rate it would be a guess.
+QList<QPointF> wholeBuckets(const QList<QPointF> &points, qint64 fromMs, qint64 toMs, qint64 bucketMs)
 {
-    const double width = double(std::max<qint64>(1000, windowMs / ReaderBuckets));
-    const double to = double(toMs);
-    // Bucket centres lie on a grid anchored at the reader's window start; any point gives its phase.
-    const double anchor = points.isEmpty() ? to - width / 2 : points.constFirst().x();
-    double x = anchor - std::floor((anchor - double(fromMs - qint64(width))) / width) * width;
+    QHash<qint64, double> counts;
+    for (const QPointF &point : points)
+        counts.insert(qint64(point.x()) / bucketMs, point.y());
     QList<QPointF> filled;
-    filled.reserve(ReaderBuckets + 4);
-    qsizetype next = 0;
-    const auto take = [&](const QPointF &point) {
-        const double elapsed = to - (point.x() - width / 2);
-        if (elapsed >= width)
-            filled << point;
-        else if (elapsed >= std::max(1000.0, width / 4))
-            filled << QPointF(to, point.y() * width / elapsed);
-    };
-    for (; x <= to; x += width) {
-        while (next < points.size() && points.at(next).x() < x - width / 2)
-            take(points.at(next++));
-        if (next < points.size() && std::abs(points.at(next).x() - x) <= width / 2)
-            take(points.at(next++));
-        else
-            filled << QPointF(x, 0);
+    for (qint64 bucket = fromMs / bucketMs; (bucket + 1) * bucketMs <= toMs; ++bucket) {
+        if (bucket * bucketMs < fromMs)
+            continue; // starts before the window: only part of it would be counted
+        filled << QPointF(double(bucket * bucketMs + bucketMs / 2), counts.value(bucket, 0.0));
     }
-    while (next < points.size())
-        take(points.at(next++));
     return filled;
 }
 
@@ -75,6 +60,25 @@ int tickCountFor(qint64 windowMs)
     return 7;
 }
 
+// Round buckets for each window, so a point reads as "sends in these 15 seconds".
+qint64 bucketMsFor(qint64 windowMs)
+{
+    if (windowMs <= 15 * MinuteMs)
+        return 15 * 1000;
+    if (windowMs <= HourMs)
+        return MinuteMs;
+    return 15 * MinuteMs;
+}
+
+QString perBucket(qint64 bucketMs)
+{
+    if (bucketMs < MinuteMs)
+        return OverviewPage::tr("per %1 s").arg(bucketMs / 1000);
+    if (bucketMs == MinuteMs)
+        return OverviewPage::tr("per minute");
+    return OverviewPage::tr("per %1 min").arg(bucketMs / MinuteMs);
+}
+
 Tile *makeTile(const QString &objectName, const QString &caption)
 {
     auto *tile = new Tile(caption);
@@ -84,8 +88,13 @@ Tile *makeTile(const QString &objectName, const QString &caption)
 
 } // namespace
 
-OverviewPage::OverviewPage(EngineController *engine, QWidget *parent) : Page(parent), m_engine(engine)
+OverviewPage::OverviewPage(EngineController *engine, HealthMonitor *health, QWidget *parent)
+    : Page(parent), m_engine(engine), m_health(health)
 {
+    if (!m_health) {
+        m_health = new HealthMonitor(engine, this);
+        m_ownsHealth = true;
+    }
     m_banner = new AlertBanner;
 
     auto *emptyState = new QLabel(tr("<h3>No store is open</h3>"
@@ -108,6 +117,8 @@ OverviewPage::OverviewPage(EngineController *engine, QWidget *parent) : Page(par
     m_ready = makeTile(QStringLiteral("readyTile"), tr("Ready"));
     m_inFlight = makeTile(QStringLiteral("inFlightTile"), tr("In flight"));
     m_delayed = makeTile(QStringLiteral("delayedTile"), tr("Delayed"));
+    m_delayed->setToolTip(tr("Messages waiting for their time: retries backing off after a failed send, and "
+                             "messages scheduled for later. Ready ones are not counted here."));
     m_dead = makeTile(QStringLiteral("deadLettersTile"), tr("Dead letters"));
     m_inDoubt = makeTile(QStringLiteral("inDoubtTile"), tr("In doubt"));
     m_oldest = makeTile(QStringLiteral("oldestReadyTile"), tr("Oldest ready message"));
@@ -148,8 +159,8 @@ OverviewPage::OverviewPage(EngineController *engine, QWidget *parent) : Page(par
 
     m_depthChart = new MetricChart(tr("Queue depth (ready messages)"));
     m_ageChart = new MetricChart(tr("Oldest ready message (s)"));
-    m_throughputChart = new MetricChart(tr("Throughput (applied / min)"), Severity::Good);
-    m_failuresChart = new MetricChart(tr("Failures (failed sends / min)"), Severity::Alert);
+    m_throughputChart = new MetricChart(tr("Applied sends"), Severity::Good);
+    m_failuresChart = new MetricChart(tr("Failed sends"), Severity::Alert);
     m_depthChart->setObjectName(QStringLiteral("depthChart"));
     m_ageChart->setObjectName(QStringLiteral("ageChart"));
     m_throughputChart->setObjectName(QStringLiteral("throughputChart"));
@@ -179,9 +190,12 @@ OverviewPage::OverviewPage(EngineController *engine, QWidget *parent) : Page(par
     layout->addWidget(m_banner);
     layout->addWidget(m_stack, 1);
 
-    if (m_engine)
-        connect(m_engine, &EngineController::stateChanged, this, &OverviewPage::updateAlerts);
+    connect(m_health, &HealthMonitor::changed, this, &OverviewPage::updateAlerts);
+    // A "next due in 4 s" is worked out from the clock each second, never left standing.
+    m_clock.setInterval(1000);
+    connect(&m_clock, &QTimer::timeout, this, &OverviewPage::showDelayedCaption);
     clearStats();
+    updateAlerts();
 }
 
 OverviewPage::~OverviewPage() = default;
@@ -195,6 +209,8 @@ void OverviewPage::setSession(StoreSession *session)
     m_session = session;
     m_pendingToken = 0;
     m_stats.reset();
+    if (m_ownsHealth)
+        m_health->setSession(session);
     clearStats();
     if (m_session) {
         m_sessionConnections << connect(m_session, &StoreSession::overviewLoaded, this, &OverviewPage::onOverviewLoaded)
@@ -221,6 +237,8 @@ void OverviewPage::refresh()
 {
     if (!m_session)
         return;
+    if (m_ownsHealth)
+        m_health->refresh();
     // A slow store must not pile up requests on the reader's thread.
     if (m_pendingToken != 0 && m_pendingSince.elapsed() < PendingTimeoutMs)
         return;
@@ -230,7 +248,7 @@ void OverviewPage::refresh()
 void OverviewPage::load()
 {
     m_pendingWindowMs = selectedWindowMs();
-    m_pendingToken = m_session->loadOverview(m_pendingWindowMs);
+    m_pendingToken = m_session->loadOverview(m_pendingWindowMs, bucketMsFor(m_pendingWindowMs));
     m_pendingSince.start();
 }
 
@@ -246,9 +264,9 @@ void OverviewPage::onOverviewLoaded(quint64 token, const DeliveryStats &stats, c
     m_pendingToken = 0;
     m_error->hide();
     m_stats = stats;
+    m_statsReadAtMs = nowMs();
     showStats(stats);
     showSeries(series, m_pendingWindowMs);
-    updateAlerts();
     m_updated->setText(tr("Updated %1").arg(QLocale().toString(QTime::currentTime(), QStringLiteral("HH:mm:ss"))));
 }
 
@@ -274,6 +292,7 @@ void OverviewPage::clearStats()
         tile->setSubCaption(QString());
     }
     m_updated->setText(m_session ? tr("Loading…") : QString());
+    m_clock.stop();
     m_error->hide();
     m_queueUnavailable->hide();
     for (Tile *tile : {m_inFlight, m_oldest})
@@ -302,8 +321,7 @@ void OverviewPage::showStats(const DeliveryStats &stats)
         m_inFlight->setSubCaption(tr("not reported by the broker"));
     }
     m_delayed->setValue(formatCount(stats.queue.delayed));
-    m_delayed->setSubCaption(stats.retrying == 1 ? tr("1 event between retries")
-                                                 : tr("%1 events between retries").arg(formatCount(stats.retrying)));
+    showDelayedCaption();
     m_dead->setValue(formatCount(stats.queue.dead), stats.queue.dead > 0 ? Severity::Warning : Severity::Normal);
     m_dead->setSubCaption(stats.queue.dead > 0 ? tr("an operator may redrive them") : tr("none"));
     m_inDoubt->setValue(formatCount(stats.inDoubt), stats.inDoubt > 0 ? Severity::Warning : Severity::Normal);
@@ -398,39 +416,59 @@ void OverviewPage::showSeries(const MetricSeries &series, qint64 windowMs)
     m_ageChart->setTitle(ageTitle);
     m_ageChart->setPoints(ages, from, to);
 
-    m_throughputChart->setPoints(ratePerMinute(series.appliedPerMin, from, to, windowMs), from, to);
-    m_failuresChart->setPoints(ratePerMinute(series.failedPerMin, from, to, windowMs), from, to);
+    const qint64 bucketMs = series.bucketMs;
+    m_throughputChart->setTitle(tr("Applied sends %1").arg(perBucket(bucketMs)));
+    m_failuresChart->setTitle(tr("Failed sends %1").arg(perBucket(bucketMs)));
+    m_throughputChart->setPoints(wholeBuckets(series.appliedPerBucket, from, to, bucketMs), from, to);
+    m_failuresChart->setPoints(wholeBuckets(series.failedPerBucket, from, to, bucketMs), from, to);
+}
+
+// What the Delayed tile counts: messages in the queue waiting for their time, a retry's
+// backoff or a later schedule; the caption splits the same number where the queue can
+// tell, and says when the first is due, from the clock, so it never outlives its moment.
+void OverviewPage::showDelayedCaption()
+{
+    if (!m_stats) {
+        m_clock.stop();
+        return;
+    }
+    const QueueCounts &queue = m_stats->queue;
+    QString caption;
+    bool counting = false;
+    if (queue.delayed == 0) {
+        caption = tr("nothing waiting for later");
+    } else {
+        if (queue.delayedRetries) {
+            const qint64 retries = *queue.delayedRetries;
+            const qint64 later = queue.delayed - retries;
+            QStringList parts;
+            if (retries > 0)
+                parts << tr("%1 retrying").arg(formatCount(retries));
+            if (later > 0)
+                parts << tr("%1 later").arg(formatCount(later));
+            caption = parts.join(QStringLiteral(", "));
+        } else {
+            caption = tr("retrying or due later");
+        }
+        if (queue.nextDelayedInMs) {
+            const qint64 dueInMs = m_statsReadAtMs + *queue.nextDelayedInMs - nowMs();
+            caption += dueInMs > 500 ? tr(" · next in %1").arg(formatDuration(std::max<qint64>(1000, dueInMs)))
+                                     : tr(" · next due now");
+            counting = dueInMs > 500;
+        }
+    }
+    m_delayed->setSubCaption(caption);
+    if (counting && !m_clock.isActive())
+        m_clock.start();
+    else if (!counting)
+        m_clock.stop();
 }
 
 void OverviewPage::updateAlerts()
 {
     QList<AlertBanner::Alert> alerts;
-    if (m_engine && m_engine->state() == EngineController::State::BreakerOpen)
-        alerts << AlertBanner::Alert{Severity::Alert,
-                                     tr("The circuit breaker is open: the partner failed several times in a row. "
-                                        "The worker holds back and probes it after a cooldown.")};
-    if (m_stats) {
-        const Settings settings;
-        const qint64 oldestLimitMs = qint64(settings.oldestAgeAlertSeconds()) * 1000;
-        if (const auto age = m_stats->queue.oldestReadyAgeMs; age && *age > oldestLimitMs)
-            alerts << AlertBanner::Alert{Severity::Alert,
-                                         tr("The oldest ready message has waited %1 (alert above %2): workers are "
-                                            "not keeping up, or none is running.")
-                                             .arg(formatDuration(*age), formatDuration(oldestLimitMs))};
-        // Core keeps no per-event failure count over time; many failed sends with nothing
-        // applied is the same story told by the totals: the partner is refusing everything.
-        if (m_stats->failedSendsLast5Min >= settings.partnerFailingAlertSends() && m_stats->appliedLast5Min == 0)
-            alerts << AlertBanner::Alert{Severity::Alert,
-                                         tr("The partner keeps failing: %1 failed sends and nothing applied in the "
-                                            "last 5 minutes.")
-                                             .arg(formatCount(m_stats->failedSendsLast5Min))};
-        if (m_stats->inDoubt > 0)
-            alerts << AlertBanner::Alert{Severity::Warning,
-                                         m_stats->inDoubt == 1
-                                             ? tr("1 event in doubt needs an operator (see the In doubt page).")
-                                             : tr("%1 events in doubt need an operator (see the In doubt page).")
-                                                   .arg(formatCount(m_stats->inDoubt))};
-    }
+    for (const HealthAlert &alert : m_health->alerts())
+        alerts << AlertBanner::Alert{alert.severity, alert.text};
     m_banner->setAlerts(alerts);
 }
 

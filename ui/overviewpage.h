@@ -5,6 +5,7 @@
 #include "page.h"
 
 #include <QElapsedTimer>
+#include <QTimer>
 
 #include <optional>
 
@@ -16,6 +17,7 @@ namespace once::ui {
 
 class AlertBanner;
 class EngineController;
+class HealthMonitor;
 class MetricChart;
 class Tile;
 
@@ -28,7 +30,9 @@ class OverviewPage final : public Page
     Q_OBJECT
 
 public:
-    explicit OverviewPage(EngineController *engine, QWidget *parent = nullptr);
+    // health: the window's watch over the store, whose alerts the banner shows; without
+    // one the page keeps its own.
+    explicit OverviewPage(EngineController *engine, HealthMonitor *health = nullptr, QWidget *parent = nullptr);
     ~OverviewPage() override;
 
     QString title() const override { return tr("Overview"); }
@@ -47,10 +51,15 @@ private:
     void clearStats();
     void showQueuePlace();
     void updateAlerts();
+    void showDelayedCaption();
     qint64 selectedWindowMs() const;
 
     StoreSession *m_session = nullptr;
     EngineController *m_engine = nullptr;
+    HealthMonitor *m_health = nullptr;
+    bool m_ownsHealth = false;
+    QTimer m_clock;
+    qint64 m_statsReadAtMs = 0;
     QList<QMetaObject::Connection> m_sessionConnections;
     quint64 m_pendingToken = 0;
     qint64 m_pendingWindowMs = 0;

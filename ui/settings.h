@@ -30,6 +30,16 @@ public:
     // minutes, with none applied. (Stored under its first name, so a saved value stays.)
     int partnerFailingAlertSends() const { return m_settings.value(QStringLiteral("alerts/failingEventSends"), 3).toInt(); }
     void setPartnerFailingAlertSends(int sends) { m_settings.setValue(QStringLiteral("alerts/failingEventSends"), sends); }
+    // How long every send may fail before the banner (and the tray) calls the partner down:
+    // about a minute tells an outage from a blip; the circuit breaker's warning comes sooner.
+    int partnerDownAlertSeconds() const { return m_settings.value(QStringLiteral("alerts/partnerDownSeconds"), 60).toInt(); }
+    void setPartnerDownAlertSeconds(int seconds) { m_settings.setValue(QStringLiteral("alerts/partnerDownSeconds"), seconds); }
+    // The console's icon in the system tray, which raises desktop notifications.
+    bool showInTray() const { return m_settings.value(QStringLiteral("tray/show"), true).toBool(); }
+    void setShowInTray(bool show) { m_settings.setValue(QStringLiteral("tray/show"), show); }
+    // Desktop notifications of one kind (TrayNotifier::Kind's names); byDefault where unset.
+    bool notifies(const QString &kind, bool byDefault) const { return m_settings.value(QStringLiteral("notify/") + kind, byDefault).toBool(); }
+    void setNotifies(const QString &kind, bool on) { m_settings.setValue(QStringLiteral("notify/") + kind, on); }
     // How long the partner keeps idempotency keys (Stripe: 24 h).
     int idempotencyWindowHours() const { return m_settings.value(QStringLiteral("partner/idempotencyWindowHours"), 24).toInt(); }
     void setIdempotencyWindowHours(int hours) { m_settings.setValue(QStringLiteral("partner/idempotencyWindowHours"), hours); }

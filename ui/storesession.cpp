@@ -43,6 +43,7 @@ StoreSession::StoreSession(const QString &storeUrl, const QString &queueUrl, Sto
     connect(m_reader, &StoreReader::auditLoaded, this, &StoreSession::auditLoaded);
     connect(m_reader, &StoreReader::workersLoaded, this, &StoreSession::workersLoaded);
     connect(m_reader, &StoreReader::readinessLoaded, this, &StoreSession::readinessLoaded);
+    connect(m_reader, &StoreReader::healthLoaded, this, &StoreSession::healthLoaded);
     connect(m_reader, &StoreReader::storeChanged, this, &StoreSession::storeChanged);
     connect(m_reader, &StoreReader::redriveProgress, this, &StoreSession::redriveProgress);
     connect(m_reader, &StoreReader::redriveFinished, this, [this](quint64 token, int moved, bool cancelled,
@@ -67,11 +68,19 @@ StoreSession::~StoreSession()
     m_thread.wait();
 }
 
-quint64 StoreSession::loadOverview(qint64 windowMs)
+quint64 StoreSession::loadOverview(qint64 windowMs, qint64 bucketMs)
 {
     const quint64 token = nextToken();
-    QMetaObject::invokeMethod(m_reader, [reader = m_reader, token, windowMs] { reader->loadOverview(token, windowMs); },
-                              Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        m_reader, [reader = m_reader, token, windowMs, bucketMs] { reader->loadOverview(token, windowMs, bucketMs); },
+        Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::loadHealth()
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(m_reader, [reader = m_reader, token] { reader->loadHealth(token); }, Qt::QueuedConnection);
     return token;
 }
 

@@ -56,7 +56,8 @@ public:
     // with a broker's queue, whose changes the store does not hear of.
     bool hasLiveUpdates() const { return m_liveUpdates; }
 
-    quint64 loadOverview(qint64 windowMs);
+    quint64 loadOverview(qint64 windowMs, qint64 bucketMs = 60000);
+    quint64 loadHealth();
     quint64 loadEvents(const once::EventFilter &filter);
     quint64 countEvents(const once::EventFilter &filter);
     quint64 loadHistory(const QString &keyOrEventId);
@@ -86,6 +87,7 @@ signals:
     void auditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
     void workersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);
     void readinessLoaded(quint64 token, const QList<once::WorkerRecord> &workers, const once::PartnerActivity &partner);
+    void healthLoaded(quint64 token, const once::DeliveryStats &stats, const QList<once::WorkerRecord> &workers);
     void redriveProgress(quint64 token, int moved, int total);
     void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
     void operationFinished(quint64 token, bool ok, const QString &message);

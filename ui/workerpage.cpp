@@ -1,5 +1,6 @@
 #include "workerpage.h"
 
+#include "health.h"
 #include "humanunits.h"
 #include "readonlycontrols.h"
 #include "settings.h"
@@ -172,6 +173,9 @@ WorkerPage::WorkerPage(EngineController *engine, QWidget *parent) : Page(parent)
     formColumn->addWidget(settingsBox);
     formColumn->addLayout(buttons);
     auto *stateColumn = new QVBoxLayout;
+    auto *ownCaption = new QLabel(tr("This console's worker:"));
+    ownCaption->setForegroundRole(QPalette::PlaceholderText);
+    stateColumn->addWidget(ownCaption);
     stateColumn->addWidget(m_status);
     stateColumn->addWidget(m_hint);
     stateColumn->addWidget(m_engineError);
@@ -184,10 +188,12 @@ WorkerPage::WorkerPage(EngineController *engine, QWidget *parent) : Page(parent)
     auto *workersBox = new QGroupBox(tr("Workers on this store"));
     workersBox->setObjectName(QStringLiteral("workersBox"));
     auto *workersLayout = new QVBoxLayout(workersBox);
-    workersLayout->addWidget(m_workersSummary);
     workersLayout->addWidget(m_workersStack, 1);
 
+    // Every worker on the store first: what delivers is not only this console's.
     auto *layout = new QVBoxLayout(this);
+    layout->addWidget(m_workersSummary);
+    layout->addWidget(m_workersDetail);
     layout->addLayout(top);
     layout->addSpacing(4);
     layout->addWidget(m_countersCaption);
@@ -267,7 +273,8 @@ void WorkerPage::buildWorkersTable()
                                       QFontMetrics(bold).horizontalAdvance(QStringLiteral("console-demo@hostname")) + 16);
         m_workersView->setColumnWidth(WorkersModel::Host, text(QStringLiteral("hostname")));
         m_workersView->setColumnWidth(WorkersModel::Pid, std::max(label(WorkersModel::Pid), text(QStringLiteral("4194304"))));
-        m_workersView->setColumnWidth(WorkersModel::Status, text(QStringLiteral("stopped")) + 20 + 12); // icon, indicator
+        m_workersView->setColumnWidth(WorkersModel::Status,
+                                      text(QStringLiteral("holding back")) + 20 + 12); // icon, indicator
         m_workersView->setColumnWidth(WorkersModel::Started, text(QStringLiteral("0000-00-00 00:00:00")));
         for (const int column : {WorkersModel::Heartbeat, WorkersModel::Applied, WorkersModel::Duplicates,
                                  WorkersModel::Retries, WorkersModel::DeadLettered, WorkersModel::InFlight})
@@ -291,6 +298,14 @@ void WorkerPage::buildWorkersTable()
     m_workersSummary->setObjectName(QStringLiteral("workersSummary"));
     m_workersSummary->setWordWrap(true);
     m_workersSummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    QFont summaryFont = m_workersSummary->font();
+    summaryFont.setPointSizeF(summaryFont.pointSizeF() * 1.25);
+    summaryFont.setBold(true);
+    m_workersSummary->setFont(summaryFont);
+    m_workersDetail = new QLabel;
+    m_workersDetail->setObjectName(QStringLiteral("workersSummaryDetail"));
+    m_workersDetail->setWordWrap(true);
+    m_workersDetail->setTextInteractionFlags(Qt::TextSelectableByMouse);
     updateWorkersSummary();
 }
 
@@ -348,45 +363,36 @@ void WorkerPage::onWorkersLoaded(quint64 token, const QList<WorkerRecord> &worke
 
 void WorkerPage::updateWorkersSummary()
 {
-    const int total = m_workersModel->rowCount();
-    int running = 0, paused = 0, gone = 0, stopped = 0;
-    for (int row = 0; row < total; ++row) {
-        const QString status = m_workersModel->status(row);
-        if (status == QLatin1String("running"))
-            ++running;
-        else if (status == QLatin1String("paused"))
-            ++paused;
-        else if (status == QLatin1String("gone"))
-            ++gone;
-        else
-            ++stopped;
-    }
-    QStringList parts;
-    if (running)
-        parts << tr("%1 running").arg(formatCount(running));
-    if (paused)
-        parts << tr("%1 paused").arg(formatCount(paused));
-    if (gone)
-        parts << tr("%1 gone").arg(formatCount(gone));
-    if (stopped)
-        parts << tr("%1 stopped").arg(formatCount(stopped));
+    const WorkerTally tally = WorkerTally::of(m_workersModel->rows(), m_workersModel->nowMs());
     QString text;
+    QStringList details;
     Severity severity = Severity::Normal;
     if (!m_workersError.isEmpty()) {
         text = tr("Cannot load the workers: %1").arg(m_workersError);
         severity = Severity::Alert;
-    } else if (total > 0) {
-        text = formatQuantity(total, tr("worker"), tr("workers")) + QStringLiteral(": ")
-               + parts.join(QStringLiteral(" · "));
-        if (gone > 0) {
-            text += tr(". A gone worker stopped sending heartbeats without saying it stopped; the messages it had "
-                       "leased return to the queue when their leases expire.");
-            severity = Severity::Warning;
-        }
+    } else if (tally.total() > 0) {
+        text = tally.summary();
+        severity = tally.severity();
+        if (tally.holdingBack == 1)
+            details << tr("Holding back: the partner failed several times in a row; the worker probes it and "
+                          "resumes by itself.");
+        else if (tally.holdingBack > 1)
+            details << tr("Holding back: the partner failed several times in a row; the workers probe it and "
+                          "resume by themselves.");
+        if (tally.gone > 0)
+            details << tr("A gone worker stopped sending heartbeats without saying it stopped; the messages it had "
+                          "leased return to the queue when their leases expire.");
+        if (tally.live() == 0)
+            details << tr("None delivers now.");
+    } else if (m_session && m_workersLoaded) {
+        text = tr("No worker has run on this store yet.");
+        severity = Severity::Warning;
     }
     m_workersSummary->setText(text);
     m_workersSummary->setVisible(!text.isEmpty());
     setTextColour(m_workersSummary, severityTextColor(severity, palette()));
+    m_workersDetail->setText(details.join(QLatin1Char(' ')));
+    m_workersDetail->setVisible(!details.isEmpty());
 
     if (!m_session)
         m_workersEmpty->setText(tr("Open a store to see the workers on it."));
@@ -396,7 +402,7 @@ void WorkerPage::updateWorkersSummary()
         m_workersEmpty->setText(tr("<p>No worker has run on this store yet.</p><p>Workers register when they "
                                    "start: <tt>once worker --partner URL</tt> on any machine that reaches the "
                                    "store, or Start above.</p>"));
-    m_workersStack->setCurrentWidget(total > 0 ? static_cast<QWidget *>(m_workersView) : m_workersEmpty);
+    m_workersStack->setCurrentWidget(tally.total() > 0 ? static_cast<QWidget *>(m_workersView) : m_workersEmpty);
 }
 
 void WorkerPage::changeEvent(QEvent *event)

@@ -94,7 +94,8 @@ private:
     QTableView *m_workersView = nullptr;
     QStackedWidget *m_workersStack = nullptr;
     QLabel *m_workersEmpty = nullptr;
-    QLabel *m_workersSummary = nullptr;
+    QLabel *m_workersSummary = nullptr;       // every worker on the store, counted
+    QLabel *m_workersDetail = nullptr;        // what the counts mean for deliveries
 };
 
 } // namespace once::ui

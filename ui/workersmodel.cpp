@@ -28,7 +28,9 @@ bool sameWorker(const WorkerRecord &a, const WorkerRecord &b)
            a.concurrency == b.concurrency && a.state == b.state && a.startedAtMs == b.startedAtMs &&
            a.heartbeatAtMs == b.heartbeatAtMs && a.stoppedAtMs == b.stoppedAtMs && a.applied == b.applied &&
            a.duplicates == b.duplicates && a.retries == b.retries && a.deadLettered == b.deadLettered &&
-           a.held == b.held && a.inFlight == b.inFlight;
+           a.held == b.held && a.inFlight == b.inFlight && a.breaker == b.breaker && a.failures == b.failures &&
+           a.consecutiveFailures == b.consecutiveFailures && a.failingSinceMs == b.failingSinceMs &&
+           a.lastFailureAtMs == b.lastFailureAtMs && a.lastErrorClass == b.lastErrorClass;
 }
 
 Severity severityOf(const QString &status)
@@ -56,10 +58,11 @@ int statusRank(const QString &status)
 
 // A dot in the status's colour; for a gone worker, a warning triangle, which reads as
 // "look here" even to someone who does not tell red from green.
-QIcon statusIcon(const QString &status, const QPalette &palette)
+QIcon statusIcon(const QString &status, const QPalette &palette, bool holdingBack)
 {
     static QHash<QString, QIcon> cache;
     const QColor colour = status == Stopped ? palette.color(QPalette::Disabled, QPalette::Text)
+                          : holdingBack     ? severityTextColor(Severity::Alert, palette)
                                             : severityTextColor(severityOf(status), palette);
     const QString key = status + colour.name();
     if (const auto it = cache.constFind(key); it != cache.cend())
@@ -172,7 +175,7 @@ QVariant WorkersModel::data(const QModelIndex &index, int role) const
         case Pid:
             return QString::number(worker.pid);
         case Status:
-            return status;
+            return worker.isHoldingBack(m_nowMs) ? tr("holding back") : status;
         case Started:
             return formatLocalTime(worker.startedAtMs);
         case Heartbeat:
@@ -195,10 +198,12 @@ QVariant WorkersModel::data(const QModelIndex &index, int role) const
         return {};
     case Qt::DecorationRole:
         if (column == Status)
-            return statusIcon(status, QGuiApplication::palette());
+            return statusIcon(status, QGuiApplication::palette(), worker.isHoldingBack(m_nowMs));
         return {};
     case Qt::ForegroundRole: {
         const QPalette palette = QGuiApplication::palette();
+        if (column == Status && worker.isHoldingBack(m_nowMs))
+            return severityTextColor(Severity::Alert, palette);
         if (column == Status && status != Stopped)
             return severityTextColor(severityOf(status), palette);
         // A worker that is no longer there: its row is history, greyed.
@@ -232,6 +237,11 @@ QVariant WorkersModel::data(const QModelIndex &index, int role) const
                     .arg(WorkerRegistry::HeartbeatIntervalMs / 1000);
             if (status == Stopped)
                 return tr("Stopped at %1").arg(formatLocalTime(worker.stoppedAtMs));
+            if (worker.isHoldingBack(m_nowMs))
+                return tr("Holding back: its circuit breaker is %1 after %2 failed sends in a row (last %3), "
+                          "failing since %4; it probes the partner and resumes by itself")
+                    .arg(worker.breaker, formatCount(worker.consecutiveFailures), worker.lastErrorClass,
+                         formatLocalTime(worker.failingSinceMs));
             if (status == Paused)
                 return tr("Paused: takes no new messages; sends in flight finish");
             return tr("Delivering; heartbeat every %1 s").arg(WorkerRegistry::HeartbeatIntervalMs / 1000);
