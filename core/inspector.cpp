@@ -432,7 +432,12 @@ std::optional<QList<Attempt>> Inspector::attempts(const QByteArray &sendKey, QSt
 {
     auto &query = m_db.prepared(QStringLiteral(
         "SELECT send_key, event_id, message_id, delivery, worker_id, at, step, outcome, http_status, latency_ms, "
-        "error_class, error, provider_request_id, audit_id FROM attempts WHERE send_key = ? ORDER BY id"));
+        "error_class, error, provider_request_id, audit_id FROM attempts WHERE send_key = ? "
+        // In the order things happened, not the order they were written: a send's row is
+        // written with its outcome, after rows of what went on meanwhile, but is dated when
+        // the request left. At one millisecond, a claim comes before its send, and a send
+        // before what followed from it.
+        "ORDER BY at, CASE step WHEN 'claim' THEN 0 WHEN 'send' THEN 1 ELSE 2 END, id"));
     query.addBindValue(QString::fromLatin1(sendKey));
     if (!m_db.exec(query, error))
         return std::nullopt;

@@ -2,22 +2,33 @@
 // the real `once` CLI and worker built, with the in-process partner simulator counting
 // what the partner really did. What the window says is checked against those counts.
 #include "deliveryharness.h"
+#include "attemptsmodel.h"
 #include "eventsmodel.h"
 #include "eventspage.h"
+#include "mainwindow.h"
 #include "partnersimulator.h"
+#include "reminder.h"
+#include "settings.h"
 #include "storesession.h"
 #include "teststores.h"
 
+#include <QAction>
 #include <QComboBox>
+#include <QHeaderView>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
 #include <QLoggingCategory>
 #include <QPushButton>
+#include <QSettings>
 #include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
+
+#include <ctime>
 
 using namespace once;
 using namespace once::ui;
@@ -35,6 +46,8 @@ private slots:
     void verdictCountsThePartnersCalls();
     void searchFindsWhatWaitsInTheQueue();
     void prefixAndBodySearch();
+    void historyInCausalOrderWithInvestigatorsColumnsInView();
+    void timesShowTheirZone();
 
 private:
     QString partnerUrl() const { return QStringLiteral("http://127.0.0.1:%1/reminders").arg(m_partner->port()); }
@@ -57,6 +70,11 @@ void TestUiSupport::initTestCase()
     m_onceBin = qEnvironmentVariable("ONCE_BIN");
     QVERIFY2(QFile::exists(m_onceBin), "ONCE_BIN must name the built once binary (ctest sets it)");
     QLoggingCategory::setFilterRules(QStringLiteral("once.core.partnersim.debug=false"));
+    QStandardPaths::setTestModeEnabled(true);
+    QSettings().clear();
+    // A zone away from UTC, so that local and UTC times differ on any machine.
+    qputenv("TZ", "America/New_York");
+    tzset();
 }
 
 void TestUiSupport::init()
@@ -308,6 +326,92 @@ void TestUiSupport::prefixAndBodySearch()
     auto *body = page.findChild<QLabel *>(QStringLiteral("factBody"));
     QVERIFY(body);
     QTRY_COMPARE_WITH_TIMEOUT(body->text(), QStringLiteral("Order ORD-4711 ships tomorrow"), 10000);
+}
+
+void TestUiSupport::historyInCausalOrderWithInvestigatorsColumnsInView()
+{
+    // The same reminder twice while the partner is slow: the second delivery is handled
+    // while the first one's send is still out, so its rows are written before the send's.
+    m_partner->setProfile(PartnerProfile{.latencyMs = 1500});
+    const QJsonObject twice = reminder(QStringLiteral("frank"), QStringLiteral("r1"), QStringLiteral("Hello"));
+    enqueue(QStringLiteral("twice"), {twice, twice});
+    const auto worker = m_once->run({QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl(), QStringLiteral("--until-idle")},
+                                    {}, WorkerTimeoutMs);
+    QVERIFY2(worker.exitedWith(0), worker.describe().constData());
+    QCOMPARE(m_partner->stats().effects, 1);
+
+    StoreSession session(m_once->storeUrl());
+    EventsPage page;
+    page.resize(1280, 800);
+    page.setSession(&session);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    QVERIFY(searchFor(page, QStringLiteral("frank")));
+    QTRY_COMPARE_WITH_TIMEOUT(page.eventsModel()->rowCount(), 1, 10000);
+    page.showStory(page.eventsModel()->event(0).sendKey);
+    QTRY_VERIFY_WITH_TIMEOUT(page.storyLoaded(), 10000);
+    const QList<Attempt> history = page.attemptsModel()->attempts();
+    QStringList rows;
+    for (const Attempt &a : history)
+        rows << QStringLiteral("%1 %2 %3 delivery %4").arg(formatTime(a.atMs), a.step, a.outcome).arg(a.delivery);
+    qsizetype sendRow = -1;
+    for (qsizetype i = 0; i < history.size(); ++i) {
+        if (i > 0)
+            QVERIFY2(history.at(i - 1).atMs <= history.at(i).atMs, qPrintable(rows.join(u'\n')));
+        if (history.at(i).step == QLatin1String("send"))
+            sendRow = i;
+    }
+    // The second delivery came back while the send was out: listed after it.
+    QVERIFY2(sendRow >= 0 && sendRow < history.size() - 1, qPrintable(rows.join(u'\n')));
+
+    // Sends and duplicates are in view at 1280 px, without scrolling.
+    QTableView *table = page.eventsView();
+    for (const int column : {int(EventsModel::State), int(EventsModel::User), int(EventsModel::Reminder),
+                             int(EventsModel::Sends), int(EventsModel::Duplicates)}) {
+        const int visual = table->horizontalHeader()->visualIndex(column);
+        const int right = table->horizontalHeader()->sectionViewportPosition(column)
+                        + table->horizontalHeader()->sectionSize(column);
+        QVERIFY2(visual >= 0 && right <= table->viewport()->width(),
+                 qPrintable(QStringLiteral("column %1 ends at %2 px of %3").arg(column).arg(right).arg(table->viewport()->width())));
+    }
+}
+
+void TestUiSupport::timesShowTheirZone()
+{
+    enqueue(QStringLiteral("zoned"), {reminder(QStringLiteral("gina"), QStringLiteral("r1"), QStringLiteral("Hi"))});
+    MainWindow window;
+    window.openStore(m_once->storeUrl(), {}, StoreReader::IfMissing::Refuse);
+    window.resize(1280, 820);
+    window.show();
+    auto *events = window.findChild<EventsPage *>();
+    QVERIFY(events);
+    events->showStory(makeSendKey(QStringLiteral("gina"), QStringLiteral("r1"), QStringLiteral("2026-12-01T09:00:00Z")));
+    auto *scheduled = events->findChild<QLabel *>(QStringLiteral("factScheduled"));
+    QVERIFY(scheduled);
+    // 09:00 UTC is 04:00 in New York: said with its zone, beside a key ending 09:00:00Z.
+    QTRY_COMPARE_WITH_TIMEOUT(scheduled->text(), QStringLiteral("2026-12-01 04:00:00 EST"), 10000);
+    const auto header = [&] {
+        return events->eventsModel()->headerData(EventsModel::ScheduledAt, Qt::Horizontal).toString();
+    };
+    QCOMPARE(header(), QStringLiteral("Scheduled at (local, UTC-05:00)"));
+    QVERIFY(events->eventsModel()->data(events->eventsModel()->index(0, EventsModel::ScheduledAt)).toString().endsWith(
+        QLatin1String("04:00:00")));
+
+    auto *utc = window.findChild<QAction *>(QStringLiteral("timesInUtc"));
+    QVERIFY(utc && utc->isCheckable() && !utc->isChecked());
+    utc->trigger();
+    QCOMPARE(scheduled->text(), QStringLiteral("2026-12-01 09:00:00 UTC"));
+    QCOMPARE(header(), QStringLiteral("Scheduled at (UTC)"));
+    QVERIFY(events->eventsModel()->data(events->eventsModel()->index(0, EventsModel::ScheduledAt)).toString().endsWith(
+        QLatin1String("09:00:00")));
+    QVERIFY(events->attemptsModel()->headerData(AttemptsModel::Time, Qt::Horizontal).toString().endsWith(QLatin1String("(UTC)")));
+    {
+        // Remembered: the next window starts in UTC.
+        MainWindow next;
+        QVERIFY(next.findChild<QAction *>(QStringLiteral("timesInUtc"))->isChecked());
+        next.findChild<QAction *>(QStringLiteral("timesInUtc"))->trigger();
+    }
+    QVERIFY(!Settings().timesInUtc());
 }
 
 QTEST_MAIN(TestUiSupport)

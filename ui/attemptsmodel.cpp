@@ -1,6 +1,7 @@
 #include "attemptsmodel.h"
 
 #include "eventstory.h"
+#include "displaytime.h"
 #include "humanunits.h"
 #include "inspector.h"
 
@@ -41,7 +42,14 @@ QString errorText(const Attempt &a)
 
 } // namespace
 
-AttemptsModel::AttemptsModel(QObject *parent) : QAbstractTableModel(parent) {}
+AttemptsModel::AttemptsModel(QObject *parent) : QAbstractTableModel(parent)
+{
+    connect(&DisplayTime::instance(), &DisplayTime::changed, this, [this] {
+        emit headerDataChanged(Qt::Horizontal, 0, Count - 1);
+        if (rowCount() > 0)
+            emit dataChanged(index(0, 0), index(rowCount() - 1, Count - 1), {Qt::DisplayRole});
+    });
+}
 
 AttemptsModel::~AttemptsModel() = default;
 
@@ -110,7 +118,7 @@ QVariant AttemptsModel::data(const QModelIndex &index, int role) const
     }
     if (role == Qt::DisplayRole) {
         switch (column) {
-        case Time: return formatLocalTime(a.atMs, true);
+        case Time: return formatDisplayTime(a.atMs, true);
         case Summary: return attemptSummary(a);
         case Step: return a.step;
         case Outcome: return a.outcome;
@@ -156,7 +164,7 @@ QVariant AttemptsModel::headerData(int section, Qt::Orientation orientation, int
     if (orientation != Qt::Horizontal || section < 0 || section >= Count || role != Qt::DisplayRole)
         return QAbstractTableModel::headerData(section, orientation, role);
     switch (Column(section)) {
-    case Time: return tr("Time");
+    case Time: return tr("Time (%1)").arg(DisplayTime::instance().zoneLabel());
     case Summary: return tr("What happened");
     case Step: return tr("Step");
     case Outcome: return tr("Outcome");

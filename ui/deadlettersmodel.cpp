@@ -88,11 +88,11 @@ QVariant DeadLettersModel::data(const QModelIndex &index, int role) const
         case Redrives:
             return QLocale().toString(letter.redriveCount);
         case FirstAttempt:
-            return formatLocalTime(letter.firstAttemptAtMs);
+            return formatDisplayTime(letter.firstAttemptAtMs);
         case LastAttempt:
-            return formatLocalTime(letter.lastAttemptAtMs);
+            return formatDisplayTime(letter.lastAttemptAtMs);
         case DeadAt:
-            return formatLocalTime(letter.deadAtMs);
+            return formatDisplayTime(letter.deadAtMs);
         case SendKey:
             // An invalid message never had a key: say so rather than show a blank.
             return letter.sendKey.isEmpty() ? tr("(none)") : QString::fromLatin1(letter.sendKey);

@@ -618,7 +618,7 @@ void DeadLettersPage::updateDetails()
                       letter.id.toHtmlEscaped());
     lines << tr("Attempts: %1 · deliveries by the queue: %2 · redriven before: %3 · queued %4")
                  .arg(locale.toString(letter.attempts), locale.toString(letter.receiveCount),
-                      locale.toString(letter.redriveCount), formatLocalTime(letter.enqueuedAtMs));
+                      locale.toString(letter.redriveCount), formatDisplayTime(letter.enqueuedAtMs));
     m_detailsHeader->setText(lines.join(QStringLiteral("<br>")));
     m_details->setPlainText(prettyPayload(letter.payload));
 }

@@ -1,6 +1,7 @@
 #include "eventsmodel.h"
 
 #include "eventstory.h"
+#include "displaytime.h"
 #include "humanunits.h"
 #include "storesession.h"
 
@@ -45,6 +46,11 @@ QString lastErrorText(const EventRow &row)
 EventsModel::EventsModel(QObject *parent) : QAbstractTableModel(parent)
 {
     m_filter.limit = PageSize;
+    connect(&DisplayTime::instance(), &DisplayTime::changed, this, [this] {
+        emit headerDataChanged(Qt::Horizontal, 0, Count - 1);
+        if (rowCount() > 0)
+            emit dataChanged(index(0, 0), index(rowCount() - 1, Count - 1), {Qt::DisplayRole});
+    });
 }
 
 EventsModel::~EventsModel() = default;
@@ -401,7 +407,7 @@ QVariant EventsModel::data(const QModelIndex &index, int role) const
         case State: return row.state;
         case User: return row.userId;
         case Reminder: return row.reminderId;
-        case ScheduledAt: return formatLocalTime(row.scheduledAtMs);
+        case ScheduledAt: return formatDisplayTime(row.scheduledAtMs);
         case Destination: return row.destination;
         case Channel: return row.channel;
         case Sends: return row.sends;
@@ -451,11 +457,11 @@ QVariant EventsModel::headerData(int section, Qt::Orientation orientation, int r
         case State: return tr("State");
         case User: return tr("User");
         case Reminder: return tr("Reminder");
-        case ScheduledAt: return tr("Scheduled at");
+        case ScheduledAt: return tr("Scheduled at (%1)").arg(DisplayTime::instance().zoneLabel());
         case Destination: return tr("Destination");
         case Channel: return tr("Channel");
         case Sends: return tr("Sends");
-        case Duplicates: return tr("Duplicates suppressed");
+        case Duplicates: return tr("Duplicates");
         case LastError: return tr("Last error");
         case SendKey: return tr("Send key");
         case EventId: return tr("Event id");
@@ -463,7 +469,7 @@ QVariant EventsModel::headerData(int section, Qt::Orientation orientation, int r
         }
     } else if (role == Qt::ToolTipRole) {
         switch (Column(section)) {
-        case ScheduledAt: return tr("The occurrence the reminder names, in local time (not when it was sent)");
+        case ScheduledAt: return tr("The occurrence the reminder names (not when it was sent), in the zone the View menu chose");
         case Sends: return tr("Requests that reached, or may have reached, the partner");
         case Duplicates: return tr("Deliveries of this reminder acknowledged without a send");
         default: break;

@@ -3,6 +3,7 @@
 #include "attemptsmodel.h"
 #include "auditmodel.h"
 #include "eventsmodel.h"
+#include "displaytime.h"
 #include "eventstory.h"
 #include "humanunits.h"
 #include "historyexport.h"
@@ -43,7 +44,7 @@ namespace once::ui {
 namespace {
 
 constexpr int SearchDebounceMs = 300;
-const QString EventsHeader = QStringLiteral("events");
+const QString EventsHeader = QStringLiteral("events.sendsFirst");
 // Named anew when the columns change, so that a saved layout never misplaces them.
 const QString TimelineHeader = QStringLiteral("eventsTimeline.eventId");
 
@@ -170,9 +171,9 @@ EventsPage::EventsPage(QWidget *parent)
     m_table->setModel(m_proxy);
     QHeaderView *header = m_table->horizontalHeader();
     const std::pair<EventsModel::Column, int> widths[] = {
-        {EventsModel::State, 100},   {EventsModel::User, 110},       {EventsModel::Reminder, 110},
-        {EventsModel::ScheduledAt, 150}, {EventsModel::Destination, 130}, {EventsModel::Channel, 70},
-        {EventsModel::Sends, 55},    {EventsModel::Duplicates, 150}, {EventsModel::LastError, 200},
+        {EventsModel::State, 95},    {EventsModel::User, 110},       {EventsModel::Reminder, 110},
+        {EventsModel::Sends, 55},    {EventsModel::Duplicates, 80},  {EventsModel::ScheduledAt, 215},
+        {EventsModel::Destination, 130}, {EventsModel::Channel, 70}, {EventsModel::LastError, 200},
         {EventsModel::SendKey, 300}, {EventsModel::EventId, 120},
     };
     for (const auto &[column, width] : widths)
@@ -225,6 +226,10 @@ EventsPage::EventsPage(QWidget *parent)
 
     connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this, &EventsPage::onSelectionChanged);
     connect(m_model, &EventsModel::totalChanged, this, &EventsPage::updateCount);
+    connect(&DisplayTime::instance(), &DisplayTime::changed, this, [this] {
+        if (!m_storyKey.isEmpty())
+            showFacts(m_storyEvent);
+    });
     connect(m_model, &EventsModel::loadingChanged, this, [this] {
         updateCount();
         updateEmptyState();
@@ -291,6 +296,7 @@ void EventsPage::buildTimeline(QWidget *timeline)
     m_factUser = factValue();
     m_factReminder = factValue();
     m_factScheduled = factValue();
+    m_factScheduled->setObjectName(QStringLiteral("factScheduled"));
     m_factState = factValue();
     m_factSends = factValue();
     m_factDuplicates = factValue();
@@ -448,7 +454,7 @@ void EventsPage::showAuditEvents(const AuditEntry &entry)
     m_auditFilter = entry.id;
     m_auditLabel->setText(tr("Events touched by audit #%1: %2 by %3 at %4 (%5)%6")
                               .arg(QString::number(entry.id), AuditModel::describeAction(entry.action), entry.actor,
-                                   formatLocalTime(entry.atMs), entry.detail,
+                                   formatDisplayTime(entry.atMs), entry.detail,
                                    entry.reason.isEmpty() ? QString() : tr(": “%1”").arg(entry.reason)));
     m_auditBar->show();
     // Every event it touched, whatever became of it since.
@@ -584,7 +590,9 @@ void EventsPage::showFacts(const EventRow &event)
     m_factEventId->setText(orDash(event.eventId));
     m_factUser->setText(event.userId);
     m_factReminder->setText(event.reminderId);
-    m_factScheduled->setText(formatLocalTime(event.scheduledAtMs));
+    m_factScheduled->setText(event.scheduledAtMs > 0 ? formatDisplayTime(event.scheduledAtMs) + QLatin1Char(' ')
+                                                           + DisplayTime::instance().zoneAbbreviation()
+                                                     : QString());
     m_factScheduled->setToolTip(formatTime(event.scheduledAtMs));
     m_factState->setText(event.state);
     m_factState->setToolTip(stateDescription(event.state));

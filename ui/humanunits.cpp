@@ -1,5 +1,7 @@
 #include "humanunits.h"
 
+#include "displaytime.h"
+
 #include <QCoreApplication>
 #include <QDateTime>
 #include <QLocale>
@@ -35,12 +37,12 @@ QString formatCount(qint64 count)
     return locale.toString(count);
 }
 
-QString formatLocalTime(qint64 msSinceEpoch, bool withMs)
+QString formatDisplayTime(qint64 msSinceEpoch, bool withMs)
 {
     if (msSinceEpoch <= 0)
         return {};
-    return QDateTime::fromMSecsSinceEpoch(msSinceEpoch)
-        .toLocalTime()
+    const QDateTime at = QDateTime::fromMSecsSinceEpoch(msSinceEpoch, Qt::UTC);
+    return (DisplayTime::instance().utc() ? at : at.toLocalTime())
         .toString(withMs ? QStringLiteral("yyyy-MM-dd HH:mm:ss.zzz") : QStringLiteral("yyyy-MM-dd HH:mm:ss"));
 }
 

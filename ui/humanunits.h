@@ -11,8 +11,9 @@ namespace once::ui {
 QString formatDuration(qint64 ms);
 // "1,234": grouped digits, even under the C locale, which would print "1234".
 QString formatCount(qint64 count);
-// Local time for people: "2026-11-30 02:03:12" (".404" with withMs); empty for 0, "never".
-QString formatLocalTime(qint64 msSinceEpoch, bool withMs = false);
+// A time for people, in the zone the console shows (DisplayTime: local or UTC):
+// "2026-11-30 02:03:12" (".404" with withMs); empty for 0, "never".
+QString formatDisplayTime(qint64 msSinceEpoch, bool withMs = false);
 // "1 dead letter", "1,234 dead letters": English plurals by hand, since without a loaded
 // translation tr()'s %n leaves "(s)" in the text.
 QString formatQuantity(qint64 count, const QString &singular, const QString &plural);

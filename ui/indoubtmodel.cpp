@@ -66,7 +66,7 @@ QVariant InDoubtModel::data(const QModelIndex &index, int role) const
         case Destination:
             return event.destination;
         case Since:
-            return formatLocalTime(event.updatedAtMs);
+            return formatDisplayTime(event.updatedAtMs);
         case Sends:
             return QLocale().toString(event.sends);
         case Known:

@@ -4,6 +4,7 @@
 #include "brokerqueuedialog.h"
 #include "deadletterspage.h"
 #include "enginecontroller.h"
+#include "displaytime.h"
 #include "eventspage.h"
 #include "healthmonitor.h"
 #include "humanunits.h"
@@ -130,6 +131,7 @@ MainWindow::MainWindow(QWidget *parent)
             [this](const QString &message) { statusBar()->showMessage(message, 10000); });
 
     Settings settings;
+    DisplayTime::instance().setUtc(settings.timesInUtc());
     settings.scrubRecentStores();
     settings.scrubRecentQueues();
     buildMenus();
@@ -185,6 +187,18 @@ void MainWindow::buildMenus()
         auto *events = page<EventsPage>();
         showPage(events);
         events->focusSearch();
+    });
+    QAction *utc = view->addAction(tr("Times in &UTC"));
+    utc->setObjectName(QStringLiteral("timesInUtc"));
+    utc->setCheckable(true);
+    utc->setChecked(DisplayTime::instance().utc());
+    utc->setToolTip(tr("Show every time in UTC, as send keys write them, rather than in this computer's zone"));
+    connect(utc, &QAction::toggled, this, [this](bool on) {
+        Settings().setTimesInUtc(on);
+        DisplayTime::instance().setUtc(on);
+        // Tables other than the events' format their times as they paint.
+        for (QAbstractItemView *table : findChildren<QAbstractItemView *>())
+            table->viewport()->update();
     });
     view->addSeparator();
     for (int i = 0; i < m_pages.size(); ++i) {

@@ -42,7 +42,7 @@ RedriveReadiness assessRedriveReadiness(const QList<WorkerRecord> &workers, cons
     const qint64 windowSeconds = std::max<qint64>(1, (nowMs - partner.sinceMs + 500) / 1000);
     const QString window = windowSeconds == 60 ? tr("last minute") : tr("last %1 s").arg(windowSeconds);
     const QString lastAccepted = partner.lastAcceptedAtMs > 0
-                                     ? tr("last accepted %1").arg(formatLocalTime(partner.lastAcceptedAtMs))
+                                     ? tr("last accepted %1").arg(formatDisplayTime(partner.lastAcceptedAtMs))
                                      : tr("none accepted in the last day");
     const qint64 accepted = partner.sends - partner.failed;
     if (partner.sends == 0) {

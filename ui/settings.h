@@ -55,6 +55,10 @@ public:
     bool holdInDoubt() const { return m_settings.value(QStringLiteral("worker/holdInDoubt"), false).toBool(); }
     void setHoldInDoubt(bool hold) { m_settings.setValue(QStringLiteral("worker/holdInDoubt"), hold); }
 
+    // Times in UTC rather than this computer's zone (View > Times in UTC).
+    bool timesInUtc() const { return m_settings.value(QStringLiteral("view/timesInUtc"), false).toBool(); }
+    void setTimesInUtc(bool utc) { m_settings.setValue(QStringLiteral("view/timesInUtc"), utc); }
+
     QByteArray windowGeometry() const { return m_settings.value(QStringLiteral("window/geometry")).toByteArray(); }
     void setWindowGeometry(const QByteArray &g) { m_settings.setValue(QStringLiteral("window/geometry"), g); }
     QByteArray windowState() const { return m_settings.value(QStringLiteral("window/state")).toByteArray(); }

@@ -177,7 +177,7 @@ QVariant WorkersModel::data(const QModelIndex &index, int role) const
         case Status:
             return worker.isHoldingBack(m_nowMs) ? tr("holding back") : status;
         case Started:
-            return formatLocalTime(worker.startedAtMs);
+            return formatDisplayTime(worker.startedAtMs);
         case Heartbeat:
             return ageText(m_nowMs - worker.heartbeatAtMs);
         case Applied:
@@ -236,19 +236,19 @@ QVariant WorkersModel::data(const QModelIndex &index, int role) const
                     .arg(formatDuration(m_nowMs - worker.heartbeatAtMs))
                     .arg(WorkerRegistry::HeartbeatIntervalMs / 1000);
             if (status == Stopped)
-                return tr("Stopped at %1").arg(formatLocalTime(worker.stoppedAtMs));
+                return tr("Stopped at %1").arg(formatDisplayTime(worker.stoppedAtMs));
             if (worker.isHoldingBack(m_nowMs))
                 return tr("Holding back: its circuit breaker is %1 after %2 failed sends in a row (last %3), "
                           "failing since %4; it probes the partner and resumes by itself")
                     .arg(worker.breaker, formatCount(worker.consecutiveFailures), worker.lastErrorClass,
-                         formatLocalTime(worker.failingSinceMs));
+                         formatDisplayTime(worker.failingSinceMs));
             if (status == Paused)
                 return tr("Paused: takes no new messages; sends in flight finish");
             return tr("Delivering; heartbeat every %1 s").arg(WorkerRegistry::HeartbeatIntervalMs / 1000);
         case Started:
             return formatTime(worker.startedAtMs);
         case Heartbeat:
-            return formatLocalTime(worker.heartbeatAtMs, true);
+            return formatDisplayTime(worker.heartbeatAtMs, true);
         case Applied:
         case Duplicates:
         case Retries:
