@@ -166,6 +166,17 @@ bool StoreReader::ensureOpen(quint64 token)
     return false;
 }
 
+bool StoreReader::ensureWritable(quint64 token)
+{
+    if (!ensureOpen(token))
+        return false;
+    if (const auto refusal = refusalToWrite()) {
+        emit operationFinished(token, false, *refusal);
+        return false;
+    }
+    return true;
+}
+
 std::optional<QString> StoreReader::refusalToWrite() const
 {
     if (!m_store->database().isReadOnly())
@@ -438,12 +449,8 @@ void StoreReader::redriveNextBatch()
 void StoreReader::discard(quint64 token, const QList<DeadLetter> &letters, const QString &detail,
                           const QString &reason)
 {
-    if (!ensureOpen(token))
+    if (!ensureWritable(token))
         return;
-    if (const auto refusal = refusalToWrite()) {
-        emit operationFinished(token, false, *refusal);
-        return;
-    }
     QString error;
     Operations &operations = m_store->operations();
     std::optional<int> removed;
@@ -470,12 +477,8 @@ void StoreReader::discard(quint64 token, const QList<DeadLetter> &letters, const
 
 void StoreReader::resolve(quint64 token, const QByteArray &sendKey, bool resend, const QString &reason)
 {
-    if (!ensureOpen(token))
+    if (!ensureWritable(token))
         return;
-    if (const auto refusal = refusalToWrite()) {
-        emit operationFinished(token, false, *refusal);
-        return;
-    }
     QString error;
     bool ok = false;
     if (!resend)
@@ -491,12 +494,8 @@ void StoreReader::resolve(quint64 token, const QByteArray &sendKey, bool resend,
 
 void StoreReader::setPartnerPolicy(quint64 token, const QString &partner, KeyHonouring honoursKey)
 {
-    if (!ensureOpen(token))
+    if (!ensureWritable(token))
         return;
-    if (const auto refusal = refusalToWrite()) {
-        emit operationFinished(token, false, *refusal);
-        return;
-    }
     QString error;
     const bool ok = m_store->operations().setPartnerPolicy(partner, honoursKey, &error);
     emit operationFinished(token, ok,

@@ -120,6 +120,8 @@ private:
     bool ensureOpen(quint64 token);
     // The operator's actions write: on a read-only store they are refused here, in words.
     std::optional<QString> refusalToWrite() const;
+    // ensureOpen(), and refuses an operation (operationFinished) while the store is read-only.
+    bool ensureWritable(quint64 token);
     // The dead letters that match, from the broker (which filters nothing itself).
     std::optional<QList<DeadLetter>> brokerDeadLetters(const DeadLetterFilter &filter, QString *error);
     // Errors leave this thread without the broker's or the store's password.

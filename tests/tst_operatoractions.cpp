@@ -253,23 +253,7 @@ void TestOperatorActions::cleanup()
 
 quint16 TestOperatorActions::startPartner(const QStringList &args)
 {
-    QProcess *process = m_once->start(QStringList{QStringLiteral("partner-sim"), QStringLiteral("--port"), QStringLiteral("0")}
-                                      + args);
-    QByteArray line;
-    pumpUntil(
-        [&] {
-            if (process->canReadLine())
-                line = process->readLine();
-            return !line.isEmpty() || process->state() == QProcess::NotRunning;
-        },
-        10000);
-    static const QRegularExpression listening(QStringLiteral("listening on http://127\\.0\\.0\\.1:(\\d+)/reminders"));
-    const auto match = listening.match(QString::fromUtf8(line));
-    if (!match.hasMatch()) {
-        qWarning("once partner-sim said %s%s", line.constData(), process->readAllStandardError().constData());
-        return 0;
-    }
-    return quint16(match.captured(1).toUInt());
+    return m_once->startPartnerSim(args);
 }
 
 bool TestOperatorActions::enqueue(const QString &name, const QList<Line> &lines)
@@ -761,6 +745,13 @@ void TestOperatorActions::readinessAssessment_data()
     QTest::newRow("neither, partner quiet") << QStringList{} << 0 << 0 << QStringLiteral("none running on this store")
                                             << QStringLiteral("not known") << warning
                                             << QStringLiteral("<b>Nothing will deliver these now.</b> No worker");
+    QTest::newRow("worker holding back") << QStringList{QStringLiteral("holding")} << 0 << 0
+                                         << QStringLiteral("1 running on this store, all holding back (circuit breaker open)")
+                                         << QStringLiteral("not known") << warning
+                                         << QStringLiteral("<b>The workers are holding back:</b> their circuit breakers");
+    QTest::newRow("one of two holding back") << QStringList{QStringLiteral("holding"), QStringLiteral("running")} << 4 << 1
+                                             << QStringLiteral("2 running on this store, 1 holding back (circuit breaker open)")
+                                             << QStringLiteral("answering") << none << QString();
     QTest::newRow("paused only") << QStringList{QStringLiteral("paused")} << 3 << 0
                                  << QStringLiteral("none running on this store (1 paused)")
                                  << QStringLiteral("answering") << caution << QStringLiteral("No worker runs");
@@ -780,7 +771,12 @@ void TestOperatorActions::readinessAssessment()
     for (const QString &status : statuses) {
         WorkerRecord worker;
         worker.id = QStringLiteral("w%1").arg(workers.size());
-        worker.state = status == QLatin1String("gone") ? QStringLiteral("running") : status;
+        const bool running = status == QLatin1String("gone") || status == QLatin1String("holding");
+        worker.state = running ? QStringLiteral("running") : status;
+        if (status == QLatin1String("holding")) {
+            worker.breaker = QStringLiteral("open");
+            worker.failingSinceMs = now - 90000;
+        }
         worker.heartbeatAtMs = status == QLatin1String("gone") ? now - 60000 : now - 1000;
         workers << worker;
     }

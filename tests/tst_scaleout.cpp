@@ -173,26 +173,10 @@ void ScaleOutTest::cleanup()
 
 quint16 ScaleOutTest::startPartner(Partner partner)
 {
-    QStringList args{QStringLiteral("partner-sim"), QStringLiteral("--port"), QStringLiteral("0"),
-                     QStringLiteral("--latency-ms"), QString::number(PartnerLatencyMs)};
+    QStringList options{QStringLiteral("--latency-ms"), QString::number(PartnerLatencyMs)};
     if (partner == Partner::NoIdempotency)
-        args << QStringLiteral("--no-idempotency");
-    QProcess *process = m_once->start(args);
-    QByteArray line;
-    pumpUntil(
-        [&] {
-            if (process->canReadLine())
-                line = process->readLine();
-            return !line.isEmpty() || process->state() == QProcess::NotRunning;
-        },
-        10000);
-    static const QRegularExpression listening(QStringLiteral("listening on http://127\\.0\\.0\\.1:(\\d+)/reminders"));
-    const auto match = listening.match(QString::fromUtf8(line));
-    if (!match.hasMatch()) {
-        qWarning("once partner-sim said %s%s", line.constData(), process->readAllStandardError().constData());
-        return 0;
-    }
-    return quint16(match.captured(1).toUInt());
+        options << QStringLiteral("--no-idempotency");
+    return m_once->startPartnerSim(options);
 }
 
 QProcess *ScaleOutTest::startWorker(const QString &id)

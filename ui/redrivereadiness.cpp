@@ -25,19 +25,31 @@ RedriveReadiness assessRedriveReadiness(const QList<WorkerRecord> &workers, cons
     RedriveReadiness readiness;
     for (const WorkerRecord &worker : workers) {
         const QString status = worker.status(nowMs);
-        if (status == QLatin1String("running"))
-            ++readiness.runningWorkers;
-        else if (status == QLatin1String("paused"))
+        if (status == QLatin1String("paused"))
             ++readiness.pausedWorkers;
+        if (status != QLatin1String("running"))
+            continue;
+        ++readiness.runningWorkers;
+        if (worker.isHoldingBack(nowMs)) {
+            ++readiness.holdingBackWorkers;
+            if (worker.failingSinceMs > 0
+                && (readiness.failingSinceMs == 0 || worker.failingSinceMs < readiness.failingSinceMs))
+                readiness.failingSinceMs = worker.failingSinceMs;
+        }
     }
-    if (readiness.runningWorkers > 0)
+    if (readiness.runningWorkers > 0) {
         readiness.workersText = readiness.runningWorkers == 1
                                     ? tr("1 running on this store")
                                     : tr("%1 running on this store").arg(readiness.runningWorkers);
-    else if (readiness.pausedWorkers > 0)
+        if (readiness.holdingBackWorkers > 0)
+            readiness.workersText += readiness.holdingBackWorkers == readiness.runningWorkers
+                                         ? tr(", all holding back (circuit breaker open)")
+                                         : tr(", %1 holding back (circuit breaker open)").arg(readiness.holdingBackWorkers);
+    } else if (readiness.pausedWorkers > 0) {
         readiness.workersText = tr("none running on this store (%1 paused)").arg(readiness.pausedWorkers);
-    else
+    } else {
         readiness.workersText = tr("none running on this store");
+    }
 
     const qint64 windowSeconds = std::max<qint64>(1, (nowMs - partner.sinceMs + 500) / 1000);
     const QString window = windowSeconds == 60 ? tr("last minute") : tr("last %1 s").arg(windowSeconds);
@@ -76,6 +88,16 @@ RedriveReadiness assessRedriveReadiness(const QList<WorkerRecord> &workers, cons
         readiness.severity = Severity::Caution;
         readiness.warning = tr("No worker runs on this store: they wait on the queue until one starts "
                                "(Worker page, or once worker).");
+    } else if (readiness.holdingBackWorkers == readiness.runningWorkers) {
+        // Their breakers say more than the last minute's sends: they stopped sending.
+        readiness.severity = Severity::Warning;
+        const QString since = readiness.failingSinceMs > 0
+                                  ? tr(" since %1").arg(formatDisplayTime(readiness.failingSinceMs))
+                                  : QString();
+        readiness.warning = tr("<b>The workers are holding back:</b> their circuit breakers opened after failed "
+                               "sends%1. Redriven now, these wait until the partner answers a probe, then go out "
+                               "at once. Wait until it answers, or redrive a few at a low rate.")
+                                .arg(since);
     } else if (readiness.partner == Partner::Failing) {
         readiness.severity = Severity::Warning;
         readiness.warning = tr("<b>The partner is not answering:</b> every send in the %1 failed. Redriven now, "

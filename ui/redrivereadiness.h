@@ -8,9 +8,9 @@
 namespace once::ui {
 
 // Whether letters redriven now would be sent, as far as the store can tell: which
-// workers run on it (their heartbeats) and what the partner answered over the last
-// minute (the history's sends). The store keeps no breaker state, so "answering" is read
-// from the sends themselves: at least one accepted in the window.
+// workers run on it and whether their circuit breakers hold them back (their heartbeats),
+// and what the partner answered over the last minute (the history's sends: at least one
+// accepted in the window is "answering").
 struct RedriveReadiness
 {
     enum class Partner { Answering, Failing, Quiet };
@@ -18,6 +18,8 @@ struct RedriveReadiness
 
     int runningWorkers = 0;
     int pausedWorkers = 0;
+    int holdingBackWorkers = 0; // running, with an open (or half-open) breaker
+    qint64 failingSinceMs = 0;  // the earliest failed spell among those
     Partner partner = Partner::Quiet;
     QString workersText; // "2 running on this store"
     QString partnerText; // "answering: last minute 40 sends, 2 failed; last accepted 12:01:02"
