@@ -461,11 +461,15 @@ std::optional<QList<EventRow>> Inspector::events(const EventFilter &filter, QStr
     // Queued messages come first, then the ledger: the ledger's page starts after them.
     qint64 queuedCount = 0;
     if (listsQueued(filter)) {
-        const auto count = countQueued(filter, error);
-        if (!count)
-            return std::nullopt;
-        queuedCount = *count;
-        if (filter.offset < queuedCount) {
+        // Counting scans the queue's payloads: the first page does without, since a short
+        // one holds every queued match and a full one needs no ledger rows after it.
+        if (filter.offset > 0) {
+            const auto count = countQueued(filter, error);
+            if (!count)
+                return std::nullopt;
+            queuedCount = *count;
+        }
+        if (filter.offset == 0 || filter.offset < queuedCount) {
             QVariantList values;
             const QString where = queuedWhere(filter, m_db.isPostgres(), &values);
             QSqlQuery query(m_db.connection());
@@ -481,6 +485,8 @@ std::optional<QList<EventRow>> Inspector::events(const EventFilter &filter, QStr
             while (query.next())
                 rows.append(readQueued(query));
         }
+        if (filter.offset == 0)
+            queuedCount = rows.size();
     }
     if (filter.state == EventState::Queued || rows.size() >= limit)
         return rows;
