@@ -436,8 +436,9 @@ std::optional<QList<Attempt>> Inspector::attempts(const QByteArray &sendKey, QSt
         // In the order things happened, not the order they were written: a send's row is
         // written with its outcome, after rows of what went on meanwhile, but is dated when
         // the request left. At one millisecond, a claim comes before its send, and a send
-        // before what followed from it.
-        "ORDER BY at, CASE step WHEN 'claim' THEN 0 WHEN 'send' THEN 1 ELSE 2 END, id"));
+        // before what followed from it, duplicates turned away by its outcome included.
+        "ORDER BY at, CASE WHEN step = 'claim' AND COALESCE(outcome, '') <> 'duplicate' THEN 0 WHEN step = 'send' THEN 1 "
+        "ELSE 2 END, id"));
     query.addBindValue(QString::fromLatin1(sendKey));
     if (!m_db.exec(query, error))
         return std::nullopt;

@@ -1219,6 +1219,17 @@ void TestStore::deadKeyIsDuplicate()
                  QStringLiteral("dead-lettered; an operator may redrive it"));
     }
     QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::Dead));
+
+    // Within one millisecond the history still reads claim, send, then the duplicates the
+    // send's outcome caused: a duplicate is never placed before the send it answers to.
+    QCOMPARE(scalar(QStringLiteral("UPDATE attempts SET at = ? WHERE send_key = ? RETURNING 1"),
+                    {nowMs(), QString::fromLatin1(reminder.sendKey)}),
+             QVariant(1));
+    QStringList order;
+    for (const Attempt &attempt : attemptsOf(reminder.sendKey))
+        order.append(attempt.step + QLatin1Char('/') + attempt.outcome);
+    QCOMPARE(order, (QStringList{QStringLiteral("send/transient"), QStringLiteral("claim/duplicate"),
+                                 QStringLiteral("claim/duplicate")}));
 }
 
 void TestStore::claimBatchDecidesEachRequest()
