@@ -416,10 +416,12 @@ void DeliveryTest::twoWorkersSameKeyPublishedTwice()
         content += reminder.line + '\n';
     }
     const QString file = writeFile(QStringLiteral("twice.jsonl"), content);
-    // The producer publishes everything twice. Both batches become visible in two seconds,
-    // when both workers are already polling, so that they race for the same keys.
+    // The producer publishes everything twice. Both batches become visible in five seconds,
+    // when both workers are already polling (also on a loaded machine, where starting a
+    // worker took over two seconds and the first one alone did every send), so that they
+    // race for the same keys.
     for (int copy = 0; copy < 2; ++copy) {
-        const auto enqueue = run({QStringLiteral("enqueue"), QStringLiteral("--delay"), QStringLiteral("2"), file});
+        const auto enqueue = run({QStringLiteral("enqueue"), QStringLiteral("--delay"), QStringLiteral("5"), file});
         QVERIFY2(enqueue.exitedWith(0), enqueue.describe().constData());
     }
     VERIFY_STATS({{QStringLiteral("ready"), 0}, {QStringLiteral("delayed"), 2 * Count}});
