@@ -4,7 +4,7 @@
 // checks of `once stats --json`, and reading a store behind once's back.
 #pragma once
 
-#include "reminder.h"
+#include "model/reminder.h"
 #include "teststores.h"
 
 #include <QCoreApplication>

@@ -2,7 +2,7 @@
 // blocking exchange, and a bare server with scripted (also hostile) answers.
 #pragma once
 
-#include "httpclient.h"
+#include "http/httpclient.h"
 
 #include <QHostAddress>
 #include <QTcpServer>

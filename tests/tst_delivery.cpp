@@ -13,8 +13,8 @@
 // HTTP while worker processes run: every wait for a process goes through pumpUntil(),
 // which runs the event loop; QProcess::waitForFinished() is used only after a kill.
 #include "deliveryharness.h"
-#include "partnersimulator.h"
-#include "reminder.h"
+#include "sim/partnersimulator.h"
+#include "model/reminder.h"
 #include "testqueues.h"
 #include "teststores.h"
 

@@ -7,7 +7,7 @@
 // Runs on SQLite and on PostgreSQL (STORES in tests/CMakeLists.txt); the disk tests need
 // root to mount a small tmpfs of their own, and skip without it.
 #include "deliveryharness.h"
-#include "partnersimulator.h"
+#include "sim/partnersimulator.h"
 #include "teststores.h"
 
 #include <QDir>

@@ -6,7 +6,7 @@
 // The simulator runs in this process, as in tst_delivery: every wait for a process goes
 // through pumpUntil(), so that this thread keeps answering.
 #include "deliveryharness.h"
-#include "partnersimulator.h"
+#include "sim/partnersimulator.h"
 #include "teststores.h"
 
 #include <QJsonArray>

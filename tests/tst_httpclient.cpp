@@ -1,6 +1,6 @@
-#include "httpclient.h"
+#include "http/httpclient.h"
 #include "httptesting.h"
-#include "partnersimulator.h"
+#include "sim/partnersimulator.h"
 
 #include <QHostAddress>
 #include <QJsonDocument>

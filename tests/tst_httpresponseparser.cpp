@@ -1,7 +1,7 @@
 // The HTTP response parser on its own (no sockets): framing, and the bounds that keep a
 // partner from sizing our buffers. Every case is parsed from bytes fed in pieces of
 // several sizes, so that a bound cannot depend on how the network split the response.
-#include "httpresponseparser.h"
+#include "http/httpresponseparser.h"
 
 #include <QTest>
 

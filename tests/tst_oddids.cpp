@@ -4,8 +4,8 @@
 // published unchecked dead-letters each bad message as invalid-message while every
 // distinct valid id, however odd, takes effect exactly once at the partner.
 #include "deliveryharness.h"
-#include "partnersimulator.h"
-#include "reminder.h"
+#include "sim/partnersimulator.h"
+#include "model/reminder.h"
 #include "testqueues.h"
 
 #include <QLoggingCategory>

@@ -25,9 +25,9 @@
 #include "settings.h"
 #include "storesession.h"
 
-#include "database.h"
+#include "store/database.h"
 #include "deliveryharness.h"
-#include "operations.h"
+#include "operator/operations.h"
 
 #include <QAction>
 #include <QApplication>

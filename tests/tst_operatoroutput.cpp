@@ -3,9 +3,9 @@
 // a '%' in them, each printed exactly and found again when pasted back. Real `once`
 // processes against a real store and the in-process partner simulator.
 #include "deliveryharness.h"
-#include "reminder.h"
-#include "store.h"
-#include "partnersimulator.h"
+#include "model/reminder.h"
+#include "store/store.h"
+#include "sim/partnersimulator.h"
 #include "teststores.h"
 
 #include <QJsonArray>

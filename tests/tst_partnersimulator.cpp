@@ -1,5 +1,5 @@
-#include "httpclient.h"
-#include "partnersimulator.h"
+#include "http/httpclient.h"
+#include "sim/partnersimulator.h"
 
 #include <QElapsedTimer>
 #include <QHostAddress>

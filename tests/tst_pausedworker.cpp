@@ -6,8 +6,8 @@
 //
 // Runs on SQLite and on PostgreSQL (STORES in tests/CMakeLists.txt).
 #include "deliveryharness.h"
-#include "ledger.h"
-#include "partnersimulator.h"
+#include "store/ledger.h"
+#include "sim/partnersimulator.h"
 #include "teststores.h"
 
 #include <QJsonArray>

@@ -1,15 +1,34 @@
 // Queue URLs (--queue): what each part becomes, what is refused, and what is shown.
-#include "brokerqueue.h"
+#include "queues/queuebackend.h"
+#include "queues/queuelocation.h"
+#include "queues/rabbitmq/rabbitmqlocation.h"
+#include "queues/redis/redislocation.h"
 
 #include <QTest>
 
 using namespace once;
+
+namespace {
+
+// What only one backend reads from its URL, empty for the others.
+QString vhostOf(const QueueLocation &location)
+{
+    return location.backend->id == QLatin1String("rabbitmq") ? rabbitMqDetails(location).vhost : QString();
+}
+
+int databaseOf(const QueueLocation &location)
+{
+    return location.backend->id == QLatin1String("redis") ? redisDetails(location).database : 0;
+}
+
+} // namespace
 
 class TestQueueLocation : public QObject
 {
     Q_OBJECT
 
 private slots:
+    void everyBackendDescribesItself();
     void parsesBrokerUrls_data();
     void parsesBrokerUrls();
     void refusesBadUrls_data();
@@ -17,6 +36,37 @@ private slots:
     void displayNameReadsBackAsTheSameQueue_data();
     void displayNameReadsBackAsTheSameQueue();
 };
+
+// The registry is what the CLI's help, the Open Queue dialog and the test matrix read: each
+// backend names itself, and its example URL is one of its own.
+void TestQueueLocation::everyBackendDescribesItself()
+{
+    QVERIFY(queueBackends().size() >= 2);
+    QStringList schemes;
+    for (const QueueBackend *backend : queueBackends()) {
+        QVERIFY(!backend->id.isEmpty() && !backend->name.isEmpty() && !backend->queueWord.isEmpty());
+        QVERIFY2(!schemes.contains(backend->scheme), qPrintable(QString(backend->scheme)));
+        schemes.append(backend->scheme);
+        QVERIFY(backend->parse && backend->displayUrl && backend->deadLetterName && backend->open);
+        QCOMPARE(queueBackendForScheme(backend->scheme), backend);
+        QCOMPARE(queueBackendForId(backend->id), backend);
+        QVERIFY(backend->urlSyntax.startsWith(backend->scheme + QLatin1String("://")));
+        QVERIFY2(queueUrlSyntaxes().contains(backend->urlSyntax), qPrintable(queueUrlSyntaxes()));
+        QString error;
+        const auto example = QueueLocation::parse(backend->exampleUrl, &error);
+        QVERIFY2(example, qPrintable(backend->exampleUrl + QStringLiteral(": ") + error));
+        QCOMPARE(example->backend, backend);
+        QVERIFY(QueueLocation::isBrokerUrl(backend->exampleUrl));
+        QCOMPARE(example->brokerName(), backend->name);
+        QVERIFY(!example->deadLetterName().isEmpty() && example->deadLetterName() != example->name);
+        QVERIFY(backend->exampleUrl.contains(backend->nameParameter + QLatin1Char('=') + example->name));
+    }
+    QString error;
+    QVERIFY(!QueueLocation::parse(QStringLiteral("nats://mq/?queue=r"), &error));
+    for (const QString &scheme : schemes)
+        QVERIFY2(error.contains(scheme + QLatin1String("://")), qPrintable(error));
+    QVERIFY(!QueueLocation::isBrokerUrl(QStringLiteral("nats://mq/?queue=r")));
+}
 
 void TestQueueLocation::parsesBrokerUrls_data()
 {
@@ -50,8 +100,8 @@ void TestQueueLocation::parsesBrokerUrls()
     QTEST(location->host, "host");
     QTEST(location->port, "port");
     QTEST(location->user, "user");
-    QTEST(location->vhost, "vhost");
-    QTEST(location->database, "database");
+    QTEST(vhostOf(*location), "vhost");
+    QTEST(databaseOf(*location), "database");
     QTEST(location->name, "name");
 }
 
@@ -110,12 +160,12 @@ void TestQueueLocation::displayNameReadsBackAsTheSameQueue()
     QVERIFY2(!shown.contains(QLatin1String("hunter2")), qPrintable(shown));
     const auto again = QueueLocation::parse(shown, &error);
     QVERIFY2(again, qPrintable(shown + QStringLiteral(": ") + error));
-    QCOMPARE(again->kind, location->kind);
+    QCOMPARE(again->backend, location->backend);
     QCOMPARE(again->host, location->host);
     QCOMPARE(again->port, location->port);
     QCOMPARE(again->user, location->user);
-    QCOMPARE(again->vhost, location->vhost);
-    QCOMPARE(again->database, location->database);
+    QCOMPARE(vhostOf(*again), vhostOf(*location));
+    QCOMPARE(databaseOf(*again), databaseOf(*location));
     QCOMPARE(again->name, location->name);
     QVERIFY(again->password.isEmpty());
 }

@@ -1,6 +1,6 @@
 // The RabbitMQ queue against a real broker: the private server scripts/rabbitmq-server
 // starts for ctest (ONCE_TEST_RABBITMQ_URL_FILE, ONCE_TEST_RABBITMQ_MANAGEMENT_FILE).
-#include "rabbitmqqueue.h"
+#include "queues/rabbitmq/rabbitmqqueue.h"
 
 #include <QElapsedTimer>
 #include <QEventLoop>

@@ -2,8 +2,9 @@
 // the Redis fixture; ONCE_TEST_REDIS_URL_FILE names the file with its URL). Each test
 // function has a stream of its own. Besides the queue's own answers, the tests look at the
 // keys with a plain hiredis connection, which also plays a foreign producer.
-#include "database.h"
-#include "redisstreamqueue.h"
+#include "store/database.h"
+#include "queues/redis/redislocation.h"
+#include "queues/redis/redisstreamqueue.h"
 
 #include <QElapsedTimer>
 #include <QFile>
@@ -40,7 +41,7 @@ public:
         if (!m_context || m_context->err)
             qFatal("RawRedis: cannot connect to %s", qPrintable(where.displayName()));
         command({"AUTH", where.password.toUtf8()});
-        command({"SELECT", QByteArray::number(where.database)});
+        command({"SELECT", QByteArray::number(redisDetails(where).database)});
     }
     ~RawRedis() { redisFree(m_context); }
 

@@ -1,5 +1,5 @@
 // Reminder validation, RFC 3339 parsing and send-key derivation.
-#include "reminder.h"
+#include "model/reminder.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // What a partner answer means (classify), Retry-After, backoff and the circuit breaker.
-#include "circuitbreaker.h"
-#include "httpclient.h"
-#include "partnersender.h"
+#include "delivery/circuitbreaker.h"
+#include "http/httpclient.h"
+#include "delivery/partnersender.h"
 
 #include <QDateTime>
 #include <QLocale>

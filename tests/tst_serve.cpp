@@ -1,11 +1,11 @@
 // `once serve`: a real server process on a real store, spoken to over HTTP with
 // QNetworkAccessManager, and what it published delivered by a real worker (or a Node.js
 // worker loop using only fetch) to the partner simulator, where effects are counted.
-#include "apierror.h"
-#include "apitokens.h"
+#include "serve/apierror.h"
+#include "serve/apitokens.h"
 #include "deliveryharness.h"
-#include "partnersimulator.h"
-#include "store.h"
+#include "sim/partnersimulator.h"
+#include "store/store.h"
 
 #include <QNetworkAccessManager>
 #include <QNetworkReply>

@@ -1,7 +1,7 @@
 // The store against a real database: schema, queue leases and settlements, the claim
 // ledger, operator operations and the inspector. One suite for every kind of store:
 // SQLite by default, PostgreSQL as tst_store_postgres (see teststores.h).
-#include "store.h"
+#include "store/store.h"
 #include "teststores.h"
 
 #include <QDir>

@@ -25,8 +25,9 @@
 #include "tile.h"
 
 #include "deliveryharness.h"
-#include "partnersimulator.h"
-#include "store.h"
+#include "queues/queuebackend.h"
+#include "sim/partnersimulator.h"
+#include "store/store.h"
 #include "testqueues.h"
 #include "teststores.h"
 
@@ -595,6 +596,12 @@ void TestUiBroker::queueDialogKeepsThePasswordOutOfSight()
     QCOMPARE(preview->text(), QStringLiteral("RabbitMQ — amqp://once@127.0.0.1:5672/%2F?queue=reminders"));
     QVERIFY(whereShown(&dialog, QStringLiteral("pa/ss")).isEmpty());
     QVERIFY(whereShown(&dialog, QStringLiteral("pa%2Fss")).isEmpty());
+    // The dialog offers every registered backend, in its own words.
+    const QString formats = dialog.findChild<QLabel *>(QStringLiteral("formats"))->text();
+    for (const QueueBackend *backend : queueBackends()) {
+        QVERIFY2(formats.contains(backend->name.toHtmlEscaped()), qPrintable(formats));
+        QVERIFY2(formats.contains(backend->urlSyntax.toHtmlEscaped()), qPrintable(formats));
+    }
 
     // A Redis password has no user; without it the URL stays as it was.
     dialog.setUrl(QStringLiteral("redis://:s3cret@127.0.0.1:6379/0?stream=reminders"));

@@ -28,9 +28,9 @@
 
 #include "deliveryharness.h"
 
-#include "migrations.h"
-#include "partnersimulator.h"
-#include "store.h"
+#include "store/migrations.h"
+#include "sim/partnersimulator.h"
+#include "store/store.h"
 
 #include <QAction>
 #include <QApplication>

@@ -13,7 +13,7 @@
 #include "settings.h"
 #include "storesession.h"
 
-#include "store.h"
+#include "store/store.h"
 
 #include <QAbstractItemModelTester>
 #include <QAction>

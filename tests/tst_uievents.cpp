@@ -7,7 +7,7 @@
 #include "humanunits.h"
 #include "historyexport.h"
 #include "settings.h"
-#include "store.h"
+#include "store/store.h"
 #include "storesession.h"
 
 #include <QAbstractItemModelTester>

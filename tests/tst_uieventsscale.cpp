@@ -4,7 +4,7 @@
 #include "eventsmodel.h"
 #include "eventspage.h"
 #include "settings.h"
-#include "store.h"
+#include "store/store.h"
 #include "storesession.h"
 
 #include <QApplication>

@@ -12,7 +12,7 @@
 #include "storesession.h"
 #include "storeurl.h"
 
-#include "store.h"
+#include "store/store.h"
 #include "teststores.h"
 
 #include <QAction>

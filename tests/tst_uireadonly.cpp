@@ -12,8 +12,8 @@
 #include "workerpage.h"
 
 #include "deliveryharness.h"
-#include "migrations.h"
-#include "store.h"
+#include "store/migrations.h"
+#include "store/store.h"
 #include "teststores.h"
 
 #include <QAbstractButton>

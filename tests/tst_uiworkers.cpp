@@ -12,9 +12,9 @@
 #include "workerpage.h"
 #include "workersmodel.h"
 
-#include "engine.h"
-#include "partnersimulator.h"
-#include "store.h"
+#include "delivery/engine.h"
+#include "sim/partnersimulator.h"
+#include "store/store.h"
 #include "deliveryharness.h"
 #include "teststores.h"
 

@@ -3,7 +3,7 @@
 #include "eventstory.h"
 #include "displaytime.h"
 #include "humanunits.h"
-#include "inspector.h"
+#include "operator/inspector.h"
 
 namespace once::ui {
 

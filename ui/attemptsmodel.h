@@ -1,6 +1,6 @@
 #pragma once
 
-#include "ledger.h"
+#include "store/ledger.h"
 
 #include <QAbstractTableModel>
 

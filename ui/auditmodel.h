@@ -1,6 +1,6 @@
 #pragma once
 
-#include "inspector.h"
+#include "operator/inspector.h"
 
 #include <QAbstractTableModel>
 

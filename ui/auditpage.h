@@ -1,6 +1,6 @@
 #pragma once
 
-#include "storereader.h" // the metatypes of its signal's argument
+#include "operator/storereader.h" // the metatypes of its signal's argument
 #include "page.h"
 
 #include <QElapsedTimer>

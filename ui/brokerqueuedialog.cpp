@@ -3,7 +3,8 @@
 #include "queueurl.h"
 #include "statuscolors.h"
 
-#include "brokerqueue.h"
+#include "queues/brokerqueue.h"
+#include "queues/queuebackend.h"
 
 #include <QFormLayout>
 #include <QLabel>
@@ -16,19 +17,23 @@ BrokerQueueDialog::BrokerQueueDialog(QWidget *parent) : ConnectionDialog(parent)
     setWindowTitle(tr("Open Broker Queue"));
     m_url = new QLineEdit;
     m_url->setObjectName(QStringLiteral("url"));
-    m_url->setPlaceholderText(QStringLiteral("amqp://USER@HOST:5672/%2F?queue=NAME"));
+    m_url->setPlaceholderText(queueBackends().constFirst()->exampleUrl);
     m_url->setClearButtonEnabled(true);
     m_password = new QLineEdit;
     m_password->setObjectName(QStringLiteral("password"));
     m_password->setEchoMode(QLineEdit::Password);
     m_password->setPlaceholderText(tr("if the broker asks for one"));
 
-    auto *formats = new QLabel(
-        tr("<b>RabbitMQ:</b> <code>amqp://USER@HOST[:PORT]/VHOST?queue=NAME</code>"
-           "<br>&nbsp;&nbsp;and its management API, for the messages in flight and the oldest one's age "
-           "(default: port 15672 on the same host): <code>&amp;management=http://HOST:15672</code>"
-           "<br><b>Redis Streams:</b> <code>redis://HOST[:PORT]/DB?stream=NAME</code>"
-           "<br>The ledger stays in the open store; only the queue is read at the broker."));
+    // Every registered backend's URL, as the registry describes it.
+    QString formatText;
+    for (const QueueBackend *backend : queueBackends()) {
+        formatText += QStringLiteral("<b>%1:</b> <code>%2</code>")
+                          .arg(backend->name.toHtmlEscaped(), backend->urlSyntax.toHtmlEscaped());
+        if (!backend->urlNotes.isEmpty())
+            formatText += QStringLiteral("<br>&nbsp;&nbsp;") + backend->urlNotes.toHtmlEscaped();
+        formatText += QStringLiteral("<br>");
+    }
+    auto *formats = new QLabel(formatText + tr("The ledger stays in the open store; only the queue is read at the broker."));
     formats->setObjectName(QStringLiteral("formats"));
     formats->setWordWrap(true);
     formats->setTextFormat(Qt::RichText);

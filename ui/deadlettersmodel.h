@@ -2,7 +2,7 @@
 
 #include "rowtablemodel.h"
 
-#include "inspector.h"
+#include "operator/inspector.h"
 
 #include <QMap>
 

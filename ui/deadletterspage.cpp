@@ -11,8 +11,8 @@
 #include "settings.h"
 #include "storesession.h"
 
-#include "database.h"
-#include "operations.h"
+#include "store/database.h"
+#include "operator/operations.h"
 
 #include <QAction>
 #include <QClipboard>

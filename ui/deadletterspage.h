@@ -2,8 +2,8 @@
 
 #include "page.h"
 
-#include "inspector.h"
-#include "workerregistry.h"
+#include "operator/inspector.h"
+#include "store/workerregistry.h"
 
 #include <QPointer>
 

@@ -1,6 +1,6 @@
 #include "decisiondialog.h"
 
-#include "operations.h"
+#include "operator/operations.h"
 
 #include <QDialogButtonBox>
 #include <QFormLayout>

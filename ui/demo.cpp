@@ -1,7 +1,7 @@
 #include "demo.h"
 
-#include "demoproducer.h"
-#include "store.h"
+#include "sim/demoproducer.h"
+#include "store/store.h"
 
 namespace once::ui {
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "partnersimulator.h"
+#include "sim/partnersimulator.h"
 
 #include <QObject>
 #include <QTemporaryDir>

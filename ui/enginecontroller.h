@@ -1,6 +1,6 @@
 #pragma once
 
-#include "engine.h"
+#include "delivery/engine.h"
 
 #include <QObject>
 #include <QPointer>

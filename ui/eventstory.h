@@ -1,6 +1,6 @@
 #pragma once
 
-#include "eventverdict.h"
+#include "operator/eventverdict.h"
 
 #include <QColor>
 #include <QIcon>

@@ -3,7 +3,7 @@
 #include "humanunits.h"
 #include "settings.h"
 
-#include "database.h"
+#include "store/database.h"
 
 #include <algorithm>
 #include <iterator>

@@ -3,7 +3,7 @@
 #include "enginecontroller.h"
 #include "storesession.h"
 
-#include "database.h"
+#include "store/database.h"
 
 #include <algorithm>
 

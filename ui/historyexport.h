@@ -1,7 +1,7 @@
 #pragma once
 
 #include "csvtext.h"
-#include "inspector.h"
+#include "operator/inspector.h"
 
 #include <QByteArray>
 #include <QString>

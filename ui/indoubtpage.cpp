@@ -7,8 +7,8 @@
 #include "settings.h"
 #include "storesession.h"
 
-#include "database.h"
-#include "workerregistry.h"
+#include "store/database.h"
+#include "store/workerregistry.h"
 
 #include <QAction>
 #include <QHBoxLayout>

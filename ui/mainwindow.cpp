@@ -22,7 +22,7 @@
 #include "traynotifier.h"
 #include "workerpage.h"
 
-#include "database.h"
+#include "store/database.h"
 
 #include <QApplication>
 #include <QCloseEvent>

@@ -9,7 +9,7 @@
 #include "storesession.h"
 #include "tile.h"
 
-#include "database.h"
+#include "store/database.h"
 
 #include <QComboBox>
 #include <QDateTime>

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "inspector.h"
-#include "metrics.h"
+#include "operator/inspector.h"
+#include "operator/metrics.h"
 #include "page.h"
 
 #include <QElapsedTimer>

@@ -1,6 +1,7 @@
 #include "queueurl.h"
 
-#include "brokerqueue.h"
+#include "queues/queuebackend.h"
+#include "queues/queuelocation.h"
 #include "storeurl.h"
 
 #include <QCoreApplication>
@@ -16,12 +17,11 @@ std::optional<QueueLocation> parsed(const QString &url)
     return QueueLocation::parse(url, &ignored);
 }
 
-// "RabbitMQ queue NAME", "Redis Streams stream NAME".
+// "RabbitMQ queue NAME", "Redis Streams stream NAME": each backend's word for a queue.
 QString brokerPlace(const QueueLocation &location, const QString &name)
 {
-    return location.kind == QueueLocation::Kind::RabbitMq
-               ? QCoreApplication::translate("once::ui", "%1 queue %2").arg(location.brokerName(), name)
-               : QCoreApplication::translate("once::ui", "%1 stream %2").arg(location.brokerName(), name);
+    return QCoreApplication::translate("once::ui", "%1 %2 %3")
+        .arg(location.brokerName(), location.backend->queueWord, name);
 }
 
 } // namespace
@@ -43,11 +43,8 @@ QString queueBrokerName(const QString &url)
     if (const auto location = parsed(url))
         return location->brokerName();
     // A URL with a mistake in it still names its broker: say which in the error.
-    if (url.startsWith(QLatin1String("amqp://")))
-        return QStringLiteral("RabbitMQ");
-    if (url.startsWith(QLatin1String("redis://")))
-        return QStringLiteral("Redis Streams");
-    return {};
+    const QueueBackend *backend = queueBackendOfUrl(url);
+    return backend ? backend->name : QString();
 }
 
 QString queueName(const QString &url)

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "inspector.h"
-#include "workerregistry.h"
+#include "operator/inspector.h"
+#include "store/workerregistry.h"
 
 #include <QString>
 

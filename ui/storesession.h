@@ -1,6 +1,6 @@
 #pragma once
 
-#include "storereader.h"
+#include "operator/storereader.h"
 
 #include <QObject>
 #include <QThread>

@@ -1,6 +1,6 @@
 #include "storeurl.h"
 
-#include "database.h"
+#include "store/database.h"
 
 #include <QCoreApplication>
 #include <QFileInfo>

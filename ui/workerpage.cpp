@@ -9,8 +9,8 @@
 #include "tile.h"
 #include "workersmodel.h"
 
-#include "database.h"
-#include "partnersender.h"
+#include "store/database.h"
+#include "delivery/partnersender.h"
 
 #include <QComboBox>
 #include <QCoreApplication>

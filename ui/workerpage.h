@@ -3,7 +3,7 @@
 #include "enginecontroller.h"
 #include "page.h"
 
-#include "workerregistry.h"
+#include "store/workerregistry.h"
 
 #include <optional>
 

@@ -2,7 +2,7 @@
 
 #include "statuscolors.h"
 
-#include "inspector.h"
+#include "operator/inspector.h"
 
 #include <QFont>
 #include <QGuiApplication>

@@ -2,7 +2,7 @@
 
 #include "rowtablemodel.h"
 
-#include "workerregistry.h"
+#include "store/workerregistry.h"
 
 namespace once::ui {
 

@@ -3,7 +3,8 @@
 #include "mainwindow.h"
 #include "settings.h"
 
-#include "database.h"
+#include "queues/queuebackend.h"
+#include "store/database.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -36,10 +37,9 @@ void addOptions(QCommandLineParser &parser)
                                      "shows or saves one)."),
                       QStringLiteral("url")});
     parser.addOption({QStringLiteral("queue"),
-                      QStringLiteral("Read the queue at a broker, the ledger staying in the store: "
-                                     "amqp://USER:PASSWORD@HOST[:PORT]/VHOST?queue=NAME[&management=URL] or "
-                                     "redis://[:PASSWORD@]HOST[:PORT]/DB?stream=NAME (default: $ONCE_QUEUE). The "
-                                     "console never shows or saves the password."),
+                      QStringLiteral("Read the queue at a broker, the ledger staying in the store: %1 (default: "
+                                     "$ONCE_QUEUE). The console never shows or saves the password.")
+                          .arg(once::queueUrlSyntaxes()),
                       QStringLiteral("url")});
     parser.addOption({QStringLiteral("read-only"),
                       QStringLiteral("Only look: open every store read-only (no schema upgrade, no journal mode "

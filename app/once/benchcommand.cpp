@@ -1,9 +1,9 @@
 #include "cli.h"
 
-#include "httpclient.h"
-#include "brokerqueue.h"
-#include "partnersender.h"
-#include "store.h"
+#include "http/httpclient.h"
+#include "queues/brokerqueue.h"
+#include "delivery/partnersender.h"
+#include "store/store.h"
 
 #include <QCoreApplication>
 #include <QDateTime>

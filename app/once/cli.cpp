@@ -1,8 +1,9 @@
 #include "cli.h"
 
-#include "brokerqueue.h"
-#include "database.h"
-#include "store.h"
+#include "queues/brokerqueue.h"
+#include "queues/queuebackend.h"
+#include "store/database.h"
+#include "store/store.h"
 
 #include <QCoreApplication>
 #include <QSocketNotifier>
@@ -118,9 +119,8 @@ std::unique_ptr<Store> Command::openStore(Access access) const
 void Command::addQueueOption()
 {
     m_parser.addOption({QStringLiteral("queue"),
-                        QStringLiteral("A broker's queue: amqp://USER:PASSWORD@HOST[:PORT]/VHOST?queue=NAME or "
-                                       "redis://[:PASSWORD@]HOST[:PORT]/DB?stream=NAME (default: $ONCE_QUEUE, else "
-                                       "the store's own queue)."),
+                        QStringLiteral("A broker's queue: %1 (default: $ONCE_QUEUE, else the store's own queue).")
+                            .arg(queueUrlSyntaxes()),
                         QStringLiteral("url")});
 }
 

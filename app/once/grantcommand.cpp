@@ -1,9 +1,9 @@
 // once grant-readonly: the SQL that makes a PostgreSQL role one that may only look.
 #include "cli.h"
 
-#include "readonlyrole.h"
-#include "store.h"
-#include "storelocation.h"
+#include "store/readonlyrole.h"
+#include "store/store.h"
+#include "store/storelocation.h"
 
 #include <QSqlQuery>
 

@@ -1,7 +1,7 @@
 #include "cli.h"
 
-#include "partnersimulator.h"
-#include "partnertls.h"
+#include "sim/partnersimulator.h"
+#include "http/partnertls.h"
 
 #include <QSslSocket>
 

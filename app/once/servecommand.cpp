@@ -1,9 +1,9 @@
 // `once serve`: the store's queue over HTTP (core/serve, docs/http-api.md).
 #include "cli.h"
 
-#include "apitokens.h"
-#include "queueserver.h"
-#include "queueservice.h"
+#include "serve/apitokens.h"
+#include "serve/queueserver.h"
+#include "serve/queueservice.h"
 
 #include <QCoreApplication>
 #include <QFile>

@@ -1,11 +1,11 @@
 // The subcommands that read or change a store without running a worker.
 #include "cli.h"
 
-#include "brokerqueue.h"
-#include "eventverdict.h"
-#include "operations.h"
-#include "reminder.h"
-#include "store.h"
+#include "queues/brokerqueue.h"
+#include "operator/eventverdict.h"
+#include "operator/operations.h"
+#include "model/reminder.h"
+#include "store/store.h"
 
 #include <QDateTime>
 #include <QElapsedTimer>

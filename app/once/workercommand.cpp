@@ -1,8 +1,8 @@
 #include "cli.h"
 
-#include "brokerqueue.h"
-#include "engine.h"
-#include "partnersender.h"
+#include "queues/brokerqueue.h"
+#include "delivery/engine.h"
+#include "delivery/partnersender.h"
 
 #include <QCoreApplication>
 #include <QHostInfo>

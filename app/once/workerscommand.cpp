@@ -2,7 +2,7 @@
 // lists them.
 #include "cli.h"
 
-#include "store.h"
+#include "store/store.h"
 
 #include <QJsonArray>
 

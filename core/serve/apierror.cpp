@@ -1,4 +1,4 @@
-#include "apierror.h"
+#include "serve/apierror.h"
 
 namespace once {
 

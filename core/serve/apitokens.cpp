@@ -1,4 +1,4 @@
-#include "apitokens.h"
+#include "serve/apitokens.h"
 
 #include <QCryptographicHash>
 #include <QFile>

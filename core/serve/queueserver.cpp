@@ -1,8 +1,8 @@
-#include "queueserver.h"
+#include "serve/queueserver.h"
 
-#include "database.h"
-#include "operations.h"
-#include "reminder.h"
+#include "store/database.h"
+#include "operator/operations.h"
+#include "model/reminder.h"
 
 #include <QElapsedTimer>
 #include <QHttpServerRequest>

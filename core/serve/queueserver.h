@@ -1,7 +1,7 @@
 #pragma once
 
-#include "apitokens.h"
-#include "queueservice.h"
+#include "serve/apitokens.h"
+#include "serve/queueservice.h"
 
 #include <QAbstractHttpServer>
 #include <QHostAddress>

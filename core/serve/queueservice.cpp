@@ -1,8 +1,8 @@
-#include "queueservice.h"
+#include "serve/queueservice.h"
 
-#include "migrations.h"
-#include "operations.h"
-#include "store.h"
+#include "store/migrations.h"
+#include "operator/operations.h"
+#include "store/store.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>

@@ -1,8 +1,8 @@
 #pragma once
 
-#include "apierror.h"
-#include "inspector.h"
-#include "messagequeue.h"
+#include "serve/apierror.h"
+#include "operator/inspector.h"
+#include "queues/messagequeue.h"
 
 #include <QJsonObject>
 #include <QObject>

@@ -15,8 +15,8 @@
 //   [2] pieces of 1 to 2^([2] % 16) bytes, their sizes drawn from a generator seeded
 //   [3] with [2] and [3]
 #include "fuzzcheck.h"
-#include "httpresponseparser.h"
-#include "httpsyntax.h"
+#include "http/httpresponseparser.h"
+#include "http/httpsyntax.h"
 
 #include <algorithm>
 #include <optional>

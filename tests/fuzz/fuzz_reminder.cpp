@@ -4,8 +4,8 @@
 // Inputs starting with 0xFF instead feed makeSendKey arbitrary UTF-16 (unpaired
 // surrogates included), which the parser never hands it.
 #include "fuzzcheck.h"
-#include "reminder.h"
-#include "strictjson.h"
+#include "model/reminder.h"
+#include "text/strictjson.h"
 
 #include <QHash>
 #include <QJsonDocument>

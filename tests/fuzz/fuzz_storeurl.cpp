@@ -5,7 +5,7 @@
 // options, nothing more: no value can add a keyword. What is shown never holds the
 // password and reads back as the same store.
 #include "fuzzcheck.h"
-#include "storelocation.h"
+#include "store/storelocation.h"
 
 #include <QList>
 #include <QUrl>

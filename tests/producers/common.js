@@ -44,7 +44,7 @@ class UsageError extends Error {}
 
 const pad = (n, width) => String(n).padStart(width, '0');
 
-// Reminder number i (1-based) as the JSON once parses (core/reminder.cpp). A duplicate
+// Reminder number i (1-based) as the JSON once parses (core/model/reminder.cpp). A duplicate
 // publish of i must carry these exact bytes: the send key is user + reminder + time.
 function reminderJson(i, prefix) {
   const minute = Math.floor(i / 60) % 60;

@@ -1,0 +1,741 @@
+#include "delivery/engine.h"
+
+#include "delivery/failpoint.h"
+#include "delivery/enginestore.h"
+#include "delivery/partnersender.h"
+#include "store/store.h"
+
+#include <QCoreApplication>
+#include <QDateTime>
+#include <QSqlDriver>
+#include <QTimeZone>
+#include <QSysInfo>
+
+#include <QLoggingCategory>
+
+Q_LOGGING_CATEGORY(lcEngine, "once.core.engine")
+
+namespace once {
+
+namespace {
+constexpr int MaxLeaseBatch = 256;
+// After a failed store write (a lost connection, a deadlock victim): soon, not at once.
+constexpr int StoreRetryMs = 250;
+// How long an outcome may wait for a turn while claimed deliveries keep the sends busy.
+constexpr qint64 MaxWriteWaitMs = 25;
+// Smaller turns run on one connection: splitting them saves the server less time than
+// the second thread and backend cost when workers share the CPU with the database.
+constexpr int MinSplitTurnHalf = 32;
+// How long a permanent store failure may last before the engine gives up (see
+// noteStoreFailure): long enough for a brief I/O error or a failover's read-only moment.
+constexpr qint64 PermanentStoreFailureMs = 10000;
+} // namespace
+
+Engine::Engine(const EngineConfig &config, QObject *parent)
+    : QObject(parent), m_config(config), m_breaker(config.breakerThreshold)
+{
+    qRegisterMetaType<once::EngineCounters>();
+    m_cycleTimer.setSingleShot(true);
+    connect(&m_cycleTimer, &QTimer::timeout, this, &Engine::cycle);
+    m_countersTimer.setInterval(250);
+    connect(&m_countersTimer, &QTimer::timeout, this, &Engine::publishCounters);
+    m_retentionTimer.setInterval(60 * 1000);
+    connect(&m_retentionTimer, &QTimer::timeout, this, &Engine::purgeExpired);
+    m_sampleTimer.setInterval(5 * 1000);
+    connect(&m_sampleTimer, &QTimer::timeout, this, &Engine::sampleQueue);
+    m_heartbeatTimer.setInterval(int(WorkerRegistry::HeartbeatIntervalMs));
+    connect(&m_heartbeatTimer, &QTimer::timeout, this, &Engine::heartbeat);
+}
+
+Engine::~Engine()
+{
+    closeStore();
+}
+
+template<typename Function>
+auto Engine::onStore(Function function)
+{
+    std::invoke_result_t<Function, Store &> result{};
+    QMetaObject::invokeMethod(m_storeSide, [this, &function] { return function(m_storeSide->store()); },
+                              Qt::BlockingQueuedConnection, &result);
+    return result;
+}
+
+template<typename Function>
+void Engine::onStoreLater(Function function)
+{
+    EngineStore *side = m_storeSide;
+    QMetaObject::invokeMethod(side, [side, function] { function(side->store()); }, Qt::QueuedConnection);
+}
+
+EngineCounters Engine::counters() const
+{
+    EngineCounters counters = m_counters;
+    counters.inFlight = m_inFlight;
+    counters.breaker = m_breaker.state(nowMs());
+    counters.paused = m_paused;
+    counters.running = m_running;
+    return counters;
+}
+
+void Engine::start()
+{
+    if (m_running)
+        return;
+    QString error;
+    if (!openSide(&m_storeSide, &m_storeThread, QStringLiteral("once-engine-store"), m_config.queueUrl,
+                  m_config.concurrency + leaseAhead(), EngineStore::Notifications::Listen, &error)) {
+        fail(error);
+        return;
+    }
+    m_sender = new PartnerSender(m_config.partnerUrl, m_config.concurrency, m_config.requestTimeoutMs,
+                                 m_config.partnerToken, m_config.partnerTls, this);
+    WorkerRecord self;
+    self.id = m_config.workerId;
+    self.host = QSysInfo::machineHostName();
+    self.pid = QCoreApplication::applicationPid();
+    self.version = QStringLiteral(ONCE_VERSION);
+    self.partner = m_sender->displayUrl();
+    self.concurrency = m_config.concurrency;
+    if (!onStore([&](Store &store) { return store.workers().announce(self, &error); })) {
+        fail(QStringLiteral("cannot register the worker on the store: ") + error);
+        return;
+    }
+    m_listening = m_storeSide->listening();
+    connect(m_storeSide, &EngineStore::notified, this, &Engine::onNotification);
+    const bool postgres = onStore([](Store &store) { return store.database().isPostgres(); });
+    if (postgres && m_config.queueUrl.isEmpty()
+        && !openSide(&m_claimSide, &m_claimThread, QStringLiteral("once-engine-claims"), QString(), 0,
+                     EngineStore::Notifications::Ignore, &error)) {
+        fail(QStringLiteral("cannot open the claims' connection to the store: ") + error);
+        return;
+    }
+    m_storeDisplayName = onStore([](Store &store) { return store.database().location().displayName(); });
+    if (!m_config.queueUrl.isEmpty()) {
+        EngineStore *side = m_storeSide;
+        m_storeDisplayName += QStringLiteral(" with the queue at ")
+                              + onStore([side](Store &) { return side->queueDisplayName(); });
+    }
+    m_running = true;
+    m_countersTimer.start();
+    m_retentionTimer.start();
+    m_sampleTimer.start();
+    m_heartbeatTimer.start();
+    qCInfo(lcEngine).noquote() << "worker" << m_config.workerId << "delivering to" << m_sender->displayUrl()
+                               << "from" << m_storeDisplayName;
+    emit started();
+    purgeExpired();
+    scheduleCycle(0);
+}
+
+void Engine::pause()
+{
+    m_paused = true;
+    publishCounters();
+    heartbeat();
+}
+
+void Engine::resume()
+{
+    m_paused = false;
+    publishCounters();
+    heartbeat();
+    scheduleCycle(0);
+}
+
+void Engine::stop()
+{
+    if (!m_running)
+        return;
+    m_stopping = true;
+    scheduleCycle(0);
+}
+
+void Engine::scheduleCycle(qint64 delayMs)
+{
+    if (!m_running)
+        return;
+    const int delay = int(std::clamp<qint64>(delayMs, 0, 60000));
+    if (m_cycleTimer.isActive() && m_cycleTimer.remainingTime() <= delay)
+        return;
+    m_cycleTimer.start(delay);
+}
+
+bool Engine::hasPendingWrites() const
+{
+    return !m_pendingUpdates.isEmpty() || !m_pendingAttempts.isEmpty() || !m_pendingSettlements.isEmpty();
+}
+
+// One turn of the engine (group commit): record every outcome that arrived since the
+// last turn, settle those messages on the queue, then lease and claim new work. The turn
+// runs on the store's thread (EngineStore::runTurn); its result comes back to
+// onTurnDone(), and sends start only then, after the commit, so every claim is on disk
+// before its partner call, and no ack is committed without its outcome. One turn at a
+// time: outcomes that arrive meanwhile wait for the next.
+void Engine::cycle()
+{
+    if (!m_running)
+        return;
+    const qint64 now = nowMs();
+    if (hasPendingWrites() && !m_writesWaitingSinceMs)
+        m_writesWaitingSinceMs = now;
+    if (m_turn) {
+        m_cycleWanted = true; // the turn's end looks again
+        return;
+    }
+    m_idle = false;
+    const int settling = int(m_pendingSettlements.size());
+    const bool consuming = !m_stopping && !m_paused;
+    if (turnCanWait(now, consuming)) {
+        scheduleCycle(m_writesWaitingSinceMs + MaxWriteWaitMs - now);
+        return;
+    }
+    const int capacity = m_config.concurrency + leaseAhead();
+    const int room = consuming ? std::min(MaxLeaseBatch, m_breaker.allowance(now, capacity, m_inFlight - settling)) : 0;
+    if (!hasPendingWrites() && room <= 0) {
+        if (m_stopping && m_inFlight == 0)
+            finish(0);
+        else if (consuming && m_breaker.state(now) == CircuitBreaker::State::Open)
+            scheduleCycle(m_breaker.reopensInMs(now) + 1);
+        return; // a finishing send schedules the next turn
+    }
+
+    m_turn = std::make_unique<Turn>();
+    Turn &turn = *m_turn;
+    turn.request.updates.swap(m_pendingUpdates);
+    turn.request.attempts.swap(m_pendingAttempts);
+    turn.request.settlements.swap(m_pendingSettlements);
+    m_writesWaitingSinceMs = 0;
+    turn.request.room = room;
+    turn.request.leaseMs = m_config.leaseMs;
+    turn.request.workerId = m_config.workerId;
+    turn.request.policy = m_config.inDoubtPolicy;
+    turn.settling = settling;
+    turn.consuming = consuming;
+    turn.result.ok = true;
+    if (!m_claimSide || settling < MinSplitTurnHalf || room < MinSplitTurnHalf) {
+        runTurnPart(m_storeSide, turn.request, TurnPart::Whole);
+        return;
+    }
+    // On PostgreSQL the outcomes and the new claims touch different rows, and with large
+    // turns a worker waits on the server for most of its time: the two halves go to two
+    // connections and run side by side, as two workers' turns would (the same lock order
+    // keeps them apart; a key both touch waits for the other's commit).
+    qCDebug(lcEngine) << "turn on two connections:" << settling << "settlements," << room << "to lease";
+    TurnRequest writes = turn.request;
+    writes.room = 0;
+    TurnRequest claims = turn.request;
+    claims.updates.clear();
+    claims.attempts.clear();
+    claims.settlements.clear();
+    if (!writes.updates.isEmpty() || !writes.attempts.isEmpty() || !writes.settlements.isEmpty())
+        runTurnPart(m_storeSide, writes, TurnPart::Writes);
+    if (claims.room > 0)
+        runTurnPart(m_claimSide, claims, TurnPart::Claims);
+}
+
+void Engine::runTurnPart(EngineStore *side, const TurnRequest &request, TurnPart part)
+{
+    ++m_turn->partsRunning;
+    QMetaObject::invokeMethod(side, [this, side, request, part] {
+        const TurnResult result = side->runTurn(request);
+        QMetaObject::invokeMethod(this, [this, result, part] { onTurnPartDone(result, part); }, Qt::QueuedConnection);
+    }, Qt::QueuedConnection);
+}
+
+void Engine::onTurnPartDone(const TurnResult &result, TurnPart part)
+{
+    if (!m_turn)
+        return;
+    TurnResult &merged = m_turn->result;
+    merged.ok = merged.ok && result.ok;
+    merged.failure = std::max(merged.failure, result.failure); // the graver of the two
+    if (!result.error.isEmpty())
+        merged.error += (merged.error.isEmpty() ? QString() : QStringLiteral("; ")) + result.error;
+    if (part != TurnPart::Claims)
+        merged.writesCommitted = result.ok || result.writesCommitted;
+    if (part != TurnPart::Writes) {
+        merged.leased = result.leased;
+        merged.claims = result.claims;
+        merged.claimedMessages = result.claimedMessages;
+        merged.results = result.results;
+        merged.invalid = result.invalid;
+    }
+    if (--m_turn->partsRunning == 0)
+        onTurnDone(std::move(merged));
+}
+
+// Leases come back only with their claims committed: they are worked on even when the
+// turn's writes failed.
+void Engine::onTurnDone(TurnResult result)
+{
+    const std::unique_ptr<Turn> turn = std::move(m_turn);
+    if (!m_running || !turn)
+        return;
+    const TurnRequest &request = turn->request;
+    if (!result.leased.isEmpty())
+        m_idleTurns = 0;
+    if (result.ok || result.writesCommitted) {
+        settled(*turn, nowMs());
+    } else {
+        // None of this turn's writes happened: keep the outcomes for the next one.
+        m_pendingUpdates = request.updates + m_pendingUpdates;
+        m_pendingAttempts = request.attempts + m_pendingAttempts;
+        m_pendingSettlements = request.settlements + m_pendingSettlements;
+    }
+    if (!result.ok && !noteStoreFailure(result))
+        return; // the engine stopped
+    if (!result.claims.isEmpty())
+        failpoint("after-claim");
+
+    m_counters.leased += result.leased.size();
+    m_inFlight += int(result.leased.size());
+    for (const auto &[index, reason] : result.invalid) {
+        ++m_counters.invalid;
+        deadLetter(Delivery{result.leased.at(index), {}, 0, 0, 0}, QStringLiteral("invalid-message"), reason, 0);
+    }
+    for (qsizetype i = 0; i < result.claims.size(); ++i) {
+        const ClaimResult &claim = result.results.at(i);
+        const ClaimRequest &request = result.claims.at(i);
+        const Delivery delivery{result.leased.at(result.claimedMessages.at(i)), request.reminder,
+                                claim.sendsThisRound, claim.firstSentAtMs, request.leaseUntilMs};
+        switch (claim.outcome) {
+        case ClaimResult::Outcome::Resend:
+            ++m_counters.resent;
+            [[fallthrough]];
+        case ClaimResult::Outcome::Claimed:
+            sendNow(delivery);
+            break;
+        case ClaimResult::Outcome::Duplicate:
+            // Recognised as already handled: ack without sending.
+            ++m_counters.duplicates;
+            acknowledge(delivery);
+            break;
+        case ClaimResult::Outcome::Held:
+            // Handed to an operator: the message leaves the queue without a send.
+            ++m_counters.held;
+            acknowledge(delivery);
+            break;
+        case ClaimResult::Outcome::Busy:
+            m_pendingSettlements.append(
+                {Settlement::Kind::Retry, delivery.message.id, delivery.message.delivery, claim.busyForMs + 100, {}});
+            break;
+        }
+    }
+
+    if (!result.ok) {
+        m_cycleWanted = false;
+        scheduleCycle(StoreRetryMs);
+        return;
+    }
+    m_storeFailure = {};
+    if (m_stopping && m_inFlight == 0 && !hasPendingWrites()) {
+        finish(0);
+        return;
+    }
+    const bool wanted = std::exchange(m_cycleWanted, false);
+    const qint64 after = nowMs();
+    const int room = request.room;
+    if (wanted || hasPendingWrites() || (room > 0 && result.leased.size() == room)) {
+        scheduleCycle(0);
+    } else if (turn->consuming && m_breaker.state(after) == CircuitBreaker::State::Open) {
+        if (m_inFlight == 0 && m_config.untilIdle)
+            checkIdle(); // nothing may be left to probe with
+        scheduleCycle(m_breaker.reopensInMs(after) + 1); // the probe
+    } else if (room > 0 && result.leased.isEmpty()) {
+        if (m_inFlight == 0 && m_config.untilIdle)
+            checkIdle();
+        m_idle = true;
+        ++m_idleTurns;
+        scheduleCycle(idleWaitMs());
+    }
+}
+
+// Contention and a lost connection pass: the turn is tried again, for as long as it
+// takes. A permanent failure (a corrupt, full, read-only, replaced or deleted store)
+// does not: once it has lasted PermanentStoreFailureMs the engine stops with one line,
+// and what is in flight is left as after a crash (in doubt, found by the next worker).
+// Returns false when it stopped.
+bool Engine::noteStoreFailure(const TurnResult &result)
+{
+    const qint64 now = nowMs();
+    const bool permanent = result.failure == StoreFailure::Permanent;
+    if (!permanent)
+        m_storeFailure.permanentSinceMs = 0;
+    else if (!m_storeFailure.permanentSinceMs)
+        m_storeFailure.permanentSinceMs = now;
+    if (permanent && now - m_storeFailure.permanentSinceMs >= PermanentStoreFailureMs) {
+        fail(QStringLiteral("stopping: the store %1 cannot be used (%2): %3")
+                 .arg(m_storeDisplayName, QString::fromLatin1(storeFailureName(result.failure)), result.error));
+        return false;
+    }
+    // A failing store fails every quarter second: say so when it changes, then every 10 s.
+    if (result.error != m_storeFailure.lastError || now - m_storeFailure.lastWarnedMs >= 10000) {
+        m_storeFailure.lastError = result.error;
+        m_storeFailure.lastWarnedMs = now;
+        qCWarning(lcEngine).noquote() << QStringLiteral("store write failed (%1), retrying: %2")
+                                                 .arg(QString::fromLatin1(storeFailureName(result.failure)), result.error);
+        emit errorOccurred(QStringLiteral("store write failed: ") + result.error);
+    }
+    return true;
+}
+
+// The turn's settlements are on the queue: those messages are no longer in flight.
+void Engine::settled(const Turn &turn, qint64 committedAtMs)
+{
+    m_inFlight -= turn.settling;
+    noteRetriesDue(turn.request.settlements, committedAtMs);
+}
+
+// Polling finds what no notification announces: retries coming due and the leases of
+// crashed workers expiring. With notifications for new messages it can be slow, except
+// that this worker wakes for the retries it scheduled itself.
+qint64 Engine::idleWaitMs() const
+{
+    constexpr qint64 NotifiedPollMs = 1000;
+    // Without notifications, back off from a quick second look to the configured poll:
+    // a steady trickle of messages is picked up within milliseconds, and an empty queue
+    // is still asked only every idlePollMs.
+    if (!m_listening)
+        return std::min(m_config.idlePollMs, qint64(1) << std::min(m_idleTurns, 16));
+    const qint64 wait = std::max(m_config.idlePollMs, NotifiedPollMs);
+    const qint64 untilRetry = m_nextRetryDueMs - nowMs();
+    return untilRetry >= 0 ? std::min(wait, untilRetry) : wait;
+}
+
+void Engine::noteRetriesDue(const QList<Settlement> &settlements, qint64 committedAtMs)
+{
+    if (m_nextRetryDueMs < committedAtMs)
+        m_nextRetryDueMs = std::numeric_limits<qint64>::max();
+    for (const auto &settlement : settlements) {
+        if (settlement.kind == Settlement::Kind::Retry)
+            m_nextRetryDueMs = std::min(m_nextRetryDueMs, committedAtMs + settlement.delayMs);
+    }
+}
+
+void Engine::onNotification(const QString &channel)
+{
+    if (channel == Channel::Queue && m_idle)
+        scheduleCycle(0);
+}
+
+// Claims beyond the send slots: a delivery that finishes hands its slot to the next
+// claimed one at once, instead of waiting for a turn to lease it, and turns can wait to
+// carry more (turnCanWait). Each of them widens the in-doubt window of a crash by one key:
+// harmless when the partner dedupes by key and the policy resends, so only then. And only
+// when the lease outlasts a wait for a slot (at most one request timeout) and the send
+// itself: a claim that expired mid-send would be taken over and resent by another worker.
+int Engine::leaseAhead() const
+{
+    const bool resending = m_config.inDoubtPolicy == InDoubtPolicy::Resend;
+    const bool leaseCoversWaitAndSend = m_config.leaseMs > 2 * qint64(m_config.requestTimeoutMs);
+    return resending && leaseCoversWaitAndSend ? m_config.concurrency : 0;
+}
+
+// A turn costs the store about the same for one outcome as for ten: while enough claimed
+// deliveries wait for a send slot, outcomes gather for a few milliseconds more.
+bool Engine::turnCanWait(qint64 now, bool consuming) const
+{
+    const auto lowWater = size_t(leaseAhead() / 2);
+    return consuming && hasPendingWrites() && m_readyToSend.size() > lowWater
+           && now - m_writesWaitingSinceMs < MaxWriteWaitMs;
+}
+
+void Engine::sendNow(const Delivery &delivery)
+{
+    m_readyToSend.push_back(delivery);
+    sendReady();
+}
+
+void Engine::sendReady()
+{
+    while (m_sending < m_config.concurrency && !m_readyToSend.empty()) {
+        const Delivery delivery = std::move(m_readyToSend.front());
+        m_readyToSend.pop_front();
+        const qint64 sentAt = nowMs();
+        if (!claimOutlastsSend(delivery, sentAt)) {
+            releaseUnsent(delivery, sentAt);
+            continue;
+        }
+        ++m_sending;
+        m_sender->send(delivery.reminder.sendKey, delivery.reminder.payload, this,
+                       [this, delivery, sentAt](const SendOutcome &outcome) {
+                           --m_sending;
+                           onSent(delivery, outcome, sentAt);
+                           sendReady();
+                       });
+    }
+}
+
+// A lease is a promise that expires. A worker stopped (SIGSTOP, a VM pause, swapping)
+// past its claim wakes up believing it still owns the deliveries it had claimed, while
+// another worker may have taken them over and sent them. So a send starts only while the
+// claim outlasts the send's own timeout: a request that went out later could reach the
+// partner after the key's new holder, a second effect at a partner without idempotency.
+bool Engine::claimOutlastsSend(const Delivery &delivery, qint64 now) const
+{
+    return now + m_config.requestTimeoutMs < delivery.claimExpiresAtMs;
+}
+
+// A claim that ran out before its send: nothing went to the partner. If nobody has taken
+// the key over, it goes back to retrying (the message's next delivery claims it again,
+// not as in doubt, since it was never sent); the history tells either way.
+void Engine::releaseUnsent(const Delivery &delivery, qint64 now)
+{
+    ++m_counters.lapsed;
+    const Reminder &reminder = delivery.reminder;
+    const QString why = QStringLiteral("not sent: the claim ran out at %1, %2 ms ago (was this worker stopped or "
+                                       "stalled?); the key is left to whoever holds it now")
+                            .arg(QDateTime::fromMSecsSinceEpoch(delivery.claimExpiresAtMs, QTimeZone::utc())
+                                     .toString(Qt::ISODateWithMs),
+                                 QString::number(std::max<qint64>(0, now - delivery.claimExpiresAtMs)));
+    m_pendingAttempts.append(Attempt{reminder.sendKey, reminder.eventId, delivery.message.id, delivery.message.delivery,
+                                     m_config.workerId, now, QStringLiteral("claim"), QStringLiteral("lapsed"), 0, -1,
+                                     QStringLiteral("claim-lapsed"), why, {}});
+    m_pendingUpdates.append(LedgerUpdate{reminder.sendKey, delivery.message.id, delivery.message.delivery,
+                                         LedgerState::Retrying, false, 0, 0, QStringLiteral("claim-lapsed"), why, {}});
+    m_pendingSettlements.append({Settlement::Kind::Retry, delivery.message.id, delivery.message.delivery, 0, {}});
+    qCWarning(lcEngine).noquote() << "claim of" << QString::fromLatin1(reminder.sendKey) << "ran out before its send;"
+                                  << "not sent";
+    scheduleCycle(0);
+}
+
+void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64 sentAtMs)
+{
+    const qint64 now = nowMs();
+    const Reminder &reminder = delivery.reminder;
+    const int sends = delivery.sendsThisRound + 1;
+    Attempt attempt{reminder.sendKey, reminder.eventId, delivery.message.id, delivery.message.delivery,
+                    m_config.workerId, sentAtMs, QStringLiteral("send"), QString(), outcome.httpStatus,
+                    outcome.latencyMs, outcome.errorClass, outcome.error, outcome.providerRequestId};
+    LedgerUpdate update{reminder.sendKey, delivery.message.id, delivery.message.delivery, LedgerState::Applied,
+                        true, sentAtMs, outcome.httpStatus, outcome.errorClass, outcome.error,
+                        outcome.providerRequestId};
+
+    if (outcome.kind == SendOutcome::Kind::Applied) {
+        failpoint("after-send");
+        m_breaker.recordSuccess();
+        ++m_counters.applied;
+        m_counters.consecutiveFailures = 0;
+        m_counters.failingSinceMs = 0;
+        // The ledger takes a 2xx even from a claim that ran out meanwhile (see
+        // SqlLedger::record); the history says when that happened.
+        if (now >= delivery.claimExpiresAtMs)
+            attempt.error = QStringLiteral("answered after this worker's claim had run out (at %1)")
+                                .arg(QDateTime::fromMSecsSinceEpoch(delivery.claimExpiresAtMs, QTimeZone::utc())
+                                         .toString(Qt::ISODateWithMs));
+        // The outcome, the ledger change and the ack commit in one transaction, so the
+        // one "applied" row also stands for the ack.
+        attempt.outcome = QStringLiteral("applied");
+        m_pendingAttempts.append(attempt);
+        m_pendingUpdates.append(update);
+        m_pendingSettlements.append({Settlement::Kind::Ack, delivery.message.id, delivery.message.delivery, 0, {}});
+        scheduleCycle(0);
+        return;
+    }
+
+    ++m_counters.failures;
+    const bool partnerUnhealthy =
+        outcome.kind == SendOutcome::Kind::Transient || outcome.kind == SendOutcome::Kind::InDoubt;
+    if (partnerUnhealthy) {
+        m_breaker.recordFailure(now);
+        ++m_counters.consecutiveFailures;
+        if (!m_counters.failingSinceMs)
+            m_counters.failingSinceMs = sentAtMs;
+        m_counters.lastFailureAtMs = now;
+        m_counters.lastErrorClass = outcome.errorClass;
+    }
+
+    if (outcome.kind == SendOutcome::Kind::InDoubt && m_config.inDoubtPolicy == InDoubtPolicy::Hold) {
+        // No idempotency to lean on: a resend could be a second effect. The message leaves
+        // the queue; the event waits in the ledger for an operator.
+        ++m_counters.held;
+        attempt.outcome = QStringLiteral("held");
+        update.state = LedgerState::InDoubt;
+        m_pendingAttempts.append(attempt);
+        m_pendingUpdates.append(update);
+        acknowledge(delivery);
+        return;
+    }
+
+    const bool retryable = partnerUnhealthy;
+    if (retryable && sends < m_config.maxAttempts) {
+        ++m_counters.retries;
+        const qint64 delay = retryDelayMs(sends, m_config.backoffBaseMs, m_config.backoffCapMs, outcome.retryAfterMs);
+        attempt.outcome = outcome.kind == SendOutcome::Kind::InDoubt ? QStringLiteral("in-doubt")
+                                                                     : QStringLiteral("transient");
+        update.state = LedgerState::Retrying;
+        m_pendingAttempts.append(attempt);
+        m_pendingAttempts.append(Attempt{reminder.sendKey, reminder.eventId, delivery.message.id,
+                                         delivery.message.delivery, m_config.workerId, now, QStringLiteral("retry"),
+                                         QStringLiteral("scheduled"), 0, delay, {},
+                                         QStringLiteral("next try in %1 ms (try %2 of %3)")
+                                             .arg(delay)
+                                             .arg(sends + 1)
+                                             .arg(m_config.maxAttempts),
+                                         {}});
+        m_pendingUpdates.append(update);
+        m_pendingSettlements.append({Settlement::Kind::Retry, delivery.message.id, delivery.message.delivery, delay, {}});
+        scheduleCycle(0);
+        return;
+    }
+
+    attempt.outcome = retryable ? QStringLiteral("transient") : QStringLiteral("permanent");
+    m_pendingAttempts.append(attempt);
+    update.state = LedgerState::Dead;
+    m_pendingUpdates.append(update);
+    Delivery sent = delivery;
+    if (!sent.firstSentAtMs)
+        sent.firstSentAtMs = sentAtMs;
+    const QString reason = retryable ? QStringLiteral("gave up after %1 attempts: %2").arg(sends).arg(outcome.error)
+                                     : outcome.error;
+    deadLetter(sent, outcome.errorClass, reason, sends);
+}
+
+void Engine::deadLetter(const Delivery &delivery, const QString &errorClass, const QString &error, int attempts)
+{
+    ++m_counters.deadLettered;
+    const qint64 now = nowMs();
+    const Reminder &reminder = delivery.reminder;
+    DeadLetterInfo info{errorClass, error, attempts, delivery.firstSentAtMs, attempts ? now : 0,
+                        reminder.sendKey, reminder.eventId};
+    m_pendingSettlements.append(
+        {Settlement::Kind::DeadLetter, delivery.message.id, delivery.message.delivery, 0, info});
+    m_pendingAttempts.append(Attempt{reminder.sendKey, reminder.eventId, delivery.message.id,
+                                     delivery.message.delivery, m_config.workerId, now,
+                                     QStringLiteral("dead-letter"), errorClass, 0, -1, errorClass, error, {}});
+    scheduleCycle(0);
+}
+
+void Engine::acknowledge(const Delivery &delivery)
+{
+    // The ack and its history row commit together, so the history never claims an ack
+    // that did not happen.
+    m_pendingSettlements.append({Settlement::Kind::Ack, delivery.message.id, delivery.message.delivery, 0, {}});
+    m_pendingAttempts.append(Attempt{delivery.reminder.sendKey, delivery.reminder.eventId, delivery.message.id,
+                                     delivery.message.delivery, m_config.workerId, nowMs(), QStringLiteral("ack"),
+                                     QStringLiteral("acked"), 0, -1, {}, {}, {}});
+    scheduleCycle(0);
+}
+
+void Engine::checkIdle()
+{
+    QString error;
+    EngineStore *side = m_storeSide;
+    const auto counts = onStore([side, &error](Store &) { return side->queue().counts(&error); });
+    if (!counts)
+        return;
+    // Leases of crashed workers count as in flight until they expire, so a survivor
+    // waits for them rather than declaring the queue done.
+    // A broker may hold delayed messages without saying when they are due: wait for them.
+    const bool retryDueSoon = counts->nextVisibleInMs ? *counts->nextVisibleInMs <= m_config.untilIdleHorizonMs
+                                                      : counts->delayed > 0;
+    if (counts->ready == 0 && counts->inFlight == 0 && !retryDueSoon) {
+        qCInfo(lcEngine) << "idle: nothing ready, in flight or due soon";
+        stop();
+    }
+}
+
+void Engine::purgeExpired()
+{
+    if (m_config.retentionMs <= 0 || !m_storeSide)
+        return;
+    const qint64 before = nowMs() - m_config.retentionMs;
+    onStoreLater([before](Store &store) {
+        QString error;
+        if (!store.ledger().purgeFinished(before, &error) || !store.metrics().purgeBefore(before, &error)
+            || !store.workers().purgeBefore(before, &error))
+            qCWarning(lcEngine).noquote() << "retention clean-up failed:" << error;
+    });
+}
+
+// The console charts queue depth and age over time from these samples, including
+// those of headless workers it never talked to.
+void Engine::sampleQueue()
+{
+    EngineStore *side = m_storeSide;
+    onStoreLater([side](Store &store) {
+        QString error;
+        const auto counts = side->queue().counts(&error);
+        if (!counts || !store.metrics().recordSample(*counts, nowMs(), &error))
+            qCWarning(lcEngine).noquote() << "sampling the queue failed:" << error;
+    });
+}
+
+void Engine::heartbeat()
+{
+    if (!m_running)
+        return;
+    const QString state = m_paused ? QStringLiteral("paused") : QStringLiteral("running");
+    onStoreLater([id = m_config.workerId, state, counters = counters()](Store &store) {
+        QString error;
+        if (!store.workers().heartbeat(id, state, counters, &error))
+            qCWarning(lcEngine).noquote() << "heartbeat failed:" << error;
+    });
+}
+
+// Puts a store side on its thread and opens its connection there; *side is set before
+// the open, so that closeStore() cleans up after a failed one too.
+bool Engine::openSide(EngineStore **side, QThread *thread, const QString &threadName, const QString &queueUrl,
+                      int prefetch, EngineStore::Notifications notifications, QString *error)
+{
+    EngineStore *opening = new EngineStore(m_config.storeUrl, queueUrl, m_config.workerId, prefetch);
+    *side = opening;
+    opening->moveToThread(thread);
+    thread->setObjectName(threadName);
+    thread->start();
+    bool opened = false;
+    QMetaObject::invokeMethod(opening, [opening, notifications, error] { return opening->open(error, notifications); },
+                              Qt::BlockingQueuedConnection, &opened);
+    return opened;
+}
+
+void Engine::closeSide(EngineStore **side, QThread *thread)
+{
+    if (!*side)
+        return;
+    QMetaObject::invokeMethod(*side, &EngineStore::close, Qt::BlockingQueuedConnection);
+    thread->quit();
+    thread->wait();
+    delete *side;
+    *side = nullptr;
+}
+
+void Engine::closeStore()
+{
+    closeSide(&m_claimSide, &m_claimThread);
+    closeSide(&m_storeSide, &m_storeThread);
+}
+
+void Engine::fail(const QString &message)
+{
+    qCCritical(lcEngine).noquote() << message;
+    emit errorOccurred(message);
+    finish(1);
+}
+
+void Engine::finish(int exitCode)
+{
+    m_running = false;
+    m_stopping = false;
+    m_cycleTimer.stop();
+    m_countersTimer.stop();
+    m_retentionTimer.stop();
+    m_sampleTimer.stop();
+    if (m_heartbeatTimer.isActive()) {
+        m_heartbeatTimer.stop();
+        QString error;
+        if (!onStore([&](Store &store) { return store.workers().retire(m_config.workerId, counters(), &error); }))
+            qCWarning(lcEngine).noquote() << "cannot mark the worker stopped:" << error;
+    }
+    closeStore();
+    publishCounters();
+    emit finished(exitCode);
+}
+
+void Engine::publishCounters()
+{
+    emit countersChanged(counters());
+}
+
+} // namespace once

@@ -1,0 +1,218 @@
+#pragma once
+
+#include "delivery/circuitbreaker.h"
+#include "delivery/enginestore.h"
+#include "store/ledger.h"
+#include "queues/messagequeue.h"
+#include "http/partnertls.h"
+
+#include <QObject>
+#include <QThread>
+#include <QTimer>
+#include <QUrl>
+
+#include <deque>
+#include <limits>
+#include <memory>
+
+namespace once {
+
+class EngineStore;
+class PartnerSender;
+class Store;
+struct SendOutcome;
+
+struct EngineConfig
+{
+    QString storeUrl;
+    QString queueUrl; // a broker's queue (amqp://, redis://); empty: the store's own
+    QUrl partnerUrl;
+    QByteArray partnerToken; // kept in memory only
+    QString workerId;
+    int concurrency = 16;
+    int maxAttempts = 8;
+    qint64 leaseMs = 30000;
+    int requestTimeoutMs = 10000;
+    InDoubtPolicy inDoubtPolicy = InDoubtPolicy::Resend;
+    qint64 backoffBaseMs = 1000;
+    qint64 backoffCapMs = 5 * 60 * 1000;
+    qint64 idlePollMs = 100;
+    bool untilIdle = false;       // finish once nothing is ready, in flight or due within a minute
+    qint64 untilIdleHorizonMs = 60000;
+    int breakerThreshold = 5;
+    qint64 retentionMs = 30LL * 24 * 3600 * 1000;
+    PartnerTls partnerTls; // CAs to trust for the partner, a client certificate for mutual TLS
+};
+
+struct EngineCounters
+{
+    qint64 leased = 0;
+    qint64 applied = 0;
+    qint64 duplicates = 0;
+    qint64 retries = 0;
+    qint64 deadLettered = 0;
+    qint64 held = 0;
+    qint64 resent = 0;
+    qint64 invalid = 0;
+    qint64 lapsed = 0;   // claims that ran out before their send could start: not sent
+    qint64 failures = 0; // partner calls that did not succeed
+    // The partner's current spell of failures (transient or in doubt), since the last
+    // accepted send: the console tells an outage from a blip by how long it lasts, for
+    // every worker on the store (they write this in their heartbeat).
+    int consecutiveFailures = 0;
+    qint64 failingSinceMs = 0; // the spell's first failure; 0: the last send was accepted
+    qint64 lastFailureAtMs = 0;
+    QString lastErrorClass;
+    int inFlight = 0;
+    CircuitBreaker::State breaker = CircuitBreaker::State::Closed;
+    bool paused = false;
+    bool running = false;
+};
+
+// The delivery state machine (docs/state-machine.md). For every message:
+//
+//   lease (consume) -> claim the send key in the ledger (atomic insert, committed)
+//     -> send with Idempotency-Key = send key -> record the outcome (committed) -> ack
+//
+// Nothing is acked before its outcome is recorded, and nothing is sent before its claim
+// is committed, so a crash anywhere leaves either a message that comes back (its lease
+// expires) or a recorded outcome. The one window no store can close, partner accepted
+// but outcome not recorded, shows up as a claim that expired without an outcome: the
+// next delivery finds it in doubt and resends with the same key, or holds it for an
+// operator when the partner has no idempotency.
+//
+// Many sends are in flight at once on this object's thread; ledger and queue writes are
+// grouped into one transaction per batch (group commit). Lives on one thread: call the
+// slots through queued connections from elsewhere.
+class Engine final : public QObject
+{
+    Q_OBJECT
+    Q_DISABLE_COPY_MOVE(Engine)
+
+public:
+    explicit Engine(const EngineConfig &config, QObject *parent = nullptr);
+    ~Engine() override;
+
+    EngineCounters counters() const;
+
+public slots:
+    void start();
+    void pause();
+    void resume();
+    // Stops consuming, lets what is in flight finish and record, then emits finished(0).
+    void stop();
+
+signals:
+    void started();
+    void countersChanged(const once::EngineCounters &counters);
+    void errorOccurred(const QString &message);
+    void finished(int exitCode);
+
+private:
+    struct Delivery
+    {
+        QueueMessage message;
+        Reminder reminder;
+        int sendsThisRound = 0;
+        qint64 firstSentAtMs = 0;
+        qint64 claimExpiresAtMs = 0; // when another delivery may take the key over
+    };
+
+    void scheduleCycle(qint64 delayMs);
+    void cycle();
+    bool hasPendingWrites() const;
+    void sendNow(const Delivery &delivery);
+    void sendReady();
+    bool claimOutlastsSend(const Delivery &delivery, qint64 now) const;
+    void releaseUnsent(const Delivery &delivery, qint64 now);
+    int leaseAhead() const;
+    bool turnCanWait(qint64 now, bool consuming) const;
+    void onSent(const Delivery &delivery, const SendOutcome &outcome, qint64 sentAtMs);
+    void deadLetter(const Delivery &delivery, const QString &errorClass, const QString &error, int attempts);
+    void acknowledge(const Delivery &delivery);
+    void checkIdle();
+    void fail(const QString &message);
+    void finish(int exitCode);
+    void publishCounters();
+    void purgeExpired();
+    void sampleQueue();
+    void heartbeat();
+    void onNotification(const QString &channel);
+    qint64 idleWaitMs() const;
+    void noteRetriesDue(const QList<Settlement> &settlements, qint64 committedAtMs);
+
+    // One turn at a time is on the store's thread (and, on PostgreSQL, the claims' thread);
+    // this is what it was asked to do.
+    struct Turn
+    {
+        TurnRequest request;
+        int settling = 0;
+        bool consuming = false;
+        int partsRunning = 0;
+        TurnResult result; // the parts' results, merged
+    };
+    enum class TurnPart { Whole, Writes, Claims };
+    void runTurnPart(EngineStore *side, const TurnRequest &request, TurnPart part);
+    void onTurnPartDone(const TurnResult &result, TurnPart part);
+    void onTurnDone(TurnResult result);
+    bool noteStoreFailure(const TurnResult &result);
+    void settled(const Turn &turn, qint64 committedAtMs);
+    // Runs a store call on the store's thread and waits for it.
+    template<typename Function>
+    auto onStore(Function function);
+    // Queues a store call behind the running turn, without waiting.
+    template<typename Function>
+    void onStoreLater(Function function);
+    bool openSide(EngineStore **side, QThread *thread, const QString &threadName, const QString &queueUrl,
+                  int prefetch, EngineStore::Notifications notifications, QString *error);
+    void closeSide(EngineStore **side, QThread *thread);
+    void closeStore();
+
+    EngineConfig m_config;
+    QThread m_storeThread;
+    EngineStore *m_storeSide = nullptr; // lives on m_storeThread
+    // PostgreSQL: a second connection leases and claims while the first records, as two
+    // workers would (see cycle()). Null on SQLite, which has one writer at a time, and
+    // with a broker, whose outcomes must commit before its acks.
+    QThread m_claimThread;
+    EngineStore *m_claimSide = nullptr;
+    QString m_storeDisplayName;
+    std::unique_ptr<Turn> m_turn;
+    bool m_cycleWanted = false;
+    PartnerSender *m_sender = nullptr;
+    CircuitBreaker m_breaker;
+    // Children of the engine, so that moveToThread() takes them along.
+    QTimer m_cycleTimer{this};
+    QTimer m_countersTimer{this};
+    QTimer m_retentionTimer{this};
+    QTimer m_sampleTimer{this};
+    QTimer m_heartbeatTimer{this};
+    bool m_listening = false; // woken by PostgreSQL notifications rather than polling alone
+    bool m_idle = false;      // the last turn found nothing to lease
+    int m_idleTurns = 0;      // turns in a row that found nothing
+    qint64 m_nextRetryDueMs = std::numeric_limits<qint64>::max(); // earliest retry this worker scheduled
+    bool m_running = false;
+    bool m_paused = false;
+    bool m_stopping = false;
+
+    int m_inFlight = 0; // leased and not yet settled
+    int m_sending = 0;  // at the partner now, at most the configured concurrency
+    // Claimed and waiting for a free send slot (see leaseAhead()).
+    std::deque<Delivery> m_readyToSend;
+    // Written by the next cycle, in one transaction; waiting since m_writesWaitingSinceMs.
+    qint64 m_writesWaitingSinceMs = 0;
+    QList<LedgerUpdate> m_pendingUpdates;
+    QList<Attempt> m_pendingAttempts;
+    QList<Settlement> m_pendingSettlements;
+    EngineCounters m_counters;
+    struct StoreFailureSpell
+    {
+        qint64 permanentSinceMs = 0;
+        qint64 lastWarnedMs = 0;
+        QString lastError;
+    } m_storeFailure; // since the last turn that went through
+};
+
+} // namespace once
+
+Q_DECLARE_METATYPE(once::EngineCounters)

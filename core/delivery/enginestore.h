@@ -1,0 +1,92 @@
+#pragma once
+
+#include "queues/brokerqueue.h"
+#include "store/ledger.h"
+#include "queues/messagequeue.h"
+#include "store/storefailure.h"
+
+#include <QObject>
+
+#include <memory>
+
+namespace once {
+
+class Store;
+
+// What one turn of the engine writes, and how much new work it asks for.
+struct TurnRequest
+{
+    QList<LedgerUpdate> updates;
+    QList<Attempt> attempts;
+    QList<Settlement> settlements;
+    int room = 0; // messages to lease; 0 when not consuming
+    qint64 leaseMs = 0;
+    QString workerId;
+    InDoubtPolicy policy = InDoubtPolicy::Resend;
+};
+
+struct TurnResult
+{
+    bool ok = false;
+    // PostgreSQL commits the writes before leasing: a turn can fail after them.
+    bool writesCommitted = false;
+    QString error;
+    StoreFailure failure = StoreFailure::None; // what the failed step met: try again, or not
+    QList<QueueMessage> leased;
+    QList<ClaimRequest> claims;  // the leased messages that parse...
+    QList<int> claimedMessages;  // ...at these indexes of leased
+    QList<ClaimResult> results;  // one per claim
+    QList<QPair<int, QString>> invalid; // index of leased, why it does not parse
+};
+
+// The engine's store, on a thread of its own: while a turn waits on the database, the
+// engine's thread goes on reading partner answers and starting sends. One turn runs at
+// a time, in order; every other store call of the engine queues behind it.
+class EngineStore final : public QObject
+{
+    Q_OBJECT
+    Q_DISABLE_COPY_MOVE(EngineStore)
+
+public:
+    // queueUrl: a broker's queue (amqp://, redis://), or empty for the store's own.
+    EngineStore(QString storeUrl, QString queueUrl, QString consumerName, int prefetch);
+    ~EngineStore() override;
+
+    // Ignore: a second connection of the engine, which the first one's notifications wake.
+    enum class Notifications { Listen, Ignore };
+
+    // On the store's thread from here on.
+    bool open(QString *error, Notifications notifications = Notifications::Listen);
+    void close();
+    Store &store() { return *m_store; }
+    MessageQueue &queue();
+    QString queueDisplayName() const;
+    bool listening() const { return m_listening; }
+
+    // Records outcomes and settles their messages, then leases and claims new work: one
+    // durable commit on SQLite (group commit), two on PostgreSQL (where the engine runs
+    // the two halves on two connections), and with a broker the outcomes' commit, the
+    // broker's acks, then the claims' commit (see the .cpp).
+    TurnResult runTurn(const TurnRequest &request);
+
+signals:
+    // A PostgreSQL notification on a channel this store listens to.
+    void notified(const QString &channel);
+
+private:
+    TurnResult runBrokerTurn(const TurnRequest &request);
+    bool claimLeased(const TurnRequest &request, TurnResult *turn);
+    static void forgetLeases(TurnResult *turn);
+
+    QString m_storeUrl;
+    QString m_queueUrl;
+    QString m_consumerName;
+    int m_prefetch = 0;
+    std::unique_ptr<Store> m_store;
+    std::unique_ptr<BrokerQueue> m_broker;
+    bool m_listening = false;
+};
+
+} // namespace once
+
+Q_DECLARE_METATYPE(once::TurnResult)

@@ -1,0 +1,165 @@
+#include "delivery/partnersender.h"
+
+#include "model/partnerpolicy.h"
+#include "delivery/partnertext.h"
+
+#include <QDateTime>
+#include <QTimeZone>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLocale>
+#include <QRandomGenerator>
+
+namespace once {
+
+std::optional<qint64> parseRetryAfterMs(const QByteArray &value, qint64 nowMs)
+{
+    // A partner that asks for more than a day is treated as asking for a day; the
+    // attempt budget and the operator take it from there.
+    constexpr qint64 MaxMs = 24 * 3600 * 1000;
+    const QByteArray trimmed = value.trimmed();
+    if (trimmed.isEmpty())
+        return std::nullopt;
+    // delay-seconds = 1*DIGIT (RFC 9110 10.2.3), of any length: a number too large for
+    // 64 bits asks for longer than the cap, not for nothing.
+    if (std::all_of(trimmed.begin(), trimmed.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        bool fits = false;
+        const qint64 seconds = trimmed.size() <= 18 ? trimmed.toLongLong(&fits) : 0;
+        if (!fits || seconds > MaxMs / 1000)
+            return MaxMs;
+        return seconds * 1000;
+    }
+    // IMF-fixdate, e.g. "Wed, 21 Oct 2015 07:28:00 GMT", always in GMT: parse date and
+    // time apart so that no local time zone (or its daylight-saving gap) is involved.
+    const QStringList parts = QString::fromLatin1(trimmed).split(QLatin1Char(' '), Qt::SkipEmptyParts);
+    if (parts.size() != 6 || parts.at(5) != QLatin1String("GMT"))
+        return std::nullopt;
+    const QDate date = QLocale::c().toDate(parts.mid(1, 3).join(QLatin1Char(' ')), QStringLiteral("dd MMM yyyy"));
+    const QTime time = QTime::fromString(parts.at(4), QStringLiteral("HH:mm:ss"));
+    if (!date.isValid() || !time.isValid())
+        return std::nullopt;
+    const qint64 at = QDateTime(date, time, Qt::UTC).toMSecsSinceEpoch();
+    return std::clamp<qint64>(at - nowMs, 0, MaxMs);
+}
+
+qint64 retryDelayMs(int sendsSoFar, qint64 baseMs, qint64 capMs, qint64 retryAfterMs)
+{
+    const int exponent = std::clamp(sendsSoFar - 1, 0, 30);
+    const qint64 ceiling = std::min<qint64>(capMs, baseMs << exponent);
+    const qint64 jittered = ceiling > 0 ? qint64(QRandomGenerator::global()->bounded(quint64(ceiling) + 1)) : 0;
+    return std::max(jittered, retryAfterMs);
+}
+
+SendOutcome classify(const HttpResult &result, qint64 nowMs, const SecretRedactor &redactor)
+{
+    SendOutcome outcome;
+    outcome.latencyMs = result.latencyMs;
+    outcome.httpStatus = result.httpStatus;
+    switch (result.status) {
+    case HttpResult::Status::NotSent:
+        outcome.kind = SendOutcome::Kind::Transient;
+        outcome.errorClass = QStringLiteral("connect-failed");
+        outcome.error = partnerText(result.error, redactor, MaxErrorChars);
+        return outcome;
+    case HttpResult::Status::InDoubt:
+        outcome.kind = SendOutcome::Kind::InDoubt;
+        outcome.errorClass = QStringLiteral("in-doubt");
+        outcome.error = partnerText(result.error, redactor, MaxErrorChars);
+        return outcome;
+    case HttpResult::Status::Response:
+        break;
+    }
+
+    // Everything below comes from the partner: redacted and made one printable line
+    // before it is cut, stored or shown.
+    const int status = result.httpStatus;
+    QString requestId = QString::fromUtf8(result.header("x-request-id"));
+    if (requestId.isEmpty() && result.body.startsWith('{')) {
+        const auto reply = QJsonDocument::fromJson(result.body).object();
+        requestId = reply.value(QLatin1String("request_id")).toString();
+    }
+    outcome.providerRequestId = partnerText(requestId, redactor, MaxRequestIdChars);
+    if (status >= 200 && status < 300) {
+        outcome.kind = SendOutcome::Kind::Applied;
+        return outcome;
+    }
+    const QString reason = partnerText(QString::fromUtf8(result.body), redactor, MaxReasonChars);
+    outcome.error = QStringLiteral("HTTP ") + QString::number(status)
+                    + (reason.isEmpty() ? QString() : QStringLiteral(": ") + reason);
+    if (const auto after = parseRetryAfterMs(result.header("retry-after"), nowMs))
+        outcome.retryAfterMs = *after;
+    if (status == 429) {
+        outcome.kind = SendOutcome::Kind::Transient;
+        outcome.errorClass = QStringLiteral("rate-limited");
+    } else if (status == 409) {
+        // An idempotent API's way of saying "this key is still in flight".
+        outcome.kind = SendOutcome::Kind::Transient;
+        outcome.errorClass = QStringLiteral("key-in-flight");
+    } else if (status == 408 || status == 425 || status >= 500) {
+        outcome.kind = SendOutcome::Kind::Transient;
+        outcome.errorClass = status >= 500 ? QStringLiteral("http-5xx") : QStringLiteral("http-%1").arg(status);
+    } else if (status == 422) {
+        outcome.kind = SendOutcome::Kind::PayloadChanged;
+        outcome.errorClass = QStringLiteral("payload-changed");
+    } else {
+        outcome.kind = SendOutcome::Kind::Permanent;
+        outcome.errorClass = QStringLiteral("rejected");
+    }
+    return outcome;
+}
+
+QString partnerTokenProblem(const QByteArray &token)
+{
+    bool lineBreak = false;
+    bool nul = false;
+    bool control = false;
+    for (const char ch : token) {
+        const auto c = static_cast<unsigned char>(ch);
+        lineBreak = lineBreak || c == '\r' || c == '\n';
+        nul = nul || c == 0;
+        control = control || c < 0x20 || c == 0x7f;
+    }
+    if (lineBreak)
+        return QStringLiteral("contains a line break (CR or LF), which cannot be sent in an HTTP header");
+    if (nul)
+        return QStringLiteral("contains a NUL byte, which cannot be sent in an HTTP header");
+    if (control)
+        return QStringLiteral("contains a control character, which cannot be sent in an HTTP header");
+    if (!token.isEmpty() && (token.front() == ' ' || token.back() == ' '))
+        return QStringLiteral("starts or ends with a space, which a partner would not see in the header");
+    return {};
+}
+
+PartnerSender::PartnerSender(const QUrl &partnerUrl, int maxConnections, int timeoutMs,
+                             const QByteArray &bearerToken, const PartnerTls &tls, QObject *parent)
+    : QObject(parent)
+    , m_client(maxConnections)
+    , m_url(partnerUrl)
+    , m_timeoutMs(timeoutMs)
+    , m_authorization(bearerToken.isEmpty() ? QByteArray() : "Bearer " + bearerToken)
+    , m_redactor(QList<QByteArray>{bearerToken})
+{
+    m_client.setSslConfiguration(tls.sslConfiguration());
+}
+
+QString PartnerSender::displayUrl() const
+{
+    return partnerName(m_url);
+}
+
+void PartnerSender::send(const QByteArray &sendKey, const QByteArray &payload, QObject *context,
+                         std::function<void(const SendOutcome &)> onFinished)
+{
+    HttpRequest request;
+    request.url = m_url;
+    request.body = payload;
+    request.timeoutMs = m_timeoutMs;
+    request.headers = {{"Content-Type", "application/json"}, {"Idempotency-Key", sendKey}};
+    if (!m_authorization.isEmpty())
+        request.headers.append({"Authorization", m_authorization});
+    m_client.send(request, context, [this, onFinished = std::move(onFinished)](const HttpResult &result) {
+        onFinished(classify(result, QDateTime::currentMSecsSinceEpoch(), m_redactor));
+    });
+}
+
+} // namespace once

@@ -1,0 +1,47 @@
+#include "model/partnerpolicy.h"
+
+#include "operator/inspector.h"
+
+namespace once {
+
+QString keyHonouringName(KeyHonouring honouring)
+{
+    switch (honouring) {
+    case KeyHonouring::Honoured:
+        return QStringLiteral("yes");
+    case KeyHonouring::Ignored:
+        return QStringLiteral("no");
+    case KeyHonouring::Unknown:
+        break;
+    }
+    return QStringLiteral("unknown");
+}
+
+std::optional<KeyHonouring> keyHonouringFromName(const QString &name)
+{
+    if (name == QLatin1String("yes"))
+        return KeyHonouring::Honoured;
+    if (name == QLatin1String("no"))
+        return KeyHonouring::Ignored;
+    if (name == QLatin1String("unknown"))
+        return KeyHonouring::Unknown;
+    return std::nullopt;
+}
+
+QString partnerName(const QUrl &partnerUrl)
+{
+    return partnerUrl.toDisplayString(QUrl::RemoveUserInfo);
+}
+
+QJsonObject PartnerPolicy::toJson() const
+{
+    return QJsonObject{
+        {QStringLiteral("partner"), partner},
+        {QStringLiteral("honours_idempotency_key"), keyHonouringName(honoursKey)},
+        {QStringLiteral("set_by"), setBy.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(setBy)},
+        {QStringLiteral("set_at"), setAtMs > 0 ? QJsonValue(formatTime(setAtMs)) : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("last_seen_at"), lastSeenMs > 0 ? QJsonValue(formatTime(lastSeenMs)) : QJsonValue(QJsonValue::Null)},
+    };
+}
+
+} // namespace once

@@ -1,0 +1,716 @@
+#include "operator/inspector.h"
+
+#include "store/database.h"
+#include "model/reminder.h"
+
+#include <QJsonDocument>
+#include <QDateTime>
+#include <QHash>
+#include <QTimeZone>
+#include <QSqlRecord>
+#include <QVariant>
+
+#include <limits>
+
+namespace once {
+
+QString formatTime(qint64 msSinceEpoch)
+{
+    if (msSinceEpoch <= 0)
+        return {};
+    return QDateTime::fromMSecsSinceEpoch(msSinceEpoch, Qt::UTC).toString(Qt::ISODateWithMs);
+}
+
+namespace {
+
+QJsonValue timeOrNull(qint64 ms)
+{
+    return ms > 0 ? QJsonValue(formatTime(ms)) : QJsonValue(QJsonValue::Null);
+}
+
+QJsonValue textOrNull(const QString &text)
+{
+    return text.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(text);
+}
+
+const QString EventColumns = QStringLiteral(
+    "send_key, event_id, user_id, reminder_id, destination, channel, state, scheduled_at, created_at, updated_at, "
+    "first_sent_at, applied_at, sends, duplicates, redrives, last_http_status, last_error_class, last_error, "
+    "provider_request_id, payload, owner_worker, claimed_at, claim_expires_at");
+
+EventRow readEvent(const QSqlQuery &query)
+{
+    EventRow row;
+    row.sendKey = query.value(0).toString().toLatin1();
+    row.eventId = query.value(1).toString();
+    row.userId = query.value(2).toString();
+    row.reminderId = query.value(3).toString();
+    row.destination = query.value(4).toString();
+    row.channel = query.value(5).toString();
+    row.state = query.value(6).toString();
+    row.scheduledAtMs = query.value(7).toLongLong();
+    row.createdAtMs = query.value(8).toLongLong();
+    row.updatedAtMs = query.value(9).toLongLong();
+    row.firstSentAtMs = query.value(10).toLongLong();
+    row.appliedAtMs = query.value(11).toLongLong();
+    row.sends = query.value(12).toInt();
+    row.duplicates = query.value(13).toInt();
+    row.redrives = query.value(14).toInt();
+    row.lastHttpStatus = query.value(15).toInt();
+    row.lastErrorClass = query.value(16).toString();
+    row.lastError = query.value(17).toString();
+    row.providerRequestId = query.value(18).toString();
+    row.payload = query.value(19).toByteArray();
+    row.claimedBy = query.value(20).toString();
+    row.claimedAtMs = query.value(21).toLongLong();
+    row.claimExpiresAtMs = query.value(22).toLongLong();
+    return row;
+}
+
+// LIKE's wildcards and its escape character, escaped, so that a prefix matches only itself.
+QString likePrefix(const QString &prefix)
+{
+    QString escaped = prefix;
+    escaped.replace(QLatin1Char('\\'), QLatin1String("\\\\"));
+    escaped.replace(QLatin1Char('%'), QLatin1String("\\%"));
+    escaped.replace(QLatin1Char('_'), QLatin1String("\\_"));
+    return escaped + QLatin1Char('%');
+}
+
+// Whether a payload (bytes) contains the bound bytes.
+QString payloadContains(bool postgres)
+{
+    return postgres ? QStringLiteral("position(? IN payload) > 0") : QStringLiteral("instr(payload, ?) > 0");
+}
+
+// A string as it appears in JSON, quotes included ("\"alice\""), without the closing quote
+// for a prefix: how an id sits in a queued message's payload.
+QByteArray jsonString(const QString &text, bool closed)
+{
+    QByteArray quoted = QJsonDocument(QJsonArray{text}).toJson(QJsonDocument::Compact);
+    quoted = quoted.mid(1, quoted.size() - 2); // ["..."] -> "..."
+    if (!closed)
+        quoted.chop(1);
+    return quoted;
+}
+
+// The WHERE clause of an event filter on the ledger and its bound values, shared by the
+// list and the count.
+QString eventWhere(const EventFilter &filter, bool postgres, QVariantList *values)
+{
+    QStringList conditions;
+    const EventSearch search = EventSearch::parse(filter.text);
+    switch (search.kind) {
+    case EventSearch::Kind::None:
+        break;
+    case EventSearch::Kind::Exact:
+        // The last: an event id of any delivery, a duplicate's too (the history keeps each).
+        conditions << QStringLiteral("(user_id = ? OR destination = ? OR reminder_id = ? OR send_key = ? OR event_id = ? "
+                                     "OR send_key IN (SELECT send_key FROM attempts WHERE event_id = ?))");
+        for (int i = 0; i < 6; ++i)
+            values->append(search.text);
+        break;
+    case EventSearch::Kind::Prefix:
+        conditions << QStringLiteral("(user_id LIKE ? ESCAPE '\\' OR destination LIKE ? ESCAPE '\\' OR reminder_id LIKE ? "
+                                     "ESCAPE '\\' OR send_key LIKE ? ESCAPE '\\' OR event_id LIKE ? ESCAPE '\\')");
+        for (int i = 0; i < 5; ++i)
+            values->append(likePrefix(search.text));
+        break;
+    case EventSearch::Kind::Body:
+        conditions << payloadContains(postgres);
+        values->append(search.text.toUtf8());
+        break;
+    }
+    if (!filter.userId.isEmpty()) {
+        conditions << QStringLiteral("user_id = ?");
+        values->append(filter.userId);
+    }
+    if (!filter.state.isEmpty()) {
+        conditions << QStringLiteral("state = ?");
+        values->append(filter.state);
+    }
+    if (filter.auditId > 0) {
+        conditions << QStringLiteral("send_key IN (SELECT send_key FROM attempts WHERE audit_id = ?)");
+        values->append(filter.auditId);
+    }
+    return conditions.isEmpty() ? QString() : QStringLiteral(" WHERE ") + conditions.join(QLatin1String(" AND "));
+}
+
+// Whether a filter lists messages waiting in the queue: a search or the Queued state,
+// never the whole ledger's list (a backlog would bury it) nor one user's (the queue has no
+// user column).
+bool listsQueued(const EventFilter &filter)
+{
+    if (!filter.userId.isEmpty())
+        return false;
+    if (filter.state == EventState::Queued)
+        return true;
+    return filter.state.isEmpty() && EventSearch::parse(filter.text).kind != EventSearch::Kind::None;
+}
+
+// The WHERE clause for messages in the store's queue whose key no worker has claimed.
+QString queuedWhere(const EventFilter &filter, bool postgres, QVariantList *values)
+{
+    QStringList conditions{
+        QStringLiteral("(send_key IS NULL OR NOT EXISTS (SELECT 1 FROM ledger l WHERE l.send_key = queue.send_key))")};
+    const EventSearch search = EventSearch::parse(filter.text);
+    switch (search.kind) {
+    case EventSearch::Kind::None:
+        break;
+    case EventSearch::Kind::Exact:
+        // The payload holds the ids and the destination as JSON strings.
+        conditions << QStringLiteral("(send_key = ? OR event_id = ? OR %1)").arg(payloadContains(postgres));
+        *values << search.text << search.text << jsonString(search.text, true);
+        break;
+    case EventSearch::Kind::Prefix:
+        conditions << QStringLiteral("(send_key LIKE ? ESCAPE '\\' OR event_id LIKE ? ESCAPE '\\' OR %1)")
+                          .arg(payloadContains(postgres));
+        *values << likePrefix(search.text) << likePrefix(search.text) << jsonString(search.text, false);
+        break;
+    case EventSearch::Kind::Body:
+        conditions << payloadContains(postgres);
+        values->append(search.text.toUtf8());
+        break;
+    }
+    return QStringLiteral(" WHERE ") + conditions.join(QLatin1String(" AND "));
+}
+
+const QString QueuedColumns = QStringLiteral("payload, send_key, event_id, enqueued_at, visible_at");
+
+EventRow readQueued(const QSqlQuery &query)
+{
+    EventRow row;
+    row.payload = query.value(0).toByteArray();
+    row.sendKey = query.value(1).toString().toLatin1();
+    row.eventId = query.value(2).toString();
+    row.createdAtMs = query.value(3).toLongLong();
+    row.updatedAtMs = row.createdAtMs;
+    row.dueAtMs = query.value(4).toLongLong();
+    row.state = EventState::Queued;
+    if (const auto reminder = parseReminder(row.payload).reminder) {
+        row.userId = reminder->userId;
+        row.reminderId = reminder->reminderId;
+        row.destination = reminder->destination;
+        row.channel = reminder->channel;
+        row.scheduledAtMs = reminder->scheduledAt.toMSecsSinceEpoch();
+    }
+    return row;
+}
+
+} // namespace
+
+QJsonObject DeliveryStats::toJson() const
+{
+    QJsonObject object{
+        {QStringLiteral("ready"), queue.ready},
+        {QStringLiteral("in_flight"), queue.inFlight},
+        {QStringLiteral("delayed"), queue.delayed},
+        {QStringLiteral("dead"), queue.dead},
+        {QStringLiteral("acked"), acked},
+        {QStringLiteral("in_doubt"), inDoubt},
+        {QStringLiteral("claimed"), claimed},
+        {QStringLiteral("retrying"), retrying},
+        {QStringLiteral("dead_keys"), deadKeys},
+        {QStringLiteral("duplicates_suppressed"), duplicatesSuppressed},
+        {QStringLiteral("duplicate_deliveries"), duplicateDeliveries},
+        {QStringLiteral("applied_last_5m"), appliedLast5Min},
+        {QStringLiteral("sends_last_5m"), sendsLast5Min},
+        {QStringLiteral("failed_sends_last_5m"), failedSendsLast5Min},
+    };
+    object.insert(QStringLiteral("oldest_ready_age_s"),
+                  queue.oldestReadyAgeMs ? QJsonValue(double(*queue.oldestReadyAgeMs) / 1000.0) : QJsonValue(0));
+    object.insert(QStringLiteral("lateness_p50_s"),
+                  latenessP50Ms ? QJsonValue(double(*latenessP50Ms) / 1000.0) : QJsonValue(QJsonValue::Null));
+    object.insert(QStringLiteral("lateness_p95_s"),
+                  latenessP95Ms ? QJsonValue(double(*latenessP95Ms) / 1000.0) : QJsonValue(QJsonValue::Null));
+    return object;
+}
+
+QJsonObject EventRow::toJson() const
+{
+    return QJsonObject{
+        {QStringLiteral("key"), QString::fromLatin1(sendKey)},
+        {QStringLiteral("event_id"), textOrNull(eventId)},
+        {QStringLiteral("user_id"), userId},
+        {QStringLiteral("reminder_id"), reminderId},
+        {QStringLiteral("scheduled_at"), timeOrNull(scheduledAtMs)},
+        {QStringLiteral("destination"), destination},
+        {QStringLiteral("channel"), textOrNull(channel)},
+        {QStringLiteral("state"), state},
+        {QStringLiteral("created_at"), timeOrNull(createdAtMs)},
+        {QStringLiteral("updated_at"), timeOrNull(updatedAtMs)},
+        {QStringLiteral("since"), timeOrNull(updatedAtMs)},
+        {QStringLiteral("first_sent_at"), timeOrNull(firstSentAtMs)},
+        {QStringLiteral("applied_at"), timeOrNull(appliedAtMs)},
+        {QStringLiteral("sends"), sends},
+        {QStringLiteral("duplicates_suppressed"), duplicates},
+        {QStringLiteral("redrives"), redrives},
+        {QStringLiteral("last_http_status"), lastHttpStatus ? QJsonValue(lastHttpStatus) : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("last_error_class"), textOrNull(lastErrorClass)},
+        {QStringLiteral("last_error"), textOrNull(lastError)},
+        {QStringLiteral("provider_request_id"), textOrNull(providerRequestId)},
+        {QStringLiteral("claimed_by"), textOrNull(claimedBy)},
+        {QStringLiteral("claimed_at"), timeOrNull(claimedAtMs)},
+        {QStringLiteral("known"), state == LedgerState::InDoubt ? QJsonValue(whatIsKnown()) : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("partner"), textOrNull(partner)},
+        {QStringLiteral("partner_honours_idempotency_key"), keyHonouringName(partnerHonoursKey)},
+    };
+}
+
+QString EventRow::whatIsKnown() const
+{
+    const QString before = sends > 0 ? QStringLiteral("; %1 send%2 on record, the first at %3")
+                                           .arg(QString::number(sends), sends == 1 ? QString() : QStringLiteral("s"),
+                                                formatTime(firstSentAtMs))
+                                     : QString();
+    const QString by = claimedBy.isEmpty() ? QStringLiteral("a worker") : claimedBy;
+    if (claimExpiresAtMs > 0) {
+        // The holder vanished (killed, or stopped past its lease) between its claim and
+        // an outcome: its request may or may not have been written.
+        const QString when = claimedAtMs > 0 ? QStringLiteral(" at ") + formatTime(claimedAtMs) : QString();
+        return QStringLiteral("claimed by %1%2, may have been sent (the claim ran out at %3 without a recorded "
+                              "outcome)%4")
+            .arg(by, when, formatTime(claimExpiresAtMs), before);
+    }
+    // The worker itself gave up on an answer it had asked for.
+    return QStringLiteral("sent %1 time%2, first at %3, by %4; no complete answer to the last send%5")
+        .arg(QString::number(sends), sends == 1 ? QString() : QStringLiteral("s"), formatTime(firstSentAtMs), by,
+             lastError.isEmpty() ? QString() : QStringLiteral(": ") + lastError);
+}
+
+QJsonObject DeadLetter::toJson() const
+{
+    return QJsonObject{
+        {QStringLiteral("message_id"), id},
+        {QStringLiteral("key"), sendKey.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(QString::fromLatin1(sendKey))},
+        {QStringLiteral("event_id"), textOrNull(eventId)},
+        {QStringLiteral("error_class"), errorClass},
+        {QStringLiteral("last_error"), textOrNull(lastError)},
+        {QStringLiteral("attempts"), attempts},
+        {QStringLiteral("deliveries"), receiveCount},
+        {QStringLiteral("redrives"), redriveCount},
+        {QStringLiteral("first_attempt_at"), timeOrNull(firstAttemptAtMs)},
+        {QStringLiteral("last_attempt_at"), timeOrNull(lastAttemptAtMs)},
+        {QStringLiteral("dead_at"), timeOrNull(deadAtMs)},
+        {QStringLiteral("enqueued_at"), timeOrNull(enqueuedAtMs)},
+    };
+}
+
+QJsonObject AuditEntry::toJson() const
+{
+    return QJsonObject{{QStringLiteral("id"), id},
+                       {QStringLiteral("at"), formatTime(atMs)},
+                       {QStringLiteral("actor"), actor},
+                       {QStringLiteral("action"), action},
+                       {QStringLiteral("detail"), detail},
+                       {QStringLiteral("count"), count},
+                       {QStringLiteral("rate_per_second"), ratePerSecond > 0 ? QJsonValue(ratePerSecond) : QJsonValue()},
+                       {QStringLiteral("reason"), textOrNull(reason)}};
+}
+
+QJsonObject attemptToJson(const Attempt &attempt)
+{
+    return QJsonObject{
+        {QStringLiteral("at"), formatTime(attempt.atMs)},
+        {QStringLiteral("step"), attempt.step},
+        {QStringLiteral("outcome"), attempt.outcome},
+        {QStringLiteral("message_id"), textOrNull(attempt.messageId)},
+        {QStringLiteral("event_id"), textOrNull(attempt.eventId)},
+        {QStringLiteral("delivery"), attempt.delivery},
+        {QStringLiteral("worker"), textOrNull(attempt.workerId)},
+        {QStringLiteral("http_status"), attempt.httpStatus ? QJsonValue(attempt.httpStatus) : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("latency_ms"), attempt.latencyMs >= 0 ? QJsonValue(attempt.latencyMs) : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("error_class"), textOrNull(attempt.errorClass)},
+        {QStringLiteral("error"), textOrNull(attempt.error)},
+        {QStringLiteral("provider_request_id"), textOrNull(attempt.providerRequestId)},
+        {QStringLiteral("audit_id"), attempt.auditId > 0 ? QJsonValue(attempt.auditId) : QJsonValue()},
+    };
+}
+
+std::optional<DeliveryStats> Inspector::stats(QString *error)
+{
+    DeliveryStats stats;
+    const auto counts = m_queue.counts(error);
+    if (!counts)
+        return std::nullopt;
+    stats.queue = *counts;
+    const qint64 now = nowMs();
+    auto &query = m_db.prepared(QStringLiteral(
+        "SELECT"
+        " (SELECT COUNT(*) FROM ledger WHERE state = 'applied'),"
+        " (SELECT COUNT(*) FROM ledger WHERE state = 'in_doubt'),"
+        " (SELECT COUNT(*) FROM ledger WHERE state = 'claimed'),"
+        " (SELECT COUNT(*) FROM ledger WHERE state = 'retrying'),"
+        " (SELECT COUNT(*) FROM ledger WHERE state = 'dead'),"
+        " (SELECT COUNT(*) FROM ledger WHERE duplicates > 0),"
+        " (SELECT COALESCE(SUM(duplicates), 0) FROM ledger WHERE duplicates > 0),"
+        " (SELECT COUNT(*) FROM attempts WHERE at >= ? AND step = 'send' AND outcome = 'applied'),"
+        " (SELECT COUNT(*) FROM attempts WHERE at >= ? AND step = 'send'),"
+        " (SELECT COUNT(*) FROM attempts WHERE at >= ? AND step = 'send' AND outcome <> 'applied')"));
+    for (int i = 0; i < 3; ++i)
+        query.addBindValue(now - 5 * 60 * 1000);
+    if (!m_db.exec(query, error) || !query.next())
+        return std::nullopt;
+    stats.acked = query.value(0).toLongLong();
+    stats.inDoubt = query.value(1).toLongLong();
+    stats.claimed = query.value(2).toLongLong();
+    stats.retrying = query.value(3).toLongLong();
+    stats.deadKeys = query.value(4).toLongLong();
+    stats.duplicatesSuppressed = query.value(5).toLongLong();
+    stats.duplicateDeliveries = query.value(6).toLongLong();
+    stats.appliedLast5Min = query.value(7).toLongLong();
+    stats.sendsLast5Min = query.value(8).toLongLong();
+    stats.failedSendsLast5Min = query.value(9).toLongLong();
+    query.finish();
+
+    auto &lateness = m_db.prepared(QStringLiteral(
+        "SELECT a.at + COALESCE(a.latency_ms, 0) - l.scheduled_at FROM attempts a JOIN ledger l "
+        "ON l.send_key = a.send_key WHERE a.at >= ? AND a.step = 'send' AND a.outcome = 'applied' "
+        "ORDER BY a.at DESC LIMIT 20000"));
+    lateness.addBindValue(now - 3600 * 1000);
+    if (!m_db.exec(lateness, error))
+        return std::nullopt;
+    std::vector<qint64> values;
+    while (lateness.next())
+        values.push_back(lateness.value(0).toLongLong());
+    lateness.finish();
+    if (!values.empty()) {
+        std::sort(values.begin(), values.end());
+        stats.latenessP50Ms = values[values.size() / 2];
+        stats.latenessP95Ms = values[std::min(values.size() - 1, values.size() * 95 / 100)];
+    }
+    return stats;
+}
+
+std::optional<EventRow> Inspector::event(const QString &keyOrEventId, QString *error)
+{
+    // The ledger row holds the first delivery's event id; a later delivery of the same
+    // reminder (a duplicate) is found through its history row.
+    auto &query = m_db.prepared(QStringLiteral("SELECT ") + EventColumns
+                                + QStringLiteral(" FROM ledger WHERE send_key = ? OR event_id = ? OR send_key = "
+                                                 "(SELECT send_key FROM attempts WHERE event_id = ? LIMIT 1) LIMIT 1"));
+    for (int i = 0; i < 3; ++i)
+        query.addBindValue(keyOrEventId);
+    if (!m_db.exec(query, error))
+        return std::nullopt;
+    if (!query.next()) {
+        query.finish();
+        // Not claimed yet: it may still wait in the queue.
+        auto &queued = m_db.prepared(QStringLiteral("SELECT ") + QueuedColumns
+                                     + QStringLiteral(" FROM queue WHERE send_key = ? OR event_id = ? ORDER BY id LIMIT 1"));
+        queued.addBindValue(keyOrEventId);
+        queued.addBindValue(keyOrEventId);
+        if (!m_db.exec(queued, error))
+            return std::nullopt;
+        if (queued.next()) {
+            EventRow row = readQueued(queued);
+            queued.finish();
+            return row;
+        }
+        queued.finish();
+        *error = QStringLiteral("no event with send key or event id \"%1\"").arg(keyOrEventId);
+        return std::nullopt;
+    }
+    EventRow row = readEvent(query);
+    query.finish();
+    // Workers register the partner they send to; the latest send's worker names it.
+    auto &partner = m_db.prepared(QStringLiteral(
+        "SELECT w.partner, p.honours_key FROM attempts a JOIN workers w ON w.id = a.worker_id "
+        "LEFT JOIN partners p ON p.url = w.partner WHERE a.send_key = ? AND a.step = 'send' ORDER BY a.id DESC LIMIT 1"));
+    partner.addBindValue(QString::fromLatin1(row.sendKey));
+    if (!m_db.exec(partner, error))
+        return std::nullopt;
+    if (partner.next()) {
+        row.partner = partner.value(0).toString();
+        row.partnerHonoursKey = keyHonouringFromName(partner.value(1).toString()).value_or(KeyHonouring::Unknown);
+    }
+    partner.finish();
+    return row;
+}
+
+std::optional<QList<Attempt>> Inspector::attempts(const QByteArray &sendKey, QString *error)
+{
+    auto &query = m_db.prepared(QStringLiteral(
+        "SELECT send_key, event_id, message_id, delivery, worker_id, at, step, outcome, http_status, latency_ms, "
+        "error_class, error, provider_request_id, audit_id FROM attempts WHERE send_key = ? "
+        // In the order things happened, not the order they were written: a send's row is
+        // written with its outcome, after rows of what went on meanwhile, but is dated when
+        // the request left. At one millisecond, a claim comes before its send, and a send
+        // before what followed from it, duplicates turned away by its outcome included.
+        "ORDER BY at, CASE WHEN step = 'claim' AND COALESCE(outcome, '') <> 'duplicate' THEN 0 WHEN step = 'send' THEN 1 "
+        "ELSE 2 END, id"));
+    query.addBindValue(QString::fromLatin1(sendKey));
+    if (!m_db.exec(query, error))
+        return std::nullopt;
+    QList<Attempt> attempts;
+    while (query.next()) {
+        attempts.append(Attempt{query.value(0).toString().toLatin1(), query.value(1).toString(),
+                                query.value(2).toString(), query.value(3).toInt(), query.value(4).toString(),
+                                query.value(5).toLongLong(), query.value(6).toString(), query.value(7).toString(),
+                                query.value(8).toInt(), query.value(9).isNull() ? -1 : query.value(9).toLongLong(),
+                                query.value(10).toString(), query.value(11).toString(), query.value(12).toString(),
+                                query.value(13).toLongLong()});
+    }
+    query.finish();
+    return attempts;
+}
+
+std::optional<QList<EventRow>> Inspector::events(const EventFilter &filter, QString *error)
+{
+    const int limit = filter.limit < 0 ? std::numeric_limits<int>::max() : filter.limit;
+    QList<EventRow> rows;
+    // Queued messages come first, then the ledger: the ledger's page starts after them.
+    qint64 queuedCount = 0;
+    if (listsQueued(filter)) {
+        // Counting scans the queue's payloads: the first page does without, since a short
+        // one holds every queued match and a full one needs no ledger rows after it.
+        if (filter.offset > 0) {
+            const auto count = countQueued(filter, error);
+            if (!count)
+                return std::nullopt;
+            queuedCount = *count;
+        }
+        if (filter.offset == 0 || filter.offset < queuedCount) {
+            QVariantList values;
+            const QString where = queuedWhere(filter, m_db.isPostgres(), &values);
+            QSqlQuery query(m_db.connection());
+            query.setForwardOnly(true);
+            query.prepare(QStringLiteral("SELECT ") + QueuedColumns + QStringLiteral(" FROM queue") + where
+                          + QStringLiteral(" ORDER BY id DESC LIMIT ? OFFSET ?"));
+            for (const auto &value : std::as_const(values))
+                query.addBindValue(value);
+            query.addBindValue(limit);
+            query.addBindValue(filter.offset);
+            if (!m_db.exec(query, error))
+                return std::nullopt;
+            while (query.next())
+                rows.append(readQueued(query));
+        }
+        if (filter.offset == 0)
+            queuedCount = rows.size();
+    }
+    if (filter.state == EventState::Queued || rows.size() >= limit)
+        return rows;
+
+    QVariantList values;
+    const QString where = eventWhere(filter, m_db.isPostgres(), &values);
+    QSqlQuery query(m_db.connection());
+    query.setForwardOnly(true);
+    query.prepare(QStringLiteral("SELECT ") + EventColumns + QStringLiteral(" FROM ledger") + where
+                  // The insertion order, newest first: SQLite's rowid, PostgreSQL's seq column.
+                  + (m_db.isPostgres() ? QStringLiteral(" ORDER BY seq DESC LIMIT ? OFFSET ?")
+                                       : QStringLiteral(" ORDER BY rowid DESC LIMIT ? OFFSET ?")));
+    for (const auto &value : std::as_const(values))
+        query.addBindValue(value);
+    query.addBindValue(limit - int(rows.size()));
+    query.addBindValue(std::max<qint64>(0, filter.offset - queuedCount));
+    if (!m_db.exec(query, error))
+        return std::nullopt;
+    while (query.next())
+        rows.append(readEvent(query));
+    return rows;
+}
+
+std::optional<qint64> Inspector::countQueued(const EventFilter &filter, QString *error)
+{
+    QVariantList values;
+    const QString where = queuedWhere(filter, m_db.isPostgres(), &values);
+    QSqlQuery query(m_db.connection());
+    query.prepare(QStringLiteral("SELECT COUNT(*) FROM queue") + where);
+    for (const auto &value : std::as_const(values))
+        query.addBindValue(value);
+    if (!m_db.exec(query, error) || !query.next())
+        return std::nullopt;
+    return query.value(0).toLongLong();
+}
+
+std::optional<qint64> Inspector::countEvents(const EventFilter &filter, QString *error)
+{
+    qint64 queued = 0;
+    if (listsQueued(filter)) {
+        const auto count = countQueued(filter, error);
+        if (!count)
+            return std::nullopt;
+        queued = *count;
+    }
+    if (filter.state == EventState::Queued)
+        return queued;
+    QVariantList values;
+    const QString where = eventWhere(filter, m_db.isPostgres(), &values);
+    QSqlQuery query(m_db.connection());
+    query.prepare(QStringLiteral("SELECT COUNT(*) FROM ledger") + where);
+    for (const auto &value : std::as_const(values))
+        query.addBindValue(value);
+    if (!m_db.exec(query, error) || !query.next())
+        return std::nullopt;
+    return queued + query.value(0).toLongLong();
+}
+
+EventSearch EventSearch::parse(const QString &text)
+{
+    const QString trimmed = text.trimmed();
+    if (trimmed.isEmpty())
+        return {};
+    if (trimmed.startsWith(QLatin1String("body:"))) {
+        const QString body = trimmed.mid(5).trimmed();
+        return body.isEmpty() ? EventSearch{} : EventSearch{Kind::Body, body};
+    }
+    if (trimmed.endsWith(QLatin1Char('*')) && trimmed.size() > 1)
+        return {Kind::Prefix, trimmed.chopped(1)};
+    return {Kind::Exact, trimmed};
+}
+
+bool DeadLetterFilter::matches(const DeadLetter &letter) const
+{
+    return (errorClass.isEmpty() || letter.errorClass == errorClass) && letter.deadAtMs >= sinceMs
+           && (untilMs <= 0 || letter.deadAtMs <= untilMs) && (sendKeys.isEmpty() || sendKeys.contains(letter.sendKey));
+}
+
+std::optional<QList<DeadLetter>> Inspector::deadLetters(const DeadLetterFilter &filter, QString *error)
+{
+    QStringList conditions;
+    QVariantList values;
+    if (!filter.errorClass.isEmpty()) {
+        conditions << QStringLiteral("error_class = ?");
+        values << filter.errorClass;
+    }
+    if (filter.sinceMs > 0) {
+        conditions << QStringLiteral("dead_at >= ?");
+        values << filter.sinceMs;
+    }
+    if (filter.untilMs > 0) {
+        conditions << QStringLiteral("dead_at <= ?");
+        values << filter.untilMs;
+    }
+    if (!filter.sendKeys.isEmpty()) {
+        QStringList marks;
+        for (const auto &key : filter.sendKeys) {
+            marks << QStringLiteral("?");
+            values << QString::fromLatin1(key);
+        }
+        conditions << QStringLiteral("send_key IN (%1)").arg(marks.join(QLatin1Char(',')));
+    }
+    QSqlQuery query(m_db.connection());
+    query.setForwardOnly(true);
+    query.prepare(QStringLiteral("SELECT id, payload, send_key, event_id, error_class, last_error, attempts, "
+                                 "receive_count, redrive_count, first_attempt_at, last_attempt_at, dead_at, enqueued_at "
+                                 "FROM dead_letters")
+                  + (conditions.isEmpty() ? QString() : QStringLiteral(" WHERE ") + conditions.join(QLatin1String(" AND ")))
+                  + QStringLiteral(" ORDER BY dead_at, id LIMIT ?"));
+    for (const auto &value : std::as_const(values))
+        query.addBindValue(value);
+    // PostgreSQL refuses a negative LIMIT, which SQLite reads as none.
+    query.addBindValue(filter.limit < 0 ? std::numeric_limits<int>::max() : filter.limit);
+    if (!m_db.exec(query, error))
+        return std::nullopt;
+    QList<DeadLetter> letters;
+    while (query.next()) {
+        DeadLetter letter;
+        letter.id = query.value(0).toString();
+        letter.payload = query.value(1).toByteArray();
+        letter.sendKey = query.value(2).toString().toLatin1();
+        letter.eventId = query.value(3).toString();
+        letter.errorClass = query.value(4).toString();
+        letter.lastError = query.value(5).toString();
+        letter.attempts = query.value(6).toInt();
+        letter.receiveCount = query.value(7).toInt();
+        letter.redriveCount = query.value(8).toInt();
+        letter.firstAttemptAtMs = query.value(9).toLongLong();
+        letter.lastAttemptAtMs = query.value(10).toLongLong();
+        letter.deadAtMs = query.value(11).toLongLong();
+        letter.enqueuedAtMs = query.value(12).toLongLong();
+        letters.append(std::move(letter));
+    }
+    return letters;
+}
+
+std::optional<QList<EventRow>> Inspector::inDoubt(QString *error)
+{
+    EventFilter filter;
+    filter.state = LedgerState::InDoubt;
+    filter.limit = -1;
+    return events(filter, error);
+}
+
+std::optional<QList<AuditEntry>> Inspector::auditLog(int limit, QString *error)
+{
+    QSqlQuery query(m_db.connection());
+    query.prepare(QStringLiteral(
+        "SELECT id, at, actor, action, detail, count, rate, reason FROM audit_log ORDER BY id DESC LIMIT ?"));
+    query.addBindValue(limit);
+    if (!m_db.exec(query, error))
+        return std::nullopt;
+    QList<AuditEntry> entries;
+    while (query.next())
+        entries.append(AuditEntry{query.value(0).toLongLong(), query.value(1).toLongLong(), query.value(2).toString(),
+                                  query.value(3).toString(), query.value(4).toString(), query.value(5).toLongLong(),
+                                  query.value(6).toInt(), query.value(7).toString()});
+    return entries;
+}
+
+std::optional<QList<PartnerPolicy>> Inspector::partners(QString *error)
+{
+    QList<PartnerPolicy> partners;
+    QHash<QString, qsizetype> byName;
+    auto &recorded = m_db.prepared(QStringLiteral(
+        "SELECT url, honours_key, set_by, set_at, (SELECT MAX(heartbeat_at) FROM workers w WHERE w.partner = p.url) "
+        "FROM partners p ORDER BY url"));
+    if (!m_db.exec(recorded, error))
+        return std::nullopt;
+    while (recorded.next()) {
+        PartnerPolicy policy;
+        policy.partner = recorded.value(0).toString();
+        policy.honoursKey = keyHonouringFromName(recorded.value(1).toString()).value_or(KeyHonouring::Unknown);
+        policy.setBy = recorded.value(2).toString();
+        policy.setAtMs = recorded.value(3).toLongLong();
+        policy.lastSeenMs = recorded.value(4).toLongLong();
+        byName.insert(policy.partner, partners.size());
+        partners.append(policy);
+    }
+    recorded.finish();
+    auto &seen = m_db.prepared(QStringLiteral(
+        "SELECT partner, MAX(heartbeat_at) FROM workers WHERE partner IS NOT NULL AND partner <> '' "
+        "GROUP BY partner ORDER BY partner"));
+    if (!m_db.exec(seen, error))
+        return std::nullopt;
+    while (seen.next()) {
+        const QString name = seen.value(0).toString();
+        if (byName.contains(name))
+            continue;
+        PartnerPolicy policy;
+        policy.partner = name;
+        policy.lastSeenMs = seen.value(1).toLongLong();
+        partners.append(policy);
+    }
+    seen.finish();
+    return partners;
+}
+
+std::optional<PartnerActivity> Inspector::partnerActivity(qint64 sinceMs, QString *error)
+{
+    // All on attempts_at: the window's counts, and the latest send and accepted send of
+    // the last day, each found walking the index down from its newest end (MAX() with a
+    // condition would read every row).
+    const qint64 dayAgo = nowMs() - 24 * 3600 * 1000;
+    auto &query = m_db.prepared(QStringLiteral(
+        "SELECT (SELECT COUNT(*) FROM attempts WHERE at >= ? AND step = 'send'),"
+        " (SELECT COUNT(*) FROM attempts WHERE at >= ? AND step = 'send' AND outcome <> 'applied'),"
+        " (SELECT at FROM attempts WHERE at >= ? AND step = 'send' AND outcome = 'applied' ORDER BY at DESC LIMIT 1),"
+        " (SELECT at FROM attempts WHERE at >= ? AND step = 'send' ORDER BY at DESC LIMIT 1)"));
+    query.addBindValue(sinceMs);
+    query.addBindValue(sinceMs);
+    query.addBindValue(dayAgo);
+    query.addBindValue(dayAgo);
+    if (!m_db.exec(query, error) || !query.next())
+        return std::nullopt;
+    PartnerActivity activity;
+    activity.sinceMs = sinceMs;
+    activity.sends = query.value(0).toLongLong();
+    activity.failed = query.value(1).toLongLong();
+    activity.lastAcceptedAtMs = query.value(2).toLongLong();
+    activity.lastSendAtMs = query.value(3).toLongLong();
+    query.finish();
+    return activity;
+}
+
+} // namespace once

@@ -1,0 +1,187 @@
+#pragma once
+
+#include "store/ledger.h"
+#include "queues/messagequeue.h"
+#include "model/partnerpolicy.h"
+
+#include <QJsonArray>
+#include <QJsonObject>
+
+#include <optional>
+
+namespace once {
+
+class Database;
+
+struct DeliveryStats
+{
+    QueueCounts queue;
+    qint64 acked = 0;          // keys applied (a key published twice counts once)
+    qint64 inDoubt = 0;        // keys held for an operator
+    qint64 claimed = 0;        // keys a worker is sending now
+    qint64 retrying = 0;       // keys waiting for a retry
+    qint64 deadKeys = 0;       // keys dead-lettered
+    qint64 duplicatesSuppressed = 0; // keys that had at least one duplicate delivery suppressed
+    qint64 duplicateDeliveries = 0;  // deliveries suppressed in all
+    qint64 appliedLast5Min = 0;
+    qint64 sendsLast5Min = 0;
+    qint64 failedSendsLast5Min = 0;
+    std::optional<qint64> latenessP50Ms; // accepted send's end - scheduled_at, over the last hour
+    std::optional<qint64> latenessP95Ms;
+
+    QJsonObject toJson() const;
+};
+
+// An event not in the ledger yet: its message waits in the store's queue and no worker has
+// claimed its key. Support must not read "not found" as "never sent".
+namespace EventState {
+inline constexpr QLatin1String Queued("queued");
+} // namespace EventState
+
+struct EventRow
+{
+    QByteArray sendKey;
+    QString eventId;
+    QString userId;
+    QString reminderId;
+    QString destination;
+    QString channel;
+    QString state;
+    qint64 scheduledAtMs = 0;
+    qint64 createdAtMs = 0;
+    qint64 updatedAtMs = 0;
+    qint64 firstSentAtMs = 0;
+    qint64 appliedAtMs = 0;
+    int sends = 0;
+    int duplicates = 0;
+    int redrives = 0;
+    int lastHttpStatus = 0;
+    QString lastErrorClass;
+    QString lastError;
+    QString providerRequestId;
+    QByteArray payload;
+    QString claimedBy;          // the worker of the key's current (or last) claim
+    qint64 claimedAtMs = 0;     // 0: not known
+    qint64 claimExpiresAtMs = 0; // 0: no claim pending (an outcome was recorded)
+    qint64 dueAtMs = 0;          // queued: when its message becomes ready (later than createdAtMs for a delay)
+    // Filled by Inspector::event only (a list of events leaves them empty): the partner
+    // of the event's latest send and whether it honours Idempotency-Key, as recorded.
+    QString partner;
+    KeyHonouring partnerHonoursKey = KeyHonouring::Unknown;
+
+    QJsonObject toJson() const;
+    // For an event in doubt: what is known of its last send, in one line ("claimed by W at
+    // T, may have been sent (the claim ran out at T2 without a recorded outcome)").
+    QString whatIsKnown() const;
+};
+
+struct EventFilter
+{
+    // A search (EventSearch below): user id, destination, reminder id, send key or event id,
+    // exactly; "prefix*" for ids and destinations starting so; "body:text" for text anywhere
+    // in the message. A search also finds messages waiting in the store's queue.
+    QString text;
+    QString userId; // exact; the ledger only
+    QString state;  // a LedgerState, EventState::Queued, or empty for all
+    qint64 auditId = 0; // only the events this audit log row's action touched (0: any)
+    int limit = 100;
+    int offset = 0;
+};
+
+// What the search box's text asks for.
+struct EventSearch
+{
+    enum class Kind { None, Exact, Prefix, Body };
+    Kind kind = Kind::None;
+    QString text; // without the "*" or "body:"
+
+    static EventSearch parse(const QString &text);
+};
+
+struct DeadLetter
+{
+    QString id;
+    QByteArray payload;
+    QByteArray sendKey;
+    QString eventId;
+    QString errorClass;
+    QString lastError;
+    int attempts = 0;
+    int receiveCount = 0;
+    int redriveCount = 0;
+    qint64 firstAttemptAtMs = 0;
+    qint64 lastAttemptAtMs = 0;
+    qint64 deadAtMs = 0;
+    qint64 enqueuedAtMs = 0;
+
+    QJsonObject toJson() const;
+};
+
+struct DeadLetterFilter
+{
+    QString errorClass;
+    qint64 sinceMs = 0;           // dead at or after
+    qint64 untilMs = 0;           // dead at or before (0: no end)
+    QList<QByteArray> sendKeys;   // empty: any
+    int limit = -1;
+
+    // For dead letters listed without SQL (at a broker).
+    bool matches(const DeadLetter &letter) const;
+};
+
+struct AuditEntry
+{
+    qint64 id = 0;
+    qint64 atMs = 0;
+    QString actor;
+    QString action;
+    QString detail;
+    qint64 count = 0;
+    int ratePerSecond = 0; // a redrive's pace (0: none given, or not a redrive)
+    QString reason{};      // what the operator typed, if anything
+
+    QJsonObject toJson() const;
+};
+
+// What the partner answered in a recent window, from the history: whether it is taking
+// sends now, as far as the store can tell.
+struct PartnerActivity
+{
+    qint64 sinceMs = 0;
+    qint64 sends = 0;       // partner calls made in the window
+    qint64 failed = 0;      // of them, not accepted (an error, no answer, a rejection)
+    qint64 lastAcceptedAtMs = 0; // the latest accepted send of the last day (0: none)
+    qint64 lastSendAtMs = 0;     // the latest send of the last day (0: none)
+};
+
+QJsonObject attemptToJson(const Attempt &attempt);
+QString formatTime(qint64 msSinceEpoch); // RFC 3339 UTC, empty for 0
+
+// Read-only questions about a store, for `once stats`, `history`, `events`, `dlq`,
+// `in-doubt` and the console. Never writes.
+class Inspector final
+{
+public:
+    Inspector(Database &db, MessageQueue &queue) : m_db(db), m_queue(queue) {}
+
+    std::optional<DeliveryStats> stats(QString *error);
+    // Finds an event by send key or event id.
+    std::optional<EventRow> event(const QString &keyOrEventId, QString *error);
+    std::optional<QList<Attempt>> attempts(const QByteArray &sendKey, QString *error);
+    std::optional<QList<EventRow>> events(const EventFilter &filter, QString *error);
+    std::optional<qint64> countEvents(const EventFilter &filter, QString *error);
+    // Messages in the store's queue that a filter lists (no worker has claimed their key).
+    std::optional<qint64> countQueued(const EventFilter &filter, QString *error);
+    std::optional<QList<DeadLetter>> deadLetters(const DeadLetterFilter &filter, QString *error);
+    std::optional<QList<EventRow>> inDoubt(QString *error);
+    std::optional<QList<AuditEntry>> auditLog(int limit, QString *error);
+    // Every partner the store knows: those with a recorded policy and those workers send to.
+    std::optional<QList<PartnerPolicy>> partners(QString *error);
+    std::optional<PartnerActivity> partnerActivity(qint64 sinceMs, QString *error);
+
+private:
+    Database &m_db;
+    MessageQueue &m_queue;
+};
+
+} // namespace once

@@ -1,0 +1,399 @@
+#include "operator/operations.h"
+
+#include "queues/brokerqueue.h"
+#include "store/database.h"
+#include "store/sqlledger.h"
+#include "store/sqlqueue.h"
+
+#include <QSet>
+#include <QVariant>
+
+#include <algorithm>
+
+#include <limits>
+
+#include <pwd.h>
+#include <unistd.h>
+
+namespace once {
+
+QString currentUserName()
+{
+    if (const passwd *entry = getpwuid(geteuid()))
+        return QString::fromLocal8Bit(entry->pw_name);
+    return qEnvironmentVariable("USER", QStringLiteral("unknown"));
+}
+
+QString describeLetters(const QList<DeadLetter> &letters)
+{
+    constexpr qsizetype Named = 5;
+    QStringList names;
+    for (const auto &letter : letters.mid(0, Named))
+        names << (letter.sendKey.isEmpty() ? QStringLiteral("message ") + letter.id : QString::fromLatin1(letter.sendKey));
+    if (letters.isEmpty())
+        return QStringLiteral("no keys");
+    QString text = (letters.size() == 1 ? QStringLiteral("key ") : QStringLiteral("keys ")) + names.join(QLatin1String(", "));
+    if (letters.size() > Named)
+        text += QStringLiteral(" and %1 more").arg(letters.size() - Named);
+    return text;
+}
+
+QString describeFilter(const DeadLetterFilter &filter)
+{
+    QString text = QStringLiteral("all");
+    if (!filter.errorClass.isEmpty())
+        text += QStringLiteral(" error-class=") + filter.errorClass;
+    if (filter.sinceMs > 0)
+        text += QStringLiteral(" since=") + formatTime(filter.sinceMs);
+    if (filter.untilMs > 0)
+        text += QStringLiteral(" until=") + formatTime(filter.untilMs);
+    return text;
+}
+
+QString describeRedrive(const DeadLetterFilter &filter, const QList<DeadLetter> &letters)
+{
+    DeadLetterFilter shown = filter;
+    shown.sendKeys.clear();
+    QString detail = filter.sendKeys.isEmpty() ? describeFilter(shown) : describeLetters(letters);
+    if (!filter.sendKeys.isEmpty() && describeFilter(shown) != QLatin1String("all"))
+        detail += describeFilter(shown).mid(3);
+    return detail;
+}
+
+qsizetype redriveBatchSize(int ratePerSecond)
+{
+    return ratePerSecond > 0 ? std::max(1, ratePerSecond / 10) : 500;
+}
+
+std::optional<qint64> Operations::beginAudit(const AuditAction &action, QString *error, qint64 count)
+{
+    auto &insert = m_db.prepared(QStringLiteral("INSERT INTO audit_log (at, actor, action, detail, count, rate, reason) "
+                                                "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id"));
+    insert.addBindValue(nowMs());
+    insert.addBindValue(m_actor);
+    insert.addBindValue(action.action);
+    insert.addBindValue(action.detail);
+    insert.addBindValue(count);
+    insert.addBindValue(action.ratePerSecond > 0 ? QVariant(action.ratePerSecond) : QVariant());
+    insert.addBindValue(action.reason.trimmed().isEmpty() ? QVariant() : QVariant(action.reason.trimmed()));
+    if (!m_db.exec(insert, error))
+        return std::nullopt;
+    if (!insert.next()) {
+        *error = QStringLiteral("the audit log gave no id for its new row");
+        return std::nullopt;
+    }
+    const qint64 id = insert.value(0).toLongLong();
+    insert.finish();
+    return id;
+}
+
+bool Operations::noteInAudit(qint64 auditId, const QString &note, QString *error)
+{
+    auto &update = m_db.prepared(QStringLiteral("UPDATE audit_log SET detail = COALESCE(detail, '') || ? WHERE id = ?"));
+    update.addBindValue(QString(QLatin1Char(' ') + note));
+    update.addBindValue(auditId);
+    return m_db.exec(update, error);
+}
+
+std::optional<QString> Operations::auditReason(qint64 auditId, QString *error)
+{
+    auto &select = m_db.prepared(QStringLiteral("SELECT reason FROM audit_log WHERE id = ?"));
+    select.addBindValue(auditId);
+    if (!m_db.exec(select, error))
+        return std::nullopt;
+    const QString reason = select.next() ? select.value(0).toString() : QString();
+    select.finish();
+    return reason;
+}
+
+bool Operations::recordOnLetters(const QList<DeadLetter> &letters, const QString &outcome, qint64 auditId,
+                                 QString *error)
+{
+    if (letters.isEmpty())
+        return true;
+    const auto reason = auditId > 0 ? auditReason(auditId, error) : std::optional<QString>(QString());
+    if (!reason)
+        return false;
+    const qint64 now = nowMs();
+    QList<Attempt> notes;
+    for (const auto &letter : letters) {
+        // A message that never parsed has no key, so no event to tell.
+        if (!letter.sendKey.isEmpty())
+            notes.append(Attempt{letter.sendKey, letter.eventId, letter.id, 0, m_actor, now, QStringLiteral("operator"),
+                                 outcome, 0, -1, {}, *reason, {}, auditId});
+    }
+    if (!m_ledger.insertAttempts(notes, error))
+        return false;
+    if (auditId <= 0)
+        return true;
+    auto &update = m_db.prepared(QStringLiteral("UPDATE audit_log SET count = count + ? WHERE id = ?"));
+    update.addBindValue(qint64(letters.size()));
+    update.addBindValue(auditId);
+    return m_db.exec(update, error);
+}
+
+std::optional<int> Operations::redrive(const QList<DeadLetter> &letters, qint64 auditId, QString *error)
+{
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return std::nullopt;
+    auto &remove = m_db.prepared(QStringLiteral("DELETE FROM dead_letters WHERE id = ?"));
+    QList<OutgoingMessage> messages;
+    QList<QByteArray> keys;
+    QList<DeadLetter> moved;
+    for (const auto &letter : letters) {
+        remove.addBindValue(letter.id);
+        if (!m_db.exec(remove, error))
+            return std::nullopt;
+        if (remove.numRowsAffected() != 1)
+            continue;
+        moved.append(letter);
+        messages.append(OutgoingMessage{letter.payload, letter.sendKey, letter.eventId, 0, letter.redriveCount + 1});
+        if (!letter.sendKey.isEmpty())
+            keys.append(letter.sendKey);
+    }
+    if (!m_queue.insert(messages, error))
+        return std::nullopt;
+    if (!m_ledger.reopen(keys, error) || !recordOnLetters(moved, QStringLiteral("redriven"), auditId, error)
+        || !transaction.commit(error))
+        return std::nullopt;
+    return int(messages.size());
+}
+
+namespace {
+
+// A broker takes dead letters from the head of its dead-letter queue: scan as far as
+// the last of the wanted ones, which may have moved up since they were listed.
+std::optional<QList<DeadLetter>> takeFromBroker(BrokerQueue &queue, const QList<DeadLetter> &letters, bool redrive,
+                                                QString *error)
+{
+    QSet<QString> wanted;
+    for (const auto &letter : letters)
+        wanted.insert(letter.id);
+    const auto current = queue.deadLetters(std::numeric_limits<int>::max(), error);
+    if (!current)
+        return std::nullopt;
+    int scan = 0;
+    for (int i = 0; i < current->size(); ++i) {
+        if (wanted.contains(current->at(i).id))
+            scan = i + 1;
+    }
+    if (scan == 0)
+        return QList<DeadLetter>();
+    const auto select = [&wanted](const DeadLetter &letter) { return wanted.contains(letter.id); };
+    return redrive ? queue.redrive(scan, select, error) : queue.discard(scan, select, error);
+}
+
+} // namespace
+
+std::optional<int> Operations::redrive(BrokerQueue &queue, const QList<DeadLetter> &letters, qint64 auditId,
+                                       QString *error)
+{
+    QList<QByteArray> keys;
+    for (const auto &letter : letters) {
+        if (!letter.sendKey.isEmpty())
+            keys.append(letter.sendKey);
+    }
+    Transaction transaction(m_db);
+    if (!transaction.begin(error) || !m_ledger.reopen(keys, error) || !transaction.commit(error))
+        return std::nullopt;
+    const auto taken = takeFromBroker(queue, letters, true, error);
+    if (!taken)
+        return std::nullopt;
+    Transaction record(m_db);
+    if (!record.begin(error) || !recordOnLetters(*taken, QStringLiteral("redriven"), auditId, error)
+        || !record.commit(error))
+        return std::nullopt;
+    return int(taken->size());
+}
+
+std::optional<int> Operations::discard(BrokerQueue &queue, const QList<DeadLetter> &letters, qint64 auditId,
+                                       QString *error)
+{
+    const auto taken = takeFromBroker(queue, letters, false, error);
+    if (!taken)
+        return std::nullopt;
+    Transaction record(m_db);
+    if (!record.begin(error) || !recordOnLetters(*taken, QStringLiteral("discarded"), auditId, error)
+        || !record.commit(error))
+        return std::nullopt;
+    return int(taken->size());
+}
+
+std::optional<int> Operations::discard(const QList<DeadLetter> &letters, qint64 auditId, QString *error)
+{
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return std::nullopt;
+    auto &remove = m_db.prepared(QStringLiteral("DELETE FROM dead_letters WHERE id = ?"));
+    QList<DeadLetter> removed;
+    for (const auto &letter : letters) {
+        remove.addBindValue(letter.id);
+        if (!m_db.exec(remove, error))
+            return std::nullopt;
+        if (remove.numRowsAffected() == 1)
+            removed.append(letter);
+    }
+    if (!recordOnLetters(removed, QStringLiteral("discarded"), auditId, error) || !transaction.commit(error))
+        return std::nullopt;
+    return int(removed.size());
+}
+
+std::optional<QByteArray> Operations::inDoubtPayload(const QByteArray &sendKey, QString *error)
+{
+    auto &select = m_db.prepared(QStringLiteral("SELECT state, payload FROM ledger WHERE send_key = ?"));
+    select.addBindValue(QString::fromLatin1(sendKey));
+    if (!m_db.exec(select, error))
+        return std::nullopt;
+    if (!select.next()) {
+        *error = QStringLiteral("no event with send key \"%1\"").arg(QString::fromLatin1(sendKey));
+        return std::nullopt;
+    }
+    const QString state = select.value(0).toString();
+    const QByteArray payload = select.value(1).toByteArray();
+    select.finish();
+    if (state != LedgerState::InDoubt) {
+        *error = QStringLiteral("event \"%1\" is %2, not in doubt").arg(QString::fromLatin1(sendKey), state);
+        return std::nullopt;
+    }
+    return payload;
+}
+
+bool Operations::resend(const QByteArray &sendKey, const QString &reason, QString *error)
+{
+    return resendThrough(sendKey, reason, [this](const OutgoingMessage &message, QString *error) {
+        return m_queue.insert({message}, error);
+    }, error);
+}
+
+// The message goes to the broker while the key's reopening is still uncommitted: a
+// worker that takes it at once waits for the commit and then finds the key open. Were
+// the commit to fail, that worker would find the key still in doubt and drop the message
+// as a duplicate, and the event would stay in doubt for the operator to decide again.
+bool Operations::resend(BrokerQueue &queue, const QByteArray &sendKey, const QString &reason, QString *error)
+{
+    return resendThrough(sendKey, reason, [&queue](const OutgoingMessage &message, QString *error) {
+        return queue.enqueue({message}, error);
+    }, error);
+}
+
+// A 2xx in the history means the partner acted, whatever the ledger says (a store
+// written before late answers settled their keys, or a ledger row edited by hand):
+// resending would act twice at a partner that does not dedupe.
+bool Operations::refuseIfAnswered2xx(const QByteArray &sendKey, QString *error)
+{
+    auto &select = m_db.prepared(QStringLiteral(
+        "SELECT at, http_status, provider_request_id FROM attempts WHERE send_key = ? AND step = 'send' "
+        "AND http_status >= 200 AND http_status < 300 ORDER BY id LIMIT 1"));
+    select.addBindValue(QString::fromLatin1(sendKey));
+    if (!m_db.exec(select, error))
+        return false;
+    if (!select.next())
+        return true;
+    const QString request = select.value(2).toString();
+    *error = QStringLiteral("refusing to resend %1: the partner answered HTTP %2 to a send at %3%4, so it has "
+                            "delivered it; resending could deliver it twice. Mark it delivered instead.")
+                 .arg(QString::fromLatin1(sendKey), QString::number(select.value(1).toInt()),
+                      formatTime(select.value(0).toLongLong()),
+                      request.isEmpty() ? QString() : QStringLiteral(" (request %1)").arg(request));
+    select.finish();
+    return false;
+}
+
+bool Operations::resendThrough(const QByteArray &sendKey, const QString &reason,
+                               const std::function<bool(const OutgoingMessage &, QString *)> &put, QString *error)
+{
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return false;
+    const auto payload = inDoubtPayload(sendKey, error);
+    if (!payload || !refuseIfAnswered2xx(sendKey, error))
+        return false;
+    const auto reminder = parseReminder(*payload).reminder;
+    const qint64 now = nowMs();
+    const OutgoingMessage message{*payload, sendKey, reminder ? reminder->eventId : QString(), 0, 0};
+    if (!m_ledger.reopen({sendKey}, error))
+        return false;
+    const auto auditId =
+        beginAudit({QStringLiteral("resolve-resend"), QString::fromLatin1(sendKey), 0, reason}, error, 1);
+    if (!auditId)
+        return false;
+    const Attempt note{sendKey, reminder ? reminder->eventId : QString(), {}, 0, m_actor, now, QStringLiteral("operator"),
+                       QStringLiteral("resend"), 0, -1, {}, reason.trimmed(), {}, *auditId};
+    if (!m_ledger.insertAttempts({note}, error) || !put(message, error))
+        return false;
+    return transaction.commit(error);
+}
+
+bool Operations::markDelivered(const QByteArray &sendKey, const QString &reason, QString *error)
+{
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return false;
+    const auto payload = inDoubtPayload(sendKey, error);
+    if (!payload)
+        return false;
+    const qint64 now = nowMs();
+    auto &update = m_db.prepared(QStringLiteral(
+        "UPDATE ledger SET state = 'applied', applied_at = ?, updated_at = ? WHERE send_key = ?"));
+    update.addBindValue(now);
+    update.addBindValue(now);
+    update.addBindValue(QString::fromLatin1(sendKey));
+    if (!m_db.exec(update, error))
+        return false;
+    const auto reminder = parseReminder(*payload).reminder;
+    const auto auditId =
+        beginAudit({QStringLiteral("resolve-mark-delivered"), QString::fromLatin1(sendKey), 0, reason}, error, 1);
+    if (!auditId)
+        return false;
+    const Attempt note{sendKey, reminder ? reminder->eventId : QString(), {}, 0, m_actor, now, QStringLiteral("operator"),
+                       QStringLiteral("marked-delivered"), 0, -1, {}, reason.trimmed(), {}, *auditId};
+    if (!m_ledger.insertAttempts({note}, error))
+        return false;
+    return transaction.commit(error);
+}
+
+bool Operations::setPartnerPolicy(const QString &partner, KeyHonouring honoursKey, QString *error)
+{
+    if (partner.trimmed().isEmpty()) {
+        *error = QStringLiteral("no partner URL given");
+        return false;
+    }
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return false;
+    if (honoursKey == KeyHonouring::Unknown) {
+        auto &forget = m_db.prepared(QStringLiteral("DELETE FROM partners WHERE url = ?"));
+        forget.addBindValue(partner);
+        if (!m_db.exec(forget, error))
+            return false;
+    } else {
+        auto &upsert = m_db.prepared(QStringLiteral(
+            "INSERT INTO partners (url, honours_key, set_by, set_at) VALUES (?, ?, ?, ?) ON CONFLICT (url) DO UPDATE "
+            "SET honours_key = excluded.honours_key, set_by = excluded.set_by, set_at = excluded.set_at"));
+        upsert.addBindValue(partner);
+        upsert.addBindValue(keyHonouringName(honoursKey));
+        upsert.addBindValue(m_actor);
+        upsert.addBindValue(nowMs());
+        if (!m_db.exec(upsert, error))
+            return false;
+    }
+    if (!audit(QStringLiteral("partner-policy"),
+               QStringLiteral("%1 honours Idempotency-Key: %2").arg(partner, keyHonouringName(honoursKey)), 0, error))
+        return false;
+    return transaction.commit(error);
+}
+
+bool Operations::audit(const QString &action, const QString &detail, qint64 count, QString *error)
+{
+    auto &insert = m_db.prepared(
+        QStringLiteral("INSERT INTO audit_log (at, actor, action, detail, count) VALUES (?, ?, ?, ?, ?)"));
+    insert.addBindValue(nowMs());
+    insert.addBindValue(m_actor);
+    insert.addBindValue(action);
+    insert.addBindValue(detail);
+    insert.addBindValue(count);
+    return m_db.exec(insert, error);
+}
+
+} // namespace once

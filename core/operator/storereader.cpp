@@ -1,0 +1,506 @@
+#include "operator/storereader.h"
+
+#include "queues/brokerqueue.h"
+#include "store/database.h"
+#include "store/store.h"
+#include "store/storelocation.h"
+
+#include <QFileInfo>
+#include <QMap>
+#include <QSet>
+#include <QLoggingCategory>
+#include <QSqlDriver>
+
+#include <limits>
+
+Q_LOGGING_CATEGORY(lcReader, "once.core.reader")
+
+namespace once {
+
+namespace {
+constexpr int RedriveTickMs = 100;
+constexpr int UnpacedRedriveBatch = 500; // letters a tick without a rate
+// However many notifications arrive, views refresh at most this often because of them.
+constexpr int MinChangeIntervalMs = 1000;
+// The longest window the console charts.
+constexpr qint64 OwnReadingsKeptMs = 24LL * 3600 * 1000;
+}
+
+StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, IfMissing ifMissing,
+                         Database::Access access, QObject *parent)
+    : QObject(parent), m_storeUrl(storeUrl), m_queueUrl(queueUrl), m_ifMissing(ifMissing), m_access(access)
+{
+    qRegisterMetaType<once::EventFilter>();
+    qRegisterMetaType<once::DeadLetterFilter>();
+    qRegisterMetaType<once::DeliveryStats>();
+    qRegisterMetaType<once::MetricSeries>();
+    qRegisterMetaType<once::EventRow>();
+    qRegisterMetaType<QList<once::EventRow>>();
+    qRegisterMetaType<QList<once::Attempt>>();
+    qRegisterMetaType<QList<once::DeadLetter>>();
+    qRegisterMetaType<QList<once::AuditEntry>>();
+    qRegisterMetaType<once::WorkerRecord>();
+    qRegisterMetaType<QList<once::WorkerRecord>>();
+    qRegisterMetaType<once::PartnerActivity>();
+    m_redriveTimer.setInterval(RedriveTickMs);
+    connect(&m_redriveTimer, &QTimer::timeout, this, &StoreReader::redriveNextBatch);
+    m_changeTimer.setSingleShot(true);
+    connect(&m_changeTimer, &QTimer::timeout, this, &StoreReader::announceChange);
+}
+
+StoreReader::~StoreReader() = default;
+
+void StoreReader::open()
+{
+    QString error;
+    if (m_ifMissing == IfMissing::Refuse) {
+        const auto location = StoreLocation::parse(m_storeUrl, &error);
+        if (location && location->kind == StoreLocation::Kind::Sqlite && !QFileInfo::exists(location->path)) {
+            m_openError = QStringLiteral("There is no store at %1.").arg(location->path);
+            emit storeMissing(location->path);
+            emit opened(false, m_openError, false);
+            return;
+        }
+    }
+    m_store = Store::open(m_storeUrl, &error, m_access);
+    if (!m_store) {
+        // The core quotes stores by their display name; should a driver ever echo the
+        // password it was given, it still does not leave this thread.
+        m_openError = withoutSecrets(error);
+        emit opened(false, m_openError, false);
+        return;
+    }
+    if (!m_queueUrl.isEmpty()) {
+        // The broker after the store: a store that does not open says so first, and the
+        // URL's own mistakes (no queue name) come before a connection is tried.
+        const auto location = QueueLocation::parse(m_queueUrl, &error);
+        if (location)
+            m_broker = openBrokerQueue(*location, {}, 1, &error);
+        if (!m_broker) {
+            // Half open is of no use: without its queue, the store's numbers would be the
+            // wrong queue's.
+            m_store.reset();
+            // The broker's errors name the queue already; the URL's own do not.
+            const QString message =
+                location && !error.contains(location->displayName())
+                    ? QStringLiteral("Cannot open the queue at %1 (%2): %3")
+                          .arg(location->brokerName(), location->displayName(), error)
+                    : QStringLiteral("Cannot open the queue: %1").arg(error);
+            m_openError = withoutSecrets(message);
+            emit queueOpened(false, location ? location->displayName() : QString(),
+                             location ? location->brokerName() : QString());
+            emit opened(false, m_openError, false);
+            return;
+        }
+        emit queueOpened(true, m_broker->location().displayName(), m_broker->location().brokerName());
+    }
+    m_openError.clear();
+    if (m_store->database().isReadOnly())
+        emit openedReadOnly(withoutSecrets(m_store->database().readOnlyReason()));
+    emit opened(true, QString(), listenForChanges());
+}
+
+void StoreReader::close()
+{
+    m_redriveTimer.stop();
+    m_changeTimer.stop();
+    m_redrive.reset();
+    m_broker.reset();
+    m_store.reset();
+}
+
+QString StoreReader::withoutSecrets(QString error) const
+{
+    QString ignored;
+    if (const auto location = StoreLocation::parse(m_storeUrl, &ignored); location && !location->password.isEmpty())
+        error.replace(location->password, QStringLiteral("********"));
+    if (!m_queueUrl.isEmpty()) {
+        if (const auto location = QueueLocation::parse(m_queueUrl, &ignored); location && !location->password.isEmpty())
+            error.replace(location->password, QStringLiteral("********"));
+    }
+    return error;
+}
+
+void StoreReader::fail(quint64 token, const QString &error)
+{
+    emit failed(token, withoutSecrets(error));
+}
+
+bool StoreReader::listenForChanges()
+{
+    Database &database = m_store->database();
+    if (!database.isPostgres())
+        return false;
+    if (!database.listen(Channel::Queue) || !database.listen(Channel::Activity)) {
+        qCWarning(lcReader) << "cannot listen for the store's notifications; the console polls instead";
+        return false;
+    }
+    // The driver lives on this thread (the connection was opened here), so the
+    // notification arrives here too. It survives a reconnect: the driver is the same.
+    connect(database.connection().driver(), &QSqlDriver::notification, this, &StoreReader::onNotification);
+    return true;
+}
+
+// The first change after a quiet second is announced at once; changes within the second
+// after an announcement wait for its end and are announced together.
+void StoreReader::onNotification()
+{
+    if (m_changeTimer.isActive())
+        return;
+    const qint64 since = m_sinceChange.isValid() ? m_sinceChange.elapsed() : MinChangeIntervalMs;
+    m_changeTimer.start(int(std::max<qint64>(0, MinChangeIntervalMs - since)));
+}
+
+void StoreReader::announceChange()
+{
+    m_sinceChange.start();
+    emit storeChanged();
+}
+
+bool StoreReader::ensureOpen(quint64 token)
+{
+    if (m_store)
+        return true;
+    // The views keep asking after a failed open: tell them why, not just that.
+    emit failed(token, m_openError.isEmpty() ? QStringLiteral("no store is open") : m_openError);
+    return false;
+}
+
+bool StoreReader::ensureWritable(quint64 token)
+{
+    if (!ensureOpen(token))
+        return false;
+    if (const auto refusal = refusalToWrite()) {
+        emit operationFinished(token, false, *refusal);
+        return false;
+    }
+    return true;
+}
+
+std::optional<QString> StoreReader::refusalToWrite() const
+{
+    if (!m_store->database().isReadOnly())
+        return std::nullopt;
+    return QStringLiteral("the store is open read-only (%1): nothing was changed")
+        .arg(withoutSecrets(m_store->database().readOnlyReason()));
+}
+
+std::optional<QList<DeadLetter>> StoreReader::brokerDeadLetters(const DeadLetterFilter &filter, QString *error)
+{
+    // Without a condition the broker's order (oldest first) gives the limit's letters at
+    // once; with one, every letter has to be looked at.
+    const bool filtered = !filter.errorClass.isEmpty() || filter.sinceMs > 0 || !filter.sendKeys.isEmpty();
+    const int fetch = filtered || filter.limit < 0 ? std::numeric_limits<int>::max() : filter.limit;
+    auto letters = m_broker->deadLetters(fetch, error);
+    if (!letters)
+        return std::nullopt;
+    if (filtered)
+        letters->removeIf([&filter](const DeadLetter &letter) { return !filter.matches(letter); });
+    if (filter.limit >= 0 && letters->size() > filter.limit)
+        letters->resize(filter.limit);
+    return letters;
+}
+
+std::optional<DeliveryStats> StoreReader::readStats(QString *error)
+{
+    // The ledger's numbers always come from the store; the queue's from where it lives.
+    auto stats = m_broker ? Inspector(m_store->database(), *m_broker).stats(error) : m_store->inspector().stats(error);
+    if (stats) {
+        const qint64 now = nowMs();
+        while (!m_ownReadings.isEmpty() && m_ownReadings.constFirst().atMs < now - OwnReadingsKeptMs)
+            m_ownReadings.removeFirst();
+        m_ownReadings.append({now, stats->queue.ready, stats->queue.oldestReadyAgeMs.value_or(0)});
+    }
+    return stats;
+}
+
+void StoreReader::fillFromOwnReadings(MetricSeries *series, qint64 fromMs) const
+{
+    const qint64 width = series->bucketMs;
+    QMap<qint64, QPair<double, double>> buckets; // bucket -> ready, age in seconds
+    for (qsizetype i = 0; i < series->ready.size(); ++i)
+        buckets.insert(qint64(series->ready.at(i).x()) / width,
+                       {series->ready.at(i).y(), series->oldestReadyAgeS.value(i).y()});
+    QSet<qint64> sampled;
+    for (auto it = buckets.cbegin(); it != buckets.cend(); ++it)
+        sampled.insert(it.key());
+    bool added = false;
+    for (const QueueReading &reading : m_ownReadings) {
+        if (reading.atMs < fromMs)
+            continue;
+        const qint64 bucket = reading.atMs / width;
+        if (sampled.contains(bucket))
+            continue;
+        auto &[ready, age] = buckets[bucket];
+        ready = std::max(ready, double(reading.ready));
+        age = std::max(age, double(reading.oldestReadyAgeMs) / 1000.0);
+        added = true;
+    }
+    if (!added)
+        return;
+    series->ready.clear();
+    series->oldestReadyAgeS.clear();
+    for (auto it = buckets.cbegin(); it != buckets.cend(); ++it) {
+        const double x = double(it.key() * width + width / 2);
+        series->ready.append({x, it->first});
+        series->oldestReadyAgeS.append({x, it->second});
+    }
+}
+
+void StoreReader::loadOverview(quint64 token, qint64 windowMs, qint64 bucketMs)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    const std::optional<DeliveryStats> stats = readStats(&error);
+    const qint64 now = nowMs();
+    auto series = stats ? m_store->metrics().series(now - windowMs, now, bucketMs, &error) : std::nullopt;
+    if (!series) {
+        fail(token, error);
+        return;
+    }
+    fillFromOwnReadings(&*series, now - windowMs);
+    emit overviewLoaded(token, *stats, *series);
+}
+
+void StoreReader::loadHealth(quint64 token)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    const std::optional<DeliveryStats> stats = readStats(&error);
+    const auto workers = stats ? m_store->workers().list(&error) : std::nullopt;
+    if (workers)
+        emit healthLoaded(token, *stats, *workers);
+    else
+        fail(token, error);
+}
+
+void StoreReader::loadEvents(quint64 token, const EventFilter &filter)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    if (const auto rows = m_store->inspector().events(filter, &error))
+        emit eventsLoaded(token, *rows, filter.offset);
+    else
+        fail(token, error);
+}
+
+void StoreReader::countEvents(quint64 token, const EventFilter &filter)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    if (const auto count = m_store->inspector().countEvents(filter, &error))
+        emit eventsCounted(token, *count);
+    else
+        fail(token, error);
+}
+
+void StoreReader::loadHistory(quint64 token, const QString &keyOrEventId)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    const auto event = m_store->inspector().event(keyOrEventId, &error);
+    const auto attempts = event ? m_store->inspector().attempts(event->sendKey, &error) : std::nullopt;
+    if (attempts)
+        emit historyLoaded(token, *event, *attempts);
+    else
+        fail(token, error);
+}
+
+void StoreReader::loadDeadLetters(quint64 token, const DeadLetterFilter &filter)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    const auto letters = m_broker ? brokerDeadLetters(filter, &error) : m_store->inspector().deadLetters(filter, &error);
+    if (letters)
+        emit deadLettersLoaded(token, *letters);
+    else
+        fail(token, error);
+}
+
+void StoreReader::loadInDoubt(quint64 token)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    if (const auto rows = m_store->inspector().inDoubt(&error))
+        emit inDoubtLoaded(token, *rows);
+    else
+        fail(token, error);
+}
+
+void StoreReader::loadAudit(quint64 token, int limit)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    if (const auto entries = m_store->inspector().auditLog(limit, &error))
+        emit auditLoaded(token, *entries);
+    else
+        fail(token, error);
+}
+
+void StoreReader::loadWorkers(quint64 token)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    if (const auto workers = m_store->workers().list(&error))
+        emit workersLoaded(token, *workers);
+    else
+        fail(token, error);
+}
+
+void StoreReader::loadReadiness(quint64 token, qint64 windowMs)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    const auto workers = m_store->workers().list(&error);
+    const auto partner = workers ? m_store->inspector().partnerActivity(nowMs() - windowMs, &error) : std::nullopt;
+    if (partner)
+        emit readinessLoaded(token, *workers, *partner);
+    else
+        fail(token, error);
+}
+
+void StoreReader::redrive(quint64 token, const QList<DeadLetter> &letters, int ratePerSecond, const QString &detail,
+                          const QString &reason)
+{
+    if (!ensureOpen(token))
+        return;
+    if (const auto refusal = refusalToWrite()) {
+        emit redriveFinished(token, 0, false, *refusal);
+        return;
+    }
+    if (m_redrive) {
+        emit redriveFinished(token, 0, false, QStringLiteral("another redrive is still running"));
+        return;
+    }
+    QString error;
+    const auto auditId =
+        m_store->operations().beginAudit({QStringLiteral("redrive"), detail, ratePerSecond, reason}, &error);
+    if (!auditId) {
+        emit redriveFinished(token, 0, false, withoutSecrets(error));
+        return;
+    }
+    m_redrive = std::make_unique<Redrive>(Redrive{token, letters, ratePerSecond, {}, 0, 0, *auditId, false});
+    m_redrive->started.start();
+    redriveNextBatch();
+    if (m_redrive)
+        m_redriveTimer.start();
+}
+
+void StoreReader::cancelRedrive(quint64 token)
+{
+    // Not deferred: a cancel that waits behind the batch it means to stop is no use, and
+    // it only sets a flag the next batch reads.
+    if (m_redrive && m_redrive->token == token)
+        m_redrive->cancelled = true;
+}
+
+// Each tick moves what has fallen due since the start: letter k at (k + 1) / rate
+// seconds, so N letters take N / rate seconds at any rate, without bursts, and a late tick
+// catches up rather than slowing the run. (A fixed share per tick rounded a rate below
+// ten per second up to one letter a tick.) Between ticks the thread answers other
+// requests. At a broker, each batch reopens its keys in the ledger first, then has the
+// broker move the messages (Operations).
+void StoreReader::redriveNextBatch()
+{
+    if (!m_redrive)
+        return;
+    Redrive &run = *m_redrive;
+    QString error;
+    const int total = int(run.letters.size());
+    const qint64 due = run.ratePerSecond > 0 ? qint64(run.ratePerSecond) * run.started.elapsed() / 1000
+                                             : run.next + UnpacedRedriveBatch;
+    const int batch = int(std::min<qint64>(due, total) - run.next);
+    if (!run.cancelled && batch > 0) {
+        const QList<DeadLetter> letters = run.letters.mid(run.next, batch);
+        const auto moved = m_broker ? m_store->operations().redrive(*m_broker, letters, run.auditId, &error)
+                                    : m_store->operations().redrive(letters, run.auditId, &error);
+        if (moved) {
+            run.moved += *moved;
+            run.next += batch;
+            emit redriveProgress(run.token, std::min(run.next, total), total);
+        }
+    }
+    const bool done = !error.isEmpty() || run.cancelled || run.next >= total;
+    if (!done)
+        return;
+    m_redriveTimer.stop();
+    // The batches counted themselves into the audit row; it says how the run ended. An
+    // error's own text may name the store, so the row says only that one stopped it.
+    QString auditError;
+    if (run.cancelled)
+        m_store->operations().noteInAudit(run.auditId, QStringLiteral("(cancelled)"), &auditError);
+    else if (!error.isEmpty())
+        m_store->operations().noteInAudit(run.auditId, QStringLiteral("(stopped by an error)"), &auditError);
+    const auto finished = std::move(m_redrive);
+    emit redriveFinished(finished->token, finished->moved, finished->cancelled,
+                         withoutSecrets(error.isEmpty() ? auditError : error));
+}
+
+void StoreReader::discard(quint64 token, const QList<DeadLetter> &letters, const QString &detail,
+                          const QString &reason)
+{
+    if (!ensureWritable(token))
+        return;
+    QString error;
+    Operations &operations = m_store->operations();
+    std::optional<int> removed;
+    if (m_broker) {
+        // The broker's letters leave outside any transaction of the store (no lock is held
+        // over the network): the audit row comes first and counts those that left.
+        if (const auto auditId = operations.beginAudit({QStringLiteral("discard"), detail, 0, reason}, &error))
+            removed = operations.discard(*m_broker, letters, *auditId, &error);
+    } else {
+        // The store's own letters go with their audit row, or nothing happens.
+        Transaction transaction(m_store->database());
+        if (transaction.begin(&error)) {
+            if (const auto auditId = operations.beginAudit({QStringLiteral("discard"), detail, 0, reason}, &error))
+                removed = operations.discard(letters, *auditId, &error);
+            if (removed && !transaction.commit(&error))
+                removed.reset();
+        }
+    }
+    if (removed)
+        emit operationFinished(token, true, QStringLiteral("discarded %1 dead letters").arg(*removed));
+    else
+        emit operationFinished(token, false, withoutSecrets(error));
+}
+
+void StoreReader::resolve(quint64 token, const QByteArray &sendKey, bool resend, const QString &reason)
+{
+    if (!ensureWritable(token))
+        return;
+    QString error;
+    bool ok = false;
+    if (!resend)
+        ok = m_store->operations().markDelivered(sendKey, reason, &error);
+    else
+        ok = m_broker ? m_store->operations().resend(*m_broker, sendKey, reason, &error)
+                      : m_store->operations().resend(sendKey, reason, &error);
+    emit operationFinished(token, ok,
+                           ok ? (resend ? QStringLiteral("queued again under the same key")
+                                        : QStringLiteral("marked delivered"))
+                              : withoutSecrets(error));
+}
+
+void StoreReader::setPartnerPolicy(quint64 token, const QString &partner, KeyHonouring honoursKey)
+{
+    if (!ensureWritable(token))
+        return;
+    QString error;
+    const bool ok = m_store->operations().setPartnerPolicy(partner, honoursKey, &error);
+    emit operationFinished(token, ok,
+                           ok ? QStringLiteral("%1 honours Idempotency-Key: %2").arg(partner, keyHonouringName(honoursKey))
+                              : withoutSecrets(error));
+}
+
+} // namespace once

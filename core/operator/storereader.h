@@ -1,0 +1,177 @@
+#pragma once
+
+#include "store/database.h"
+#include "operator/inspector.h"
+#include "operator/metrics.h"
+#include "store/workerregistry.h"
+
+#include <QElapsedTimer>
+#include <QObject>
+#include <QTimer>
+
+#include <memory>
+
+namespace once {
+
+class BrokerQueue;
+class Store;
+
+// The console's window on a store: a worker object that lives on its own thread, opens
+// its own connection there, and answers requests with copies of the data through
+// signals. Every request carries a token that comes back with its answer, so a view can
+// drop answers to requests it has since replaced. Nothing here blocks the caller.
+//
+// On PostgreSQL the reader also listens for the workers' notifications (messages
+// enqueued, worker heartbeats) and turns any number of them into at most one
+// storeChanged() a second, so that views refresh soon after a change without every
+// heartbeat of every worker costing a round of queries. SQLite has no notifications:
+// there the views keep polling.
+//
+// With a queue URL (amqp://, redis://) the queue is read at that broker while the ledger
+// stays in the store: the overview's queue counts, the dead letters, and redrive, discard
+// and resend go to the broker. Brokers send no notifications to the console; views poll.
+// The URL may hold a password: it opens the broker and goes nowhere else.
+class StoreReader final : public QObject
+{
+    Q_OBJECT
+    Q_DISABLE_COPY_MOVE(StoreReader)
+
+public:
+    // What open() does when a SQLite store's file is not there: create a new store, or
+    // refuse (storeMissing(), then opened(false)), so that a mistyped path or a moved file
+    // is asked about rather than answered with an empty store that looks healthy.
+    enum class IfMissing { Create, Refuse };
+
+    // queueUrl: a broker's queue, or empty for the store's own. access: ReadOnly for a
+    // console that only looks; AsPermitted opens read-only by itself where the user may
+    // not write. Read-only, the reader refuses redrive, discard and resolve itself, and
+    // the store's connection could not write them anyway.
+    explicit StoreReader(const QString &storeUrl, const QString &queueUrl = QString(),
+                         IfMissing ifMissing = IfMissing::Create,
+                         Database::Access access = Database::Access::AsPermitted, QObject *parent = nullptr);
+    ~StoreReader() override;
+
+public slots:
+    void open();
+    void close();
+    // The numbers and, over the last windowMs, the charts' series in buckets of bucketMs.
+    void loadOverview(quint64 token, qint64 windowMs, qint64 bucketMs);
+    // What the console watches whatever page is shown: the numbers and every worker.
+    void loadHealth(quint64 token);
+    void loadEvents(quint64 token, const once::EventFilter &filter);
+    void countEvents(quint64 token, const once::EventFilter &filter);
+    void loadHistory(quint64 token, const QString &keyOrEventId);
+    void loadDeadLetters(quint64 token, const once::DeadLetterFilter &filter);
+    void loadInDoubt(quint64 token);
+    void loadAudit(quint64 token, int limit);
+    // Every worker registered on the store, live or not.
+    void loadWorkers(quint64 token);
+    // Who would send redriven letters now: the workers on the store, and what the partner
+    // answered over the last windowMs.
+    void loadReadiness(quint64 token, qint64 windowMs);
+    // Moves dead letters back to the queue in batches, at most ratePerSecond (0: no
+    // limit), reporting progress; the thread stays free for other requests meanwhile.
+    // The audit row (detail, rate, reason) is written before the first batch and counts
+    // every batch as it commits.
+    void redrive(quint64 token, const QList<once::DeadLetter> &letters, int ratePerSecond, const QString &detail,
+                 const QString &reason);
+    void cancelRedrive(quint64 token);
+    void discard(quint64 token, const QList<once::DeadLetter> &letters, const QString &detail, const QString &reason);
+    void resolve(quint64 token, const QByteArray &sendKey, bool resend, const QString &reason);
+    void setPartnerPolicy(quint64 token, const QString &partner, once::KeyHonouring honoursKey);
+
+signals:
+    // The store, and the broker's queue if there is one, are open (ok) or not; error says
+    // which of them failed and why. liveUpdates: storeChanged() will announce changes
+    // (PostgreSQL notifications).
+    void opened(bool ok, const QString &error, bool liveUpdates);
+    // Before opened(false): there is no store file at the path, and IfMissing::Refuse.
+    void storeMissing(const QString &path);
+    // Just before opened(true), when the store is open read-only: why, in words for a
+    // person (Database::readOnlyReason()).
+    void openedReadOnly(const QString &reason);
+    // Only with a queue URL, just before opened(), once the store is open: whether the
+    // broker's queue opened too. The names never hold a password: displayName is
+    // QueueLocation::displayName(), brokerName "RabbitMQ" or "Redis Streams".
+    void queueOpened(bool ok, const QString &displayName, const QString &brokerName);
+    void overviewLoaded(quint64 token, const once::DeliveryStats &stats, const once::MetricSeries &series);
+    void eventsLoaded(quint64 token, const QList<once::EventRow> &rows, int offset);
+    void eventsCounted(quint64 token, qint64 count);
+    void historyLoaded(quint64 token, const once::EventRow &event, const QList<once::Attempt> &attempts);
+    void deadLettersLoaded(quint64 token, const QList<once::DeadLetter> &letters);
+    void inDoubtLoaded(quint64 token, const QList<once::EventRow> &rows);
+    void auditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
+    void workersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);
+    void readinessLoaded(quint64 token, const QList<once::WorkerRecord> &workers, const once::PartnerActivity &partner);
+    void healthLoaded(quint64 token, const once::DeliveryStats &stats, const QList<once::WorkerRecord> &workers);
+    void redriveProgress(quint64 token, int moved, int total);
+    void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
+    void operationFinished(quint64 token, bool ok, const QString &message);
+    void failed(quint64 token, const QString &error);
+    // Another process (or this one) changed the store: at most one a second.
+    void storeChanged();
+
+private:
+    void redriveNextBatch();
+    std::optional<DeliveryStats> readStats(QString *error);
+    // Queue depth and age where no worker sampled them (none runs): this reader's own
+    // readings, kept for the session (workers keep theirs in the store).
+    void fillFromOwnReadings(MetricSeries *series, qint64 fromMs) const;
+    bool ensureOpen(quint64 token);
+    // The operator's actions write: on a read-only store they are refused here, in words.
+    std::optional<QString> refusalToWrite() const;
+    // ensureOpen(), and refuses an operation (operationFinished) while the store is read-only.
+    bool ensureWritable(quint64 token);
+    // The dead letters that match, from the broker (which filters nothing itself).
+    std::optional<QList<DeadLetter>> brokerDeadLetters(const DeadLetterFilter &filter, QString *error);
+    // Errors leave this thread without the broker's or the store's password.
+    QString withoutSecrets(QString error) const;
+    void fail(quint64 token, const QString &error);
+    bool listenForChanges();
+    void onNotification();
+    void announceChange();
+
+    QString m_storeUrl;
+    QString m_queueUrl;
+    IfMissing m_ifMissing = IfMissing::Create;
+    Database::Access m_access = Database::Access::AsPermitted;
+    std::unique_ptr<Store> m_store;
+    std::unique_ptr<BrokerQueue> m_broker; // null: the store's own queue
+    QString m_openError;                   // why open() failed, without secrets
+
+    struct Redrive
+    {
+        quint64 token = 0;
+        QList<DeadLetter> letters;
+        int ratePerSecond = 0;
+        QElapsedTimer started; // the rate is kept over the whole run, not per tick
+        int next = 0;
+        int moved = 0;
+        qint64 auditId = 0;
+        bool cancelled = false;
+    };
+    std::unique_ptr<Redrive> m_redrive;
+    QTimer m_redriveTimer{this}; // a child, so that moveToThread() takes it along
+    QTimer m_changeTimer{this};  // the next storeChanged(), while one is due
+    QElapsedTimer m_sinceChange; // since the last storeChanged()
+    struct QueueReading
+    {
+        qint64 atMs = 0;
+        qint64 ready = 0;
+        qint64 oldestReadyAgeMs = 0;
+    };
+    QList<QueueReading> m_ownReadings; // oldest first, at most a day's
+};
+
+} // namespace once
+
+Q_DECLARE_METATYPE(once::EventFilter)
+Q_DECLARE_METATYPE(once::DeadLetterFilter)
+Q_DECLARE_METATYPE(once::DeliveryStats)
+Q_DECLARE_METATYPE(once::MetricSeries)
+Q_DECLARE_METATYPE(once::EventRow)
+Q_DECLARE_METATYPE(once::DeadLetter)
+Q_DECLARE_METATYPE(once::Attempt)
+Q_DECLARE_METATYPE(once::AuditEntry)
+Q_DECLARE_METATYPE(once::WorkerRecord)
+Q_DECLARE_METATYPE(once::PartnerActivity)

@@ -1,0 +1,55 @@
+#pragma once
+
+#include "operator/inspector.h"
+#include "queues/messagequeue.h"
+#include "queues/queuelocation.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+
+namespace once {
+
+// A queue at a broker. The engine sees the MessageQueue side; the operator commands
+// and the console see the rest. One instance is used from one thread.
+//
+// Message ids are the producer's (AMQP message_id, the stream entry's "id" field) and
+// survive retries and redrives, so the ledger can tell a retry of a message from
+// another message carrying the same send key. The delivery number grows with every
+// delivery of one id, including the broker's redeliveries after a crash.
+class BrokerQueue : public MessageQueue
+{
+public:
+    const QueueLocation &location() const { return m_location; }
+
+    // Declares what the queue needs at the broker (queues, exchanges, retry and
+    // dead-letter queues, consumer group). Safe to run again: once init --queue.
+    virtual bool declareTopology(QString *error) = 0;
+
+    // Up to limit dead letters, oldest first, left where they are.
+    virtual std::optional<QList<DeadLetter>> deadLetters(int limit, QString *error) = 0;
+
+    // Takes up to max dead letters from the head of the dead-letter queue. Those select
+    // accepts go back on the main queue unchanged (same id, headers and body; redrive
+    // count + 1) and are returned; the others stay dead letters. A letter is removed
+    // from the dead-letter queue only after the broker has taken its copy.
+    virtual std::optional<QList<DeadLetter>> redrive(int max, const std::function<bool(const DeadLetter &)> &select,
+                                                     QString *error) = 0;
+    // As redrive, but the selected letters are dropped.
+    virtual std::optional<QList<DeadLetter>> discard(int max, const std::function<bool(const DeadLetter &)> &select,
+                                                     QString *error) = 0;
+
+protected:
+    explicit BrokerQueue(QueueLocation location) : m_location(std::move(location)) {}
+
+private:
+    QueueLocation m_location;
+};
+
+// Connects to the broker. consumerName names this process's consumer (the worker id);
+// prefetch is how many deliveries the broker may hand this consumer ahead of its acks
+// (the worker's concurrency).
+std::unique_ptr<BrokerQueue> openBrokerQueue(const QueueLocation &location, const QString &consumerName,
+                                             int prefetch, QString *error);
+
+} // namespace once

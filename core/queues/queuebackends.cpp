@@ -1,0 +1,18 @@
+// The registry of queue backends: one line per backend folder.
+#include "queues/queuebackend.h"
+
+#include "queues/rabbitmq/rabbitmqbackend.h"
+#include "queues/redis/redisbackend.h"
+
+namespace once {
+
+const QList<const QueueBackend *> &queueBackends()
+{
+    static const QList<const QueueBackend *> backends{
+        &rabbitMqBackend(),
+        &redisStreamsBackend(),
+    };
+    return backends;
+}
+
+} // namespace once

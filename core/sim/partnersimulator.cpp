@@ -1,0 +1,608 @@
+#include "sim/partnersimulator.h"
+
+#include "http/httpsyntax.h"
+
+#include <QElapsedTimer>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QJsonParseError>
+#include <QLoggingCategory>
+#include <QPointer>
+#include <QRandomGenerator>
+#include <QSslServer>
+#include <QTcpServer>
+#include <QTcpSocket>
+#include <QTimer>
+
+#include <memory>
+
+namespace {
+Q_LOGGING_CATEGORY(lcPartner, "once.core.partnersim")
+}
+
+namespace once {
+
+namespace {
+
+using http::equalsCi;
+using http::hasToken;
+
+constexpr qsizetype kMaxHeaderBytes = 64 * 1024;
+constexpr qint64 kMaxBodyBytes = 1024 * 1024;
+
+QByteArrayView reasonPhrase(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 400:
+        return "Bad Request";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 409:
+        return "Conflict";
+    case 413:
+        return "Content Too Large";
+    case 422:
+        return "Unprocessable Content";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 501:
+        return "Not Implemented";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "Unknown";
+    }
+}
+
+struct ServerRequest
+{
+    QByteArray method;
+    QByteArray path;
+    QByteArray idempotencyKey;
+    QByteArray authorization; // only ever echoed back, by the echo-authorization mode
+    QByteArray body;
+    qint64 contentLength = 0;
+    bool keepAlive = true;
+};
+
+struct ServerConnection
+{
+    QPointer<QTcpSocket> socket;
+    QByteArray buffer;
+    ServerRequest current;
+    qsizetype bodyOffset = -1; // >= 0 once the head of `current` has been parsed
+    // While a delayed answer is pending, later (pipelined) requests wait in the buffer so
+    // that answers leave in request order.
+    bool awaiting = false;
+    bool closing = false;
+};
+
+using ConnectionPtr = std::shared_ptr<ServerConnection>;
+
+struct KeyRecord
+{
+    QByteArray requestBody;
+    QByteArray responseBody;
+    QByteArray requestId;
+    int status = 0;
+    bool inProgress = true;
+};
+
+} // namespace
+
+struct PartnerSimulator::Private
+{
+    // The server is a child of the simulator so that moveToThread() takes it (and the
+    // client sockets, its children) along.
+    explicit Private(PartnerSimulator *owner) : q(owner), server(new QTcpServer(owner)) {}
+
+    ~Private()
+    {
+        // Silence the sockets before they go so that no handler runs against a
+        // half-destroyed simulator.
+        const auto sockets = server->findChildren<QTcpSocket *>();
+        for (QTcpSocket *socket : sockets) {
+            QObject::disconnect(socket, nullptr, nullptr, nullptr);
+            socket->abort();
+        }
+        delete server;
+    }
+
+    void setUp();
+    void onNewConnection();
+    void onReadyRead(const ConnectionPtr &conn);
+    void processBuffer(const ConnectionPtr &conn);
+    enum class Parse
+    {
+        Incomplete,
+        Ready,
+        Bad
+    };
+    Parse parseRequest(ServerConnection &conn, ServerRequest *request, int *badStatus);
+    void handle(const ConnectionPtr &conn, ServerRequest &&request);
+    void handleReminder(const ConnectionPtr &conn, ServerRequest &&request);
+    struct Answer
+    {
+        bool keepAlive = true;
+        bool hostile = false;       // answered the profile's hostile way
+        QByteArray authorization;   // the request's, for the echo
+    };
+    void accept(const ConnectionPtr &conn, const QByteArray &key, bool keyed, const Answer &answer);
+    bool takeHostileTurn();
+    void answerHostile(ServerConnection &conn, const Answer &answer, const QByteArray &acceptedBody);
+    void respond(ServerConnection &conn, int status, const QByteArray &body, bool keepAlive,
+                 QByteArrayView extraHeaders = {}, QByteArrayView contentType = "application/json");
+    bool inOutage();
+    bool hit(double rate);
+    QByteArray statsJson() const;
+    QByteArray effectsJson() const;
+
+    PartnerSimulator *q = nullptr;
+    QTcpServer *server = nullptr;
+    QRandomGenerator rng{QRandomGenerator::global()->generate()};
+    QHash<QByteArray, KeyRecord> records;
+    qint64 nextId = 0;
+    bool outageStarted = false;
+    QElapsedTimer outageClock;
+};
+
+bool PartnerSimulator::Private::hit(double rate)
+{
+    // Rates of 0 and 1 stay deterministic, which the tests rely on.
+    if (rate <= 0.0)
+        return false;
+    return rate >= 1.0 || rng.generateDouble() < rate;
+}
+
+bool PartnerSimulator::Private::inOutage()
+{
+    const PartnerProfile &p = q->m_profile;
+    if (p.outageAfterRequests <= 0 || p.outageSeconds <= 0)
+        return false;
+    if (!outageStarted) {
+        if (q->m_stats.requests <= p.outageAfterRequests)
+            return false;
+        outageStarted = true;
+        outageClock.start();
+        qCInfo(lcPartner) << "outage starts for" << p.outageSeconds << "s";
+    }
+    const qint64 elapsed = outageClock.elapsed();
+    const qint64 window = qint64(p.outageSeconds) * 1000;
+    if (p.outageEverySeconds > 0)
+        return elapsed % (qint64(p.outageEverySeconds) * 1000) < window;
+    return elapsed < window;
+}
+
+void PartnerSimulator::Private::onNewConnection()
+{
+    while (QTcpSocket *socket = server->nextPendingConnection()) {
+        socket->setSocketOption(QAbstractSocket::LowDelayOption, 1);
+        auto conn = std::make_shared<ServerConnection>();
+        conn->socket = socket;
+        // The lambdas own the connection state; it goes away with the socket's connections.
+        QObject::connect(socket, &QIODevice::readyRead, socket, [this, conn] { onReadyRead(conn); });
+        QObject::connect(socket, &QAbstractSocket::disconnected, socket, [conn] {
+            conn->closing = true;
+            if (conn->socket)
+                conn->socket->deleteLater();
+        });
+        // Over TLS the connection is handed out after its handshake, when the request may
+        // have arrived already (its readyRead long gone).
+        if (socket->bytesAvailable() > 0)
+            QMetaObject::invokeMethod(socket, [this, conn] { onReadyRead(conn); }, Qt::QueuedConnection);
+    }
+}
+
+void PartnerSimulator::Private::onReadyRead(const ConnectionPtr &conn)
+{
+    QTcpSocket *socket = conn->socket;
+    if (!socket)
+        return;
+    const qint64 available = socket->bytesAvailable();
+    if (available <= 0)
+        return;
+    if (conn->closing) {
+        socket->skip(available);
+        return;
+    }
+    const qsizetype old = conn->buffer.size();
+    conn->buffer.resize(old + available);
+    const qint64 got = socket->read(conn->buffer.data() + old, available);
+    conn->buffer.resize(old + std::max<qint64>(got, 0));
+    processBuffer(conn);
+}
+
+void PartnerSimulator::Private::processBuffer(const ConnectionPtr &conn)
+{
+    while (conn->socket && !conn->awaiting && !conn->closing) {
+        ServerRequest request;
+        int badStatus = 0;
+        switch (parseRequest(*conn, &request, &badStatus)) {
+        case Parse::Incomplete:
+            return;
+        case Parse::Bad:
+            respond(*conn, badStatus, R"({"error":"malformed request"})", false);
+            return;
+        case Parse::Ready:
+            handle(conn, std::move(request));
+            break;
+        }
+    }
+}
+
+PartnerSimulator::Private::Parse
+PartnerSimulator::Private::parseRequest(ServerConnection &conn, ServerRequest *request, int *badStatus)
+{
+    QByteArray &buf = conn.buffer;
+    if (conn.bodyOffset < 0) {
+        // Tolerate CRLFs between requests (RFC 9112 2.2).
+        qsizetype start = 0;
+        while (start < buf.size() && (buf.at(start) == '\r' || buf.at(start) == '\n'))
+            ++start;
+        if (start > 0)
+            buf.remove(0, start);
+        const qsizetype headEnd = buf.indexOf("\r\n\r\n");
+        if (headEnd < 0) {
+            if (buf.size() > kMaxHeaderBytes) {
+                *badStatus = 431;
+                return Parse::Bad;
+            }
+            return Parse::Incomplete;
+        }
+        if (headEnd > kMaxHeaderBytes) {
+            *badStatus = 431;
+            return Parse::Bad;
+        }
+        ServerRequest &r = conn.current;
+        r = ServerRequest();
+        const QByteArrayView head(buf.constData(), headEnd);
+        qsizetype lineEnd = head.indexOf("\r\n");
+        const QByteArrayView requestLine = lineEnd < 0 ? head : head.first(lineEnd);
+        const qsizetype sp1 = requestLine.indexOf(' ');
+        const qsizetype sp2 = sp1 < 0 ? -1 : requestLine.indexOf(' ', sp1 + 1);
+        if (sp1 <= 0 || sp2 <= sp1 + 1) {
+            *badStatus = 400;
+            return Parse::Bad;
+        }
+        const QByteArrayView version = requestLine.sliced(sp2 + 1);
+        if (version != "HTTP/1.1" && version != "HTTP/1.0") {
+            *badStatus = 400;
+            return Parse::Bad;
+        }
+        r.method = requestLine.first(sp1).toByteArray();
+        QByteArrayView target = requestLine.sliced(sp1 + 1, sp2 - sp1 - 1);
+        const qsizetype query = target.indexOf('?');
+        if (query >= 0)
+            target = target.first(query);
+        r.path = target.toByteArray();
+        const bool http10 = version == "HTTP/1.0";
+        bool connectionClose = false;
+        bool connectionKeepAlive = false;
+
+        qsizetype pos = lineEnd < 0 ? head.size() : lineEnd + 2;
+        while (pos < head.size()) {
+            lineEnd = head.indexOf("\r\n", pos);
+            if (lineEnd < 0)
+                lineEnd = head.size();
+            const QByteArrayView line = head.sliced(pos, lineEnd - pos);
+            pos = lineEnd + 2;
+            const qsizetype colon = line.indexOf(':');
+            if (colon <= 0) {
+                *badStatus = 400;
+                return Parse::Bad;
+            }
+            const QByteArrayView name = line.first(colon).trimmed();
+            const QByteArrayView value = line.sliced(colon + 1).trimmed();
+            if (equalsCi(name, "content-length")) {
+                bool ok = false;
+                r.contentLength = value.toLongLong(&ok);
+                if (!ok || r.contentLength < 0) {
+                    *badStatus = 400;
+                    return Parse::Bad;
+                }
+                if (r.contentLength > kMaxBodyBytes) {
+                    *badStatus = 413;
+                    return Parse::Bad;
+                }
+            } else if (equalsCi(name, "idempotency-key")) {
+                r.idempotencyKey = value.toByteArray();
+            } else if (equalsCi(name, "authorization")) {
+                r.authorization = value.toByteArray();
+            } else if (equalsCi(name, "connection")) {
+                connectionClose = connectionClose || hasToken(value, "close");
+                connectionKeepAlive = connectionKeepAlive || hasToken(value, "keep-alive");
+            } else if (equalsCi(name, "transfer-encoding")) {
+                *badStatus = 501; // no client of this simulator streams request bodies
+                return Parse::Bad;
+            }
+        }
+        r.keepAlive = http10 ? connectionKeepAlive && !connectionClose : !connectionClose;
+        conn.bodyOffset = headEnd + 4;
+    }
+
+    const qsizetype total = conn.bodyOffset + conn.current.contentLength;
+    if (buf.size() < total)
+        return Parse::Incomplete;
+    *request = std::move(conn.current);
+    request->body = buf.mid(conn.bodyOffset, request->contentLength);
+    conn.current = ServerRequest();
+    conn.bodyOffset = -1;
+    if (buf.size() == total)
+        buf.resize(0); // keeps the capacity for the next request on this connection
+    else
+        buf.remove(0, total);
+    return Parse::Ready;
+}
+
+void PartnerSimulator::Private::handle(const ConnectionPtr &conn, ServerRequest &&request)
+{
+    const QByteArray &path = request.path;
+    if (path == "/reminders") {
+        if (request.method == "POST")
+            handleReminder(conn, std::move(request));
+        else
+            respond(*conn, 405, R"({"error":"method not allowed"})", request.keepAlive, "Allow: POST\r\n");
+        return;
+    }
+    const bool get = request.method == "GET";
+    if (path == "/stats" || path == "/effects" || path == "/health") {
+        if (!get)
+            respond(*conn, 405, R"({"error":"method not allowed"})", request.keepAlive, "Allow: GET\r\n");
+        else if (path == "/stats")
+            respond(*conn, 200, statsJson(), request.keepAlive);
+        else if (path == "/effects")
+            respond(*conn, 200, effectsJson(), request.keepAlive);
+        else
+            respond(*conn, 200, "ok", request.keepAlive, {}, "text/plain");
+        return;
+    }
+    respond(*conn, 404, R"({"error":"not found"})", request.keepAlive);
+}
+
+void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, ServerRequest &&request)
+{
+    PartnerStats &stats = q->m_stats;
+    const PartnerProfile &profile = q->m_profile;
+    ++stats.requests;
+
+    if (inOutage()) {
+        respond(*conn, 503, R"({"error":"outage"})", request.keepAlive, "Retry-After: 1\r\n");
+        return;
+    }
+    if (hit(profile.failRate)) {
+        respond(*conn, 503, R"({"error":"temporarily unavailable"})", request.keepAlive);
+        return;
+    }
+    if (hit(profile.throttleRate)) {
+        const QByteArray retryAfter =
+            "Retry-After: " + QByteArray::number(profile.retryAfterSeconds) + "\r\n";
+        respond(*conn, 429, R"({"error":"rate limited"})", request.keepAlive, retryAfter);
+        return;
+    }
+    QJsonParseError parseError;
+    QJsonDocument::fromJson(request.body, &parseError);
+    if (parseError.error != QJsonParseError::NoError) {
+        respond(*conn, 400, R"({"error":"body is not valid JSON"})", request.keepAlive);
+        return;
+    }
+    // A hostile answer is decided here, once per request; the modes that apply the effect
+    // misbehave where the simulator would otherwise answer 200 (a first send or a replay).
+    const Answer answer{request.keepAlive, takeHostileTurn(), request.authorization};
+    if (answer.hostile && !hostileModeAppliesEffect(profile.hostile)) {
+        answerHostile(*conn, answer, {});
+        return;
+    }
+
+    const QByteArray &key = request.idempotencyKey;
+    const bool keyed = profile.idempotent && !key.isEmpty();
+    if (keyed) {
+        const auto it = records.constFind(key);
+        if (it != records.constEnd()) {
+            ++stats.duplicateRequests;
+            if (it->inProgress) {
+                respond(*conn, 409, R"({"error":"a request with this Idempotency-Key is in progress"})",
+                        request.keepAlive);
+            } else if (it->requestBody != request.body) {
+                respond(*conn, 422, R"({"error":"Idempotency-Key reused with a different body"})",
+                        request.keepAlive);
+            } else if (answer.hostile) {
+                answerHostile(*conn, answer, it->responseBody);
+            } else {
+                const QByteArray headers =
+                    "X-Request-Id: " + it->requestId + "\r\nIdempotent-Replayed: true\r\n";
+                respond(*conn, it->status, it->responseBody, request.keepAlive, headers);
+            }
+            return;
+        }
+        KeyRecord record;
+        record.requestBody = request.body;
+        records.insert(key, std::move(record));
+    }
+
+    if (profile.latencyMs <= 0) {
+        accept(conn, key, keyed, answer);
+        return;
+    }
+    conn->awaiting = true;
+    stats.peakHeld = std::max(stats.peakHeld, ++stats.held);
+    QTimer::singleShot(profile.latencyMs, q, [this, conn, key, keyed, answer] {
+        conn->awaiting = false;
+        --q->m_stats.held;
+        accept(conn, key, keyed, answer);
+        processBuffer(conn);
+    });
+}
+
+void PartnerSimulator::Private::accept(const ConnectionPtr &conn, const QByteArray &key, bool keyed,
+                                       const Answer &answer)
+{
+    // The partner has accepted: the effect happens even if the client has gone meanwhile.
+    PartnerStats &stats = q->m_stats;
+    const QByteArray n = QByteArray::number(++nextId);
+    ++stats.effects;
+    if (!key.isEmpty()) {
+        int &count = q->m_effectsByKey[key];
+        if (count > 0)
+            ++stats.duplicateEffects;
+        ++count;
+    }
+    const QByteArray requestId = "req_" + n;
+    const QByteArray body =
+        R"({"id":"msg_)" + n + R"(","request_id":")" + requestId + R"(","status":"accepted"})";
+    if (keyed) {
+        const auto it = records.find(key);
+        if (it != records.end()) {
+            it->inProgress = false;
+            it->status = 200;
+            it->responseBody = body;
+            it->requestId = requestId;
+        }
+    }
+
+    if (hit(q->m_profile.dropAfterAcceptRate)) {
+        ++stats.dropped;
+        if (conn->socket && !conn->closing) {
+            conn->closing = true;
+            conn->socket->abort();
+        }
+    } else if (answer.hostile) {
+        answerHostile(*conn, answer, body);
+    } else {
+        const QByteArray headers = "X-Request-Id: " + requestId + "\r\n";
+        respond(*conn, 200, body, answer.keepAlive, headers);
+    }
+    emit q->effectApplied(key);
+}
+
+bool PartnerSimulator::Private::takeHostileTurn()
+{
+    const PartnerProfile &profile = q->m_profile;
+    if (profile.hostile == HostileMode::None
+        || (profile.hostileCount > 0 && q->m_stats.hostile >= profile.hostileCount))
+        return false;
+    ++q->m_stats.hostile;
+    return true;
+}
+
+void PartnerSimulator::Private::answerHostile(ServerConnection &conn, const Answer &answer,
+                                              const QByteArray &acceptedBody)
+{
+    QTcpSocket *socket = conn.socket;
+    if (!socket || conn.closing)
+        return;
+    const HostileMode mode = q->m_profile.hostile;
+    // After an answer without an end, nothing more on this connection can be framed.
+    const bool framed = mode == HostileMode::EchoAuthorization || mode == HostileMode::HugeRetryAfter
+                        || mode == HostileMode::HostileRequestId;
+    if (!framed || !answer.keepAlive)
+        conn.closing = true;
+    writeHostileAnswer(socket, mode, answer.authorization, acceptedBody);
+    if (framed && !answer.keepAlive)
+        socket->disconnectFromHost();
+}
+
+void PartnerSimulator::Private::respond(ServerConnection &conn, int status, const QByteArray &body,
+                                        bool keepAlive, QByteArrayView extraHeaders,
+                                        QByteArrayView contentType)
+{
+    QTcpSocket *socket = conn.socket;
+    if (!socket || conn.closing)
+        return;
+    QByteArray out;
+    out.reserve(128 + extraHeaders.size() + body.size());
+    out.append("HTTP/1.1 ").append(QByteArray::number(status)).append(' ').append(reasonPhrase(status));
+    out.append("\r\nContent-Type: ").append(contentType);
+    out.append("\r\nContent-Length: ").append(QByteArray::number(body.size()));
+    out.append(keepAlive ? "\r\nConnection: keep-alive\r\n" : "\r\nConnection: close\r\n");
+    out.append(extraHeaders).append("\r\n").append(body);
+    socket->write(out);
+    if (!keepAlive) {
+        conn.closing = true;
+        socket->disconnectFromHost(); // after the answer has been flushed
+    }
+}
+
+QByteArray PartnerSimulator::Private::statsJson() const
+{
+    const PartnerStats &s = q->m_stats;
+    QJsonObject o;
+    o.insert(QLatin1String("requests"), s.requests);
+    o.insert(QLatin1String("effects"), s.effects);
+    o.insert(QLatin1String("duplicate_requests"), s.duplicateRequests);
+    o.insert(QLatin1String("duplicate_effects"), s.duplicateEffects);
+    o.insert(QLatin1String("dropped"), s.dropped);
+    o.insert(QLatin1String("peak_held"), s.peakHeld);
+    o.insert(QLatin1String("hostile"), s.hostile);
+    return QJsonDocument(o).toJson(QJsonDocument::Compact);
+}
+
+QByteArray PartnerSimulator::Private::effectsJson() const
+{
+    QJsonObject o;
+    for (auto it = q->m_effectsByKey.cbegin(); it != q->m_effectsByKey.cend(); ++it)
+        o.insert(QString::fromUtf8(it.key()), it.value());
+    return QJsonDocument(o).toJson(QJsonDocument::Compact);
+}
+
+PartnerSimulator::PartnerSimulator(const PartnerProfile &profile, QObject *parent)
+    : QObject(parent), m_profile(profile), d(std::make_unique<Private>(this))
+{
+    d->setUp();
+}
+
+void PartnerSimulator::Private::setUp()
+{
+    // Hundreds of clients may connect in the same instant.
+    server->setListenBacklogSize(1024);
+    QObject::connect(server, &QTcpServer::newConnection, q, [this] { onNewConnection(); });
+    // A QSslServer adds a connection once its handshake is done, after newConnection: it
+    // says so with this one. Either call takes every connection waiting.
+    QObject::connect(server, &QTcpServer::pendingConnectionAvailable, q, [this] { onNewConnection(); });
+}
+
+void PartnerSimulator::setTlsConfiguration(const QSslConfiguration &configuration)
+{
+    if (d->server->isListening())
+        return;
+    // A QSslServer hands out a connection once its handshake is done; the rest of the
+    // simulator sees the same QTcpSocket interface.
+    auto *server = new QSslServer(this);
+    server->setSslConfiguration(configuration);
+    delete d->server;
+    d->server = server;
+    d->setUp();
+    m_tls = true;
+}
+
+PartnerSimulator::~PartnerSimulator() = default;
+
+bool PartnerSimulator::listen(const QHostAddress &address, quint16 port, QString *errorText)
+{
+    if (d->server->listen(address, port)) {
+        qCDebug(lcPartner) << "listening on" << address << d->server->serverPort();
+        return true;
+    }
+    if (errorText)
+        *errorText = d->server->errorString();
+    return false;
+}
+
+quint16 PartnerSimulator::port() const
+{
+    return d->server->serverPort();
+}
+
+void PartnerSimulator::setProfile(const PartnerProfile &profile)
+{
+    m_profile = profile;
+    // A new profile starts its outage schedule afresh.
+    d->outageStarted = false;
+}
+
+} // namespace once

@@ -1,0 +1,85 @@
+#pragma once
+
+#include "sim/hostileanswers.h"
+
+#include <QHash>
+#include <QHostAddress>
+#include <QObject>
+
+#include <memory>
+
+class QSslConfiguration;
+class QTcpServer;
+
+namespace once {
+
+// How the simulated partner misbehaves. Rates are probabilities in [0, 1] per request.
+struct PartnerProfile
+{
+    double failRate = 0.0;            // answer 503 without acting
+    double throttleRate = 0.0;        // answer 429 with Retry-After without acting
+    int retryAfterSeconds = 1;
+    int latencyMs = 0;                // per request, without blocking other requests
+    int outageAfterRequests = 0;      // 0: never; otherwise after this many requests...
+    int outageSeconds = 0;            // ...answer 503 to everything for this long
+    int outageEverySeconds = 0;       // 0: one outage; otherwise repeat this often after the first
+    double dropAfterAcceptRate = 0.0; // apply the effect, then close the connection without answering
+    bool idempotent = true;           // false: every request is an effect, Idempotency-Key ignored
+    HostileMode hostile = HostileMode::None; // misbehave on purpose (hostileanswers.h)...
+    int hostileCount = 0;                    // ...for the first N requests to /reminders (0: for all)
+};
+
+struct PartnerStats
+{
+    qint64 requests = 0;          // POST /reminders received
+    qint64 effects = 0;           // reminders actually "delivered" by the partner
+    qint64 duplicateRequests = 0; // requests whose Idempotency-Key was seen before
+    qint64 duplicateEffects = 0;  // effects on a key that already had one (only without idempotency)
+    qint64 dropped = 0;           // connections closed after accepting, without an answer
+    qint64 held = 0;              // requests waiting out the profile's latency now...
+    qint64 peakHeld = 0;          // ...and the most at once: a client's real concurrency
+    qint64 hostile = 0;           // requests answered the profile's hostile way
+};
+
+// A real HTTP/1.1 server on a loopback address standing in for an email/SMS provider.
+// POST /reminders applies one effect per Idempotency-Key and answers a repeated key with
+// a replay of the first successful response (a 409 while the first is still in progress,
+// a 422 when the body differs). GET /stats returns PartnerStats as JSON
+// (requests, effects, duplicate_requests, duplicate_effects, dropped, peak_held, hostile);
+// GET /effects returns {"<key>": count, ...}. Serves many connections at once.
+class PartnerSimulator final : public QObject
+{
+    Q_OBJECT
+    Q_DISABLE_COPY_MOVE(PartnerSimulator)
+
+public:
+    explicit PartnerSimulator(const PartnerProfile &profile = {}, QObject *parent = nullptr);
+    ~PartnerSimulator() override;
+
+    // Serves HTTPS instead of HTTP, with the configuration's certificate and key (and, if
+    // it sets VerifyPeer, only to clients with a certificate its CAs signed). Before listen().
+    void setTlsConfiguration(const QSslConfiguration &configuration);
+    bool isTls() const { return m_tls; }
+    // port 0 picks a free port. Returns false with errorText filled on failure.
+    bool listen(const QHostAddress &address, quint16 port, QString *errorText = nullptr);
+    quint16 port() const;
+
+    PartnerProfile profile() const { return m_profile; }
+    void setProfile(const PartnerProfile &profile);
+    PartnerStats stats() const { return m_stats; }
+    QHash<QByteArray, int> effectsByKey() const { return m_effectsByKey; }
+
+signals:
+    void effectApplied(const QByteArray &idempotencyKey);
+
+private:
+    struct Private;
+    friend struct Private;
+    PartnerProfile m_profile;
+    PartnerStats m_stats;
+    QHash<QByteArray, int> m_effectsByKey;
+    bool m_tls = false;
+    std::unique_ptr<Private> d;
+};
+
+} // namespace once

@@ -1,0 +1,56 @@
+#pragma once
+
+#include "store/ledger.h"
+
+#include <QHash>
+#include <QSet>
+#include <QVariant>
+
+#include <optional>
+
+namespace once {
+
+class Database;
+
+class SqlLedger final : public Ledger
+{
+public:
+    explicit SqlLedger(Database &db) : m_db(db) {}
+
+    QList<ClaimResult> claim(const QList<ClaimRequest> &requests, const QString &workerId, InDoubtPolicy policy,
+                             QString *error) override;
+    bool record(const QList<LedgerUpdate> &updates, const QList<Attempt> &attempts, QString *error) override;
+    bool reopen(const QList<QByteArray> &keys, QString *error) override;
+    bool purgeFinished(qint64 beforeMs, QString *error) override;
+
+    // Inserts history rows inside the caller's transaction.
+    bool insertAttempts(const QList<Attempt> &attempts, QString *error);
+
+private:
+    // A taken key's ledger row, as the claims of one batch leave it.
+    struct TakenKey
+    {
+        QString state;
+        QString stateAsRead;
+        QVariant ownerMessage; // null once redriven: any message may take the key
+        QVariant ownerDelivery;
+        QString ownerWorker;
+        qint64 claimExpiresAtMs = 0;
+        qint64 claimedAtMs = 0; // 0: not known (a key claimed before schema 4)
+        int roundSends = 0;
+        qint64 firstSentAtMs = 0;
+        int duplicates = 0;     // deliveries of this batch answered as duplicates
+        bool takenOver = false; // by a delivery of this batch
+    };
+
+    bool insertClaims(const QList<ClaimRequest> &requests, const QString &workerId, qint64 now,
+                      QSet<QByteArray> *inserted, QString *error);
+    std::optional<QHash<QByteArray, TakenKey>> readTakenKeys(const QList<QByteArray> &keys, QString *error);
+    static Attempt resolveTakenKey(const ClaimRequest &request, const QString &workerId, InDoubtPolicy policy,
+                                   qint64 now, TakenKey *row, ClaimResult *result);
+    bool writeTakenKeys(const QHash<QByteArray, TakenKey> &rows, qint64 now, QString *error);
+
+    Database &m_db;
+};
+
+} // namespace once

@@ -1,0 +1,49 @@
+#include "text/quotedtext.h"
+
+namespace once {
+
+QString quotedForError(QStringView text, qsizetype maxChars)
+{
+    QString shown = QStringLiteral("\"");
+    qsizetype count = 0;
+    for (qsizetype i = 0; i < text.size(); ++i) {
+        if (count++ == maxChars) {
+            shown += QStringLiteral("...");
+            break;
+        }
+        const char16_t c = text.at(i).unicode();
+        const bool pairStart = QChar::isHighSurrogate(c) && i + 1 < text.size() && text.at(i + 1).isLowSurrogate();
+        switch (c) {
+        case u'"':
+            shown += QStringLiteral("\\\"");
+            continue;
+        case u'\\':
+            shown += QStringLiteral("\\\\");
+            continue;
+        case u'\n':
+            shown += QStringLiteral("\\n");
+            continue;
+        case u'\r':
+            shown += QStringLiteral("\\r");
+            continue;
+        case u'\t':
+            shown += QStringLiteral("\\t");
+            continue;
+        default:
+            break;
+        }
+        // Control characters (C0, DEL, C1), the line and paragraph separators, and
+        // surrogates that are not a pair would each break the line or the terminal.
+        if (c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x2028 || c == 0x2029
+            || (QChar::isSurrogate(c) && !pairStart)) {
+            shown += QStringLiteral("\\u") + QStringLiteral("%1").arg(uint(c), 4, 16, QLatin1Char('0')).toUpper();
+            continue;
+        }
+        shown += QChar(c);
+        if (pairStart)
+            shown += text.at(++i);
+    }
+    return shown + QLatin1Char('"');
+}
+
+} // namespace once
