@@ -10,6 +10,8 @@
 #include <QNetworkAccessManager>
 #include <QNetworkReply>
 #include <QNetworkRequest>
+#include <QSslCertificate>
+#include <QSslConfiguration>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
@@ -75,6 +77,7 @@ private Q_SLOTS:
     void tokensNeverReachTheLog();
     void workerDeliversWhatWasPublishedOnce();
     void nodeProducerAndWorkerApplyEachReminderOnce();
+    void servesHttpsWithItsOwnCertificate();
 
 private:
     // Starts `once serve` on a free port; false (with a warning) when it did not listen.
@@ -87,7 +90,7 @@ private:
     }
     HttpReply get(const QString &path, const QByteArray &token = OperatorToken) { return call("GET", path, {}, token); }
     HttpReply publish(const QJsonObject &payload, const QString &idempotencyKey = {});
-    QString baseUrl() const { return QStringLiteral("http://127.0.0.1:%1").arg(m_port); }
+    QString baseUrl() const { return QStringLiteral("%1://127.0.0.1:%2").arg(m_scheme).arg(m_port); }
 
     std::unique_ptr<QTemporaryDir> m_dir;
     std::unique_ptr<TestStores> m_stores;
@@ -96,6 +99,8 @@ private:
     QProcess *m_server = nullptr;
     QByteArray m_serverLog;
     quint16 m_port = 0;
+    QString m_scheme = QStringLiteral("http");
+    QList<QSslCertificate> m_trusted; // a test certificate authority, for https
     QString m_tokensFile;
 };
 
@@ -124,6 +129,8 @@ void ServeTest::init()
 void ServeTest::cleanup()
 {
     stopServer();
+    m_scheme = QStringLiteral("http");
+    m_trusted.clear();
     m_runner.reset();
     m_stores.reset();
     m_dir.reset();
@@ -174,6 +181,11 @@ HttpReply ServeTest::call(const QByteArray &method, const QString &path, const Q
     request.setHeader(QNetworkRequest::ContentTypeHeader, QByteArrayLiteral("application/json"));
     if (!token.isEmpty())
         request.setRawHeader("Authorization", "Bearer " + token);
+    if (!m_trusted.isEmpty()) {
+        QSslConfiguration tls = QSslConfiguration::defaultConfiguration();
+        tls.setCaCertificates(m_trusted);
+        request.setSslConfiguration(tls);
+    }
     request.setTransferTimeout(30000);
     std::unique_ptr<QNetworkReply> reply(m_network.sendCustomRequest(request, method, body));
     pumpUntil([&] { return reply->isFinished(); }, 40000);
@@ -730,6 +742,50 @@ void ServeTest::nodeProducerAndWorkerApplyEachReminderOnce()
     QCOMPARE(partner.stats().requests, qint64(Count));
     const QJsonObject stats = m_runner->stats();
     QCOMPARE(stats.value(QStringLiteral("ready")).toInt() + stats.value(QStringLiteral("in_flight")).toInt(), 0);
+}
+
+// With --tls-cert and --tls-key (made here by the openssl command) it serves HTTPS only: a
+// client that trusts the certificate publishes; the plain-HTTP port answers nothing.
+void ServeTest::servesHttpsWithItsOwnCertificate()
+{
+    if (QStandardPaths::findExecutable(QStringLiteral("openssl")).isEmpty())
+        QSKIP("the openssl command is missing");
+    const QString cert = m_dir->filePath(QStringLiteral("server.pem"));
+    const QString key = m_dir->filePath(QStringLiteral("server.key"));
+    QProcess openssl;
+    openssl.start(QStringLiteral("openssl"),
+                  {QStringLiteral("req"), QStringLiteral("-x509"), QStringLiteral("-newkey"), QStringLiteral("ec"),
+                   QStringLiteral("-pkeyopt"), QStringLiteral("ec_paramgen_curve:prime256v1"), QStringLiteral("-nodes"),
+                   QStringLiteral("-keyout"), key, QStringLiteral("-out"), cert, QStringLiteral("-days"),
+                   QStringLiteral("2"), QStringLiteral("-subj"), QStringLiteral("/CN=127.0.0.1"),
+                   QStringLiteral("-addext"), QStringLiteral("subjectAltName=IP:127.0.0.1")});
+    QVERIFY(openssl.waitForFinished(30000));
+    QVERIFY2(openssl.exitCode() == 0, openssl.readAllStandardError().constData());
+    QVERIFY(startServer({QStringLiteral("--tls-cert"), cert, QStringLiteral("--tls-key"), key}));
+    QVERIFY2(m_serverLog.contains("listening on https://"), m_serverLog.constData());
+
+    const HttpReply plain = get(QStringLiteral("/healthz"));
+    QCOMPARE(plain.status, 0); // no HTTP answer to plain text on a TLS port
+
+    m_scheme = QStringLiteral("https");
+    m_trusted = QSslCertificate::fromPath(cert);
+    QCOMPARE(m_trusted.size(), 1);
+    const HttpReply published = publish(reminderJson(QStringLiteral("tls"), 1));
+    QVERIFY2(published.status == 200, published.describe().constData());
+    QVERIFY(!published.json.value(QStringLiteral("message_id")).toString().isEmpty());
+
+    // A key file that is not one is refused in one line naming the file, never its text.
+    stopServer();
+    QFile notAKey(m_dir->filePath(QStringLiteral("not-a-key.pem")));
+    QVERIFY(notAKey.open(QIODevice::WriteOnly));
+    notAKey.write("hunter2-not-a-key\n");
+    notAKey.close();
+    const auto refused = m_runner->run({QStringLiteral("serve"), QStringLiteral("--listen"),
+                                        QStringLiteral("127.0.0.1:0"), QStringLiteral("--tls-cert"), cert,
+                                        QStringLiteral("--tls-key"), notAKey.fileName()});
+    QVERIFY(!refused.exitedWith(0));
+    QVERIFY2(refused.err.contains("not-a-key.pem"), refused.describe().constData());
+    QVERIFY(!refused.err.contains("hunter2"));
 }
 
 QTEST_GUILESS_MAIN(ServeTest)

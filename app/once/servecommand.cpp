@@ -1,14 +1,13 @@
 // `once serve`: the store's queue over HTTP (core/serve, docs/http-api.md).
 #include "cli.h"
 
+#include "http/partnertls.h"
 #include "serve/apitokens.h"
 #include "serve/queueserver.h"
 #include "serve/queueservice.h"
 
 #include <QCoreApplication>
-#include <QFile>
-#include <QSslCertificate>
-#include <QSslKey>
+#include <QSslConfiguration>
 #include <QThread>
 
 #include <cstdio>
@@ -92,27 +91,19 @@ int runServe(const QStringList &arguments)
                                       .arg(listen->address.toString()));
     }
     const bool tls = parser.isSet(QStringLiteral("tls-cert")) || parser.isSet(QStringLiteral("tls-key"));
-    QSslCertificate certificate;
-    QSslKey key;
+    QSslConfiguration tlsConfiguration = QSslConfiguration::defaultConfiguration();
     if (tls) {
         if (!parser.isSet(QStringLiteral("tls-cert")) || !parser.isSet(QStringLiteral("tls-key")))
             return command.usageError(QStringLiteral("give --tls-cert and --tls-key together"));
-        QFile certFile(parser.value(QStringLiteral("tls-cert")));
-        QFile keyFile(parser.value(QStringLiteral("tls-key")));
-        if (!certFile.open(QIODevice::ReadOnly))
-            return failure(QStringLiteral("cannot read %1: %2").arg(certFile.fileName(), certFile.errorString()));
-        if (!keyFile.open(QIODevice::ReadOnly))
-            return failure(QStringLiteral("cannot read %1: %2").arg(keyFile.fileName(), keyFile.errorString()));
-        certificate = QSslCertificate(&certFile, QSsl::Pem);
-        key = QSslKey(&keyFile, QSsl::Rsa, QSsl::Pem);
-        if (key.isNull()) {
-            keyFile.seek(0);
-            key = QSslKey(&keyFile, QSsl::Ec, QSsl::Pem);
-        }
-        if (certificate.isNull())
-            return failure(QStringLiteral("%1 is not a PEM certificate").arg(certFile.fileName()));
-        if (key.isNull())
-            return failure(QStringLiteral("%1 is not a PEM private key (RSA or EC, unencrypted)").arg(keyFile.fileName()));
+        // The certificate file may hold its chain: the server's certificate first.
+        const auto chain = readPemCertificates(parser.value(QStringLiteral("tls-cert")), &error);
+        if (!chain)
+            return failure(error);
+        const auto key = readPemPrivateKey(parser.value(QStringLiteral("tls-key")), &error);
+        if (!key)
+            return failure(error);
+        tlsConfiguration.setLocalCertificateChain(*chain);
+        tlsConfiguration.setPrivateKey(*key);
     }
 
     // The store on a thread of its own: the HTTP event loop never waits on it.
@@ -137,7 +128,7 @@ int runServe(const QStringList &arguments)
     {
         QueueServer server(service, queueName, std::move(tokens));
         if (tls)
-            server.sslSetup(certificate, key);
+            server.sslSetup(tlsConfiguration);
         const quint16 port = server.listen(listen->address, listen->port);
         if (port == 0) {
             exitCode = failure(QStringLiteral("cannot listen on %1:%2 (in use, or not an address of this machine)")
