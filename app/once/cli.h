@@ -82,5 +82,6 @@ int runWorkers(const QStringList &arguments);
 int runPartnerSim(const QStringList &arguments);
 int runBench(const QStringList &arguments);
 int runGrantReadOnly(const QStringList &arguments);
+int runServe(const QStringList &arguments);
 
 } // namespace once::cli

@@ -33,6 +33,7 @@ const std::map<QString, Subcommand> &subcommands()
         {QStringLiteral("partners"), {"whether each partner honours Idempotency-Key", runPartners}},
         {QStringLiteral("partner-sim"), {"run the partner simulator", runPartnerSim}},
         {QStringLiteral("bench"), {"measure throughput and latency", runBench}},
+        {QStringLiteral("serve"), {"the store's queue over HTTP (publish, consume, ack)", runServe}},
         {QStringLiteral("grant-readonly"), {"the SQL for a PostgreSQL role that may only look", runGrantReadOnly}},
     };
     return table;

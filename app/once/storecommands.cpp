@@ -441,19 +441,14 @@ int runRedrive(const QStringList &arguments)
     }
     // The keys when they were named, else the filter; the queue too, as the audit log
     // outlives the queue's URL. The same words as the console's.
-    DeadLetterFilter shown = filter;
-    shown.sendKeys.clear();
-    QString detail = filter.sendKeys.isEmpty() ? describeFilter(shown) : describeLetters(*letters);
-    if (!filter.sendKeys.isEmpty() && describeFilter(shown) != QLatin1String("all"))
-        detail += describeFilter(shown).mid(3);
+    QString detail = describeRedrive(filter, *letters);
     if (broker)
         detail += QStringLiteral(" queue=") + broker->location().displayName();
     // The audit row first: each batch counts itself into it as it commits.
     const auto auditId = store->operations().beginAudit({QStringLiteral("redrive"), detail, int(*rate), *reason}, &error);
     if (!auditId)
         return failure(error);
-    // Batches a tenth of a second's worth at a time, so the rate holds without a burst.
-    const qsizetype batchSize = *rate > 0 ? std::max<qint64>(1, *rate / 10) : 500;
+    const qsizetype batchSize = redriveBatchSize(int(*rate));
     QElapsedTimer clock;
     clock.start();
     qint64 moved = 0;

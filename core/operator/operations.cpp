@@ -8,6 +8,8 @@
 #include <QSet>
 #include <QVariant>
 
+#include <algorithm>
+
 #include <limits>
 
 #include <pwd.h>
@@ -46,6 +48,21 @@ QString describeFilter(const DeadLetterFilter &filter)
     if (filter.untilMs > 0)
         text += QStringLiteral(" until=") + formatTime(filter.untilMs);
     return text;
+}
+
+QString describeRedrive(const DeadLetterFilter &filter, const QList<DeadLetter> &letters)
+{
+    DeadLetterFilter shown = filter;
+    shown.sendKeys.clear();
+    QString detail = filter.sendKeys.isEmpty() ? describeFilter(shown) : describeLetters(letters);
+    if (!filter.sendKeys.isEmpty() && describeFilter(shown) != QLatin1String("all"))
+        detail += describeFilter(shown).mid(3);
+    return detail;
+}
+
+qsizetype redriveBatchSize(int ratePerSecond)
+{
+    return ratePerSecond > 0 ? std::max(1, ratePerSecond / 10) : 500;
 }
 
 std::optional<qint64> Operations::beginAudit(const AuditAction &action, QString *error, qint64 count)

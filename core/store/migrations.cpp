@@ -313,6 +313,30 @@ CREATE INDEX attempts_audit ON attempts(audit_id) WHERE audit_id IS NOT NULL;
     // spell of failed sends since its last accepted one), so the console raises a
     // partner outage whoever runs the workers
     {WorkersPartnerHealth, WorkersPartnerHealth},
+    // 9: `once serve`'s idempotency keys: a publish repeating a key within 24 hours gets
+    // the first message's id back and enqueues nothing, also after a restart
+    {
+        R"sql(
+CREATE TABLE publish_keys (
+    queue_name TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (queue_name, idempotency_key)
+);
+CREATE INDEX publish_keys_created ON publish_keys(created_at);
+)sql",
+        R"sql(
+CREATE TABLE publish_keys (
+    queue_name TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (queue_name, idempotency_key)
+);
+CREATE INDEX publish_keys_created ON publish_keys(created_at);
+)sql",
+    },
 };
 
 } // namespace

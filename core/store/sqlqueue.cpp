@@ -6,6 +6,8 @@
 
 #include <QVariant>
 
+#include <algorithm>
+
 namespace once {
 
 bool SqlQueue::enqueue(const QList<OutgoingMessage> &messages, QString *error)
@@ -14,7 +16,7 @@ bool SqlQueue::enqueue(const QList<OutgoingMessage> &messages, QString *error)
     return transaction.begin(error) && insert(messages, error) && transaction.commit(error);
 }
 
-bool SqlQueue::insert(const QList<OutgoingMessage> &messages, QString *error)
+bool SqlQueue::insert(const QList<OutgoingMessage> &messages, QString *error, QStringList *ids)
 {
     const qint64 now = nowMs();
     RowBatch rows(m_db, {QStringLiteral("BYTEA"), QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("BIGINT"),
@@ -35,10 +37,20 @@ bool SqlQueue::insert(const QList<OutgoingMessage> &messages, QString *error)
         auto &insert = m_db.prepared(
             QStringLiteral("INSERT INTO queue (payload, send_key, event_id, enqueued_at, visible_at, redrive_count) "
                            "SELECT * FROM ")
-            + rows.source());
+            + rows.source() + (ids ? QStringLiteral(" RETURNING id") : QString()));
         rows.bind(insert);
         if (!m_db.exec(insert, error))
             return false;
+        if (ids) {
+            // The ids follow the batch's order, whatever order RETURNING gives them in.
+            QList<qint64> inserted;
+            while (insert.next())
+                inserted.append(insert.value(0).toLongLong());
+            insert.finish();
+            std::sort(inserted.begin(), inserted.end());
+            for (const qint64 id : std::as_const(inserted))
+                ids->append(QString::number(id));
+        }
     }
     // Idle workers on PostgreSQL sleep until this arrives (at commit) instead of polling.
     return messages.isEmpty() || m_db.notify(Channel::Queue, error);

@@ -20,8 +20,9 @@ public:
     std::optional<QueueCounts> counts(QString *error) override;
 
     // Inserts inside the caller's transaction, for operations that must move messages
-    // and change the ledger in one step (redrive, resend).
-    bool insert(const QList<OutgoingMessage> &messages, QString *error);
+    // and change the ledger in one step (redrive, resend). ids (if given) gets each
+    // message's id, in the list's order.
+    bool insert(const QList<OutgoingMessage> &messages, QString *error, QStringList *ids = nullptr);
 
 private:
     Database &m_db;

@@ -14,10 +14,12 @@ ONCE_BUILD=${ONCE_BUILD_DIR:-$ONCE_ROOT/build}
 # sanitizers) build the fuzz targets of tests/fuzz (scripts/fuzz). qtkeychain-qt6-dev keeps
 # the console's remembered passwords in the system keychain; dbus, gnome-keyring and
 # libsecret-tools give tst_uikeychain a private Secret Service to remember them in.
+# qt6-websockets-dev: Debian's Qt6HttpServer CMake package (once serve) needs Qt6WebSockets'
+# but the package does not depend on it.
 ONCE_PACKAGES=(
     cmake ninja-build g++ pkg-config dpkg-dev
     qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libsqlite3-dev libgl-dev
-    libqt6opengl6-dev qt6-charts-dev qt6-svg-dev libqt6svg6
+    libqt6opengl6-dev qt6-charts-dev qt6-svg-dev libqt6svg6 qt6-httpserver-dev qt6-websockets-dev
     xvfb xauth
     postgresql libqt6sql6-psql openssl
     rabbitmq-server redis-server librabbitmq-dev libhiredis-dev

@@ -1,0 +1,647 @@
+#include "serve/queueserver.h"
+
+#include "store/database.h"
+#include "operator/operations.h"
+#include "model/reminder.h"
+
+#include <QElapsedTimer>
+#include <QHttpServerRequest>
+#include <QHttpServerResponder>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QLoggingCategory>
+#include <QTcpSocket>
+#include <QUrlQuery>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <variant>
+
+namespace once {
+
+Q_LOGGING_CATEGORY(lcServe, "once.serve")
+
+// One request from arrival to answer. The responder outlives the handler when the answer
+// comes from the store thread or a parked consume.
+struct QueueServer::Exchange
+{
+    QHttpServerResponder responder;
+    QPointer<QTcpSocket> socket;
+    QByteArray method;
+    QString path;
+    QString tokenName; // empty: no tokens configured
+    QElapsedTimer clock;
+    bool answered = false;
+
+    bool clientGone() const { return !socket || socket->state() != QAbstractSocket::ConnectedState; }
+};
+
+struct QueueServer::Waiter
+{
+    ExchangePtr exchange;
+    int maxMessages = 1;
+    qint64 visibilityMs = 0;
+    qint64 deadlineMs = 0;
+    QString consumer;
+    bool asking = false;
+};
+
+// The routing table: adding an endpoint (GET /metrics, say) is one row here and a
+// handler. Permission none: no token needed (health checks of a load balancer).
+struct QueueServer::Route
+{
+    QHttpServerRequest::Method method;
+    QString path;
+    std::optional<ApiPermission> permission;
+    Handler handler;
+    qsizetype maxBodyBytes = MaxRequestBytes;
+};
+
+const QList<QueueServer::Route> &QueueServer::routes()
+{
+    using Method = QHttpServerRequest::Method;
+    static const QList<Route> table{
+        {Method::Get, QStringLiteral("/healthz"), std::nullopt, &QueueServer::health},
+        {Method::Get, QStringLiteral("/readyz"), std::nullopt, &QueueServer::ready},
+        {Method::Post, QStringLiteral("/v1/queue/publish"), ApiPermission::Publish, &QueueServer::publish},
+        {Method::Post, QStringLiteral("/v1/queue/publish_batch"), ApiPermission::Publish, &QueueServer::publishBatch,
+         MaxBatchRequestBytes},
+        {Method::Post, QStringLiteral("/v1/queue/consume"), ApiPermission::Consume, &QueueServer::consume},
+        {Method::Post, QStringLiteral("/v1/queue/ack"), ApiPermission::Consume, &QueueServer::ack},
+        {Method::Post, QStringLiteral("/v1/queue/nack"), ApiPermission::Consume, &QueueServer::nack},
+        {Method::Post, QStringLiteral("/v1/queue/extend"), ApiPermission::Consume, &QueueServer::extend},
+        {Method::Get, QStringLiteral("/v1/queue/stats"), ApiPermission::Read, &QueueServer::stats},
+        {Method::Get, QStringLiteral("/v1/queue/dead_letters"), ApiPermission::Read, &QueueServer::deadLetters},
+        {Method::Post, QStringLiteral("/v1/queue/dlq/redrive"), ApiPermission::Operate, &QueueServer::redrive},
+    };
+    return table;
+}
+
+namespace {
+
+constexpr qint64 PollIntervalMs = 250;
+
+QByteArray headerValue(const QHttpServerRequest &request, const QByteArray &name)
+{
+    for (const auto &[key, value] : request.headers())
+        if (key.compare(name, Qt::CaseInsensitive) == 0)
+            return value;
+    return {};
+}
+
+QByteArray methodName(QHttpServerRequest::Method method)
+{
+    using Method = QHttpServerRequest::Method;
+    switch (method) {
+    case Method::Get: return "GET";
+    case Method::Put: return "PUT";
+    case Method::Delete: return "DELETE";
+    case Method::Post: return "POST";
+    case Method::Head: return "HEAD";
+    case Method::Options: return "OPTIONS";
+    case Method::Patch: return "PATCH";
+    case Method::Connect: return "CONNECT";
+    case Method::Trace: return "TRACE";
+    case Method::Unknown:
+    case Method::AnyKnown:
+        break;
+    }
+    return "UNKNOWN";
+}
+
+ApiError badField(const QString &field, const QString &what)
+{
+    return apiError(ApiFailure::BadRequest, QStringLiteral("%1 %2").arg(field, what), field);
+}
+
+// A whole number in [min, max] from a JSON field; fallback when absent (nullopt: required).
+std::variant<qint64, ApiError> integerField(const QJsonObject &object, const QString &field, qint64 min, qint64 max,
+                                            std::optional<qint64> fallback, const QString &prefix = {})
+{
+    const QString name = prefix + field;
+    const QJsonValue value = object.value(field);
+    if (value.isUndefined() || value.isNull()) {
+        if (fallback)
+            return *fallback;
+        return badField(name, QStringLiteral("is required"));
+    }
+    const double number = value.toDouble(std::nan(""));
+    if (!value.isDouble() || std::floor(number) != number || number < double(min) || number > double(max))
+        return badField(name, QStringLiteral("must be a whole number from %1 to %2").arg(min).arg(max));
+    return qint64(number);
+}
+
+// One message of a publish: its payload validated as `once enqueue` validates a line.
+std::variant<PublishEntry, ApiError> publishEntry(const QJsonObject &object, const QString &prefix)
+{
+    const QString payloadField = prefix + QStringLiteral("payload");
+    const QJsonValue payload = object.value(QStringLiteral("payload"));
+    QByteArray bytes;
+    // A string is taken byte for byte (what a producer signs or hashes stays the same);
+    // an object is written compactly.
+    if (payload.isString())
+        bytes = payload.toString().toUtf8();
+    else if (payload.isObject())
+        bytes = QJsonDocument(payload.toObject()).toJson(QJsonDocument::Compact);
+    else
+        return badField(payloadField, QStringLiteral("is required: a reminder as a JSON object (or its text)"));
+    if (bytes.size() > MaxMessageBytes)
+        return apiError(ApiFailure::TooLarge,
+                        QStringLiteral("%1 is %2 bytes, over the 256 KiB limit").arg(payloadField).arg(bytes.size()),
+                        payloadField);
+    const auto parsed = parseReminder(bytes);
+    if (!parsed.reminder)
+        return apiError(ApiFailure::BadReminder, parsed.error, payloadField);
+    const auto delay = integerField(object, QStringLiteral("delay_seconds"), 0, MaxDelaySeconds, 0, prefix);
+    if (const auto *error = std::get_if<ApiError>(&delay))
+        return *error;
+    PublishEntry entry;
+    entry.message = OutgoingMessage{parsed.reminder->payload, parsed.reminder->sendKey, parsed.reminder->eventId,
+                                    std::get<qint64>(delay) * 1000, 0};
+    const QJsonValue key = object.value(QStringLiteral("idempotency_key"));
+    if (!key.isUndefined() && !key.isNull()) {
+        if (!key.isString() || key.toString().isEmpty() || key.toString().size() > 256)
+            return badField(prefix + QStringLiteral("idempotency_key"), QStringLiteral("must be text of 1 to 256 characters"));
+        entry.idempotencyKey = key.toString();
+    }
+    return entry;
+}
+
+QJsonObject publishResultJson(const PublishResult &result)
+{
+    QJsonObject json{{QStringLiteral("message_id"), result.messageId}};
+    if (result.duplicate)
+        json.insert(QStringLiteral("duplicate"), true);
+    return json;
+}
+
+// ack, nack and extend name a delivery: the id consume gave, or a message id and its
+// receive_count.
+std::variant<DeliveryId, ApiError> deliveryField(const QJsonObject &body)
+{
+    const QJsonValue value = body.value(QStringLiteral("message_id"));
+    if (!value.isString() || value.toString().isEmpty())
+        return badField(QStringLiteral("message_id"), QStringLiteral("is required: the id consume returned"));
+    if (const auto id = DeliveryId::parse(value.toString()))
+        return *id;
+    bool ok = false;
+    const qint64 messageId = value.toString().toLongLong(&ok);
+    if (!ok || messageId <= 0)
+        return badField(QStringLiteral("message_id"), QStringLiteral("is not an id consume returned"));
+    if (!body.contains(QStringLiteral("receive_count")))
+        return badField(QStringLiteral("message_id"),
+                        QStringLiteral("names a message, not a delivery: give the id consume returned, or add its "
+                                       "receive_count"));
+    const auto count = integerField(body, QStringLiteral("receive_count"), 1, std::numeric_limits<int>::max(), std::nullopt);
+    if (const auto *error = std::get_if<ApiError>(&count))
+        return *error;
+    return DeliveryId{messageId, int(std::get<qint64>(count))};
+}
+
+} // namespace
+
+QueueServer::QueueServer(QueueService *service, const QString &queueName, std::optional<ApiTokens> tokens,
+                         QObject *parent)
+    : QAbstractHttpServer(parent), m_service(service), m_queueName(queueName), m_tokens(std::move(tokens))
+{
+    m_pollTimer.setInterval(PollIntervalMs);
+    connect(&m_pollTimer, &QTimer::timeout, this, &QueueServer::pollWaiters);
+    connect(service, &QueueService::published, this, &QueueServer::pollWaiters);
+}
+
+QueueServer::~QueueServer() = default;
+
+void QueueServer::missingHandler(const QHttpServerRequest &, QTcpSocket *)
+{
+    // handleRequest answers every request itself.
+}
+
+bool QueueServer::handleRequest(const QHttpServerRequest &request, QTcpSocket *socket)
+{
+    auto exchange = std::make_shared<Exchange>(Exchange{makeResponder(request, socket), socket, methodName(request.method()),
+                                                        request.url().path(), {}, {}, false});
+    exchange->clock.start();
+    const Route *route = nullptr;
+    bool pathKnown = false;
+    for (const auto &candidate : routes()) {
+        if (candidate.path != exchange->path)
+            continue;
+        pathKnown = true;
+        if (candidate.method == request.method())
+            route = &candidate;
+    }
+    if (!route) {
+        fail(exchange, pathKnown ? apiError(ApiFailure::MethodNotAllowed,
+                                            QStringLiteral("%1 does not take %2").arg(exchange->path,
+                                                                                      QString::fromLatin1(exchange->method)))
+                                 : apiError(ApiFailure::NotFound, QStringLiteral("no endpoint %1").arg(exchange->path)));
+        return true;
+    }
+    if (route->permission && m_tokens) {
+        const QByteArray authorization = headerValue(request, "Authorization");
+        const ApiToken *token = nullptr;
+        if (authorization.startsWith("Bearer "))
+            token = m_tokens->find(authorization.mid(7).trimmed());
+        if (!token) {
+            fail(exchange, apiError(ApiFailure::Unauthorized,
+                                    authorization.isEmpty() ? QStringLiteral("send Authorization: Bearer TOKEN")
+                                                            : QStringLiteral("the bearer token is not valid")));
+            return true;
+        }
+        exchange->tokenName = token->name;
+        if (!apiRoleAllows(token->role, *route->permission)) {
+            fail(exchange, apiError(ApiFailure::Forbidden,
+                                    QStringLiteral("the token %1 may not use %2").arg(token->name, exchange->path)));
+            return true;
+        }
+        if (const int wait = m_rateLimiter.take(*token, nowMs())) {
+            ApiReply reply = ApiReply::failed(apiError(
+                ApiFailure::RateLimited, QStringLiteral("the token %1 is over its rate; try again in %2 s").arg(token->name).arg(wait)));
+            reply.retryAfterSeconds = wait;
+            respond(exchange, reply);
+            return true;
+        }
+    }
+    if (request.body().size() > route->maxBodyBytes) {
+        fail(exchange, apiError(ApiFailure::TooLarge,
+                                QStringLiteral("the request body is over %1 bytes").arg(route->maxBodyBytes),
+                                QStringLiteral("body")));
+        return true;
+    }
+    (this->*route->handler)(exchange, request);
+    return true;
+}
+
+void QueueServer::respond(const ExchangePtr &exchange, const ApiReply &reply)
+{
+    if (exchange->answered)
+        return;
+    exchange->answered = true;
+    const qint64 latency = exchange->clock.elapsed();
+    // One line per request, with the token's name, never the token.
+    qCInfo(lcServe, "%s %s %d %lldms token=%s", exchange->method.constData(), qPrintable(exchange->path), reply.status,
+           latency, exchange->tokenName.isEmpty() ? "-" : qPrintable(exchange->tokenName));
+    if (exchange->clientGone())
+        return;
+    auto &responder = exchange->responder;
+    const QByteArray body = QJsonDocument(reply.body).toJson(QJsonDocument::Compact);
+    responder.writeStatusLine(QHttpServerResponder::StatusCode(reply.status));
+    responder.writeHeader("Content-Type", "application/json");
+    responder.writeHeader("Content-Length", QByteArray::number(body.size()));
+    if (reply.retryAfterSeconds > 0)
+        responder.writeHeader("Retry-After", QByteArray::number(reply.retryAfterSeconds));
+    if (reply.status == 401)
+        responder.writeHeader("WWW-Authenticate", "Bearer");
+    responder.writeBody(body);
+}
+
+void QueueServer::answerFromStore(const ExchangePtr &exchange, std::function<ApiReply(QueueService &)> work)
+{
+    QPointer<QueueServer> self(this);
+    QMetaObject::invokeMethod(m_service, [self, service = m_service, exchange, work = std::move(work)] {
+        const ApiReply reply = work(*service);
+        QMetaObject::invokeMethod(self, [self, exchange, reply] {
+            if (self)
+                self->respond(exchange, reply);
+        });
+    });
+}
+
+std::optional<QJsonObject> QueueServer::jsonBody(const ExchangePtr &exchange, const QHttpServerRequest &request)
+{
+    QJsonParseError parseError;
+    const QJsonDocument document = QJsonDocument::fromJson(request.body(), &parseError);
+    if (parseError.error != QJsonParseError::NoError || !document.isObject()) {
+        fail(exchange, badField(QStringLiteral("body"), QStringLiteral("must be a JSON object")));
+        return std::nullopt;
+    }
+    return document.object();
+}
+
+bool QueueServer::checkQueue(const ExchangePtr &exchange, const QJsonValue &queue)
+{
+    if (!queue.isString() || queue.toString().isEmpty()) {
+        fail(exchange, badField(QStringLiteral("queue"), QStringLiteral("is required")));
+        return false;
+    }
+    if (queue.toString() != m_queueName) {
+        fail(exchange, apiError(ApiFailure::UnknownQueue, QStringLiteral("no queue named %1 here").arg(queue.toString())));
+        return false;
+    }
+    return true;
+}
+
+void QueueServer::health(const ExchangePtr &exchange, const QHttpServerRequest &)
+{
+    respond(exchange, ApiReply::ok({{QStringLiteral("status"), QStringLiteral("ok")}}));
+}
+
+void QueueServer::ready(const ExchangePtr &exchange, const QHttpServerRequest &)
+{
+    answerFromStore(exchange, [](QueueService &service) { return service.readiness(); });
+}
+
+void QueueServer::publish(const ExchangePtr &exchange, const QHttpServerRequest &request)
+{
+    const auto body = jsonBody(exchange, request);
+    if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
+        return;
+    auto entry = publishEntry(*body, {});
+    if (const auto *error = std::get_if<ApiError>(&entry))
+        return fail(exchange, *error);
+    QPointer<QueueServer> self(this);
+    QMetaObject::invokeMethod(m_service, [self, service = m_service, exchange, entry = std::get<PublishEntry>(entry)] {
+        service->publish({entry}, [self, exchange](const QList<PublishResult> &results, const std::optional<ApiError> &failure) {
+            const ApiReply reply = failure ? ApiReply::failed(*failure) : ApiReply::ok(publishResultJson(results.first()));
+            QMetaObject::invokeMethod(self, [self, exchange, reply] {
+                if (self)
+                    self->respond(exchange, reply);
+            });
+        });
+    });
+}
+
+void QueueServer::publishBatch(const ExchangePtr &exchange, const QHttpServerRequest &request)
+{
+    const auto body = jsonBody(exchange, request);
+    if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
+        return;
+    const QJsonValue messages = body->value(QStringLiteral("messages"));
+    if (!messages.isArray() || messages.toArray().isEmpty() || messages.toArray().size() > MaxBatchMessages)
+        return fail(exchange, badField(QStringLiteral("messages"),
+                                       QStringLiteral("must be an array of 1 to %1 messages").arg(MaxBatchMessages)));
+    // Every entry answers for itself: a bad one is reported in its place, the others go.
+    const QJsonArray array = messages.toArray();
+    QList<std::optional<ApiError>> errors(array.size());
+    QList<PublishEntry> entries;
+    for (qsizetype i = 0; i < array.size(); ++i) {
+        const QString prefix = QStringLiteral("messages[%1].").arg(i);
+        if (!array.at(i).isObject()) {
+            errors[i] = badField(prefix.chopped(1), QStringLiteral("must be an object"));
+            continue;
+        }
+        auto entry = publishEntry(array.at(i).toObject(), prefix);
+        if (const auto *error = std::get_if<ApiError>(&entry))
+            errors[i] = *error;
+        else
+            entries.append(std::get<PublishEntry>(entry));
+    }
+    const auto answer = [exchange, errors](const QList<PublishResult> &results) {
+        QJsonArray rows;
+        qsizetype next = 0;
+        int accepted = 0;
+        for (const auto &error : errors) {
+            if (error) {
+                QJsonObject row = error->toJson();
+                row.insert(QStringLiteral("status"), error->status);
+                rows.append(row);
+            } else {
+                rows.append(publishResultJson(results.at(next++)));
+                ++accepted;
+            }
+        }
+        return ApiReply::ok({{QStringLiteral("results"), rows},
+                             {QStringLiteral("accepted"), accepted},
+                             {QStringLiteral("rejected"), int(errors.size()) - accepted}});
+    };
+    if (entries.isEmpty())
+        return respond(exchange, answer({}));
+    QPointer<QueueServer> self(this);
+    QMetaObject::invokeMethod(m_service, [self, service = m_service, exchange, entries, answer] {
+        service->publish(entries, [self, exchange, answer](const QList<PublishResult> &results,
+                                                           const std::optional<ApiError> &failure) {
+            const ApiReply reply = failure ? ApiReply::failed(*failure) : answer(results);
+            QMetaObject::invokeMethod(self, [self, exchange, reply] {
+                if (self)
+                    self->respond(exchange, reply);
+            });
+        });
+    });
+}
+
+void QueueServer::consume(const ExchangePtr &exchange, const QHttpServerRequest &request)
+{
+    const auto body = jsonBody(exchange, request);
+    if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
+        return;
+    const auto max = integerField(*body, QStringLiteral("max_messages"), 1, MaxConsumeMessages, 1);
+    const auto visibility = integerField(*body, QStringLiteral("visibility_timeout"), 1, MaxVisibilitySeconds,
+                                         DefaultVisibilitySeconds);
+    const auto wait = integerField(*body, QStringLiteral("wait_seconds"), 0, MaxWaitSeconds, 0);
+    for (const auto *field : {&max, &visibility, &wait})
+        if (const auto *error = std::get_if<ApiError>(field))
+            return fail(exchange, *error);
+    auto waiter = std::make_shared<Waiter>();
+    waiter->exchange = exchange;
+    waiter->maxMessages = int(std::get<qint64>(max));
+    waiter->visibilityMs = std::get<qint64>(visibility) * 1000;
+    waiter->deadlineMs = nowMs() + std::get<qint64>(wait) * 1000;
+    waiter->consumer = QStringLiteral("http:") + (exchange->tokenName.isEmpty() ? QStringLiteral("anonymous") : exchange->tokenName);
+    m_waiters.append(waiter);
+    tryWaiter(waiter);
+    if (!m_pollTimer.isActive())
+        m_pollTimer.start();
+}
+
+void QueueServer::pollWaiters()
+{
+    const auto waiters = m_waiters;
+    for (const auto &waiter : waiters)
+        tryWaiter(waiter);
+}
+
+void QueueServer::tryWaiter(const std::shared_ptr<Waiter> &waiter)
+{
+    if (waiter->asking)
+        return;
+    if (waiter->exchange->clientGone()) {
+        m_waiters.removeOne(waiter);
+        return;
+    }
+    waiter->asking = true;
+    QPointer<QueueServer> self(this);
+    QMetaObject::invokeMethod(m_service, [self, service = m_service, waiter] {
+        const ApiReply reply = service->consume(waiter->maxMessages, waiter->visibilityMs, waiter->consumer);
+        QMetaObject::invokeMethod(self, [self, waiter, reply] {
+            if (!self)
+                return;
+            waiter->asking = false;
+            const QJsonArray messages = reply.body.value(QStringLiteral("messages")).toArray();
+            if (reply.status == 200 && messages.isEmpty() && nowMs() < waiter->deadlineMs
+                && !waiter->exchange->clientGone())
+                return; // keeps waiting: the timer or the next publish asks again
+            self->m_waiters.removeOne(waiter);
+            if (self->m_waiters.isEmpty())
+                self->m_pollTimer.stop();
+            if (waiter->exchange->clientGone() && !messages.isEmpty()) {
+                // Leased for a client that left while we looked: back on the queue at once.
+                for (const auto &message : messages) {
+                    const auto id = DeliveryId::parse(message.toObject().value(QStringLiteral("id")).toString());
+                    if (id)
+                        QMetaObject::invokeMethod(self->m_service, [service = self->m_service, id] { service->nack(*id, 0); });
+                }
+            }
+            self->respond(waiter->exchange, reply);
+        });
+    });
+}
+
+void QueueServer::ack(const ExchangePtr &exchange, const QHttpServerRequest &request)
+{
+    const auto body = jsonBody(exchange, request);
+    if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
+        return;
+    const auto delivery = deliveryField(*body);
+    if (const auto *error = std::get_if<ApiError>(&delivery))
+        return fail(exchange, *error);
+    answerFromStore(exchange, [id = std::get<DeliveryId>(delivery)](QueueService &service) { return service.ack(id); });
+}
+
+void QueueServer::nack(const ExchangePtr &exchange, const QHttpServerRequest &request)
+{
+    const auto body = jsonBody(exchange, request);
+    if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
+        return;
+    const auto delivery = deliveryField(*body);
+    if (const auto *error = std::get_if<ApiError>(&delivery))
+        return fail(exchange, *error);
+    const auto delay = integerField(*body, QStringLiteral("delay_seconds"), 0, MaxVisibilitySeconds, 0);
+    if (const auto *error = std::get_if<ApiError>(&delay))
+        return fail(exchange, *error);
+    answerFromStore(exchange, [id = std::get<DeliveryId>(delivery), delayMs = std::get<qint64>(delay) * 1000](QueueService &service) {
+        return service.nack(id, delayMs);
+    });
+}
+
+void QueueServer::extend(const ExchangePtr &exchange, const QHttpServerRequest &request)
+{
+    const auto body = jsonBody(exchange, request);
+    if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
+        return;
+    const auto delivery = deliveryField(*body);
+    if (const auto *error = std::get_if<ApiError>(&delivery))
+        return fail(exchange, *error);
+    const auto visibility = integerField(*body, QStringLiteral("visibility_timeout"), 1, MaxVisibilitySeconds, std::nullopt);
+    if (const auto *error = std::get_if<ApiError>(&visibility))
+        return fail(exchange, *error);
+    answerFromStore(exchange, [id = std::get<DeliveryId>(delivery), ms = std::get<qint64>(visibility) * 1000](QueueService &service) {
+        return service.extend(id, ms);
+    });
+}
+
+void QueueServer::stats(const ExchangePtr &exchange, const QHttpServerRequest &request)
+{
+    if (!checkQueue(exchange, request.query().queryItemValue(QStringLiteral("queue"), QUrl::FullyDecoded)))
+        return;
+    answerFromStore(exchange, [](QueueService &service) { return service.stats(); });
+}
+
+namespace {
+
+// The filters of `once dlq` and `once redrive`, from a JSON object (query parameters
+// are turned into one first).
+std::variant<DeadLetterFilter, ApiError> deadLetterFilter(const QJsonObject &object)
+{
+    DeadLetterFilter filter;
+    const QJsonValue errorClass = object.value(QStringLiteral("error_class"));
+    if (!errorClass.isUndefined() && !errorClass.isString())
+        return badField(QStringLiteral("error_class"), QStringLiteral("must be text"));
+    filter.errorClass = errorClass.toString();
+    for (const auto &field : {QStringLiteral("since"), QStringLiteral("until")}) {
+        const QJsonValue value = object.value(field);
+        if (value.isUndefined())
+            continue;
+        const auto time = parseRfc3339(value.toString());
+        if (!value.isString() || !time)
+            return badField(field, QStringLiteral("must be an RFC 3339 time with an offset"));
+        (field == QLatin1String("since") ? filter.sinceMs : filter.untilMs) = time->utc.toMSecsSinceEpoch();
+    }
+    if (filter.sinceMs && filter.untilMs && filter.untilMs < filter.sinceMs)
+        return badField(QStringLiteral("until"), QStringLiteral("is before since"));
+    const QJsonValue keys = object.value(QStringLiteral("keys"));
+    if (!keys.isUndefined()) {
+        if (!keys.isArray())
+            return badField(QStringLiteral("keys"), QStringLiteral("must be an array of send keys"));
+        for (const auto &key : keys.toArray()) {
+            if (!key.isString() || key.toString().isEmpty())
+                return badField(QStringLiteral("keys"), QStringLiteral("must be an array of send keys"));
+            filter.sendKeys.append(key.toString().toLatin1());
+        }
+    }
+    return filter;
+}
+
+} // namespace
+
+void QueueServer::deadLetters(const ExchangePtr &exchange, const QHttpServerRequest &request)
+{
+    const QUrlQuery query = request.query();
+    if (!checkQueue(exchange, query.queryItemValue(QStringLiteral("queue"), QUrl::FullyDecoded)))
+        return;
+    QJsonObject fields;
+    for (const auto &field : {QStringLiteral("error_class"), QStringLiteral("since"), QStringLiteral("until")})
+        if (query.hasQueryItem(field))
+            fields.insert(field, query.queryItemValue(field, QUrl::FullyDecoded));
+    if (query.hasQueryItem(QStringLiteral("key")))
+        fields.insert(QStringLiteral("keys"), QJsonArray::fromStringList(query.allQueryItemValues(QStringLiteral("key"), QUrl::FullyDecoded)));
+    auto filter = deadLetterFilter(fields);
+    if (const auto *error = std::get_if<ApiError>(&filter))
+        return fail(exchange, *error);
+    if (query.hasQueryItem(QStringLiteral("limit"))) {
+        bool ok = false;
+        const int limit = query.queryItemValue(QStringLiteral("limit")).toInt(&ok);
+        if (!ok || limit < 1 || limit > 100000)
+            return fail(exchange, badField(QStringLiteral("limit"), QStringLiteral("must be a whole number from 1 to 100000")));
+        std::get<DeadLetterFilter>(filter).limit = limit;
+    }
+    answerFromStore(exchange, [filter = std::get<DeadLetterFilter>(filter)](QueueService &service) {
+        return service.deadLetters(filter);
+    });
+}
+
+void QueueServer::redrive(const ExchangePtr &exchange, const QHttpServerRequest &request)
+{
+    const auto body = jsonBody(exchange, request);
+    if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
+        return;
+    auto filter = deadLetterFilter(*body);
+    if (const auto *error = std::get_if<ApiError>(&filter))
+        return fail(exchange, *error);
+    RedriveRequest redrive;
+    redrive.filter = std::get<DeadLetterFilter>(filter);
+    const QJsonValue all = body->value(QStringLiteral("all"));
+    const QJsonValue dryRun = body->value(QStringLiteral("dry_run"));
+    if ((!all.isUndefined() && !all.isBool()) || (!dryRun.isUndefined() && !dryRun.isBool()))
+        return fail(exchange, badField(all.isBool() || all.isUndefined() ? QStringLiteral("dry_run") : QStringLiteral("all"),
+                                       QStringLiteral("must be true or false")));
+    redrive.dryRun = dryRun.toBool();
+    const auto &f = redrive.filter;
+    if (!all.toBool() && f.sendKeys.isEmpty() && f.errorClass.isEmpty() && !f.sinceMs && !f.untilMs)
+        return fail(exchange, badField(QStringLiteral("all"),
+                                       QStringLiteral("or a filter is required: choose what to redrive (all, keys, "
+                                                      "error_class, since, until)")));
+    const auto rate = integerField(*body, QStringLiteral("rate"), 0, 1000000, 0);
+    if (const auto *error = std::get_if<ApiError>(&rate))
+        return fail(exchange, *error);
+    redrive.ratePerSecond = int(std::get<qint64>(rate));
+    const QJsonValue reason = body->value(QStringLiteral("reason"));
+    const QString reasonText = reason.toString().trimmed();
+    if ((!reason.isUndefined() && !reason.isString()) || reasonText.size() > MaxReasonLength
+        || std::any_of(reasonText.cbegin(), reasonText.cend(), [](QChar c) { return c.category() == QChar::Other_Control; }))
+        return fail(exchange, badField(QStringLiteral("reason"),
+                                       QStringLiteral("must be one line of at most %1 characters").arg(MaxReasonLength)));
+    redrive.reason = reasonText;
+    redrive.actor = exchange->tokenName.isEmpty() ? QStringLiteral("once serve (no tokens)") : exchange->tokenName;
+    QPointer<QueueServer> self(this);
+    QMetaObject::invokeMethod(m_service, [self, service = m_service, exchange, redrive] {
+        service->redrive(redrive, [self, exchange](const ApiReply &reply) {
+            QMetaObject::invokeMethod(self, [self, exchange, reply] {
+                if (self)
+                    self->respond(exchange, reply);
+            });
+        });
+    });
+}
+
+} // namespace once

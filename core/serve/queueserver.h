@@ -1,0 +1,90 @@
+#pragma once
+
+#include "serve/apitokens.h"
+#include "serve/queueservice.h"
+
+#include <QAbstractHttpServer>
+#include <QHostAddress>
+#include <QPointer>
+#include <QTimer>
+
+#include <memory>
+#include <optional>
+
+class QHttpServerRequest;
+class QTcpSocket;
+
+namespace once {
+
+// The HTTP face of the store's queue (`once serve`, see docs/http-api.md). Requests are
+// checked here (route, token, role, rate, size, fields, reminder validity) on the
+// server's thread; everything that touches the store goes to the QueueService on its own
+// thread and is answered when it comes back, so the event loop never waits on the store.
+// A consume with wait_seconds that finds nothing is parked and tried again on a timer or
+// at once when a publish through this server commits: no thread sleeps for a waiter.
+//
+// Qt 6.4's QHttpServer answers from the route handler only, so this derives from
+// QAbstractHttpServer and keeps each request's QHttpServerResponder until its answer is
+// ready, with the socket watched: a client that went away is not written to.
+class QueueServer final : public QAbstractHttpServer
+{
+    Q_OBJECT
+
+public:
+    // service lives on another thread; tokens: none to serve loopback without auth.
+    QueueServer(QueueService *service, const QString &queueName, std::optional<ApiTokens> tokens,
+                QObject *parent = nullptr);
+    ~QueueServer() override;
+
+    // The largest request bodies: a batch of reminders, anything else.
+    static constexpr qsizetype MaxBatchRequestBytes = 8 * 1024 * 1024;
+    static constexpr qsizetype MaxRequestBytes = 1024 * 1024;
+    static constexpr int MaxBatchMessages = 500;
+    static constexpr int MaxConsumeMessages = 100;
+    static constexpr int MaxWaitSeconds = 20;
+    static constexpr qint64 MaxVisibilitySeconds = 12 * 3600;
+    static constexpr qint64 DefaultVisibilitySeconds = 30;
+
+protected:
+    bool handleRequest(const QHttpServerRequest &request, QTcpSocket *socket) override;
+    void missingHandler(const QHttpServerRequest &request, QTcpSocket *socket) override;
+
+private:
+    struct Exchange;
+    struct Waiter;
+    using ExchangePtr = std::shared_ptr<Exchange>;
+    using Handler = void (QueueServer::*)(const ExchangePtr &, const QHttpServerRequest &);
+    struct Route;
+    static const QList<Route> &routes();
+
+    void respond(const ExchangePtr &exchange, const ApiReply &reply);
+    void fail(const ExchangePtr &exchange, const ApiError &error) { respond(exchange, ApiReply::failed(error)); }
+    // Runs work on the service's thread and answers with what it returns.
+    void answerFromStore(const ExchangePtr &exchange, std::function<ApiReply(QueueService &)> work);
+    std::optional<QJsonObject> jsonBody(const ExchangePtr &exchange, const QHttpServerRequest &request);
+    bool checkQueue(const ExchangePtr &exchange, const QJsonValue &queue);
+
+    void health(const ExchangePtr &exchange, const QHttpServerRequest &request);
+    void ready(const ExchangePtr &exchange, const QHttpServerRequest &request);
+    void publish(const ExchangePtr &exchange, const QHttpServerRequest &request);
+    void publishBatch(const ExchangePtr &exchange, const QHttpServerRequest &request);
+    void consume(const ExchangePtr &exchange, const QHttpServerRequest &request);
+    void ack(const ExchangePtr &exchange, const QHttpServerRequest &request);
+    void nack(const ExchangePtr &exchange, const QHttpServerRequest &request);
+    void extend(const ExchangePtr &exchange, const QHttpServerRequest &request);
+    void stats(const ExchangePtr &exchange, const QHttpServerRequest &request);
+    void deadLetters(const ExchangePtr &exchange, const QHttpServerRequest &request);
+    void redrive(const ExchangePtr &exchange, const QHttpServerRequest &request);
+
+    void pollWaiters();
+    void tryWaiter(const std::shared_ptr<Waiter> &waiter);
+
+    QPointer<QueueService> m_service;
+    QString m_queueName;
+    std::optional<ApiTokens> m_tokens;
+    ApiRateLimiter m_rateLimiter;
+    QList<std::shared_ptr<Waiter>> m_waiters;
+    QTimer m_pollTimer;
+};
+
+} // namespace once

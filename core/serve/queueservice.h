@@ -1,0 +1,125 @@
+#pragma once
+
+#include "serve/apierror.h"
+#include "operator/inspector.h"
+#include "queues/messagequeue.h"
+
+#include <QJsonObject>
+#include <QObject>
+
+#include <functional>
+#include <memory>
+#include <optional>
+
+namespace once {
+
+class Store;
+
+// An answer of the HTTP API: a status and a JSON body, or an error.
+struct ApiReply
+{
+    int status = 200;
+    QJsonObject body;
+    int retryAfterSeconds = 0; // > 0: sent as Retry-After
+
+    static ApiReply ok(const QJsonObject &body) { return {200, body, 0}; }
+    static ApiReply failed(const ApiError &error);
+};
+
+// One message of a publish, already validated as a reminder on the way in.
+struct PublishEntry
+{
+    OutgoingMessage message;
+    QString idempotencyKey; // empty: none
+};
+
+struct PublishResult
+{
+    QString messageId;
+    bool duplicate = false; // the key was seen within 24 h: messageId is the first one's
+};
+
+// A delivery as consume hands it out. The delivery id is the message id and its receive
+// count: ack, nack and extend name the delivery, so one whose lease went to another
+// consumer is told apart from the current one.
+struct DeliveryId
+{
+    qint64 messageId = 0;
+    int receiveCount = 0;
+
+    static std::optional<DeliveryId> parse(const QString &text);
+    QString toString() const { return QStringLiteral("%1.%2").arg(messageId).arg(receiveCount); }
+};
+
+// What `POST /v1/queue/dlq/redrive` asked for, validated.
+struct RedriveRequest
+{
+    DeadLetterFilter filter;
+    bool dryRun = false;
+    int ratePerSecond = 0;
+    QString reason;
+    QString actor; // the token's name, for the audit log
+};
+
+// The queue operations of `once serve` on the store's own queue: the object lives on a
+// thread of its own with its own store connection, so the HTTP server's event loop never
+// waits on the store. Publishes are group-committed: every publish that arrives while a
+// transaction runs goes into the next one, so under load one commit answers many
+// requests, and none is answered before its commit.
+class QueueService final : public QObject
+{
+    Q_OBJECT
+    Q_DISABLE_COPY_MOVE(QueueService)
+
+public:
+    QueueService(const QString &storeUrl, const QString &queueName, QObject *parent = nullptr);
+    ~QueueService() override;
+
+    // On the service's thread, before anything else; false with error set when the store
+    // cannot be opened.
+    bool open(QString *error);
+
+    using PublishDone = std::function<void(const QList<PublishResult> &, const std::optional<ApiError> &)>;
+    // done runs on the service's thread once the entries are committed (or not).
+    void publish(const QList<PublishEntry> &entries, PublishDone done);
+
+    ApiReply consume(int maxMessages, qint64 visibilityMs, const QString &consumer);
+    ApiReply ack(const DeliveryId &delivery);
+    ApiReply nack(const DeliveryId &delivery, qint64 delayMs);
+    ApiReply extend(const DeliveryId &delivery, qint64 visibilityMs);
+    ApiReply stats();
+    ApiReply deadLetters(const DeadLetterFilter &filter);
+    // done runs on the service's thread when the redrive has finished, paced by timers
+    // (never a sleep) so the other requests go on meanwhile.
+    void redrive(const RedriveRequest &request, std::function<void(const ApiReply &)> done);
+    ApiReply readiness();
+
+    // How long idempotency keys are kept.
+    static constexpr qint64 IdempotencyWindowMs = 24 * 3600 * 1000LL;
+
+Q_SIGNALS:
+    // Messages were committed to the queue: waiting consumers may find them now.
+    void published();
+
+private:
+    void flushPublishes();
+    bool commitPublishes(const QList<PublishEntry *> &entries, QList<PublishResult *> &results, QString *error);
+    // A failed store call as the API answers it.
+    ApiError storeError(const QString &error) const;
+    std::optional<ApiError> storeMoved();
+    void redriveBatch(std::shared_ptr<struct RedriveRun> run);
+
+    QString m_storeUrl;
+    QString m_queueName;
+    std::unique_ptr<Store> m_store;
+    struct PendingPublish
+    {
+        QList<PublishEntry> entries;
+        PublishDone done;
+    };
+    QList<PendingPublish> m_pending;
+    bool m_flushScheduled = false;
+    qint64 m_lastPurgeMs = 0;
+};
+
+} // namespace once

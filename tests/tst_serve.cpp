@@ -1,0 +1,792 @@
+// `once serve`: a real server process on a real store, spoken to over HTTP with
+// QNetworkAccessManager, and what it published delivered by a real worker (or a Node.js
+// worker loop using only fetch) to the partner simulator, where effects are counted.
+#include "serve/apierror.h"
+#include "serve/apitokens.h"
+#include "deliveryharness.h"
+#include "sim/partnersimulator.h"
+#include "store/store.h"
+
+#include <QNetworkAccessManager>
+#include <QNetworkReply>
+#include <QNetworkRequest>
+#include <QSslCertificate>
+#include <QSslConfiguration>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QUrlQuery>
+
+using namespace once;
+using namespace oncetest;
+
+namespace {
+
+struct HttpReply
+{
+    int status = 0;
+    QJsonObject json;
+    QByteArray retryAfter;
+    QByteArray raw;
+    QString what;
+
+    QByteArray describe() const { return (what + QStringLiteral(" -> %1 ").arg(status)).toUtf8() + raw.left(2000); }
+    QString errorCode() const { return json.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toString(); }
+    QString errorField() const { return json.value(QStringLiteral("error")).toObject().value(QStringLiteral("field")).toString(); }
+};
+
+const QByteArray ProducerToken = "producer-secret-0123456789abcdef";
+const QByteArray ConsumerToken = "consumer-secret-0123456789abcdef";
+const QByteArray OperatorToken = "operator-secret-0123456789abcdef";
+const QByteArray SlowToken = "slowpoke-secret-0123456789abcdef";
+
+QJsonObject reminderJson(const QString &prefix, int i)
+{
+    return QJsonDocument::fromJson(makeReminder(prefix, i).line).object();
+}
+
+} // namespace
+
+class ServeTest final : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void init();
+    void cleanup();
+
+    void errorsMapToStatusAndCode_data();
+    void errorsMapToStatusAndCode();
+    void tokensFileIsParsedWithoutEchoingTokens_data();
+    void tokensFileIsParsedWithoutEchoingTokens();
+
+    void publishConsumeAck();
+    void staleAckIsRefusedAndChangesNothing();
+    void idempotencyKeyReturnsFirstIdAcrossRestart();
+    void batchWithOneBadEntryPublishesTheOthers();
+    void badRequestsGetTheirStatus();
+    void payloadOverTheLimitIs413();
+    void tokenOverItsRateGets429WithRetryAfter();
+    void unavailableStoreGets503WithRetryAfter();
+    void longPollReturnsWhenAMessageIsPublished();
+    void nackAndExtend();
+    void deadLettersAndRedriveAuditedWithTokenName();
+    void refusesNonLoopbackWithoutTokens();
+    void commandLineHelpAndBadOptions();
+    void tokensNeverReachTheLog();
+    void workerDeliversWhatWasPublishedOnce();
+    void nodeProducerAndWorkerApplyEachReminderOnce();
+    void servesHttpsWithItsOwnCertificate();
+
+private:
+    // Starts `once serve` on a free port; false (with a warning) when it did not listen.
+    bool startServer(const QStringList &extra = {}, bool withTokens = true);
+    void stopServer();
+    HttpReply call(const QByteArray &method, const QString &path, const QByteArray &body, const QByteArray &token);
+    HttpReply post(const QString &path, const QJsonObject &body, const QByteArray &token = OperatorToken)
+    {
+        return call("POST", path, QJsonDocument(body).toJson(QJsonDocument::Compact), token);
+    }
+    HttpReply get(const QString &path, const QByteArray &token = OperatorToken) { return call("GET", path, {}, token); }
+    HttpReply publish(const QJsonObject &payload, const QString &idempotencyKey = {});
+    QString baseUrl() const { return QStringLiteral("%1://127.0.0.1:%2").arg(m_scheme).arg(m_port); }
+
+    std::unique_ptr<QTemporaryDir> m_dir;
+    std::unique_ptr<TestStores> m_stores;
+    std::unique_ptr<OnceRunner> m_runner;
+    QNetworkAccessManager m_network;
+    QProcess *m_server = nullptr;
+    QByteArray m_serverLog;
+    quint16 m_port = 0;
+    QString m_scheme = QStringLiteral("http");
+    QList<QSslCertificate> m_trusted; // a test certificate authority, for https
+    QString m_tokensFile;
+};
+
+void ServeTest::initTestCase()
+{
+    QStandardPaths::setTestModeEnabled(true);
+    QVERIFY2(!qEnvironmentVariable("ONCE_BIN").isEmpty(), "ONCE_BIN must name the once binary");
+}
+
+void ServeTest::init()
+{
+    m_dir = std::make_unique<QTemporaryDir>();
+    m_stores = std::make_unique<TestStores>();
+    m_runner = std::make_unique<OnceRunner>(qEnvironmentVariable("ONCE_BIN"), m_stores->newUrl());
+    QVERIFY2(m_runner->run({QStringLiteral("init")}).exitedWith(0), "once init failed");
+    m_tokensFile = m_dir->filePath(QStringLiteral("tokens"));
+    QFile tokens(m_tokensFile);
+    QVERIFY(tokens.open(QIODevice::WriteOnly));
+    tokens.write("# name token role [rate]\n"
+                 "orders-producer " + ProducerToken + " producer\n"
+                 "reminder-worker " + ConsumerToken + " consumer\n"
+                 "oncall " + OperatorToken + " operator\n"
+                 "slow-producer " + SlowToken + " producer rate=1/min\n");
+}
+
+void ServeTest::cleanup()
+{
+    stopServer();
+    m_scheme = QStringLiteral("http");
+    m_trusted.clear();
+    m_runner.reset();
+    m_stores.reset();
+    m_dir.reset();
+}
+
+bool ServeTest::startServer(const QStringList &extra, bool withTokens)
+{
+    QStringList args{QStringLiteral("serve"), QStringLiteral("--listen"), QStringLiteral("127.0.0.1:0")};
+    if (withTokens)
+        args << QStringLiteral("--tokens") << m_tokensFile;
+    m_server = m_runner->start(args + extra);
+    m_server->setReadChannel(QProcess::StandardError);
+    m_serverLog.clear();
+    static const QRegularExpression listening(QStringLiteral("listening on https?://[^ ]+:(\\d+) for"));
+    QRegularExpressionMatch match;
+    pumpUntil(
+        [&] {
+            m_serverLog += m_server->readAllStandardError();
+            match = listening.match(QString::fromUtf8(m_serverLog));
+            return match.hasMatch() || m_server->state() == QProcess::NotRunning;
+        },
+        15000);
+    if (!match.hasMatch()) {
+        qWarning("once serve did not start: %s", m_serverLog.constData());
+        return false;
+    }
+    m_port = quint16(match.captured(1).toUInt());
+    return true;
+}
+
+void ServeTest::stopServer()
+{
+    if (!m_server)
+        return;
+    if (m_server->state() != QProcess::NotRunning) {
+        m_server->terminate();
+        if (!m_server->waitForFinished(10000))
+            m_server->kill();
+    }
+    m_serverLog += m_server->readAllStandardError();
+    m_runner->release(m_server);
+    m_server = nullptr;
+}
+
+HttpReply ServeTest::call(const QByteArray &method, const QString &path, const QByteArray &body, const QByteArray &token)
+{
+    QNetworkRequest request(QUrl(baseUrl() + path));
+    request.setHeader(QNetworkRequest::ContentTypeHeader, QByteArrayLiteral("application/json"));
+    if (!token.isEmpty())
+        request.setRawHeader("Authorization", "Bearer " + token);
+    if (!m_trusted.isEmpty()) {
+        QSslConfiguration tls = QSslConfiguration::defaultConfiguration();
+        tls.setCaCertificates(m_trusted);
+        request.setSslConfiguration(tls);
+    }
+    request.setTransferTimeout(30000);
+    std::unique_ptr<QNetworkReply> reply(m_network.sendCustomRequest(request, method, body));
+    pumpUntil([&] { return reply->isFinished(); }, 40000);
+    HttpReply result;
+    result.what = QString::fromLatin1(method) + QLatin1Char(' ') + path;
+    result.status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
+    result.raw = reply->readAll();
+    result.json = QJsonDocument::fromJson(result.raw).object();
+    result.retryAfter = reply->rawHeader("Retry-After");
+    return result;
+}
+
+HttpReply ServeTest::publish(const QJsonObject &payload, const QString &idempotencyKey)
+{
+    QJsonObject body{{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("payload"), payload}};
+    if (!idempotencyKey.isEmpty())
+        body.insert(QStringLiteral("idempotency_key"), idempotencyKey);
+    return post(QStringLiteral("/v1/queue/publish"), body, ProducerToken);
+}
+
+void ServeTest::errorsMapToStatusAndCode_data()
+{
+    QTest::addColumn<int>("failure");
+    QTest::addColumn<int>("status");
+    QTest::addColumn<QString>("code");
+    QTest::addColumn<bool>("retryAfter");
+    const auto row = [](const char *name, ApiFailure failure, int status, const char *code, bool retryAfter) {
+        QTest::newRow(name) << int(failure) << status << QString::fromLatin1(code) << retryAfter;
+    };
+    row("bad request", ApiFailure::BadRequest, 400, "bad_request", false);
+    row("unauthorized", ApiFailure::Unauthorized, 401, "unauthorized", false);
+    row("forbidden", ApiFailure::Forbidden, 403, "forbidden", false);
+    row("no endpoint", ApiFailure::NotFound, 404, "not_found", false);
+    row("unknown queue", ApiFailure::UnknownQueue, 404, "unknown_queue", false);
+    row("wrong method", ApiFailure::MethodNotAllowed, 405, "method_not_allowed", false);
+    row("stale lease", ApiFailure::LeaseLost, 409, "lease_lost", false);
+    row("too large", ApiFailure::TooLarge, 413, "payload_too_large", false);
+    row("bad reminder", ApiFailure::BadReminder, 422, "invalid_reminder", false);
+    row("over the rate", ApiFailure::RateLimited, 429, "rate_limited", true);
+    row("store down", ApiFailure::StoreUnavailable, 503, "store_unavailable", true);
+    row("bug", ApiFailure::Internal, 500, "internal", false);
+}
+
+void ServeTest::errorsMapToStatusAndCode()
+{
+    QFETCH(int, failure);
+    QFETCH(int, status);
+    QFETCH(QString, code);
+    QFETCH(bool, retryAfter);
+    const ApiError error = apiError(ApiFailure(failure), QStringLiteral("why"), QStringLiteral("queue"));
+    QCOMPARE(error.status, status);
+    QCOMPARE(QString::fromLatin1(error.code), code);
+    QCOMPARE(error.retryAfter, retryAfter);
+    const QJsonObject inner = error.toJson().value(QStringLiteral("error")).toObject();
+    QCOMPARE(inner.value(QStringLiteral("code")).toString(), code);
+    QCOMPARE(inner.value(QStringLiteral("message")).toString(), QStringLiteral("why"));
+    if (ApiFailure(failure) == ApiFailure::BadRequest)
+        QCOMPARE(inner.value(QStringLiteral("field")).toString(), QStringLiteral("queue"));
+}
+
+void ServeTest::tokensFileIsParsedWithoutEchoingTokens_data()
+{
+    QTest::addColumn<QByteArray>("text");
+    QTest::addColumn<QString>("error"); // empty: accepted
+    QTest::newRow("two tokens") << QByteArray("# comment\na aaaaaaaaaaaaaaaaaaaa producer\n\nb bbbbbbbbbbbbbbbbbbbb read rate=5/s\n")
+                                << QString();
+    QTest::newRow("unknown role") << QByteArray("a aaaaaaaaaaaaaaaaaaaa admin\n") << QStringLiteral("line 1: unknown role");
+    QTest::newRow("short token") << QByteArray("a short producer\n") << QStringLiteral("line 1: a token must be");
+    QTest::newRow("same token twice") << QByteArray("a aaaaaaaaaaaaaaaaaaaa producer\nb aaaaaaaaaaaaaaaaaaaa read\n")
+                                      << QStringLiteral("line 2: the token of b is also a's");
+    QTest::newRow("bad rate") << QByteArray("a aaaaaaaaaaaaaaaaaaaa producer rate=fast\n") << QStringLiteral("line 1: the rate");
+    QTest::newRow("empty") << QByteArray("# nobody\n") << QStringLiteral("no token");
+}
+
+void ServeTest::tokensFileIsParsedWithoutEchoingTokens()
+{
+    QFETCH(QByteArray, text);
+    QFETCH(QString, error);
+    QString why;
+    const auto tokens = ApiTokens::parse(text, &why);
+    if (error.isEmpty()) {
+        QVERIFY2(tokens, qPrintable(why));
+        QCOMPARE(tokens->tokens().size(), 2);
+        QVERIFY(tokens->find("aaaaaaaaaaaaaaaaaaaa"));
+        QCOMPARE(tokens->find("bbbbbbbbbbbbbbbbbbbb")->name, QStringLiteral("b"));
+        QCOMPARE(tokens->find("bbbbbbbbbbbbbbbbbbbb")->ratePerSecond, 5.0);
+        QVERIFY(!tokens->find("aaaaaaaaaaaaaaaaaaab"));
+        return;
+    }
+    QVERIFY(!tokens);
+    QVERIFY2(why.startsWith(error), qPrintable(why));
+    QVERIFY2(!why.contains(QLatin1String("aaaaaaaaaa")), qPrintable(why));
+}
+
+void ServeTest::publishConsumeAck()
+{
+    QVERIFY(startServer());
+    QVERIFY2(get(QStringLiteral("/healthz"), {}).status == 200, "healthz");
+    const HttpReply ready = get(QStringLiteral("/readyz"), {});
+    QVERIFY2(ready.status == 200, ready.describe().constData());
+    const QJsonObject reminder = reminderJson(QStringLiteral("pca"), 1);
+    const HttpReply published = publish(reminder);
+    QVERIFY2(published.status == 200, published.describe().constData());
+    const QString messageId = published.json.value(QStringLiteral("message_id")).toString();
+    QVERIFY(!messageId.isEmpty());
+
+    const HttpReply consumed = post(QStringLiteral("/v1/queue/consume"), {{QStringLiteral("queue"), QStringLiteral("reminders")}},
+                                    ConsumerToken);
+    QVERIFY2(consumed.status == 200, consumed.describe().constData());
+    const QJsonArray messages = consumed.json.value(QStringLiteral("messages")).toArray();
+    QCOMPARE(messages.size(), 1);
+    const QJsonObject message = messages.first().toObject();
+    QCOMPARE(consumed.json.value(QStringLiteral("message")).toObject(), message); // the single-message shape
+    QCOMPARE(message.value(QStringLiteral("message_id")).toString(), messageId);
+    QCOMPARE(message.value(QStringLiteral("body")).toObject(), reminder);
+    QCOMPARE(message.value(QStringLiteral("receive_count")).toInt(), 1);
+    QVERIFY(parseRfc3339(message.value(QStringLiteral("enqueued_at")).toString()));
+
+    const HttpReply stats = get(QStringLiteral("/v1/queue/stats?queue=reminders"));
+    QVERIFY2(stats.status == 200, stats.describe().constData());
+    QCOMPARE(stats.json.value(QStringLiteral("in_flight")).toInt(), 1);
+    const QJsonObject cliStats = m_runner->stats();
+    QCOMPARE(stats.json.keys(), cliStats.keys()); // the same counts as `once stats --json`
+
+    const QJsonObject ack{{QStringLiteral("queue"), QStringLiteral("reminders")},
+                          {QStringLiteral("message_id"), message.value(QStringLiteral("id"))}};
+    const HttpReply acked = post(QStringLiteral("/v1/queue/ack"), ack, ConsumerToken);
+    QVERIFY2(acked.status == 200, acked.describe().constData());
+    const HttpReply again = post(QStringLiteral("/v1/queue/ack"), ack, ConsumerToken);
+    QCOMPARE(again.status, 409);
+    const HttpReply empty = post(QStringLiteral("/v1/queue/consume"), {{QStringLiteral("queue"), QStringLiteral("reminders")}},
+                                 ConsumerToken);
+    QVERIFY(empty.json.value(QStringLiteral("message")).isNull());
+    QCOMPARE(m_runner->stats().value(QStringLiteral("in_flight")).toInt(), 0);
+}
+
+void ServeTest::staleAckIsRefusedAndChangesNothing()
+{
+    QVERIFY(startServer());
+    QVERIFY(publish(reminderJson(QStringLiteral("stale"), 1)).status == 200);
+    const QJsonObject consume{{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("visibility_timeout"), 1}};
+    const HttpReply first = post(QStringLiteral("/v1/queue/consume"), consume, ConsumerToken);
+    const QString firstId = first.json.value(QStringLiteral("message")).toObject().value(QStringLiteral("id")).toString();
+    QVERIFY2(!firstId.isEmpty(), first.describe().constData());
+    QTest::qWait(1300); // the lease runs out; another consumer takes the message
+    const HttpReply second = post(QStringLiteral("/v1/queue/consume"), consume, ConsumerToken);
+    const QJsonObject secondMessage = second.json.value(QStringLiteral("message")).toObject();
+    QCOMPARE(secondMessage.value(QStringLiteral("receive_count")).toInt(), 2);
+
+    const HttpReply stale = post(QStringLiteral("/v1/queue/ack"),
+                                 {{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("message_id"), firstId}},
+                                 ConsumerToken);
+    QVERIFY2(stale.status == 409, stale.describe().constData());
+    QCOMPARE(stale.errorCode(), QStringLiteral("lease_lost"));
+    const HttpReply staleExtend = post(QStringLiteral("/v1/queue/extend"),
+                                       {{QStringLiteral("queue"), QStringLiteral("reminders")},
+                                        {QStringLiteral("message_id"), firstId},
+                                        {QStringLiteral("visibility_timeout"), 60}},
+                                       ConsumerToken);
+    QCOMPARE(staleExtend.status, 409);
+    QCOMPARE(m_runner->stats().value(QStringLiteral("in_flight")).toInt(), 1); // still the second consumer's
+
+    const HttpReply current = post(QStringLiteral("/v1/queue/ack"),
+                                   {{QStringLiteral("queue"), QStringLiteral("reminders")},
+                                    {QStringLiteral("message_id"), secondMessage.value(QStringLiteral("id"))}},
+                                   ConsumerToken);
+    QVERIFY2(current.status == 200, current.describe().constData());
+    QCOMPARE(m_runner->stats().value(QStringLiteral("in_flight")).toInt(), 0);
+}
+
+void ServeTest::idempotencyKeyReturnsFirstIdAcrossRestart()
+{
+    QVERIFY(startServer());
+    const HttpReply first = publish(reminderJson(QStringLiteral("idem"), 1), QStringLiteral("order-77"));
+    QVERIFY2(first.status == 200, first.describe().constData());
+    const HttpReply second = publish(reminderJson(QStringLiteral("idem"), 1), QStringLiteral("order-77"));
+    QVERIFY2(second.status == 200, second.describe().constData());
+    QCOMPARE(second.json.value(QStringLiteral("message_id")), first.json.value(QStringLiteral("message_id")));
+    QCOMPARE(second.json.value(QStringLiteral("duplicate")).toBool(), true);
+    QVERIFY(publish(reminderJson(QStringLiteral("idem"), 2), QStringLiteral("order-78")).status == 200);
+
+    stopServer();
+    QVERIFY(startServer());
+    const HttpReply afterRestart = publish(reminderJson(QStringLiteral("idem"), 1), QStringLiteral("order-77"));
+    QCOMPARE(afterRestart.json.value(QStringLiteral("message_id")), first.json.value(QStringLiteral("message_id")));
+    QCOMPARE(m_runner->stats().value(QStringLiteral("ready")).toInt(), 2);
+}
+
+void ServeTest::batchWithOneBadEntryPublishesTheOthers()
+{
+    QVERIFY(startServer());
+    QJsonObject bad = reminderJson(QStringLiteral("batch"), 2);
+    bad.remove(QStringLiteral("destination"));
+    const QJsonArray messages{
+        QJsonObject{{QStringLiteral("payload"), reminderJson(QStringLiteral("batch"), 1)}},
+        QJsonObject{{QStringLiteral("payload"), bad}},
+        QJsonObject{{QStringLiteral("payload"), reminderJson(QStringLiteral("batch"), 3)}, {QStringLiteral("delay_seconds"), 3600}},
+        QJsonObject{{QStringLiteral("payload"), reminderJson(QStringLiteral("batch"), 4)}, {QStringLiteral("idempotency_key"), QStringLiteral("b4")}},
+        QJsonObject{{QStringLiteral("payload"), reminderJson(QStringLiteral("batch"), 4)}, {QStringLiteral("idempotency_key"), QStringLiteral("b4")}},
+    };
+    const HttpReply reply = post(QStringLiteral("/v1/queue/publish_batch"),
+                                 {{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("messages"), messages}},
+                                 ProducerToken);
+    QVERIFY2(reply.status == 200, reply.describe().constData());
+    const QJsonArray results = reply.json.value(QStringLiteral("results")).toArray();
+    QCOMPARE(results.size(), 5);
+    QVERIFY(!results.at(0).toObject().value(QStringLiteral("message_id")).toString().isEmpty());
+    const QJsonObject rejected = results.at(1).toObject();
+    QCOMPARE(rejected.value(QStringLiteral("status")).toInt(), 422);
+    QCOMPARE(rejected.value(QStringLiteral("error")).toObject().value(QStringLiteral("field")).toString(),
+             QStringLiteral("messages[1].payload"));
+    QVERIFY(!results.at(2).toObject().value(QStringLiteral("message_id")).toString().isEmpty());
+    QCOMPARE(results.at(4).toObject().value(QStringLiteral("message_id")), results.at(3).toObject().value(QStringLiteral("message_id")));
+    const QJsonObject stats = m_runner->stats();
+    QCOMPARE(stats.value(QStringLiteral("ready")).toInt(), 2);
+    QCOMPARE(stats.value(QStringLiteral("delayed")).toInt(), 1);
+
+    QJsonArray tooMany;
+    for (int i = 0; i < 501; ++i)
+        tooMany.append(QJsonObject{{QStringLiteral("payload"), reminderJson(QStringLiteral("many"), i)}});
+    const HttpReply over = post(QStringLiteral("/v1/queue/publish_batch"),
+                                {{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("messages"), tooMany}},
+                                ProducerToken);
+    QCOMPARE(over.status, 400);
+    QCOMPARE(over.errorField(), QStringLiteral("messages"));
+}
+
+void ServeTest::badRequestsGetTheirStatus()
+{
+    QVERIFY(startServer());
+    const QJsonObject reminder = reminderJson(QStringLiteral("bad"), 1);
+    HttpReply reply = post(QStringLiteral("/v1/queue/publish"), {{QStringLiteral("payload"), reminder}}, ProducerToken);
+    QCOMPARE(reply.status, 400);
+    QCOMPARE(reply.errorField(), QStringLiteral("queue"));
+    reply = call("POST", QStringLiteral("/v1/queue/publish"), "{not json", ProducerToken);
+    QCOMPARE(reply.status, 400);
+    QCOMPARE(reply.errorField(), QStringLiteral("body"));
+    reply = post(QStringLiteral("/v1/queue/consume"), {{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("max_messages"), 101}},
+                 ConsumerToken);
+    QCOMPARE(reply.status, 400);
+    QCOMPARE(reply.errorField(), QStringLiteral("max_messages"));
+    reply = post(QStringLiteral("/v1/queue/consume"), {{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("wait_seconds"), 21}},
+                 ConsumerToken);
+    QCOMPARE(reply.errorField(), QStringLiteral("wait_seconds"));
+    reply = post(QStringLiteral("/v1/queue/ack"), {{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("message_id"), QStringLiteral("7")}},
+                 ConsumerToken);
+    QCOMPARE(reply.status, 400);
+    QCOMPARE(reply.errorField(), QStringLiteral("message_id"));
+
+    reply = publish(reminder, {});
+    QCOMPARE(reply.status, 200);
+    reply = call("POST", QStringLiteral("/v1/queue/publish"), "{}", {});
+    QCOMPARE(reply.status, 401);
+    reply = call("POST", QStringLiteral("/v1/queue/publish"), "{}", "not-a-token-of-ours-at-all");
+    QCOMPARE(reply.status, 401);
+    QCOMPARE(reply.errorCode(), QStringLiteral("unauthorized"));
+    reply = post(QStringLiteral("/v1/queue/consume"), {{QStringLiteral("queue"), QStringLiteral("reminders")}}, ProducerToken);
+    QCOMPARE(reply.status, 403); // a producer publishes only
+    reply = post(QStringLiteral("/v1/queue/publish"), {{QStringLiteral("queue"), QStringLiteral("payments")}, {QStringLiteral("payload"), reminder}},
+                 ProducerToken);
+    QCOMPARE(reply.status, 404);
+    QCOMPARE(reply.errorCode(), QStringLiteral("unknown_queue"));
+    reply = get(QStringLiteral("/v1/queue/stats?queue=payments"));
+    QCOMPARE(reply.status, 404);
+    reply = get(QStringLiteral("/v2/nothing"));
+    QCOMPARE(reply.status, 404);
+    QCOMPARE(reply.errorCode(), QStringLiteral("not_found"));
+    reply = get(QStringLiteral("/v1/queue/publish"));
+    QCOMPARE(reply.status, 405);
+
+    QJsonObject notAReminder = reminder;
+    notAReminder.insert(QStringLiteral("scheduled_at"), QStringLiteral("tomorrow"));
+    reply = publish(notAReminder);
+    QVERIFY2(reply.status == 422, reply.describe().constData());
+    QCOMPARE(reply.errorCode(), QStringLiteral("invalid_reminder"));
+    QVERIFY2(reply.json.value(QStringLiteral("error")).toObject().value(QStringLiteral("message")).toString().contains(
+                 QLatin1String("scheduled_at")),
+             reply.describe().constData());
+    QCOMPARE(m_runner->stats().value(QStringLiteral("ready")).toInt(), 1);
+}
+
+void ServeTest::payloadOverTheLimitIs413()
+{
+    QVERIFY(startServer());
+    // Padded so that the payload as stored is exactly 256 KiB, then one byte more.
+    QJsonObject reminder = reminderJson(QStringLiteral("big"), 1);
+    reminder.insert(QStringLiteral("body"), QString());
+    const qsizetype base = QJsonDocument(reminder).toJson(QJsonDocument::Compact).size();
+    reminder.insert(QStringLiteral("body"), QString(MaxMessageBytes - base, QLatin1Char('x')));
+    QCOMPARE(QJsonDocument(reminder).toJson(QJsonDocument::Compact).size(), MaxMessageBytes);
+    HttpReply reply = publish(reminder);
+    QVERIFY2(reply.status == 200, reply.describe().constData());
+    reminder.insert(QStringLiteral("body"), QString(MaxMessageBytes - base + 1, QLatin1Char('x')));
+    reply = publish(reminder);
+    QVERIFY2(reply.status == 413, reply.describe().constData());
+    QCOMPARE(reply.errorCode(), QStringLiteral("payload_too_large"));
+    QCOMPARE(m_runner->stats().value(QStringLiteral("ready")).toInt(), 1);
+}
+
+void ServeTest::tokenOverItsRateGets429WithRetryAfter()
+{
+    QVERIFY(startServer());
+    const QJsonObject body{{QStringLiteral("queue"), QStringLiteral("reminders")},
+                           {QStringLiteral("payload"), reminderJson(QStringLiteral("rate"), 1)}};
+    const HttpReply first = post(QStringLiteral("/v1/queue/publish"), body, SlowToken);
+    QVERIFY2(first.status == 200, first.describe().constData());
+    const HttpReply second = post(QStringLiteral("/v1/queue/publish"), body, SlowToken);
+    QVERIFY2(second.status == 429, second.describe().constData());
+    QCOMPARE(second.errorCode(), QStringLiteral("rate_limited"));
+    QVERIFY2(second.retryAfter.toInt() >= 1 && second.retryAfter.toInt() <= 60, second.retryAfter.constData());
+    // Another token has its own rate.
+    QCOMPARE(post(QStringLiteral("/v1/queue/publish"), body, ProducerToken).status, 200);
+}
+
+void ServeTest::unavailableStoreGets503WithRetryAfter()
+{
+    if (m_stores->isPostgres())
+        QSKIP("moves the SQLite store's file away; PostgreSQL's outage is tst_failingstore's");
+    QVERIFY(startServer());
+    QVERIFY(publish(reminderJson(QStringLiteral("gone"), 1)).status == 200);
+    const QString path = m_runner->storeUrl().mid(QStringLiteral("sqlite:").size());
+    QVERIFY2(QFile::rename(path, path + QStringLiteral(".away")), qPrintable(path));
+    const HttpReply reply = publish(reminderJson(QStringLiteral("gone"), 2));
+    QVERIFY2(reply.status == 503, reply.describe().constData());
+    QCOMPARE(reply.errorCode(), QStringLiteral("store_unavailable"));
+    QVERIFY(reply.retryAfter.toInt() >= 1);
+    QCOMPARE(get(QStringLiteral("/readyz"), {}).status, 503);
+    QCOMPARE(get(QStringLiteral("/healthz"), {}).status, 200); // the process is up
+    QVERIFY(QFile::rename(path + QStringLiteral(".away"), path));
+    QCOMPARE(get(QStringLiteral("/readyz"), {}).status, 200);
+    QVERIFY(publish(reminderJson(QStringLiteral("gone"), 2)).status == 200);
+    QCOMPARE(m_runner->stats().value(QStringLiteral("ready")).toInt(), 2);
+}
+
+void ServeTest::longPollReturnsWhenAMessageIsPublished()
+{
+    QVERIFY(startServer());
+    // Nothing comes: the wait ends empty after wait_seconds, not at once.
+    QElapsedTimer clock;
+    clock.start();
+    const HttpReply idle = post(QStringLiteral("/v1/queue/consume"),
+                                {{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("wait_seconds"), 1}},
+                                ConsumerToken);
+    QCOMPARE(idle.status, 200);
+    QVERIFY(idle.json.value(QStringLiteral("message")).isNull());
+    QVERIFY2(clock.elapsed() >= 900, qPrintable(QString::number(clock.elapsed())));
+
+    QNetworkRequest request(QUrl(baseUrl() + QStringLiteral("/v1/queue/consume")));
+    request.setHeader(QNetworkRequest::ContentTypeHeader, QByteArrayLiteral("application/json"));
+    request.setRawHeader("Authorization", "Bearer " + ConsumerToken);
+    clock.restart();
+    std::unique_ptr<QNetworkReply> waiting(
+        m_network.post(request, R"({"queue":"reminders","wait_seconds":15})"));
+    QTest::qWait(500);
+    QVERIFY(!waiting->isFinished());
+    QVERIFY(publish(reminderJson(QStringLiteral("poll"), 1)).status == 200);
+    QVERIFY(pumpUntil([&] { return waiting->isFinished(); }, 5000));
+    QVERIFY2(clock.elapsed() < 5000, qPrintable(QString::number(clock.elapsed())));
+    const QJsonObject answer = QJsonDocument::fromJson(waiting->readAll()).object();
+    QCOMPARE(answer.value(QStringLiteral("message")).toObject().value(QStringLiteral("body")).toObject(),
+             reminderJson(QStringLiteral("poll"), 1));
+}
+
+void ServeTest::nackAndExtend()
+{
+    QVERIFY(startServer());
+    QVERIFY(publish(reminderJson(QStringLiteral("nack"), 1)).status == 200);
+    const QJsonObject consume{{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("visibility_timeout"), 1}};
+    QString id = post(QStringLiteral("/v1/queue/consume"), consume, ConsumerToken)
+                     .json.value(QStringLiteral("message")).toObject().value(QStringLiteral("id")).toString();
+    QVERIFY(!id.isEmpty());
+    const HttpReply extended = post(QStringLiteral("/v1/queue/extend"),
+                                    {{QStringLiteral("queue"), QStringLiteral("reminders")},
+                                     {QStringLiteral("message_id"), id},
+                                     {QStringLiteral("visibility_timeout"), 60}},
+                                    ConsumerToken);
+    QVERIFY2(extended.status == 200, extended.describe().constData());
+    QTest::qWait(1300); // past the first lease, within the extended one
+    QVERIFY(post(QStringLiteral("/v1/queue/consume"), consume, ConsumerToken).json.value(QStringLiteral("message")).isNull());
+    const HttpReply nacked = post(QStringLiteral("/v1/queue/nack"),
+                                  {{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("message_id"), id}},
+                                  ConsumerToken);
+    QVERIFY2(nacked.status == 200, nacked.describe().constData());
+    const QJsonObject again = post(QStringLiteral("/v1/queue/consume"), consume, ConsumerToken).json.value(QStringLiteral("message")).toObject();
+    QCOMPARE(again.value(QStringLiteral("receive_count")).toInt(), 2);
+}
+
+void ServeTest::deadLettersAndRedriveAuditedWithTokenName()
+{
+    QVERIFY(startServer());
+    PartnerProfile failing;
+    failing.failRate = 1.0;
+    PartnerSimulator partner(failing);
+    QString error;
+    QVERIFY2(partner.listen(QHostAddress::LocalHost, 0, &error), qPrintable(error));
+    QVERIFY(publish(reminderJson(QStringLiteral("dead"), 1)).status == 200);
+    QVERIFY(publish(reminderJson(QStringLiteral("dead"), 2)).status == 200);
+    const auto worker = m_runner->waitFor(
+        m_runner->start({QStringLiteral("worker"), QStringLiteral("--partner"),
+                         QStringLiteral("http://127.0.0.1:%1/reminders").arg(partner.port()), QStringLiteral("--max-attempts"),
+                         QStringLiteral("1"), QStringLiteral("--until-idle")}),
+        30000);
+    QVERIFY2(worker.finished, worker.describe().constData());
+
+    HttpReply letters = get(QStringLiteral("/v1/queue/dead_letters?queue=reminders"), ConsumerToken);
+    QCOMPARE(letters.status, 403); // looking needs read or operator
+    letters = get(QStringLiteral("/v1/queue/dead_letters?queue=reminders"));
+    QVERIFY2(letters.status == 200, letters.describe().constData());
+    QCOMPARE(letters.json.value(QStringLiteral("dead_letters")).toArray().size(), 2);
+
+    const QJsonObject dryRun{{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("all"), true},
+                             {QStringLiteral("dry_run"), true}};
+    HttpReply reply = post(QStringLiteral("/v1/queue/dlq/redrive"), dryRun);
+    QVERIFY2(reply.status == 200, reply.describe().constData());
+    QCOMPARE(reply.json.value(QStringLiteral("count")).toInt(), 2);
+    QCOMPARE(m_runner->stats().value(QStringLiteral("dead")).toInt(), 2);
+    reply = post(QStringLiteral("/v1/queue/dlq/redrive"), {{QStringLiteral("queue"), QStringLiteral("reminders")}});
+    QCOMPARE(reply.status, 400); // choose what to redrive
+    reply = post(QStringLiteral("/v1/queue/dlq/redrive"),
+                 {{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("all"), true},
+                  {QStringLiteral("rate"), 10}, {QStringLiteral("reason"), QStringLiteral("partner fixed")}});
+    QVERIFY2(reply.status == 200, reply.describe().constData());
+    QCOMPARE(reply.json.value(QStringLiteral("redriven")).toInt(), 2);
+    const QJsonObject stats = m_runner->stats();
+    QCOMPARE(stats.value(QStringLiteral("dead")).toInt(), 0);
+    QCOMPARE(stats.value(QStringLiteral("ready")).toInt(), 2);
+
+    auto store = Store::open(m_runner->storeUrl(), &error, Database::Access::ReadOnly);
+    QVERIFY2(store, qPrintable(error));
+    const auto audit = store->inspector().auditLog(5, &error);
+    QVERIFY2(audit && !audit->isEmpty(), qPrintable(error));
+    QCOMPARE(audit->first().actor, QStringLiteral("oncall"));
+    QCOMPARE(audit->first().action, QStringLiteral("redrive"));
+    QCOMPARE(audit->first().count, 2);
+    QCOMPARE(audit->first().reason, QStringLiteral("partner fixed"));
+}
+
+void ServeTest::refusesNonLoopbackWithoutTokens()
+{
+    const auto result = m_runner->run({QStringLiteral("serve"), QStringLiteral("--listen"), QStringLiteral("0.0.0.0:0")});
+    QVERIFY2(result.exitedWith(2), result.describe().constData());
+    QCOMPARE(result.err.count('\n'), 1);
+    QVERIFY2(result.err.contains("--tokens"), result.err.constData());
+    // With tokens it listens there, and asks for them.
+    QVERIFY(startServer({QStringLiteral("--listen"), QStringLiteral("0.0.0.0:0")}));
+    QCOMPARE(get(QStringLiteral("/v1/queue/stats?queue=reminders"), {}).status, 401);
+    QCOMPARE(get(QStringLiteral("/healthz"), {}).status, 200);
+}
+
+void ServeTest::commandLineHelpAndBadOptions()
+{
+    const auto help = m_runner->run({QStringLiteral("serve"), QStringLiteral("--help")});
+    QVERIFY2(help.exitedWith(0), help.describe().constData());
+    for (const char *option : {"--listen", "--store", "--queue-name", "--tokens", "--tls-cert", "--tls-key"})
+        QVERIFY2(help.out.contains(option), option);
+    for (const QStringList &bad : {QStringList{QStringLiteral("--listen"), QStringLiteral("nowhere")},
+                                   QStringList{QStringLiteral("--tls-cert"), QStringLiteral("/nonexistent")},
+                                   QStringList{QStringLiteral("--tokens"), QStringLiteral("/nonexistent")},
+                                   QStringList{QStringLiteral("--bogus")}}) {
+        const auto result = m_runner->run(QStringList{QStringLiteral("serve")} + bad);
+        QVERIFY2(result.exitedWith(2), result.describe().constData());
+        QCOMPARE(result.err.count('\n'), 1);
+    }
+}
+
+void ServeTest::tokensNeverReachTheLog()
+{
+    QVERIFY(startServer());
+    QVERIFY(publish(reminderJson(QStringLiteral("log"), 1)).status == 200);
+    QCOMPARE(call("POST", QStringLiteral("/v1/queue/publish"), "{}", ProducerToken + "x").status, 401);
+    QCOMPARE(post(QStringLiteral("/v1/queue/consume"), {{QStringLiteral("queue"), QStringLiteral("reminders")}}, ProducerToken).status, 403);
+    stopServer();
+    QVERIFY2(m_serverLog.contains("POST /v1/queue/publish 200"), m_serverLog.constData());
+    QVERIFY2(m_serverLog.contains("token=orders-producer"), m_serverLog.constData());
+    QVERIFY2(m_serverLog.contains("POST /v1/queue/publish 401"), m_serverLog.constData());
+    for (const QByteArray &token : {ProducerToken, ConsumerToken, OperatorToken, SlowToken})
+        QVERIFY2(!m_serverLog.contains(token.left(12)), m_serverLog.constData());
+    QStringList scanned;
+    const QStringList tokensInStore = whereStoreHolds(*m_stores, m_runner->storeUrl(), ProducerToken,
+                                                      QDateTime::currentDateTimeUtc().addSecs(-600), &scanned);
+    QVERIFY2(tokensInStore.isEmpty(), qPrintable(tokensInStore.join(QLatin1Char(' '))));
+}
+
+void ServeTest::workerDeliversWhatWasPublishedOnce()
+{
+    QVERIFY(startServer());
+    PartnerSimulator partner;
+    QString error;
+    QVERIFY2(partner.listen(QHostAddress::LocalHost, 0, &error), qPrintable(error));
+    constexpr int Count = 30;
+    QJsonArray messages;
+    QSet<QByteArray> keys;
+    for (int i = 0; i < Count; ++i) {
+        messages.append(QJsonObject{{QStringLiteral("payload"), reminderJson(QStringLiteral("wk"), i)},
+                                    {QStringLiteral("idempotency_key"), QStringLiteral("wk-%1").arg(i)}});
+        keys.insert(makeReminder(QStringLiteral("wk"), i).key);
+    }
+    const QJsonObject batch{{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("messages"), messages}};
+    QVERIFY(post(QStringLiteral("/v1/queue/publish_batch"), batch, ProducerToken).status == 200);
+    // The producer retries the whole batch (its answer was lost): nothing new is enqueued.
+    QCOMPARE(post(QStringLiteral("/v1/queue/publish_batch"), batch, ProducerToken).json.value(QStringLiteral("accepted")).toInt(), Count);
+    QCOMPARE(m_runner->stats().value(QStringLiteral("ready")).toInt(), Count);
+    const auto worker = m_runner->waitFor(
+        m_runner->start({QStringLiteral("worker"), QStringLiteral("--partner"),
+                         QStringLiteral("http://127.0.0.1:%1/reminders").arg(partner.port()), QStringLiteral("--until-idle")}),
+        60000);
+    QVERIFY2(worker.exitedWith(0), worker.describe().constData());
+    QCOMPARE(partner.stats().effects, qint64(Count));
+    QCOMPARE(partner.stats().duplicateEffects, qint64(0));
+    const auto effects = partner.effectsByKey();
+    for (const auto &key : keys)
+        QVERIFY2(effects.value(key) == 1, key.constData());
+}
+
+void ServeTest::nodeProducerAndWorkerApplyEachReminderOnce()
+{
+    const QString producers = qEnvironmentVariable("ONCE_TEST_PRODUCERS");
+    if (producers.isEmpty() || QStandardPaths::findExecutable(QStringLiteral("node")).isEmpty())
+        QSKIP("needs node and ONCE_TEST_PRODUCERS (scripts/test installs them)");
+    QVERIFY(startServer());
+    // Every request is an effect here: only the queue (publish dedupe, leases, acks)
+    // stands between a reminder and a second effect.
+    PartnerProfile everyRequestActs;
+    everyRequestActs.idempotent = false;
+    PartnerSimulator partner(everyRequestActs);
+    QString error;
+    QVERIFY2(partner.listen(QHostAddress::LocalHost, 0, &error), qPrintable(error));
+    constexpr int Count = 40;
+    const auto runNode = [&](const QStringList &args, const QByteArray &token) {
+        QProcess node;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("ONCE_SERVE_TOKEN"), QString::fromLatin1(token));
+        node.setProcessEnvironment(env);
+        node.start(QStringLiteral("node"), args);
+        pumpUntil([&] { return node.state() == QProcess::NotRunning; }, 60000);
+        if (node.state() != QProcess::NotRunning)
+            node.kill();
+        node.waitForFinished(5000);
+        return std::make_pair(node.exitStatus() == QProcess::NormalExit ? node.exitCode() : -1,
+                              QByteArray(node.readAllStandardOutput() + node.readAllStandardError()));
+    };
+    const auto [produced, producerOut] = runNode({producers + QStringLiteral("/publish-http.js"), QStringLiteral("--url"), baseUrl(),
+                                                  QStringLiteral("--queue"), QStringLiteral("reminders"), QStringLiteral("--count"),
+                                                  QString::number(Count), QStringLiteral("--duplicate-every"), QStringLiteral("4")},
+                                                 ProducerToken);
+    QVERIFY2(produced == 0, producerOut.constData());
+    QCOMPARE(m_runner->stats().value(QStringLiteral("ready")).toInt(), Count); // retried publishes were deduplicated
+    const auto [worked, workerOut] = runNode({producers + QStringLiteral("/worker-http.js"), QStringLiteral("--url"), baseUrl(),
+                                              QStringLiteral("--queue"), QStringLiteral("reminders"), QStringLiteral("--partner"),
+                                              QStringLiteral("http://127.0.0.1:%1/reminders").arg(partner.port()),
+                                              QStringLiteral("--until-idle")},
+                                             ConsumerToken);
+    QVERIFY2(worked == 0, workerOut.constData());
+    QCOMPARE(partner.stats().requests, qint64(Count));
+    const QJsonObject stats = m_runner->stats();
+    QCOMPARE(stats.value(QStringLiteral("ready")).toInt() + stats.value(QStringLiteral("in_flight")).toInt(), 0);
+}
+
+// With --tls-cert and --tls-key (made here by the openssl command) it serves HTTPS only: a
+// client that trusts the certificate publishes; the plain-HTTP port answers nothing.
+void ServeTest::servesHttpsWithItsOwnCertificate()
+{
+    if (QStandardPaths::findExecutable(QStringLiteral("openssl")).isEmpty())
+        QSKIP("the openssl command is missing");
+    const QString cert = m_dir->filePath(QStringLiteral("server.pem"));
+    const QString key = m_dir->filePath(QStringLiteral("server.key"));
+    QProcess openssl;
+    openssl.start(QStringLiteral("openssl"),
+                  {QStringLiteral("req"), QStringLiteral("-x509"), QStringLiteral("-newkey"), QStringLiteral("ec"),
+                   QStringLiteral("-pkeyopt"), QStringLiteral("ec_paramgen_curve:prime256v1"), QStringLiteral("-nodes"),
+                   QStringLiteral("-keyout"), key, QStringLiteral("-out"), cert, QStringLiteral("-days"),
+                   QStringLiteral("2"), QStringLiteral("-subj"), QStringLiteral("/CN=127.0.0.1"),
+                   QStringLiteral("-addext"), QStringLiteral("subjectAltName=IP:127.0.0.1")});
+    QVERIFY(openssl.waitForFinished(30000));
+    QVERIFY2(openssl.exitCode() == 0, openssl.readAllStandardError().constData());
+    QVERIFY(startServer({QStringLiteral("--tls-cert"), cert, QStringLiteral("--tls-key"), key}));
+    QVERIFY2(m_serverLog.contains("listening on https://"), m_serverLog.constData());
+
+    const HttpReply plain = get(QStringLiteral("/healthz"));
+    QCOMPARE(plain.status, 0); // no HTTP answer to plain text on a TLS port
+
+    m_scheme = QStringLiteral("https");
+    m_trusted = QSslCertificate::fromPath(cert);
+    QCOMPARE(m_trusted.size(), 1);
+    const HttpReply published = publish(reminderJson(QStringLiteral("tls"), 1));
+    QVERIFY2(published.status == 200, published.describe().constData());
+    QVERIFY(!published.json.value(QStringLiteral("message_id")).toString().isEmpty());
+
+    // A key file that is not one is refused in one line naming the file, never its text.
+    stopServer();
+    QFile notAKey(m_dir->filePath(QStringLiteral("not-a-key.pem")));
+    QVERIFY(notAKey.open(QIODevice::WriteOnly));
+    notAKey.write("hunter2-not-a-key\n");
+    notAKey.close();
+    const auto refused = m_runner->run({QStringLiteral("serve"), QStringLiteral("--listen"),
+                                        QStringLiteral("127.0.0.1:0"), QStringLiteral("--tls-cert"), cert,
+                                        QStringLiteral("--tls-key"), notAKey.fileName()});
+    QVERIFY(!refused.exitedWith(0));
+    QVERIFY2(refused.err.contains("not-a-key.pem"), refused.describe().constData());
+    QVERIFY(!refused.err.contains("hunter2"));
+}
+
+QTEST_GUILESS_MAIN(ServeTest)
+#include "tst_serve.moc"
