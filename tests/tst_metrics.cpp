@@ -45,6 +45,7 @@ private slots:
     void storeWideMetricsReadTheStore();
     void readyzFailsWhenTheSchemaIsNotCurrent();
     void badMetricsListenIsAOneLineError();
+    void benchScrapesItsWorkersEverySecond();
 
 private:
     // Enqueues `count` reminders and runs a worker with --metrics-listen until the partner
@@ -382,6 +383,20 @@ void MetricsTest::badMetricsListenIsAOneLineError()
     QVERIFY2(inUse.exitedWith(1), inUse.describe().constData());
     QCOMPARE(inUse.err.trimmed().count('\n'), 0);
     QVERIFY2(inUse.err.contains("cannot listen on 127.0.0.1 port"), inUse.err.constData());
+}
+
+void MetricsTest::benchScrapesItsWorkersEverySecond()
+{
+    const auto bench = m_once->run({QStringLiteral("bench"), QStringLiteral("--rate"), QStringLiteral("50"),
+                                    QStringLiteral("--duration"), QStringLiteral("3"), QStringLiteral("--workers"),
+                                    QStringLiteral("2"), QStringLiteral("--scrape-metrics"), QStringLiteral("--store"),
+                                    QStringLiteral("sqlite:") + m_dir->filePath(QStringLiteral("bench.sqlite"))},
+                                   {}, 120000);
+    QVERIFY2(bench.exitedWith(0), bench.describe().constData());
+    static const QRegularExpression scrapes(QStringLiteral("metrics scrapes +(\\d+), every second per worker \\(0 failed\\)"));
+    const auto match = scrapes.match(QString::fromUtf8(bench.out));
+    QVERIFY2(match.hasMatch(), bench.out.constData());
+    QVERIFY2(match.captured(1).toInt() >= 4, bench.out.constData()); // two workers, at least two seconds
 }
 
 QTEST_GUILESS_MAIN(MetricsTest)
