@@ -138,7 +138,12 @@ public:
         QObject::connect(&m_timer, &QTimer::timeout, this, &MetricsScraper::scrape);
     }
     void start() { m_timer.start(1000); }
-    void stop() { m_timer.stop(); }
+    // Scrapes still out when the run ends meet workers that are stopping: not counted.
+    void stop()
+    {
+        m_timer.stop();
+        m_stopped = true;
+    }
     qint64 scrapes() const { return m_scrapes; }
     qint64 failed() const { return m_failed; }
     QString lastError() const { return m_lastError; }
@@ -152,6 +157,8 @@ private:
             request.method = "GET";
             request.timeoutMs = 5000;
             m_client.send(request, this, [this](const HttpResult &result) {
+                if (m_stopped)
+                    return;
                 ++m_scrapes;
                 if (result.status != HttpResult::Status::Response || result.httpStatus != 200
                     || !result.body.contains("once_reminders_applied_total ")) {
@@ -168,6 +175,7 @@ private:
     qint64 m_scrapes = 0;
     qint64 m_failed = 0;
     QString m_lastError;
+    bool m_stopped = false;
 };
 
 // What the ledger says about this run's reminders.
