@@ -4,6 +4,7 @@
 #include "serve/apierror.h"
 #include "serve/apitokens.h"
 #include "deliveryharness.h"
+#include "metricstesting.h"
 #include "sim/partnersimulator.h"
 #include "store/store.h"
 
@@ -78,6 +79,7 @@ private Q_SLOTS:
     void workerDeliversWhatWasPublishedOnce();
     void nodeProducerAndWorkerApplyEachReminderOnce();
     void servesHttpsWithItsOwnCertificate();
+    void metricsAreTheStoresForPrometheus();
 
 private:
     // Starts `once serve` on a free port; false (with a warning) when it did not listen.
@@ -786,6 +788,22 @@ void ServeTest::servesHttpsWithItsOwnCertificate()
     QVERIFY(!refused.exitedWith(0));
     QVERIFY2(refused.err.contains("not-a-key.pem"), refused.describe().constData());
     QVERIFY(!refused.err.contains("hunter2"));
+}
+
+// GET /metrics: the store-wide Prometheus exposition (core/monitoring), for a token that
+// may read; promtool finds nothing to say about it.
+void ServeTest::metricsAreTheStoresForPrometheus()
+{
+    QVERIFY(startServer());
+    QCOMPARE(publish(reminderJson(QStringLiteral("metrics"), 1)).status, 200);
+    QCOMPARE(get(QStringLiteral("/metrics"), ProducerToken).status, 403);
+    QCOMPARE(get(QStringLiteral("/metrics"), {}).status, 401);
+    const HttpReply metrics = get(QStringLiteral("/metrics"));
+    QVERIFY2(metrics.status == 200, metrics.describe().constData());
+    QVERIFY2(metrics.raw.contains("\nonce_queue_messages{state=\"ready\"} 1\n"), metrics.raw.constData());
+    QVERIFY2(metrics.raw.contains("# TYPE once_reminders_applied_total counter"), metrics.raw.constData());
+    const PromtoolVerdict verdict = checkWithPromtool(metrics.raw);
+    QVERIFY2(verdict.exitCode == 0 && verdict.output.isEmpty(), verdict.output.constData());
 }
 
 QTEST_GUILESS_MAIN(ServeTest)

@@ -13,6 +13,7 @@
 #include <QProcess>
 #include <QRandomGenerator>
 #include <QSqlQuery>
+#include <QTcpServer>
 #include <QTemporaryDir>
 #include <QThread>
 #include <QTimeZone>
@@ -119,6 +120,64 @@ std::optional<QJsonObject> partnerStats(quint16 port)
     return stats;
 }
 
+// A port free now on 127.0.0.1, for a worker's --metrics-listen: the bench must know it
+// before the worker starts, and reads nothing else from the worker.
+quint16 freeLoopbackPort()
+{
+    QTcpServer probe;
+    return probe.listen(QHostAddress::LocalHost, 0) ? probe.serverPort() : 0;
+}
+
+// Scrapes every worker's /metrics once a second, as Prometheus would, so that a run with
+// --scrape-metrics and one without tell what the scrapes cost the workers.
+class MetricsScraper final : public QObject
+{
+public:
+    explicit MetricsScraper(QList<quint16> ports) : m_ports(std::move(ports))
+    {
+        QObject::connect(&m_timer, &QTimer::timeout, this, &MetricsScraper::scrape);
+    }
+    void start() { m_timer.start(1000); }
+    // Scrapes still out when the run ends meet workers that are stopping: not counted.
+    void stop()
+    {
+        m_timer.stop();
+        m_stopped = true;
+    }
+    qint64 scrapes() const { return m_scrapes; }
+    qint64 failed() const { return m_failed; }
+    QString lastError() const { return m_lastError; }
+
+private:
+    void scrape()
+    {
+        for (const quint16 port : std::as_const(m_ports)) {
+            HttpRequest request;
+            request.url = QUrl(QStringLiteral("http://127.0.0.1:%1/metrics").arg(port));
+            request.method = "GET";
+            request.timeoutMs = 5000;
+            m_client.send(request, this, [this](const HttpResult &result) {
+                if (m_stopped)
+                    return;
+                ++m_scrapes;
+                if (result.status != HttpResult::Status::Response || result.httpStatus != 200
+                    || !result.body.contains("once_reminders_applied_total ")) {
+                    ++m_failed;
+                    m_lastError = result.error.isEmpty() ? QStringLiteral("HTTP %1").arg(result.httpStatus) : result.error;
+                }
+            });
+        }
+    }
+
+    QList<quint16> m_ports;
+    HttpClient m_client{4, this};
+    QTimer m_timer{this};
+    qint64 m_scrapes = 0;
+    qint64 m_failed = 0;
+    QString m_lastError;
+    bool m_stopped = false;
+};
+
 // What the ledger says about this run's reminders.
 struct RunResult
 {
@@ -195,6 +254,7 @@ int runBench(const QStringList &arguments)
         {QStringLiteral("concurrency"), QStringLiteral("Sends in flight per worker."), QStringLiteral("N"), QStringLiteral("256")},
         {QStringLiteral("partner-latency-ms"), QStringLiteral("Simulated partner latency."), QStringLiteral("MS"), QStringLiteral("0")},
         {QStringLiteral("in-doubt"), QStringLiteral("The workers' in-doubt policy: resend or hold (hold claims no further ahead than it sends)."), QStringLiteral("POLICY"), QStringLiteral("resend")},
+        {QStringLiteral("scrape-metrics"), QStringLiteral("Run the workers with --metrics-listen and scrape each one's /metrics every second, as Prometheus would: compare with a run without it for the scrapes' cost.")},
     });
     command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
@@ -278,22 +338,33 @@ int runBench(const QStringList &arguments)
     if (broker)
         environment.insert(QStringLiteral("ONCE_QUEUE"), queueUrl);
     std::vector<std::unique_ptr<QProcess>> processes;
+    const bool scrapeMetrics = parser.isSet(QStringLiteral("scrape-metrics"));
+    QList<quint16> metricsPorts;
     const qint64 workersStartMs = nowMs();
     for (int i = 0; i < *workers; ++i) {
         auto process = std::make_unique<QProcess>();
         process->setProcessEnvironment(environment);
         process->setProcessChannelMode(QProcess::ForwardedErrorChannel);
-        process->start(QCoreApplication::applicationFilePath(),
-                       {QStringLiteral("worker"), QStringLiteral("--partner"),
-                        QStringLiteral("http://127.0.0.1:%1/reminders").arg(port), QStringLiteral("--concurrency"),
-                        QString::number(*concurrency), QStringLiteral("--in-doubt"), inDoubtPolicy,
-                        QStringLiteral("--worker-id"), QStringLiteral("bench-%1-%2").arg(nonce, QString::number(i + 1))});
+        QStringList workerArguments{QStringLiteral("worker"), QStringLiteral("--partner"),
+                                    QStringLiteral("http://127.0.0.1:%1/reminders").arg(port),
+                                    QStringLiteral("--concurrency"), QString::number(*concurrency),
+                                    QStringLiteral("--in-doubt"), inDoubtPolicy, QStringLiteral("--worker-id"),
+                                    QStringLiteral("bench-%1-%2").arg(nonce, QString::number(i + 1))};
+        if (scrapeMetrics) {
+            metricsPorts.append(freeLoopbackPort());
+            workerArguments << QStringLiteral("--metrics-listen")
+                            << QStringLiteral("127.0.0.1:%1").arg(metricsPorts.constLast());
+        }
+        process->start(QCoreApplication::applicationFilePath(), workerArguments);
         if (!process->waitForStarted())
             return failure(QStringLiteral("a worker process did not start"));
         processes.push_back(std::move(process));
     }
     if (producer)
         producer->start();
+    MetricsScraper scraper(metricsPorts);
+    if (scrapeMetrics)
+        scraper.start();
 
     // Done when the producer is and the queue is empty: then stop the workers as an
     // operator would (SIGTERM: finish and record what is in flight).
@@ -321,6 +392,7 @@ int runBench(const QStringList &arguments)
     poll.start(250);
     loop.exec();
     poll.stop();
+    scraper.stop();
     for (const auto &process : processes)
         process->terminate();
     bool cleanExit = !workerDied;
@@ -371,6 +443,10 @@ int runBench(const QStringList &arguments)
     std::printf("throughput             %.0f reminders/s\n", double(run->applied) / seconds);
     std::printf("enqueue-to-ack p50     %lld ms\n", percentile(run->latenciesMs, 0.50));
     std::printf("enqueue-to-ack p99     %lld ms\n", percentile(run->latenciesMs, 0.99));
+    if (scrapeMetrics)
+        std::printf("metrics scrapes        %lld, every second per worker (%lld failed%s)\n", scraper.scrapes(),
+                    scraper.failed(),
+                    scraper.failed() ? qPrintable(QStringLiteral(", the last: ") + scraper.lastError()) : "");
     std::printf("peak RSS (worker)      %.1f MiB\n", double(usage.ru_maxrss) / 1024.0);
     std::printf("partner effects        %lld (duplicate effects %lld)\n",
                 stats ? qint64(stats->value(QLatin1String("effects")).toDouble()) : -1,

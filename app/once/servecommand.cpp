@@ -1,6 +1,7 @@
 // `once serve`: the store's queue over HTTP (core/serve, docs/http-api.md).
 #include "cli.h"
 
+#include "http/listenaddress.h"
 #include "http/partnertls.h"
 #include "serve/apitokens.h"
 #include "serve/queueserver.h"
@@ -13,38 +14,6 @@
 #include <cstdio>
 
 namespace once::cli {
-
-namespace {
-
-struct ListenAddress
-{
-    QHostAddress address;
-    quint16 port = 0;
-};
-
-// HOST:PORT, [IPV6]:PORT or localhost:PORT; port 0 picks a free one (printed at start).
-std::optional<ListenAddress> parseListen(const QString &text)
-{
-    const qsizetype colon = text.lastIndexOf(QLatin1Char(':'));
-    if (colon <= 0)
-        return std::nullopt;
-    QString host = text.left(colon);
-    if (host.startsWith(QLatin1Char('[')) && host.endsWith(QLatin1Char(']')))
-        host = host.mid(1, host.size() - 2);
-    bool ok = false;
-    const uint port = text.mid(colon + 1).toUInt(&ok);
-    if (!ok || port > 65535)
-        return std::nullopt;
-    ListenAddress listen;
-    listen.port = quint16(port);
-    if (host == QLatin1String("localhost"))
-        listen.address = QHostAddress(QHostAddress::LocalHost);
-    else if (!listen.address.setAddress(host))
-        return std::nullopt;
-    return listen;
-}
-
-} // namespace
 
 int runServe(const QStringList &arguments)
 {
@@ -72,23 +41,22 @@ int runServe(const QStringList &arguments)
         return exit;
     if (!parser.positionalArguments().isEmpty())
         return command.usageError(QStringLiteral("unexpected argument \"%1\"").arg(parser.positionalArguments().constFirst()));
-    const auto listen = parseListen(parser.value(QStringLiteral("listen")));
+    QString error;
+    const auto listen = ListenAddress::parse(parser.value(QStringLiteral("listen")), &error);
     if (!listen)
-        return command.usageError(
-            QStringLiteral("--listen must be HOST:PORT, not \"%1\"").arg(parser.value(QStringLiteral("listen"))));
+        return command.usageError(QStringLiteral("--listen: ") + error);
     const QString queueName = parser.value(QStringLiteral("queue-name"));
     if (queueName.isEmpty())
         return command.usageError(QStringLiteral("--queue-name must not be empty"));
     std::optional<ApiTokens> tokens;
-    QString error;
     if (parser.isSet(QStringLiteral("tokens"))) {
         tokens = ApiTokens::load(parser.value(QStringLiteral("tokens")), &error);
         if (!tokens)
             return command.usageError(error);
-    } else if (!listen->address.isLoopback()) {
+    } else if (!listen->host.isLoopback()) {
         return command.usageError(QStringLiteral("refusing to listen on %1 without --tokens: anyone who can reach it "
                                                  "could publish and consume")
-                                      .arg(listen->address.toString()));
+                                      .arg(listen->host.toString()));
     }
     const bool tls = parser.isSet(QStringLiteral("tls-cert")) || parser.isSet(QStringLiteral("tls-key"));
     QSslConfiguration tlsConfiguration = QSslConfiguration::defaultConfiguration();
@@ -129,15 +97,15 @@ int runServe(const QStringList &arguments)
         QueueServer server(service, queueName, std::move(tokens));
         if (tls)
             server.sslSetup(tlsConfiguration);
-        const quint16 port = server.listen(listen->address, listen->port);
+        const quint16 port = server.listen(listen->host, listen->port);
         if (port == 0) {
             exitCode = failure(QStringLiteral("cannot listen on %1:%2 (in use, or not an address of this machine)")
-                                   .arg(listen->address.toString())
+                                   .arg(listen->host.toString())
                                    .arg(listen->port));
         } else {
-            const QString host = listen->address.protocol() == QAbstractSocket::IPv6Protocol
-                                     ? QLatin1Char('[') + listen->address.toString() + QLatin1Char(']')
-                                     : listen->address.toString();
+            const QString host = listen->host.protocol() == QAbstractSocket::IPv6Protocol
+                                     ? QLatin1Char('[') + listen->host.toString() + QLatin1Char(']')
+                                     : listen->host.toString();
             std::fprintf(stderr, "once serve: listening on %s://%s:%u for queue %s\n", tls ? "https" : "http",
                          qPrintable(host), port, qPrintable(queueName));
             std::fflush(stderr);

@@ -3,6 +3,8 @@
 #include "queues/brokerqueue.h"
 #include "delivery/engine.h"
 #include "delivery/partnersender.h"
+#include "monitoring/metricsserver.h"
+#include "monitoring/workermetrics.h"
 
 #include <QCoreApplication>
 #include <QHostInfo>
@@ -41,6 +43,7 @@ int runWorker(const QStringList &arguments)
         {QStringLiteral("until-idle"), QStringLiteral("Exit once nothing is ready, in flight or due within a minute.")},
         {QStringLiteral("worker-id"), QStringLiteral("This worker's name in the history (default host:pid)."), QStringLiteral("ID")},
         {QStringLiteral("progress"), QStringLiteral("Print live counts every second.")},
+        {QStringLiteral("metrics-listen"), QStringLiteral("Serve this worker's own counters as Prometheus metrics at http://HOST:PORT/metrics, and /healthz. No authentication: keep it on loopback or a private network."), QStringLiteral("HOST:PORT")},
         {QStringLiteral("partner-ca"), QStringLiteral("For an https partner behind its own CA: trust only the CAs in this PEM file (default: $ONCE_PARTNER_CA, else the system's CAs)."), QStringLiteral("FILE")},
         {QStringLiteral("partner-cert"), QStringLiteral("Mutual TLS: present this PEM client certificate, with its chain (default: $ONCE_PARTNER_CERT)."), QStringLiteral("FILE")},
         {QStringLiteral("partner-key"), QStringLiteral("Mutual TLS: the unencrypted PEM private key of --partner-cert (default: $ONCE_PARTNER_KEY)."), QStringLiteral("FILE")},
@@ -85,6 +88,14 @@ int runWorker(const QStringList &arguments)
     if (const QString problem = partnerTokenProblem(token); !problem.isEmpty())
         return command.usageError(QStringLiteral("ONCE_PARTNER_TOKEN ") + problem);
 
+    std::optional<ListenAddress> metricsAddress;
+    if (parser.isSet(QStringLiteral("metrics-listen"))) {
+        QString addressError;
+        metricsAddress = ListenAddress::parse(parser.value(QStringLiteral("metrics-listen")), &addressError);
+        if (!metricsAddress)
+            return command.usageError(QStringLiteral("--metrics-listen: ") + addressError);
+    }
+
     QString queueError;
     if (!command.queueUrl().isEmpty() && !QueueLocation::parse(command.queueUrl(), &queueError))
         return command.usageError(queueError);
@@ -109,6 +120,19 @@ int runWorker(const QStringList &arguments)
     config.untilIdle = parser.isSet(QStringLiteral("until-idle"));
 
     Engine engine(config);
+    // On the engine's own thread, between its events: a scrape copies the counters the
+    // engine keeps anyway and asks the store nothing.
+    std::unique_ptr<MetricsServer> metrics;
+    if (metricsAddress) {
+        metrics = std::make_unique<MetricsServer>([&engine] { return workerExposition(engine.counters()); });
+        QString listenError;
+        if (!metrics->listen(*metricsAddress, &listenError))
+            return failure(QStringLiteral("--metrics-listen: ") + listenError);
+        const QString host = metricsAddress->host.protocol() == QAbstractSocket::IPv6Protocol
+                                 ? QLatin1Char('[') + metricsAddress->host.toString() + QLatin1Char(']')
+                                 : metricsAddress->host.toString();
+        std::fprintf(stderr, "once worker: metrics at http://%s:%u/metrics\n", qPrintable(host), unsigned(metrics->port()));
+    }
     int exitCode = Ok;
     QObject::connect(&engine, &Engine::finished, &engine, [&exitCode](int code) {
         exitCode = code;

@@ -527,6 +527,7 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
         // The outcome, the ledger change and the ack commit in one transaction, so the
         // one "applied" row also stands for the ack.
         attempt.outcome = QStringLiteral("applied");
+        m_counters.sends.record(attempt.outcome, attempt.errorClass, outcome.latencyMs);
         m_pendingAttempts.append(attempt);
         m_pendingUpdates.append(update);
         m_pendingSettlements.append({Settlement::Kind::Ack, delivery.message.id, delivery.message.delivery, 0, {}});
@@ -551,6 +552,7 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
         // the queue; the event waits in the ledger for an operator.
         ++m_counters.held;
         attempt.outcome = QStringLiteral("held");
+        m_counters.sends.record(attempt.outcome, attempt.errorClass, outcome.latencyMs);
         update.state = LedgerState::InDoubt;
         m_pendingAttempts.append(attempt);
         m_pendingUpdates.append(update);
@@ -564,6 +566,7 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
         const qint64 delay = retryDelayMs(sends, m_config.backoffBaseMs, m_config.backoffCapMs, outcome.retryAfterMs);
         attempt.outcome = outcome.kind == SendOutcome::Kind::InDoubt ? QStringLiteral("in-doubt")
                                                                      : QStringLiteral("transient");
+        m_counters.sends.record(attempt.outcome, attempt.errorClass, outcome.latencyMs);
         update.state = LedgerState::Retrying;
         m_pendingAttempts.append(attempt);
         m_pendingAttempts.append(Attempt{reminder.sendKey, reminder.eventId, delivery.message.id,
@@ -581,6 +584,7 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
     }
 
     attempt.outcome = retryable ? QStringLiteral("transient") : QStringLiteral("permanent");
+    m_counters.sends.record(attempt.outcome, attempt.errorClass, outcome.latencyMs);
     m_pendingAttempts.append(attempt);
     update.state = LedgerState::Dead;
     m_pendingUpdates.append(update);

@@ -5,6 +5,7 @@
 #include "store/ledger.h"
 #include "queues/messagequeue.h"
 #include "http/partnertls.h"
+#include "monitoring/sendstatistics.h"
 
 #include <QObject>
 #include <QThread>
@@ -63,6 +64,7 @@ struct EngineCounters
     qint64 failingSinceMs = 0; // the spell's first failure; 0: the last send was accepted
     qint64 lastFailureAtMs = 0;
     QString lastErrorClass;
+    SendStatistics sends; // every partner call by outcome, and how long it took
     int inFlight = 0;
     CircuitBreaker::State breaker = CircuitBreaker::State::Closed;
     bool paused = false;

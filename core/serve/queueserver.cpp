@@ -64,6 +64,7 @@ const QList<QueueServer::Route> &QueueServer::routes()
     static const QList<Route> table{
         {Method::Get, QStringLiteral("/healthz"), std::nullopt, &QueueServer::health},
         {Method::Get, QStringLiteral("/readyz"), std::nullopt, &QueueServer::ready},
+        {Method::Get, QStringLiteral("/metrics"), ApiPermission::Read, &QueueServer::metrics},
         {Method::Post, QStringLiteral("/v1/queue/publish"), ApiPermission::Publish, &QueueServer::publish},
         {Method::Post, QStringLiteral("/v1/queue/publish_batch"), ApiPermission::Publish, &QueueServer::publishBatch,
          MaxBatchRequestBytes},
@@ -285,9 +286,10 @@ void QueueServer::respond(const ExchangePtr &exchange, const ApiReply &reply)
     if (exchange->clientGone())
         return;
     auto &responder = exchange->responder;
-    const QByteArray body = QJsonDocument(reply.body).toJson(QJsonDocument::Compact);
+    const bool text = !reply.textType.isEmpty();
+    const QByteArray body = text ? reply.text : QJsonDocument(reply.body).toJson(QJsonDocument::Compact);
     responder.writeStatusLine(QHttpServerResponder::StatusCode(reply.status));
-    responder.writeHeader("Content-Type", "application/json");
+    responder.writeHeader("Content-Type", text ? reply.textType : QByteArrayLiteral("application/json"));
     responder.writeHeader("Content-Length", QByteArray::number(body.size()));
     if (reply.retryAfterSeconds > 0)
         responder.writeHeader("Retry-After", QByteArray::number(reply.retryAfterSeconds));
@@ -340,6 +342,11 @@ void QueueServer::health(const ExchangePtr &exchange, const QHttpServerRequest &
 void QueueServer::ready(const ExchangePtr &exchange, const QHttpServerRequest &)
 {
     answerFromStore(exchange, [](QueueService &service) { return service.readiness(); });
+}
+
+void QueueServer::metrics(const ExchangePtr &exchange, const QHttpServerRequest &)
+{
+    answerFromStore(exchange, [](QueueService &service) { return service.metrics(); });
 }
 
 void QueueServer::publish(const ExchangePtr &exchange, const QHttpServerRequest &request)

@@ -66,6 +66,7 @@ private:
 
     void health(const ExchangePtr &exchange, const QHttpServerRequest &request);
     void ready(const ExchangePtr &exchange, const QHttpServerRequest &request);
+    void metrics(const ExchangePtr &exchange, const QHttpServerRequest &request);
     void publish(const ExchangePtr &exchange, const QHttpServerRequest &request);
     void publishBatch(const ExchangePtr &exchange, const QHttpServerRequest &request);
     void consume(const ExchangePtr &exchange, const QHttpServerRequest &request);

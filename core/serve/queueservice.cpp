@@ -1,5 +1,7 @@
 #include "serve/queueservice.h"
 
+#include "monitoring/storemetrics.h"
+
 #include "store/migrations.h"
 #include "operator/operations.h"
 #include "store/store.h"
@@ -34,7 +36,7 @@ QJsonValue bodyJson(const QByteArray &payload)
 
 ApiReply ApiReply::failed(const ApiError &error)
 {
-    return {error.status, error.toJson(), error.retryAfter ? (error.status == 503 ? StoreRetryAfterSeconds : 1) : 0};
+    return {error.status, error.toJson(), error.retryAfter ? (error.status == 503 ? StoreRetryAfterSeconds : 1) : 0, {}, {}};
 }
 
 std::optional<DeliveryId> DeliveryId::parse(const QString &text)
@@ -380,20 +382,20 @@ ApiReply QueueService::readiness()
 {
     if (const auto moved = storeMoved())
         return ApiReply::failed(*moved);
-    Database &db = m_store->database();
+    if (const QString why = storeUnreadiness(*m_store); !why.isEmpty())
+        return ApiReply::failed(apiError(ApiFailure::StoreUnavailable, why));
+    return ApiReply::ok({{QStringLiteral("ready"), true}, {QStringLiteral("schema_version"), latestSchemaVersion()}});
+}
+
+ApiReply QueueService::metrics()
+{
+    if (const auto moved = storeMoved())
+        return ApiReply::failed(*moved);
     QString error;
-    auto &version = db.prepared(QStringLiteral("SELECT version FROM schema_version"));
-    if (!db.exec(version, &error))
+    const auto metrics = StoreMetrics::read(*m_store, std::nullopt, &error);
+    if (!metrics)
         return ApiReply::failed(storeError(error));
-    const int found = version.next() ? version.value(0).toInt() : 0;
-    version.finish();
-    if (found != latestSchemaVersion())
-        return ApiReply::failed(apiError(ApiFailure::StoreUnavailable,
-                                         QStringLiteral("the store's schema is at version %1, this server needs %2 "
-                                                        "(run once init)")
-                                             .arg(found)
-                                             .arg(latestSchemaVersion())));
-    return ApiReply::ok({{QStringLiteral("ready"), true}, {QStringLiteral("schema_version"), found}});
+    return ApiReply::okText(storeExposition(*metrics), QByteArrayLiteral("text/plain; version=0.0.4; charset=utf-8"));
 }
 
 } // namespace once

@@ -21,8 +21,12 @@ struct ApiReply
     int status = 200;
     QJsonObject body;
     int retryAfterSeconds = 0; // > 0: sent as Retry-After
+    // A body that is not JSON (GET /metrics), sent as it is with this content type.
+    QByteArray text;
+    QByteArray textType;
 
-    static ApiReply ok(const QJsonObject &body) { return {200, body, 0}; }
+    static ApiReply ok(const QJsonObject &body) { return {200, body, 0, {}, {}}; }
+    static ApiReply okText(const QByteArray &text, const QByteArray &type) { return {200, {}, 0, text, type}; }
     static ApiReply failed(const ApiError &error);
 };
 
@@ -93,6 +97,8 @@ public:
     // (never a sleep) so the other requests go on meanwhile.
     void redrive(const RedriveRequest &request, std::function<void(const ApiReply &)> done);
     ApiReply readiness();
+    // The store-wide Prometheus exposition (core/monitoring), as `once stats` reads it.
+    ApiReply metrics();
 
     // How long idempotency keys are kept.
     static constexpr qint64 IdempotencyWindowMs = 24 * 3600 * 1000LL;

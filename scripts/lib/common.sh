@@ -14,8 +14,13 @@ ONCE_BUILD=${ONCE_BUILD_DIR:-$ONCE_ROOT/build}
 # sanitizers) build the fuzz targets of tests/fuzz (scripts/fuzz). qtkeychain-qt6-dev keeps
 # the console's remembered passwords in the system keychain; dbus, gnome-keyring and
 # libsecret-tools give tst_uikeychain a private Secret Service to remember them in.
-# qt6-websockets-dev: Debian's Qt6HttpServer CMake package (once serve) needs Qt6WebSockets'
-# but the package does not depend on it.
+# qt6-httpserver-dev serves once serve and the metrics endpoints (qt6-websockets-dev because
+# Debian's Qt6HttpServer CMake package needs Qt6WebSockets but the package does not depend
+# on it); prometheus brings promtool, which judges
+# them, and the server that tst_prometheus scrapes them with (its post-install may enable
+# a system service on port 9090, which nothing starts without an init system, and the
+# tests run their own on a free port with a temporary folder). systemd brings
+# systemd-analyze for the packaging_systemd test of the .deb's units.
 ONCE_PACKAGES=(
     cmake ninja-build g++ pkg-config dpkg-dev
     qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libsqlite3-dev libgl-dev
@@ -25,6 +30,7 @@ ONCE_PACKAGES=(
     rabbitmq-server redis-server librabbitmq-dev libhiredis-dev
     clang libclang-rt-14-dev
     qtkeychain-qt6-dev dbus gnome-keyring libsecret-tools
+    prometheus systemd
 )
 
 ensure_packages() {

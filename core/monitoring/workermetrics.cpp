@@ -1,0 +1,36 @@
+#include "monitoring/workermetrics.h"
+
+#include "delivery/engine.h"
+#include "monitoring/metricnames.h"
+
+namespace once {
+
+QByteArray workerExposition(const EngineCounters &counters)
+{
+    Exposition out;
+    out.counter(MetricNames::RemindersApplied, QStringLiteral("Reminders the partner accepted from this worker."),
+                double(counters.applied));
+    out.counter(MetricNames::DuplicatesSuppressed,
+                QStringLiteral("Deliveries of an already handled send key that this worker acknowledged without sending."),
+                double(counters.duplicates));
+    addSends(out, counters.sends);
+    out.gauge(MetricNames::BreakerOpen,
+              QStringLiteral("1 while this worker's circuit breaker keeps it from sending (open or probing), else 0."),
+              counters.breaker == CircuitBreaker::State::Closed ? 0 : 1);
+    out.counter(QStringLiteral("once_retries_scheduled_total"),
+                QStringLiteral("Failed sends this worker put back for a later try with the same key."),
+                double(counters.retries));
+    out.counter(QStringLiteral("once_dead_lettered_total"),
+                QStringLiteral("Messages this worker dead-lettered (failed for good or out of attempts)."),
+                double(counters.deadLettered));
+    out.counter(QStringLiteral("once_held_in_doubt_total"),
+                QStringLiteral("Sends this worker held for an operator because their outcome is unknown."),
+                double(counters.held));
+    out.gauge(QStringLiteral("once_deliveries_in_flight"),
+              QStringLiteral("Deliveries this worker has leased and not yet settled."), counters.inFlight);
+    out.gauge(QStringLiteral("once_worker_paused"), QStringLiteral("1 while this worker is paused, else 0."),
+              counters.paused ? 1 : 0);
+    return out.text();
+}
+
+} // namespace once
