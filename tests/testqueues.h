@@ -2,7 +2,9 @@
 // suite runs on the store's own queue (the default) and at every registered backend
 // (core/queues/queuebackend.h): ONCE_TEST_QUEUE=ID (rabbitmq, redis), with
 // ONCE_TEST_QUEUE_URL_FILE naming the URL file its test server wrote (tests/CMakeLists.txt
-// sets both for NAME_ID, whose fixture runs that server).
+// sets both for NAME_ID, whose fixture runs that server). A server that serves one queue
+// (once serve) makes a fresh one per call instead: its script wrote DIR/queue-script, and
+// `SCRIPT new-queue DIR NAME` prints the new queue's URL.
 #pragma once
 
 #include "queues/queuebackend.h"
@@ -11,6 +13,7 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QProcess>
 #include <QString>
 
 class TestQueues final
@@ -28,6 +31,12 @@ public:
             qFatal("TestQueues: ONCE_TEST_QUEUE=%s is no registered queue backend (%s)", qPrintable(m_kind),
                    qPrintable(once::queueUrlSyntaxes()));
         const QString urlFile = qEnvironmentVariable("ONCE_TEST_QUEUE_URL_FILE");
+        m_serverDir = QFileInfo(urlFile).dir();
+        QFile script(m_serverDir.filePath(QStringLiteral("queue-script")));
+        if (script.open(QIODevice::ReadOnly)) {
+            m_queueScript = QString::fromUtf8(script.readAll().trimmed());
+            return;
+        }
         QFile file(urlFile);
         if (urlFile.isEmpty() || !file.open(QIODevice::ReadOnly))
             qFatal("TestQueues: cannot read the queue URL file \"%s\" (did the %s fixture run?)", qPrintable(urlFile),
@@ -50,6 +59,8 @@ public:
             return {};
         ++m_count;
         const QString name = QStringLiteral("test-%1-%2").arg(QCoreApplication::applicationPid()).arg(m_count);
+        if (!m_queueScript.isEmpty())
+            return queueFromScript(name);
         QString url = m_baseUrl + QLatin1Char('?') + m_backend->nameParameter + QLatin1Char('=') + name;
         if (!m_parameters.isEmpty())
             url += QLatin1Char('&') + m_parameters;
@@ -57,7 +68,19 @@ public:
     }
 
 private:
+    QString queueFromScript(const QString &name) const
+    {
+        QProcess script;
+        script.start(m_queueScript, {QStringLiteral("new-queue"), m_serverDir.path(), name});
+        if (!script.waitForFinished(30000) || script.exitStatus() != QProcess::NormalExit || script.exitCode() != 0)
+            qFatal("TestQueues: %s new-queue failed: %s", qPrintable(m_queueScript),
+                   script.readAllStandardError().constData());
+        return QString::fromUtf8(script.readAllStandardOutput().trimmed());
+    }
+
     QString m_kind;
+    QDir m_serverDir;
+    QString m_queueScript;
     const once::QueueBackend *m_backend = nullptr;
     QString m_baseUrl;
     QString m_parameters;

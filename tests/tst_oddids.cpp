@@ -204,7 +204,15 @@ void OddIdsTest::workerDeadLettersBadMessagesAndAppliesOddIdsOnce()
     QVERIFY2(checked.exitedWith(0), checked.describe().constData());
     const auto raw = m_once->run({QStringLiteral("enqueue"), QStringLiteral("--unchecked"),
                                   writeFile(QStringLiteral("bad.jsonl"), unchecked)});
-    QVERIFY2(raw.exitedWith(0), raw.describe().constData());
+    // A REST queue carries text and checks every reminder at its door (422
+    // invalid_reminder), so what a broker would take unchecked never reaches a worker
+    // there: nothing to dead-letter.
+    const bool queueRefusesBadReminders = m_queues.kind() == QLatin1String("rest");
+    if (queueRefusesBadReminders) {
+        QVERIFY2(!raw.exitedWith(0) && raw.err.contains("REST queue"), raw.describe().constData());
+    } else {
+        QVERIFY2(raw.exitedWith(0), raw.describe().constData());
+    }
 
     const auto worker = m_once->waitFor(
         m_once->start({QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl(), QStringLiteral("--until-idle"),
@@ -223,6 +231,14 @@ void OddIdsTest::workerDeadLettersBadMessagesAndAppliesOddIdsOnce()
 
     // Every bad message is a dead letter of class invalid-message, with its own reason.
     const QJsonArray letters = m_once->jsonArray({QStringLiteral("dlq"), QStringLiteral("--json")});
+    if (queueRefusesBadReminders) {
+        QCOMPARE(letters.size(), 0);
+        VERIFY_NO_PROBLEMS(statsProblems(m_once->stats(), {{QStringLiteral("ready"), 0},
+                                                           {QStringLiteral("dead"), 0},
+                                                           {QStringLiteral("acked"), keys.size()},
+                                                           {QStringLiteral("duplicate_deliveries"), keys.size()}}));
+        return;
+    }
     QCOMPARE(letters.size(), int(std::size(bad)));
     QStringList reasons;
     for (const auto &value : letters) {

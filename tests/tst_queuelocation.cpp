@@ -89,6 +89,12 @@ void TestQueueLocation::parsesBrokerUrls_data()
                            << 6380 << QString() << QString() << 3 << QStringLiteral("s-1");
     QTest::newRow("Redis IPv6") << QStringLiteral("redis://[::1]/0?stream=s") << QStringLiteral("::1") << 6379 << QString()
                                 << QString() << 0 << QStringLiteral("s");
+    QTest::newRow("REST over TLS, default port") << QStringLiteral("rest+https://queue.example/v1?queue=reminders")
+                                                 << QStringLiteral("queue.example") << 443 << QString() << QString() << 0
+                                                 << QStringLiteral("reminders");
+    QTest::newRow("REST with a token") << QStringLiteral("rest+http://:tok@127.0.0.1:8080/v1/?queue=r")
+                                       << QStringLiteral("127.0.0.1") << 8080 << QString() << QString() << 0
+                                       << QStringLiteral("r");
 }
 
 void TestQueueLocation::parsesBrokerUrls()
@@ -119,6 +125,9 @@ void TestQueueLocation::refusesBadUrls_data()
     QTest::newRow("Redis database not a number") << QStringLiteral("redis://:hunter2@r/x?stream=s") << QStringLiteral("database number");
     QTest::newRow("Redis negative database") << QStringLiteral("redis://:hunter2@r/-1?stream=s") << QStringLiteral("database number");
     QTest::newRow("Redis no stream") << QStringLiteral("redis://:hunter2@r/0") << QStringLiteral("?stream=NAME");
+    QTest::newRow("REST no queue") << QStringLiteral("rest+http://q:8080/v1") << QStringLiteral("?queue=NAME");
+    QTest::newRow("REST with a user") << QStringLiteral("rest+https://me:hunter2@q/v1?queue=r")
+                                      << QStringLiteral("ONCE_QUEUE_TOKEN");
 }
 
 void TestQueueLocation::refusesBadUrls()
@@ -148,6 +157,8 @@ void TestQueueLocation::displayNameReadsBackAsTheSameQueue_data()
     QTest::newRow("Redis with a user") << QStringLiteral("redis://reader:hunter2@127.0.0.1:6379/0?stream=s");
     QTest::newRow("Redis with an odd user") << QStringLiteral("redis://%EF%BF%BD%40:hunter2@127.0.0.1/0?stream=s");
     QTest::newRow("RabbitMQ IPv6") << QStringLiteral("amqp://once:hunter2@[fe80::1]:5673/v?queue=r");
+    QTest::newRow("REST with a token") << QStringLiteral("rest+http://:hunter2@127.0.0.1:8080/v1?queue=r");
+    QTest::newRow("REST over TLS under a path") << QStringLiteral("rest+https://[::1]/queues/v1?queue=r");
 }
 
 void TestQueueLocation::displayNameReadsBackAsTheSameQueue()

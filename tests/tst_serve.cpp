@@ -73,6 +73,8 @@ private Q_SLOTS:
     void longPollReturnsWhenAMessageIsPublished();
     void nackAndExtend();
     void deadLettersAndRedriveAuditedWithTokenName();
+    void deadLetterSettlementAndDiscardByIds();
+    void restQueueUrlReachesTheServerWithItsToken();
     void refusesNonLoopbackWithoutTokens();
     void commandLineHelpAndBadOptions();
     void tokensNeverReachTheLog();
@@ -310,7 +312,13 @@ void ServeTest::publishConsumeAck()
     QVERIFY2(stats.status == 200, stats.describe().constData());
     QCOMPARE(stats.json.value(QStringLiteral("in_flight")).toInt(), 1);
     const QJsonObject cliStats = m_runner->stats();
-    QCOMPARE(stats.json.keys(), cliStats.keys()); // the same counts as `once stats --json`
+    // The same counts as `once stats --json`, and what a worker at this queue needs to tell
+    // idle from "a retry is due soon".
+    QStringList expectedKeys = cliStats.keys();
+    expectedKeys << QStringLiteral("next_visible_in_s") << QStringLiteral("next_delayed_in_s")
+                 << QStringLiteral("delayed_retries");
+    expectedKeys.sort();
+    QCOMPARE(stats.json.keys(), expectedKeys);
 
     const QJsonObject ack{{QStringLiteral("queue"), QStringLiteral("reminders")},
                           {QStringLiteral("message_id"), message.value(QStringLiteral("id"))}};
@@ -623,6 +631,157 @@ void ServeTest::deadLettersAndRedriveAuditedWithTokenName()
     QCOMPARE(audit->first().action, QStringLiteral("redrive"));
     QCOMPARE(audit->first().count, 2);
     QCOMPARE(audit->first().reason, QStringLiteral("partner fixed"));
+}
+
+// What a worker at a REST queue needs: it dead-letters a delivery with its own account
+// (error class, last error, attempts, times) while the message's send key and event id
+// stay the queue's, and an operator redrives or discards dead letters by id, audited
+// under the token's name.
+void ServeTest::deadLetterSettlementAndDiscardByIds()
+{
+    QVERIFY(startServer());
+    QVERIFY(publish(reminderJson(QStringLiteral("dl"), 1)).status == 200);
+    QVERIFY(publish(reminderJson(QStringLiteral("dl"), 2)).status == 200);
+    const HttpReply consumed = post(QStringLiteral("/v1/queue/consume"),
+                                    {{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("max_messages"), 2}},
+                                    ConsumerToken);
+    QVERIFY2(consumed.status == 200, consumed.describe().constData());
+    const QJsonArray deliveries = consumed.json.value(QStringLiteral("messages")).toArray();
+    QCOMPARE(deliveries.size(), 2);
+    // The payload comes back as it was published, beside the parsed body.
+    const QJsonObject first = deliveries.at(0).toObject();
+    QCOMPARE(QJsonDocument::fromJson(first.value(QStringLiteral("payload")).toString().toUtf8()).object(),
+             first.value(QStringLiteral("body")).toObject());
+    QCOMPARE(first.value(QStringLiteral("redrive_count")).toInt(), 0);
+
+    const auto bury = [&](const QJsonObject &delivery, const QByteArray &token) {
+        return post(QStringLiteral("/v1/queue/dead_letter"),
+                    {{QStringLiteral("queue"), QStringLiteral("reminders")},
+                     {QStringLiteral("message_id"), delivery.value(QStringLiteral("id")).toString()},
+                     {QStringLiteral("error_class"), QStringLiteral("http-4xx")},
+                     {QStringLiteral("last_error"), QStringLiteral("HTTP 400: bad destination")},
+                     {QStringLiteral("attempts"), 3},
+                     {QStringLiteral("first_attempt_at"), QStringLiteral("2026-01-02T03:04:05Z")},
+                     {QStringLiteral("last_attempt_at"), QStringLiteral("2026-01-02T03:05:05Z")}},
+                    token);
+    };
+    QCOMPARE(bury(first, ProducerToken).status, 403);
+    HttpReply reply = post(QStringLiteral("/v1/queue/dead_letter"),
+                           {{QStringLiteral("queue"), QStringLiteral("reminders")},
+                            {QStringLiteral("message_id"), first.value(QStringLiteral("id")).toString()}},
+                           ConsumerToken);
+    QCOMPARE(reply.status, 400);
+    QCOMPARE(reply.json.value(QStringLiteral("error")).toObject().value(QStringLiteral("field")).toString(),
+             QStringLiteral("error_class"));
+    reply = bury(first, ConsumerToken);
+    QVERIFY2(reply.status == 200, reply.describe().constData());
+    QVERIFY(reply.json.value(QStringLiteral("dead_lettered")).toBool());
+    // Settled already: a second settlement of that delivery changes nothing.
+    QCOMPARE(bury(first, ConsumerToken).status, 409);
+    QVERIFY(bury(deliveries.at(1).toObject(), ConsumerToken).status == 200);
+
+    const HttpReply listed = get(QStringLiteral("/v1/queue/dead_letters?queue=reminders"));
+    QVERIFY2(listed.status == 200, listed.describe().constData());
+    const QJsonArray letters = listed.json.value(QStringLiteral("dead_letters")).toArray();
+    QCOMPARE(letters.size(), 2);
+    const QJsonObject letter = letters.at(0).toObject();
+    QCOMPARE(letter.value(QStringLiteral("key")).toString(), QString::fromLatin1(makeReminder(QStringLiteral("dl"), 1).key));
+    QCOMPARE(letter.value(QStringLiteral("event_id")).toString(), QStringLiteral("dl-evt-1"));
+    QCOMPARE(letter.value(QStringLiteral("error_class")).toString(), QStringLiteral("http-4xx"));
+    QCOMPARE(letter.value(QStringLiteral("last_error")).toString(), QStringLiteral("HTTP 400: bad destination"));
+    QCOMPARE(letter.value(QStringLiteral("attempts")).toInt(), 3);
+    QCOMPARE(letter.value(QStringLiteral("first_attempt_at")).toString(), QStringLiteral("2026-01-02T03:04:05.000Z"));
+    QCOMPARE(letter.value(QStringLiteral("payload")).toString(), first.value(QStringLiteral("payload")).toString());
+
+    const QString firstId = letter.value(QStringLiteral("message_id")).toString();
+    const QString secondId = letters.at(1).toObject().value(QStringLiteral("message_id")).toString();
+    const QJsonObject discardFirst{{QStringLiteral("queue"), QStringLiteral("reminders")},
+                                   {QStringLiteral("ids"), QJsonArray{firstId}},
+                                   {QStringLiteral("reason"), QStringLiteral("destination is gone")}};
+    QCOMPARE(post(QStringLiteral("/v1/queue/dlq/discard"), discardFirst, ConsumerToken).status, 403);
+    reply = post(QStringLiteral("/v1/queue/dlq/discard"),
+                 {{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("ids"), firstId}});
+    QCOMPARE(reply.status, 400);
+    QCOMPARE(reply.json.value(QStringLiteral("error")).toObject().value(QStringLiteral("field")).toString(),
+             QStringLiteral("ids"));
+    reply = post(QStringLiteral("/v1/queue/dlq/discard"), discardFirst);
+    QVERIFY2(reply.status == 200, reply.describe().constData());
+    QCOMPARE(reply.json.value(QStringLiteral("discarded")).toInt(), 1);
+    reply = post(QStringLiteral("/v1/queue/dlq/redrive"),
+                 {{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("ids"), QJsonArray{secondId, firstId}}});
+    QVERIFY2(reply.status == 200, reply.describe().constData());
+    QCOMPARE(reply.json.value(QStringLiteral("redriven")).toInt(), 1); // the first is gone
+    const QJsonObject stats = m_runner->stats();
+    QCOMPARE(stats.value(QStringLiteral("dead")).toInt(), 0);
+    QCOMPARE(stats.value(QStringLiteral("ready")).toInt(), 1);
+
+    QString error;
+    auto store = Store::open(m_runner->storeUrl(), &error, Database::Access::ReadOnly);
+    QVERIFY2(store, qPrintable(error));
+    const auto audit = store->inspector().auditLog(5, &error);
+    QVERIFY2(audit && audit->size() == 2, qPrintable(error));
+    QCOMPARE(audit->at(1).actor, QStringLiteral("oncall"));
+    QCOMPARE(audit->at(1).action, QStringLiteral("discard"));
+    QCOMPARE(audit->at(1).count, 1);
+    QCOMPARE(audit->at(1).reason, QStringLiteral("destination is gone"));
+    QCOMPARE(audit->at(0).action, QStringLiteral("redrive"));
+    QCOMPARE(audit->at(0).count, 1);
+}
+
+// `--queue rest+http://...` from another store: the token from ONCE_QUEUE_TOKEN reaches
+// the server, a missing or wrong one is a one-line error that never shows the token, and
+// a queue the server does not serve is named as such.
+void ServeTest::restQueueUrlReachesTheServerWithItsToken()
+{
+    QVERIFY(startServer());
+    QTemporaryDir workerDir;
+    OnceRunner other(qEnvironmentVariable("ONCE_BIN"), QStringLiteral("sqlite:") + workerDir.filePath(QStringLiteral("ledger.db")));
+    QVERIFY(other.run({QStringLiteral("init")}).exitedWith(0));
+    const QString queue = QStringLiteral("rest+http://127.0.0.1:%1/v1?queue=reminders").arg(m_port);
+    const QMap<QString, QString> operatorToken{{QStringLiteral("ONCE_QUEUE_TOKEN"), QString::fromLatin1(OperatorToken)}};
+
+    auto init = other.waitFor(other.start({QStringLiteral("init"), QStringLiteral("--queue"), queue}, operatorToken), 30000);
+    QVERIFY2(init.exitedWith(0), init.describe().constData());
+    QVERIFY2(init.out.contains("ready at REST API"), init.out.constData());
+
+    const QString elsewhere = QStringLiteral("rest+http://127.0.0.1:%1/v1?queue=orders").arg(m_port);
+    init = other.waitFor(other.start({QStringLiteral("init"), QStringLiteral("--queue"), elsewhere}, operatorToken), 30000);
+    QVERIFY2(init.exitedWith(1) && init.err.count('\n') == 1 && init.err.contains("serves no queue named orders"),
+             init.describe().constData());
+
+    const QByteArray wrongToken = "wrong-secret-0123456789abcdef";
+    for (const QByteArray &token : {QByteArray(), wrongToken}) {
+        const auto stats = other.waitFor(
+            other.start({QStringLiteral("stats"), QStringLiteral("--queue"), queue},
+                        {{QStringLiteral("ONCE_QUEUE_TOKEN"), QString::fromLatin1(token)}}),
+            30000);
+        QVERIFY2(stats.exitedWith(1) && stats.err.contains("HTTP 401") && stats.err.contains("ONCE_QUEUE_TOKEN"),
+                 stats.describe().constData());
+        QVERIFY2(token.isEmpty() || !stats.err.contains(token), stats.describe().constData());
+    }
+
+    // A worker on the other store delivers what was published here, its ledger there.
+    PartnerSimulator partner;
+    QString error;
+    QVERIFY2(partner.listen(QHostAddress::LocalHost, 0, &error), qPrintable(error));
+    for (int i = 0; i < 5; ++i)
+        QVERIFY(publish(reminderJson(QStringLiteral("rq"), i)).status == 200);
+    const auto worker = other.waitFor(
+        other.start({QStringLiteral("worker"), QStringLiteral("--queue"), queue, QStringLiteral("--partner"),
+                     QStringLiteral("http://127.0.0.1:%1/reminders").arg(partner.port()), QStringLiteral("--until-idle")},
+                    operatorToken),
+        60000);
+    QVERIFY2(worker.exitedWith(0), worker.describe().constData());
+    QCOMPARE(partner.stats().effects, qint64(5));
+    QCOMPARE(m_runner->stats().value(QStringLiteral("acked")).toInt(), 0); // the ledger is the other store's
+    const auto stats = other.waitFor(other.start({QStringLiteral("stats"), QStringLiteral("--json"), QStringLiteral("--queue"), queue},
+                                                 operatorToken), 30000);
+    QVERIFY2(stats.exitedWith(0), stats.describe().constData());
+    const QJsonObject counts = QJsonDocument::fromJson(stats.out).object();
+    QCOMPARE(counts.value(QStringLiteral("acked")).toInt(), 5);
+    QCOMPARE(counts.value(QStringLiteral("ready")).toInt(), 0);
+    m_serverLog += m_server->readAllStandardError();
+    QVERIFY2(!m_serverLog.contains(OperatorToken), "the token is in the server's log");
 }
 
 void ServeTest::refusesNonLoopbackWithoutTokens()

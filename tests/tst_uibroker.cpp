@@ -337,6 +337,8 @@ void TestUiBroker::deadLettersAtTheQueueAreRedrivenFromTheConsole()
         QCOMPARE(where, QStringLiteral("Dead letters at RabbitMQ queue %1.dead").arg(name));
     else if (m_queues.kind() == QLatin1String("redis"))
         QCOMPARE(where, QStringLiteral("Dead letters at Redis Streams stream %1:dead").arg(name));
+    else if (m_queues.kind() == QLatin1String("rest"))
+        QCOMPARE(where, QStringLiteral("Dead letters at REST API queue %1/dead_letters").arg(name));
     else
         QCOMPARE(where, QStringLiteral("Dead letters in the store"));
     auto *table = page->findChild<QTableView *>(QStringLiteral("deadLetters"));

@@ -21,6 +21,8 @@ struct QueueBackend
 {
     QLatin1StringView id;     // the folder's name, as tests and scripts name it: "rabbitmq"
     QLatin1StringView scheme; // the URL scheme: "amqp"
+    // More schemes the same backend reads, such as the same API over TLS: "rest+https".
+    QList<QLatin1StringView> moreSchemes{};
     QString name;             // for people: "RabbitMQ"
     QString urlSyntax;        // "amqp://USER:PASSWORD@HOST[:PORT]/VHOST?queue=NAME"
     QString exampleUrl;       // a URL to start from, without a password
@@ -39,6 +41,9 @@ struct QueueBackend
     // concurrency).
     std::unique_ptr<BrokerQueue> (*open)(const QueueLocation &location, const QString &consumerName, int prefetch,
                                          QString *error) = nullptr;
+
+    // The scheme and the more schemes, in that order.
+    QList<QLatin1StringView> schemes() const { return QList<QLatin1StringView>{scheme} + moreSchemes; }
 };
 
 // Every registered backend, in the order help texts list them.

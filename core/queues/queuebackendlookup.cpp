@@ -5,8 +5,10 @@ namespace once {
 const QueueBackend *queueBackendForScheme(QAnyStringView scheme)
 {
     for (const QueueBackend *backend : queueBackends()) {
-        if (scheme == backend->scheme)
-            return backend;
+        for (const QLatin1StringView known : backend->schemes()) {
+            if (scheme == known)
+                return backend;
+        }
     }
     return nullptr;
 }

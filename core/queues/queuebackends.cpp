@@ -3,6 +3,7 @@
 
 #include "queues/rabbitmq/rabbitmqbackend.h"
 #include "queues/redis/redisbackend.h"
+#include "queues/rest/restbackend.h"
 
 namespace once {
 
@@ -11,6 +12,7 @@ const QList<const QueueBackend *> &queueBackends()
     static const QList<const QueueBackend *> backends{
         &rabbitMqBackend(),
         &redisStreamsBackend(),
+        &restQueueBackend(),
     };
     return backends;
 }

@@ -27,8 +27,7 @@ QString hostAndPort(const QString &host, int port)
 
 bool QueueLocation::isBrokerUrl(const QString &url)
 {
-    const QueueBackend *backend = queueBackendOfUrl(url);
-    return backend && url.startsWith(backend->scheme + QLatin1String("://"));
+    return queueBackendOfUrl(url) != nullptr;
 }
 
 std::optional<QueueLocation> QueueLocation::parse(const QString &text, QString *error)
@@ -38,8 +37,10 @@ std::optional<QueueLocation> QueueLocation::parse(const QString &text, QString *
     location.backend = queueBackendForScheme(url.scheme());
     if (!location.backend) {
         QStringList schemes;
-        for (const QueueBackend *backend : queueBackends())
-            schemes.append(backend->scheme + QLatin1String("://"));
+        for (const QueueBackend *backend : queueBackends()) {
+            for (const QLatin1StringView scheme : backend->schemes())
+                schemes.append(scheme + QLatin1String("://"));
+        }
         *error = QStringLiteral("the queue URL must start with %1").arg(schemes.join(QLatin1String(" or ")));
         return std::nullopt;
     }

@@ -72,9 +72,11 @@ const QList<QueueServer::Route> &QueueServer::routes()
         {Method::Post, QStringLiteral("/v1/queue/ack"), ApiPermission::Consume, &QueueServer::ack},
         {Method::Post, QStringLiteral("/v1/queue/nack"), ApiPermission::Consume, &QueueServer::nack},
         {Method::Post, QStringLiteral("/v1/queue/extend"), ApiPermission::Consume, &QueueServer::extend},
+        {Method::Post, QStringLiteral("/v1/queue/dead_letter"), ApiPermission::Consume, &QueueServer::deadLetter},
         {Method::Get, QStringLiteral("/v1/queue/stats"), ApiPermission::Read, &QueueServer::stats},
         {Method::Get, QStringLiteral("/v1/queue/dead_letters"), ApiPermission::Read, &QueueServer::deadLetters},
         {Method::Post, QStringLiteral("/v1/queue/dlq/redrive"), ApiPermission::Operate, &QueueServer::redrive},
+        {Method::Post, QStringLiteral("/v1/queue/dlq/discard"), ApiPermission::Operate, &QueueServer::discard},
     };
     return table;
 }
@@ -537,6 +539,42 @@ void QueueServer::extend(const ExchangePtr &exchange, const QHttpServerRequest &
     });
 }
 
+void QueueServer::deadLetter(const ExchangePtr &exchange, const QHttpServerRequest &request)
+{
+    const auto body = jsonBody(exchange, request);
+    if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
+        return;
+    const auto delivery = deliveryField(*body);
+    if (const auto *error = std::get_if<ApiError>(&delivery))
+        return fail(exchange, *error);
+    DeadLetterInfo info;
+    const QJsonValue errorClass = body->value(QStringLiteral("error_class"));
+    if (!errorClass.isString() || errorClass.toString().isEmpty() || errorClass.toString().size() > 100)
+        return fail(exchange, badField(QStringLiteral("error_class"), QStringLiteral("is required: text of 1 to 100 characters")));
+    info.errorClass = errorClass.toString();
+    const QJsonValue lastError = body->value(QStringLiteral("last_error"));
+    if (!lastError.isUndefined() && !lastError.isNull() && (!lastError.isString() || lastError.toString().size() > 4096))
+        return fail(exchange, badField(QStringLiteral("last_error"), QStringLiteral("must be text of at most 4096 characters")));
+    info.lastError = lastError.toString();
+    const auto attempts = integerField(*body, QStringLiteral("attempts"), 0, 1000000, 0);
+    if (const auto *error = std::get_if<ApiError>(&attempts))
+        return fail(exchange, *error);
+    info.attempts = int(std::get<qint64>(attempts));
+    for (const auto &[field, target] : {std::pair{QStringLiteral("first_attempt_at"), &info.firstAttemptAtMs},
+                                        std::pair{QStringLiteral("last_attempt_at"), &info.lastAttemptAtMs}}) {
+        const QJsonValue value = body->value(field);
+        if (value.isUndefined() || value.isNull())
+            continue;
+        const auto time = parseRfc3339(value.toString());
+        if (!value.isString() || !time)
+            return fail(exchange, badField(field, QStringLiteral("must be an RFC 3339 time with an offset")));
+        *target = time->utc.toMSecsSinceEpoch();
+    }
+    answerFromStore(exchange, [id = std::get<DeliveryId>(delivery), info](QueueService &service) {
+        return service.deadLetter(id, info);
+    });
+}
+
 void QueueServer::stats(const ExchangePtr &exchange, const QHttpServerRequest &request)
 {
     if (!checkQueue(exchange, request.query().queryItemValue(QStringLiteral("queue"), QUrl::FullyDecoded)))
@@ -609,37 +647,71 @@ void QueueServer::deadLetters(const ExchangePtr &exchange, const QHttpServerRequ
 
 void QueueServer::redrive(const ExchangePtr &exchange, const QHttpServerRequest &request)
 {
+    if (const auto redrive = redriveRequest(exchange, request))
+        runRedrive(exchange, *redrive);
+}
+
+void QueueServer::discard(const ExchangePtr &exchange, const QHttpServerRequest &request)
+{
+    if (auto redrive = redriveRequest(exchange, request)) {
+        redrive->discard = true;
+        runRedrive(exchange, *redrive);
+    }
+}
+
+std::optional<RedriveRequest> QueueServer::redriveRequest(const ExchangePtr &exchange, const QHttpServerRequest &request)
+{
     const auto body = jsonBody(exchange, request);
     if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
-        return;
+        return std::nullopt;
+    const auto refuse = [this, &exchange](const ApiError &error) -> std::optional<RedriveRequest> {
+        fail(exchange, error);
+        return std::nullopt;
+    };
     auto filter = deadLetterFilter(*body);
     if (const auto *error = std::get_if<ApiError>(&filter))
-        return fail(exchange, *error);
+        return refuse(*error);
     RedriveRequest redrive;
     redrive.filter = std::get<DeadLetterFilter>(filter);
+    const QJsonValue ids = body->value(QStringLiteral("ids"));
+    if (!ids.isUndefined()) {
+        const QJsonArray array = ids.toArray();
+        if (!ids.isArray() || array.isEmpty() || array.size() > 100000)
+            return refuse(badField(QStringLiteral("ids"), QStringLiteral("must be an array of 1 to 100000 dead letters' message ids")));
+        for (const auto &id : array) {
+            if (!id.isString() || id.toString().isEmpty())
+                return refuse(badField(QStringLiteral("ids"), QStringLiteral("must be an array of message ids (text)")));
+            redrive.ids.append(id.toString());
+        }
+    }
     const QJsonValue all = body->value(QStringLiteral("all"));
     const QJsonValue dryRun = body->value(QStringLiteral("dry_run"));
     if ((!all.isUndefined() && !all.isBool()) || (!dryRun.isUndefined() && !dryRun.isBool()))
-        return fail(exchange, badField(all.isBool() || all.isUndefined() ? QStringLiteral("dry_run") : QStringLiteral("all"),
-                                       QStringLiteral("must be true or false")));
+        return refuse(badField(all.isBool() || all.isUndefined() ? QStringLiteral("dry_run") : QStringLiteral("all"),
+                               QStringLiteral("must be true or false")));
     redrive.dryRun = dryRun.toBool();
     const auto &f = redrive.filter;
-    if (!all.toBool() && f.sendKeys.isEmpty() && f.errorClass.isEmpty() && !f.sinceMs && !f.untilMs)
-        return fail(exchange, badField(QStringLiteral("all"),
-                                       QStringLiteral("or a filter is required: choose what to redrive (all, keys, "
-                                                      "error_class, since, until)")));
+    if (!all.toBool() && redrive.ids.isEmpty() && f.sendKeys.isEmpty() && f.errorClass.isEmpty() && !f.sinceMs && !f.untilMs)
+        return refuse(badField(QStringLiteral("all"),
+                               QStringLiteral("or a filter is required: choose which dead letters (all, ids, keys, "
+                                              "error_class, since, until)")));
     const auto rate = integerField(*body, QStringLiteral("rate"), 0, 1000000, 0);
     if (const auto *error = std::get_if<ApiError>(&rate))
-        return fail(exchange, *error);
+        return refuse(*error);
     redrive.ratePerSecond = int(std::get<qint64>(rate));
     const QJsonValue reason = body->value(QStringLiteral("reason"));
     const QString reasonText = reason.toString().trimmed();
     if ((!reason.isUndefined() && !reason.isString()) || reasonText.size() > MaxReasonLength
         || std::any_of(reasonText.cbegin(), reasonText.cend(), [](QChar c) { return c.category() == QChar::Other_Control; }))
-        return fail(exchange, badField(QStringLiteral("reason"),
-                                       QStringLiteral("must be one line of at most %1 characters").arg(MaxReasonLength)));
+        return refuse(badField(QStringLiteral("reason"),
+                               QStringLiteral("must be one line of at most %1 characters").arg(MaxReasonLength)));
     redrive.reason = reasonText;
     redrive.actor = exchange->tokenName.isEmpty() ? QStringLiteral("once serve (no tokens)") : exchange->tokenName;
+    return redrive;
+}
+
+void QueueServer::runRedrive(const ExchangePtr &exchange, const RedriveRequest &redrive)
+{
     QPointer<QueueServer> self(this);
     QMetaObject::invokeMethod(m_service, [self, service = m_service, exchange, redrive] {
         service->redrive(redrive, [self, exchange](const ApiReply &reply) {

@@ -73,9 +73,14 @@ private:
     void ack(const ExchangePtr &exchange, const QHttpServerRequest &request);
     void nack(const ExchangePtr &exchange, const QHttpServerRequest &request);
     void extend(const ExchangePtr &exchange, const QHttpServerRequest &request);
+    void deadLetter(const ExchangePtr &exchange, const QHttpServerRequest &request);
     void stats(const ExchangePtr &exchange, const QHttpServerRequest &request);
     void deadLetters(const ExchangePtr &exchange, const QHttpServerRequest &request);
     void redrive(const ExchangePtr &exchange, const QHttpServerRequest &request);
+    void discard(const ExchangePtr &exchange, const QHttpServerRequest &request);
+    // The body of a redrive or discard, validated; nullopt when it was answered already.
+    std::optional<RedriveRequest> redriveRequest(const ExchangePtr &exchange, const QHttpServerRequest &request);
+    void runRedrive(const ExchangePtr &exchange, const RedriveRequest &redrive);
 
     void pollWaiters();
     void tryWaiter(const std::shared_ptr<Waiter> &waiter);

@@ -13,6 +13,7 @@
 #include <QVariant>
 
 #include <QElapsedTimer>
+#include <QSet>
 
 namespace once {
 
@@ -228,7 +229,10 @@ ApiReply QueueService::consume(int maxMessages, qint64 visibilityMs, const QStri
             {QStringLiteral("id"), DeliveryId{message.id.toLongLong(), message.delivery}.toString()},
             {QStringLiteral("message_id"), message.id},
             {QStringLiteral("body"), bodyJson(message.payload)},
+            // The bytes as published: a client that hashes or stores them sees the same.
+            {QStringLiteral("payload"), QString::fromUtf8(message.payload)},
             {QStringLiteral("receive_count"), message.delivery},
+            {QStringLiteral("redrive_count"), message.redriveCount},
             {QStringLiteral("enqueued_at"), formatTime(message.enqueuedAtMs)},
             {QStringLiteral("lease_until"), formatTime(message.leaseUntilMs)},
         });
@@ -238,12 +242,30 @@ ApiReply QueueService::consume(int maxMessages, qint64 visibilityMs, const QStri
 
 ApiReply QueueService::ack(const DeliveryId &delivery)
 {
-    return nack(delivery, -1);
+    Settlement settlement;
+    settlement.kind = Settlement::Kind::Ack;
+    return settleHeld(delivery, settlement, {{QStringLiteral("acked"), true}});
 }
 
-// Ack (delayMs < 0) or nack. The settlement of a lost lease changes nothing by itself
-// (SqlQueue::settle); this checks first, in the same transaction, so it can say so.
 ApiReply QueueService::nack(const DeliveryId &delivery, qint64 delayMs)
+{
+    Settlement settlement;
+    settlement.kind = Settlement::Kind::Retry;
+    settlement.delayMs = std::max<qint64>(0, delayMs);
+    return settleHeld(delivery, settlement, {{QStringLiteral("nacked"), true}});
+}
+
+ApiReply QueueService::deadLetter(const DeliveryId &delivery, const DeadLetterInfo &info)
+{
+    Settlement settlement;
+    settlement.kind = Settlement::Kind::DeadLetter;
+    settlement.deadLetter = info;
+    return settleHeld(delivery, settlement, {{QStringLiteral("dead_lettered"), true}});
+}
+
+// The settlement of a lost lease changes nothing by itself (SqlQueue::settle); this
+// checks first, in the same transaction, so it can say so.
+ApiReply QueueService::settleHeld(const DeliveryId &delivery, const Settlement &how, const QJsonObject &answer)
 {
     if (const auto moved = storeMoved())
         return ApiReply::failed(*moved);
@@ -263,15 +285,14 @@ ApiReply QueueService::nack(const DeliveryId &delivery, qint64 delayMs)
                                          QStringLiteral("delivery %1 is no longer leased to you: its lease passed to "
                                                         "another consumer, or it was settled already")
                                              .arg(delivery.toString())));
-    Settlement settlement;
-    settlement.kind = delayMs < 0 ? Settlement::Kind::Ack : Settlement::Kind::Retry;
+    Settlement settlement = how;
     settlement.messageId = QString::number(delivery.messageId);
     settlement.delivery = delivery.receiveCount;
-    settlement.delayMs = std::max<qint64>(0, delayMs);
     if (!m_store->queue().settle({settlement}, &error) || !transaction.commit(&error))
         return ApiReply::failed(storeError(error));
-    return ApiReply::ok({{QStringLiteral("message_id"), delivery.toString()},
-                         {delayMs < 0 ? QStringLiteral("acked") : QStringLiteral("nacked"), true}});
+    QJsonObject body = answer;
+    body.insert(QStringLiteral("message_id"), delivery.toString());
+    return ApiReply::ok(body);
 }
 
 ApiReply QueueService::extend(const DeliveryId &delivery, qint64 visibilityMs)
@@ -303,7 +324,15 @@ ApiReply QueueService::stats()
     const auto stats = m_store->inspector().stats(&error);
     if (!stats)
         return ApiReply::failed(storeError(error));
-    return ApiReply::ok(stats->toJson());
+    // What a worker at this queue needs to tell "idle" from "a retry is due soon".
+    const auto seconds = [](const std::optional<qint64> &ms) {
+        return ms ? QJsonValue(double(*ms) / 1000.0) : QJsonValue(QJsonValue::Null);
+    };
+    QJsonObject body = stats->toJson();
+    body.insert(QStringLiteral("next_visible_in_s"), seconds(stats->queue.nextVisibleInMs));
+    body.insert(QStringLiteral("next_delayed_in_s"), seconds(stats->queue.nextDelayedInMs));
+    body.insert(QStringLiteral("delayed_retries"), stats->queue.delayedRetries.value_or(0));
+    return ApiReply::ok(body);
 }
 
 ApiReply QueueService::deadLetters(const DeadLetterFilter &filter)
@@ -315,8 +344,11 @@ ApiReply QueueService::deadLetters(const DeadLetterFilter &filter)
     if (!letters)
         return ApiReply::failed(storeError(error));
     QJsonArray rows;
-    for (const auto &letter : *letters)
-        rows.append(letter.toJson());
+    for (const auto &letter : *letters) {
+        QJsonObject row = letter.toJson();
+        row.insert(QStringLiteral("payload"), QString::fromUtf8(letter.payload));
+        rows.append(row);
+    }
     return ApiReply::ok({{QStringLiteral("dead_letters"), rows}});
 }
 
@@ -325,22 +357,33 @@ void QueueService::redrive(const RedriveRequest &request, std::function<void(con
     if (const auto moved = storeMoved())
         return done(ApiReply::failed(*moved));
     QString error;
-    const auto letters = m_store->inspector().deadLetters(request.filter, &error);
+    auto letters = m_store->inspector().deadLetters(request.filter, &error);
     if (!letters)
         return done(ApiReply::failed(storeError(error)));
+    if (!request.ids.isEmpty()) {
+        const QSet<QString> wanted(request.ids.cbegin(), request.ids.cend());
+        letters->removeIf([&wanted](const DeadLetter &letter) { return !wanted.contains(letter.id); });
+    }
     if (request.dryRun) {
         QJsonArray rows;
         for (const auto &letter : *letters)
             rows.append(letter.toJson());
         return done(ApiReply::ok({{QStringLiteral("dry_run"), true},
-                                  {QStringLiteral("would_redrive"), rows},
+                                  {request.discard ? QStringLiteral("would_discard") : QStringLiteral("would_redrive"), rows},
                                   {QStringLiteral("count"), rows.size()}}));
     }
     // The audit row first, under the token's name: each batch counts itself into it.
     Operations operations(m_store->database(), m_store->queue(), m_store->ledger(), request.actor);
+    const QString detail = request.ids.isEmpty() ? describeRedrive(request.filter, *letters) : describeLetters(*letters);
+    if (request.discard) {
+        const auto auditId = operations.beginAudit({QStringLiteral("discard"), detail, 0, request.reason}, &error);
+        const auto discarded = auditId ? operations.discard(*letters, *auditId, &error) : std::nullopt;
+        if (!discarded)
+            return done(ApiReply::failed(storeError(error)));
+        return done(ApiReply::ok({{QStringLiteral("discarded"), *discarded}, {QStringLiteral("audit_id"), *auditId}}));
+    }
     const auto auditId = operations.beginAudit(
-        {QStringLiteral("redrive"), describeRedrive(request.filter, *letters), request.ratePerSecond, request.reason},
-        &error);
+        {QStringLiteral("redrive"), detail, request.ratePerSecond, request.reason}, &error);
     if (!auditId)
         return done(ApiReply::failed(storeError(error)));
     auto run = std::make_shared<RedriveRun>();

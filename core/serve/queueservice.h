@@ -55,10 +55,12 @@ struct DeliveryId
     QString toString() const { return QStringLiteral("%1.%2").arg(messageId).arg(receiveCount); }
 };
 
-// What `POST /v1/queue/dlq/redrive` asked for, validated.
+// What `POST /v1/queue/dlq/redrive` or `/dlq/discard` asked for, validated.
 struct RedriveRequest
 {
     DeadLetterFilter filter;
+    QStringList ids; // non-empty: only these dead letters (message ids) of those the filter finds
+    bool discard = false; // drop the letters instead of putting them back
     bool dryRun = false;
     int ratePerSecond = 0;
     QString reason;
@@ -90,6 +92,9 @@ public:
     ApiReply consume(int maxMessages, qint64 visibilityMs, const QString &consumer);
     ApiReply ack(const DeliveryId &delivery);
     ApiReply nack(const DeliveryId &delivery, qint64 delayMs);
+    // Moves a leased delivery to the dead letters with the worker's account of it (its
+    // send key and event id are the message's own, as the queue holds them).
+    ApiReply deadLetter(const DeliveryId &delivery, const DeadLetterInfo &info);
     ApiReply extend(const DeliveryId &delivery, qint64 visibilityMs);
     ApiReply stats();
     ApiReply deadLetters(const DeadLetterFilter &filter);
@@ -113,6 +118,8 @@ private:
     // A failed store call as the API answers it.
     ApiError storeError(const QString &error) const;
     std::optional<ApiError> storeMoved();
+    // Settles a delivery if it is still the current one; lease_lost otherwise.
+    ApiReply settleHeld(const DeliveryId &delivery, const Settlement &settlement, const QJsonObject &answer);
     void redriveBatch(std::shared_ptr<struct RedriveRun> run);
 
     QString m_storeUrl;

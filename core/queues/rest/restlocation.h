@@ -1,0 +1,22 @@
+#pragma once
+
+#include "queues/queuebackend.h"
+#include "queues/queuelocation.h"
+
+#include <QUrl>
+
+namespace once {
+
+// rest+http://HOST[:PORT]/PATH?queue=NAME, or rest+https://: PATH is where the API's
+// endpoints begin (/v1 for once serve: /v1/queue/consume).
+struct RestDetails
+{
+    QUrl apiUrl; // http(s)://HOST:PORT/PATH, without credentials
+};
+// The details of a location that the REST queue's URL parser filled in.
+const RestDetails &restDetails(const QueueLocation &location);
+
+// The REST queue's registration without its opener: what reads and writes its URLs.
+QueueBackend restQueueUrlSyntax();
+
+} // namespace once

@@ -1,0 +1,476 @@
+#include "queues/rest/restqueue.h"
+
+#include "delivery/partnersender.h"
+#include "http/blockinghttpclient.h"
+#include "model/reminder.h"
+#include "queues/rest/restlocation.h"
+#include "store/database.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QLoggingCategory>
+#include <QSet>
+#include <QThread>
+#include <QUrlQuery>
+#include <QUuid>
+
+#include <algorithm>
+#include <limits>
+
+namespace once {
+
+Q_LOGGING_CATEGORY(lcRestQueue, "once.queues.rest")
+
+namespace {
+
+// once serve's limits (docs/http-api.md): a publish_batch holds at most 500 messages in
+// at most 8 MiB, a consume at most 100, a dead-letter listing at most 100000.
+constexpr int MaxBatchMessages = 500;
+constexpr qsizetype MaxBatchPayloadBytes = 6 * 1024 * 1024; // leaves room for the JSON around them
+constexpr int MaxConsumeMessages = 100;
+constexpr int MaxListedDeadLetters = 100000;
+constexpr int CallTimeoutMs = 10000;
+// How often a publish or a settlement is tried before it is reported as failed, and the
+// longest Retry-After either waits out on the caller's thread.
+constexpr int Tries = 3;
+constexpr qint64 MaxPublishWaitMs = 30000;
+constexpr qint64 MaxSettleWaitMs = 5000;
+// A 429 or 503 without a Retry-After: ask again after this.
+constexpr qint64 DefaultRetryAfterMs = 1000;
+
+qint64 secondsUp(qint64 ms)
+{
+    return (std::max<qint64>(ms, 0) + 999) / 1000;
+}
+
+qint64 timeField(const QJsonObject &object, const QString &field)
+{
+    const auto time = parseRfc3339(object.value(field).toString());
+    return time ? time->utc.toMSecsSinceEpoch() : 0;
+}
+
+std::optional<qint64> secondsField(const QJsonObject &object, const QString &field)
+{
+    const QJsonValue value = object.value(field);
+    if (!value.isDouble())
+        return std::nullopt;
+    return qint64(value.toDouble() * 1000.0);
+}
+
+// One line of at most 300 characters: an answer's text goes into logs and the console.
+QString oneLine(QString text)
+{
+    text.replace(QLatin1Char('\r'), QLatin1Char(' ')).replace(QLatin1Char('\n'), QLatin1Char(' '));
+    if (text.size() > 300)
+        text = text.left(300) + QStringLiteral("...");
+    return text;
+}
+
+DeadLetter deadLetterFromJson(const QJsonObject &row)
+{
+    DeadLetter letter;
+    letter.id = row.value(QLatin1String("message_id")).toString();
+    letter.payload = row.value(QLatin1String("payload")).toString().toUtf8();
+    letter.sendKey = row.value(QLatin1String("key")).toString().toLatin1();
+    letter.eventId = row.value(QLatin1String("event_id")).toString();
+    letter.errorClass = row.value(QLatin1String("error_class")).toString();
+    letter.lastError = row.value(QLatin1String("last_error")).toString();
+    letter.attempts = row.value(QLatin1String("attempts")).toInt();
+    letter.receiveCount = row.value(QLatin1String("deliveries")).toInt();
+    letter.redriveCount = row.value(QLatin1String("redrives")).toInt();
+    letter.firstAttemptAtMs = timeField(row, QStringLiteral("first_attempt_at"));
+    letter.lastAttemptAtMs = timeField(row, QStringLiteral("last_attempt_at"));
+    letter.deadAtMs = timeField(row, QStringLiteral("dead_at"));
+    letter.enqueuedAtMs = timeField(row, QStringLiteral("enqueued_at"));
+    return letter;
+}
+
+} // namespace
+
+RestQueue::RestQueue(QueueLocation location, QByteArray token)
+    : BrokerQueue(std::move(location)), m_token(std::move(token)), m_http(std::make_unique<BlockingHttpClient>())
+{
+}
+
+RestQueue::~RestQueue() = default;
+
+std::unique_ptr<RestQueue> RestQueue::connect(const QueueLocation &location, QString *)
+{
+    // A password typed into the console travels as the URL's; the command line reads the
+    // environment, so the token is never on a command line for ps to show.
+    QByteArray token = location.password.toUtf8();
+    if (token.isEmpty())
+        token = qgetenv("ONCE_QUEUE_TOKEN");
+    // Nothing to connect yet: the first call opens the connection, and says if it cannot.
+    return std::unique_ptr<RestQueue>(new RestQueue(location, std::move(token)));
+}
+
+RestQueue::Reply RestQueue::call(const QByteArray &method, const QString &endpoint, const QJsonObject &body,
+                                 const QList<QPair<QString, QString>> &query)
+{
+    HttpRequest request;
+    request.url = restDetails(location()).apiUrl;
+    request.url.setPath(request.url.path() + endpoint);
+    QUrlQuery urlQuery;
+    for (const auto &[name, value] : query)
+        urlQuery.addQueryItem(name, QString::fromLatin1(QUrl::toPercentEncoding(value)));
+    request.url.setQuery(urlQuery);
+    request.method = method;
+    request.timeoutMs = CallTimeoutMs;
+    // A dead-letter listing may be long; the answer is the API's own, not a partner's.
+    request.maxResponseBodyBytes = 256 * 1024 * 1024;
+    if (method != "GET") {
+        request.body = QJsonDocument(body).toJson(QJsonDocument::Compact);
+        request.headers.append(qMakePair(QByteArray("Content-Type"), QByteArray("application/json")));
+    }
+    if (!m_token.isEmpty())
+        request.headers.append(qMakePair(QByteArray("Authorization"), QByteArray("Bearer " + m_token)));
+    const HttpResult result = m_http->send(request);
+    Reply reply;
+    switch (result.status) {
+    case HttpResult::Status::NotSent:
+        reply.outcome = Reply::Outcome::NotSent;
+        reply.message = result.error;
+        return reply;
+    case HttpResult::Status::InDoubt:
+        reply.outcome = Reply::Outcome::InDoubt;
+        reply.message = result.error;
+        return reply;
+    case HttpResult::Status::Response:
+        break;
+    }
+    reply.httpStatus = result.httpStatus;
+    const QJsonDocument document = QJsonDocument::fromJson(result.body);
+    reply.body = document.object();
+    if (result.httpStatus >= 200 && result.httpStatus < 300 && document.isObject()) {
+        reply.outcome = Reply::Outcome::Ok;
+        return reply;
+    }
+    const QJsonObject error = reply.body.value(QLatin1String("error")).toObject();
+    reply.code = error.value(QLatin1String("code")).toString();
+    reply.message = error.value(QLatin1String("message")).toString();
+    if (reply.message.isEmpty())
+        reply.message = result.httpStatus >= 200 && result.httpStatus < 300
+                            ? QStringLiteral("the answer is not a JSON object")
+                            : QString::fromUtf8(result.body.left(200));
+    if (result.httpStatus == 429 || result.httpStatus == 503) {
+        reply.outcome = Reply::Outcome::Busy;
+        reply.retryAfterMs = parseRetryAfterMs(result.header("Retry-After"), nowMs()).value_or(DefaultRetryAfterMs);
+        return reply;
+    }
+    reply.outcome = Reply::Outcome::Refused;
+    return reply;
+}
+
+QString RestQueue::describe(const Reply &reply, const QString &what) const
+{
+    QString why;
+    switch (reply.outcome) {
+    case Reply::Outcome::Ok:
+        why = QStringLiteral("no error");
+        break;
+    case Reply::Outcome::NotSent:
+        why = QStringLiteral("not reachable: ") + reply.message;
+        break;
+    case Reply::Outcome::InDoubt:
+        why = QStringLiteral("no answer: ") + reply.message;
+        break;
+    case Reply::Outcome::Busy:
+    case Reply::Outcome::Refused:
+        why = QStringLiteral("HTTP %1%2: %3")
+                  .arg(QString::number(reply.httpStatus),
+                       reply.code.isEmpty() ? QString() : QString(QLatin1Char(' ') + reply.code), reply.message);
+        if (reply.httpStatus == 401)
+            why += QStringLiteral(" (set ONCE_QUEUE_TOKEN to a token of the queue)");
+        break;
+    }
+    QString line = oneLine(QStringLiteral("%1 at the REST queue %2: %3").arg(what, location().displayName(), why));
+    // A server or a proxy in between may echo the request's Authorization header.
+    if (!m_token.isEmpty())
+        line.replace(QString::fromUtf8(m_token), QStringLiteral("[token]"));
+    return line;
+}
+
+bool RestQueue::waitOut(const Reply &reply, qint64 capMs)
+{
+    if (reply.retryAfterMs > capMs)
+        return false;
+    // A short, bounded wait on the caller's thread: the queue asked for it, and asking
+    // again sooner would only be refused again.
+    QThread::msleep(quint64(std::max<qint64>(reply.retryAfterMs, 0)));
+    return true;
+}
+
+bool RestQueue::declareTopology(QString *error)
+{
+    // Nothing to declare: the server owns its queue. Checks that it serves this one.
+    const Reply reply = call("GET", QStringLiteral("/queue/stats"), {}, {{QStringLiteral("queue"), location().name}});
+    if (reply.outcome == Reply::Outcome::Ok)
+        return true;
+    if (reply.code == QLatin1String("unknown_queue"))
+        *error = QStringLiteral("the REST queue server at %1 serves no queue named %2")
+                     .arg(restDetails(location()).apiUrl.toString(QUrl::RemoveUserInfo), location().name);
+    else if (reply.httpStatus == 404)
+        *error = QStringLiteral("%1 has no REST queue API (HTTP 404 for %2/queue/stats)")
+                     .arg(location().displayName(), restDetails(location()).apiUrl.path());
+    else
+        *error = describe(reply, QStringLiteral("checking the queue"));
+    return false;
+}
+
+bool RestQueue::enqueue(const QList<OutgoingMessage> &messages, QString *error)
+{
+    // The API carries payloads as JSON text: bytes that are not UTF-8 would arrive with
+    // U+FFFD in their place, as another message. Refused here, before anything is sent.
+    for (qsizetype i = 0; i < messages.size(); ++i) {
+        if (!QUtf8StringView(messages.at(i).payload).isValidUtf8()) {
+            *error = QStringLiteral("message %1 is not UTF-8 text, which the REST queue %2 cannot carry; nothing "
+                                    "was published")
+                         .arg(QString::number(i + 1), location().displayName());
+            return false;
+        }
+    }
+    for (qsizetype start = 0; start < messages.size();) {
+        QJsonArray batch;
+        qsizetype bytes = 0;
+        qsizetype end = start;
+        while (end < messages.size() && batch.size() < MaxBatchMessages
+               && (batch.isEmpty() || bytes + messages.at(end).payload.size() <= MaxBatchPayloadBytes)) {
+            const OutgoingMessage &message = messages.at(end);
+            // The key is made once, before the first try: a retry after an answer that
+            // never came is then turned away as a duplicate instead of adding a copy.
+            batch.append(QJsonObject{
+                {QStringLiteral("payload"), QString::fromUtf8(message.payload)},
+                {QStringLiteral("delay_seconds"), secondsUp(message.delayMs)},
+                {QStringLiteral("idempotency_key"), QUuid::createUuid().toString(QUuid::WithoutBraces)},
+            });
+            bytes += message.payload.size();
+            ++end;
+        }
+        const QJsonObject body{{QStringLiteral("queue"), location().name}, {QStringLiteral("messages"), batch}};
+        Reply reply;
+        for (int attempt = 1; attempt <= Tries; ++attempt) {
+            reply = call("POST", QStringLiteral("/queue/publish_batch"), body);
+            const bool again = reply.outcome == Reply::Outcome::NotSent || reply.outcome == Reply::Outcome::InDoubt
+                               || (reply.outcome == Reply::Outcome::Busy && waitOut(reply, MaxPublishWaitMs));
+            if (!again || attempt == Tries)
+                break;
+            qCInfo(lcRestQueue, "%s", qPrintable(describe(reply, QStringLiteral("publishing; trying again"))));
+        }
+        if (reply.outcome != Reply::Outcome::Ok) {
+            *error = describe(reply, QStringLiteral("publishing %1 messages").arg(batch.size()));
+            return false;
+        }
+        // Every entry answers for itself: the first refused one is the error.
+        const QJsonArray results = reply.body.value(QLatin1String("results")).toArray();
+        for (qsizetype i = 0; i < results.size(); ++i) {
+            const QJsonObject refused = results.at(i).toObject().value(QLatin1String("error")).toObject();
+            if (refused.isEmpty())
+                continue;
+            Reply entry;
+            entry.outcome = Reply::Outcome::Refused;
+            entry.httpStatus = results.at(i).toObject().value(QLatin1String("status")).toInt();
+            entry.code = refused.value(QLatin1String("code")).toString();
+            entry.message = refused.value(QLatin1String("message")).toString();
+            *error = describe(entry, QStringLiteral("publishing message %1").arg(start + i + 1));
+            return false;
+        }
+        start = end;
+    }
+    return true;
+}
+
+QList<QueueMessage> RestQueue::lease(int max, qint64 leaseMs, const QString &, QString *error)
+{
+    QList<QueueMessage> leased;
+    if (nowMs() < m_busyUntilMs)
+        return leased;
+    // No long polling: the engine's turn also settles and records, and it polls an idle
+    // queue on its own schedule.
+    const Reply reply = call("POST", QStringLiteral("/queue/consume"),
+                             {{QStringLiteral("queue"), location().name},
+                              {QStringLiteral("max_messages"), std::clamp(max, 1, MaxConsumeMessages)},
+                              {QStringLiteral("visibility_timeout"), std::max<qint64>(1, secondsUp(leaseMs))},
+                              {QStringLiteral("wait_seconds"), 0}});
+    if (reply.outcome == Reply::Outcome::Busy) {
+        m_busyUntilMs = nowMs() + reply.retryAfterMs;
+        if (!m_busyLogged)
+            qCWarning(lcRestQueue, "%s; consuming nothing for %lld s (said once until the queue answers again)",
+                      qPrintable(describe(reply, QStringLiteral("the queue asks to wait"))),
+                      secondsUp(reply.retryAfterMs));
+        m_busyLogged = true;
+        return leased;
+    }
+    if (reply.outcome != Reply::Outcome::Ok) {
+        *error = describe(reply, QStringLiteral("consuming"));
+        return leased;
+    }
+    if (m_busyLogged)
+        qCInfo(lcRestQueue, "the REST queue %s answers again", qPrintable(location().displayName()));
+    m_busyLogged = false;
+    for (const auto &value : reply.body.value(QLatin1String("messages")).toArray()) {
+        const QJsonObject row = value.toObject();
+        QueueMessage message;
+        message.id = row.value(QLatin1String("message_id")).toString();
+        const QJsonValue payload = row.value(QLatin1String("payload"));
+        message.payload = payload.isString()
+                              ? payload.toString().toUtf8()
+                              : QJsonDocument(row.value(QLatin1String("body")).toObject()).toJson(QJsonDocument::Compact);
+        message.delivery = row.value(QLatin1String("receive_count")).toInt();
+        message.enqueuedAtMs = timeField(row, QStringLiteral("enqueued_at"));
+        message.leaseUntilMs = timeField(row, QStringLiteral("lease_until"));
+        message.redriveCount = row.value(QLatin1String("redrive_count")).toInt();
+        leased.append(std::move(message));
+    }
+    return leased;
+}
+
+bool RestQueue::settle(const QList<Settlement> &settlements, QString *error)
+{
+    for (const auto &settlement : settlements) {
+        if (!settleOne(settlement, error))
+            return false;
+    }
+    return true;
+}
+
+bool RestQueue::settleOne(const Settlement &settlement, QString *error)
+{
+    QJsonObject body{{QStringLiteral("queue"), location().name},
+                     {QStringLiteral("message_id"), settlement.messageId},
+                     {QStringLiteral("receive_count"), settlement.delivery}};
+    QString endpoint;
+    switch (settlement.kind) {
+    case Settlement::Kind::Ack:
+        endpoint = QStringLiteral("/queue/ack");
+        break;
+    case Settlement::Kind::Retry:
+        endpoint = QStringLiteral("/queue/nack");
+        body.insert(QStringLiteral("delay_seconds"), secondsUp(settlement.delayMs));
+        break;
+    case Settlement::Kind::DeadLetter: {
+        const DeadLetterInfo &info = settlement.deadLetter;
+        endpoint = QStringLiteral("/queue/dead_letter");
+        body.insert(QStringLiteral("error_class"), info.errorClass);
+        body.insert(QStringLiteral("last_error"), info.lastError.left(4096));
+        body.insert(QStringLiteral("attempts"), info.attempts);
+        if (info.firstAttemptAtMs)
+            body.insert(QStringLiteral("first_attempt_at"), formatTime(info.firstAttemptAtMs));
+        if (info.lastAttemptAtMs)
+            body.insert(QStringLiteral("last_attempt_at"), formatTime(info.lastAttemptAtMs));
+        break;
+    }
+    }
+    // Settling twice is safe: the second finds the delivery settled (lease_lost). So a
+    // settlement whose answer was lost is simply tried again.
+    Reply reply;
+    for (int attempt = 1; attempt <= Tries; ++attempt) {
+        reply = call("POST", endpoint, body);
+        const bool again = reply.outcome == Reply::Outcome::NotSent || reply.outcome == Reply::Outcome::InDoubt
+                           || (reply.outcome == Reply::Outcome::Busy && waitOut(reply, MaxSettleWaitMs));
+        if (!again)
+            break;
+    }
+    if (reply.outcome == Reply::Outcome::Ok)
+        return true;
+    // The lease went to another consumer: this delivery's settlement no longer counts.
+    if (reply.code == QLatin1String("lease_lost")) {
+        qCInfo(lcRestQueue, "delivery %s.%d was no longer ours to settle", qPrintable(settlement.messageId),
+               settlement.delivery);
+        return true;
+    }
+    *error = describe(reply, QStringLiteral("settling message %1").arg(settlement.messageId));
+    return false;
+}
+
+std::optional<QueueCounts> RestQueue::counts(QString *error)
+{
+    const Reply reply = call("GET", QStringLiteral("/queue/stats"), {}, {{QStringLiteral("queue"), location().name}});
+    if (reply.outcome != Reply::Outcome::Ok) {
+        *error = describe(reply, QStringLiteral("reading the counts"));
+        return std::nullopt;
+    }
+    const QJsonObject &stats = reply.body;
+    QueueCounts counts;
+    counts.ready = stats.value(QLatin1String("ready")).toInteger();
+    counts.inFlight = stats.value(QLatin1String("in_flight")).toInteger();
+    counts.delayed = stats.value(QLatin1String("delayed")).toInteger();
+    counts.dead = stats.value(QLatin1String("dead")).toInteger();
+    if (counts.ready > 0)
+        counts.oldestReadyAgeMs = secondsField(stats, QStringLiteral("oldest_ready_age_s"));
+    counts.nextVisibleInMs = secondsField(stats, QStringLiteral("next_visible_in_s"));
+    counts.nextDelayedInMs = secondsField(stats, QStringLiteral("next_delayed_in_s"));
+    if (stats.contains(QLatin1String("delayed_retries")))
+        counts.delayedRetries = stats.value(QLatin1String("delayed_retries")).toInteger();
+    return counts;
+}
+
+std::optional<QList<DeadLetter>> RestQueue::deadLetters(int limit, QString *error)
+{
+    const Reply reply = call("GET", QStringLiteral("/queue/dead_letters"), {},
+                             {{QStringLiteral("queue"), location().name},
+                              {QStringLiteral("limit"), QString::number(std::clamp(limit, 1, MaxListedDeadLetters))}});
+    if (reply.outcome != Reply::Outcome::Ok) {
+        *error = describe(reply, QStringLiteral("listing the dead letters"));
+        return std::nullopt;
+    }
+    QList<DeadLetter> letters;
+    for (const auto &row : reply.body.value(QLatin1String("dead_letters")).toArray())
+        letters.append(deadLetterFromJson(row.toObject()));
+    return letters;
+}
+
+std::optional<QList<DeadLetter>> RestQueue::redrive(int max, const std::function<bool(const DeadLetter &)> &select,
+                                                    QString *error)
+{
+    return takeDeadLetters(QStringLiteral("/queue/dlq/redrive"), max, select, error);
+}
+
+std::optional<QList<DeadLetter>> RestQueue::discard(int max, const std::function<bool(const DeadLetter &)> &select,
+                                                    QString *error)
+{
+    return takeDeadLetters(QStringLiteral("/queue/dlq/discard"), max, select, error);
+}
+
+// The server moves (or drops) the letters named by id, in its own transactions and
+// audited under this token's name; the letters it no longer had are not returned.
+std::optional<QList<DeadLetter>> RestQueue::takeDeadLetters(const QString &endpoint, int max,
+                                                            const std::function<bool(const DeadLetter &)> &select,
+                                                            QString *error)
+{
+    const auto head = deadLetters(max, error);
+    if (!head)
+        return std::nullopt;
+    QList<DeadLetter> selected;
+    QJsonArray ids;
+    for (const auto &letter : *head) {
+        if (select(letter)) {
+            selected.append(letter);
+            ids.append(letter.id);
+        }
+    }
+    if (selected.isEmpty())
+        return selected;
+    // Never repeated on its own: a redrive whose answer was lost may have happened.
+    const Reply reply = call("POST", endpoint, {{QStringLiteral("queue"), location().name}, {QStringLiteral("ids"), ids}});
+    if (reply.outcome != Reply::Outcome::Ok) {
+        *error = describe(reply, endpoint.endsWith(QLatin1String("redrive")) ? QStringLiteral("redriving")
+                                                                             : QStringLiteral("discarding"));
+        return std::nullopt;
+    }
+    const qint64 taken = reply.body.value(QLatin1String("redriven")).toInteger(
+        reply.body.value(QLatin1String("discarded")).toInteger());
+    if (taken == selected.size())
+        return selected;
+    // Some were gone already (another operator): those still listed were not taken either.
+    const auto still = deadLetters(MaxListedDeadLetters, error);
+    if (!still)
+        return std::nullopt;
+    QSet<QString> left;
+    for (const auto &letter : *still)
+        left.insert(letter.id);
+    selected.removeIf([&left](const DeadLetter &letter) { return left.contains(letter.id); });
+    return selected;
+}
+
+} // namespace once
