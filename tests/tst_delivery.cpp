@@ -1137,7 +1137,13 @@ void DeliveryTest::foreignProducerPublishes()
              qPrintable(QStringLiteral("%1/node_modules is missing (scripts/test runs npm ci there)").arg(producers.path())));
     const QString name = query.queryItemValue(rabbit || rest ? QStringLiteral("queue") : QStringLiteral("stream"));
     base.setQuery(QString());
+    QProcess producer;
     if (rest) {
+        // fetch takes no credentials in a URL: the token goes as the REST clients pass it.
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("ONCE_SERVE_TOKEN"), base.password(QUrl::FullyDecoded));
+        producer.setProcessEnvironment(environment);
+        base.setUserInfo(QString());
         base.setScheme(QStringLiteral("http"));
         base.setPath(QString());
     }
@@ -1146,7 +1152,6 @@ void DeliveryTest::foreignProducerPublishes()
                                   : QStringLiteral("publish-redis.js");
     constexpr int Count = 300;
     constexpr int Every = 10; // every tenth reminder published twice
-    QProcess producer;
     producer.setWorkingDirectory(producers.path());
     producer.start(node, {producers.filePath(script), QStringLiteral("--url"), base.toString(QUrl::FullyEncoded),
                           rabbit || rest ? QStringLiteral("--queue") : QStringLiteral("--stream"), name,
