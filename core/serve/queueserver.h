@@ -76,6 +76,12 @@ private:
     void deadLetters(const ExchangePtr &exchange, const QHttpServerRequest &request);
     void redrive(const ExchangePtr &exchange, const QHttpServerRequest &request);
 
+    // Publishes are handed to the service once per turn of the event loop, all that were
+    // read in that turn together: one wake-up of the store thread and one back for them.
+    using PublishAnswer = std::function<ApiReply(const QList<PublishResult> &)>;
+    void queuePublish(const ExchangePtr &exchange, const QList<PublishEntry> &entries, PublishAnswer answer);
+    void handOffPublishes();
+
     void pollWaiters();
     void tryWaiter(const std::shared_ptr<Waiter> &waiter);
 
@@ -84,6 +90,13 @@ private:
     std::optional<ApiTokens> m_tokens;
     ApiRateLimiter m_rateLimiter;
     QList<std::shared_ptr<Waiter>> m_waiters;
+    struct OutgoingPublish
+    {
+        ExchangePtr exchange;
+        PublishAnswer answer;
+    };
+    QList<OutgoingPublish> m_outgoing;
+    QList<QList<PublishEntry>> m_outgoingEntries;
     QTimer m_pollTimer;
 };
 

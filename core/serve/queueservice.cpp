@@ -99,9 +99,9 @@ std::optional<ApiError> QueueService::storeMoved()
                         .arg(m_store->database().location().path));
 }
 
-void QueueService::publish(const QList<PublishEntry> &entries, PublishDone done)
+void QueueService::publish(const QList<QList<PublishEntry>> &requests, PublishDone done)
 {
-    m_pending.append({entries, std::move(done)});
+    m_pending.append({requests, std::move(done)});
     if (m_flushScheduled)
         return;
     m_flushScheduled = true;
@@ -115,13 +115,17 @@ void QueueService::flushPublishes()
     QList<PendingPublish> pending;
     pending.swap(m_pending);
     QList<PublishEntry *> entries;
-    QList<QList<PublishResult>> results(pending.size());
+    QList<QList<QList<PublishResult>>> results(pending.size());
     QList<PublishResult *> resultSlots;
     for (qsizetype i = 0; i < pending.size(); ++i) {
-        results[i].resize(pending[i].entries.size());
-        for (qsizetype j = 0; j < pending[i].entries.size(); ++j) {
-            entries.append(&pending[i].entries[j]);
-            resultSlots.append(&results[i][j]);
+        results[i].resize(pending[i].requests.size());
+        for (qsizetype r = 0; r < pending[i].requests.size(); ++r) {
+            auto &request = pending[i].requests[r];
+            results[i][r].resize(request.size());
+            for (qsizetype j = 0; j < request.size(); ++j) {
+                entries.append(&request[j]);
+                resultSlots.append(&results[i][r][j]);
+            }
         }
     }
     std::optional<ApiError> failure = storeMoved();

@@ -79,9 +79,12 @@ public:
     // cannot be opened.
     bool open(QString *error);
 
-    using PublishDone = std::function<void(const QList<PublishResult> &, const std::optional<ApiError> &)>;
-    // done runs on the service's thread once the entries are committed (or not).
-    void publish(const QList<PublishEntry> &entries, PublishDone done);
+    // Publish requests handed over together (one per HTTP request): their answers come
+    // back together too, so the HTTP thread is woken once per commit, not once per request.
+    using PublishDone = std::function<void(const QList<QList<PublishResult>> &, const std::optional<ApiError> &)>;
+    // done runs on the service's thread once the entries are committed (or not), with
+    // each request's results in the order of its entries.
+    void publish(const QList<QList<PublishEntry>> &requests, PublishDone done);
 
     ApiReply consume(int maxMessages, qint64 visibilityMs, const QString &consumer);
     ApiReply ack(const DeliveryId &delivery);
@@ -114,7 +117,7 @@ private:
     std::unique_ptr<Store> m_store;
     struct PendingPublish
     {
-        QList<PublishEntry> entries;
+        QList<QList<PublishEntry>> requests;
         PublishDone done;
     };
     QList<PendingPublish> m_pending;
