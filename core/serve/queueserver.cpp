@@ -417,16 +417,14 @@ void QueueServer::handOffPublishes()
     QList<QList<PublishEntry>> requests;
     requests.swap(m_outgoingEntries);
     QPointer<QueueServer> self(this);
-    QMetaObject::invokeMethod(m_service, [self, service = m_service, requests, outgoing] {
-        service->publish(requests, [self, outgoing](const QList<QList<PublishResult>> &results,
-                                                    const std::optional<ApiError> &failure) {
-            QMetaObject::invokeMethod(self, [self, outgoing, results, failure] {
-                if (!self)
-                    return;
-                for (qsizetype i = 0; i < outgoing.size(); ++i)
-                    self->respond(outgoing[i].exchange,
-                                  failure ? ApiReply::failed(*failure) : outgoing[i].answer(results.at(i)));
-            });
+    m_service->publish(requests, [self, outgoing](const QList<QList<PublishResult>> &results,
+                                                  const std::optional<ApiError> &failure) {
+        QMetaObject::invokeMethod(self, [self, outgoing, results, failure] {
+            if (!self)
+                return;
+            for (qsizetype i = 0; i < outgoing.size(); ++i)
+                self->respond(outgoing[i].exchange,
+                              failure ? ApiReply::failed(*failure) : outgoing[i].answer(results.at(i)));
         });
     });
 }
