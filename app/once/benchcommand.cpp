@@ -1,4 +1,5 @@
 #include "cli.h"
+#include "httppublisher.h"
 
 #include "http/httpclient.h"
 #include "queues/brokerqueue.h"
@@ -8,10 +9,12 @@
 #include <QCoreApplication>
 #include <QDateTime>
 #include <QElapsedTimer>
+#include <QFile>
 #include <QEventLoop>
 #include <QJsonObject>
 #include <QProcess>
 #include <QRandomGenerator>
+#include <QRegularExpression>
 #include <QSqlQuery>
 #include <QTcpServer>
 #include <QTemporaryDir>
@@ -23,6 +26,7 @@
 #include <cstdio>
 #include <memory>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <vector>
 
 namespace once::cli {
@@ -232,6 +236,70 @@ QString durabilityOf(Database &database)
     return QStringLiteral("PostgreSQL %1; every claim committed before its send").arg(settings.join(QLatin1String(", ")));
 }
 
+// `once serve` on the bench's store, as its own process: the port it picked is on the
+// first line it writes to stderr; the rest (a line per request) goes to logPath, as a
+// production server's log would go somewhere.
+struct ServeProcess
+{
+    QProcess process;
+    quint16 port = 0;
+};
+
+std::unique_ptr<ServeProcess> startServe(const QProcessEnvironment &environment, const QString &logPath, QString *error)
+{
+    auto serve = std::make_unique<ServeProcess>();
+    serve->process.setProcessEnvironment(environment);
+    serve->process.setStandardOutputFile(QProcess::nullDevice());
+    serve->process.setStandardErrorFile(logPath);
+    serve->process.start(QCoreApplication::applicationFilePath(),
+                         {QStringLiteral("serve"), QStringLiteral("--listen"), QStringLiteral("127.0.0.1:0")});
+    if (!serve->process.waitForStarted()) {
+        *error = QStringLiteral("once serve did not start: %1").arg(serve->process.errorString());
+        return nullptr;
+    }
+    static const QRegularExpression listening(QStringLiteral(R"(listening on http://127\.0\.0\.1:(\d+) )"));
+    QFile log(logPath);
+    QElapsedTimer waited;
+    waited.start();
+    while (waited.elapsed() < 10000 && serve->process.state() == QProcess::Running) {
+        if (log.isOpen() || log.open(QIODevice::ReadOnly)) {
+            log.seek(0);
+            const QString first = QString::fromUtf8(log.readLine());
+            if (const auto match = listening.match(first); match.hasMatch()) {
+                serve->port = quint16(match.captured(1).toUInt());
+                return serve;
+            }
+        }
+        QThread::msleep(20);
+    }
+    serve->process.kill();
+    serve->process.waitForFinished(5000);
+    QFile again(logPath);
+    again.open(QIODevice::ReadOnly);
+    *error = QStringLiteral("once serve did not say which port it listens on: %1")
+                 .arg(QString::fromUtf8(again.read(500)).trimmed());
+    return nullptr;
+}
+
+// A running process's CPU time so far (user + system), from /proc.
+double processCpuSeconds(qint64 pid)
+{
+    QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
+    if (!stat.open(QIODevice::ReadOnly))
+        return -1;
+    const QByteArray text = stat.readAll();
+    // The fields after the command's name, which is in parentheses and may hold spaces.
+    const QList<QByteArray> fields = text.mid(text.lastIndexOf(')') + 2).split(' ');
+    if (fields.size() < 13)
+        return -1;
+    return double(fields.at(11).toLongLong() + fields.at(12).toLongLong()) / double(sysconf(_SC_CLK_TCK));
+}
+
+double percentileMs(const std::vector<qint64> &sortedUs, double p)
+{
+    return double(percentile(sortedUs, p)) / 1000.0;
+}
+
 } // namespace
 
 int runBench(const QStringList &arguments)
@@ -241,8 +309,10 @@ int runBench(const QStringList &arguments)
                                    "delivers reminders and reports reminders/s, enqueue-to-ack latency and peak "
                                    "memory. Without --rate: enqueue --count reminders first, then drain them. With "
                                    "--rate: feed that many per second for --duration seconds (open loop) and report "
-                                   "the latency at that rate. Without --store it uses a new SQLite file; on a "
-                                   "shared store, use an empty database, as its work competes with the run."),
+                                   "the latency at that rate. With --via-serve the reminders are published over HTTP "
+                                   "to a once serve process on the store, while the workers drain it. Without "
+                                   "--store it uses a new SQLite file; on a shared store, use an empty database, as "
+                                   "its work competes with the run."),
                     {});
     auto &parser = command.parser();
     parser.addOptions({
@@ -250,11 +320,14 @@ int runBench(const QStringList &arguments)
         {QStringLiteral("duplicate-share"), QStringLiteral("Share of reminders published twice."), QStringLiteral("R"), QStringLiteral("0.05")},
         {QStringLiteral("rate"), QStringLiteral("Open loop: reminders per second (0: closed loop)."), QStringLiteral("N"), QStringLiteral("0")},
         {QStringLiteral("duration"), QStringLiteral("Open loop: seconds to feed."), QStringLiteral("S"), QStringLiteral("10")},
-        {QStringLiteral("workers"), QStringLiteral("Worker processes on the store."), QStringLiteral("N"), QStringLiteral("1")},
+        {QStringLiteral("workers"), QStringLiteral("Worker processes on the store (0 with --via-serve: publish only)."), QStringLiteral("N"), QStringLiteral("1")},
         {QStringLiteral("concurrency"), QStringLiteral("Sends in flight per worker."), QStringLiteral("N"), QStringLiteral("256")},
         {QStringLiteral("partner-latency-ms"), QStringLiteral("Simulated partner latency."), QStringLiteral("MS"), QStringLiteral("0")},
         {QStringLiteral("in-doubt"), QStringLiteral("The workers' in-doubt policy: resend or hold (hold claims no further ahead than it sends)."), QStringLiteral("POLICY"), QStringLiteral("resend")},
         {QStringLiteral("scrape-metrics"), QStringLiteral("Run the workers with --metrics-listen and scrape each one's /metrics every second, as Prometheus would: compare with a run without it for the scrapes' cost.")},
+        {QStringLiteral("via-serve"), QStringLiteral("Publish over HTTP/1.1 keep-alive to a once serve process on the store (each publish committed before its 200), reporting publishes/s and publish latency.")},
+        {QStringLiteral("batch"), QStringLiteral("With --via-serve: messages per publish_batch request (1: single publishes)."), QStringLiteral("N"), QStringLiteral("1")},
+        {QStringLiteral("connections"), QStringLiteral("With --via-serve: keep-alive connections publishing at once, one request in flight on each."), QStringLiteral("N"), QStringLiteral("50")},
     });
     command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
@@ -263,11 +336,20 @@ int runBench(const QStringList &arguments)
     const auto duplicates = command.rate(QStringLiteral("duplicate-share"));
     const auto rate = command.integer(QStringLiteral("rate"), 0, 1000000);
     const auto duration = command.integer(QStringLiteral("duration"), 1, 3600);
-    const auto workers = command.integer(QStringLiteral("workers"), 1, 64);
+    const auto workers = command.integer(QStringLiteral("workers"), 0, 64);
     const auto concurrency = command.integer(QStringLiteral("concurrency"), 1, 1024);
     const auto latency = command.integer(QStringLiteral("partner-latency-ms"), 0, 10000);
-    if (!count || !duplicates || !rate || !duration || !workers || !concurrency || !latency)
+    const auto batch = command.integer(QStringLiteral("batch"), 1, 500);
+    const auto connections = command.integer(QStringLiteral("connections"), 1, 1000);
+    if (!count || !duplicates || !rate || !duration || !workers || !concurrency || !latency || !batch || !connections)
         return Usage;
+    const bool viaServe = parser.isSet(QStringLiteral("via-serve"));
+    if (!viaServe && (parser.isSet(QStringLiteral("batch")) || parser.isSet(QStringLiteral("connections"))))
+        return command.usageError(QStringLiteral("--batch and --connections go with --via-serve"));
+    if (!viaServe && *workers == 0)
+        return command.usageError(QStringLiteral("--workers 0 goes with --via-serve (publish only)"));
+    if (viaServe && !command.queueUrl().isEmpty())
+        return command.usageError(QStringLiteral("--via-serve publishes to the store's own queue: it takes no --queue"));
     const QString inDoubtPolicy = parser.value(QStringLiteral("in-doubt"));
     if (inDoubtPolicy != QLatin1String("resend") && inDoubtPolicy != QLatin1String("hold"))
         return command.usageError(QStringLiteral("--in-doubt must be resend or hold"));
@@ -308,10 +390,32 @@ int runBench(const QStringList &arguments)
     if (!port)
         return failure(QStringLiteral("cannot read the simulator's port from \"%1\"").arg(QString::fromUtf8(banner.trimmed())));
 
+    // Workers and once serve are separate processes, as in production. The store URL goes
+    // through the environment, not the command line, where `ps` would show a password.
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    environment.insert(QStringLiteral("ONCE_STORE"), storeUrl);
+    if (broker)
+        environment.insert(QStringLiteral("ONCE_QUEUE"), queueUrl);
+
     const qint64 runStartMs = nowMs();
     qint64 published = 0;
     std::unique_ptr<SteadyProducer> producer;
-    if (*rate == 0) {
+    std::unique_ptr<ServeProcess> serve;
+    std::unique_ptr<HttpPublisher> publisher;
+    if (viaServe) {
+        serve = startServe(environment, scratch.filePath(QStringLiteral("serve.log")), &error);
+        if (!serve)
+            return failure(error);
+        HttpPublisher::Plan plan;
+        plan.port = serve->port;
+        plan.queueName = QStringLiteral("reminders");
+        plan.messages = *rate ? *rate * *duration : *count;
+        plan.batch = int(*batch);
+        plan.connections = int(*connections);
+        plan.ratePerSecond = int(*rate);
+        plan.payload = [nonce](qint64 n) { return benchReminder(nonce, n, nowMs()); };
+        publisher = std::make_unique<HttpPublisher>(plan);
+    } else if (*rate == 0) {
         QList<OutgoingMessage> batch;
         for (qint64 n = 0; n < *count; ++n) {
             const QByteArray payload = benchReminder(nonce, n, nowMs());
@@ -331,12 +435,6 @@ int runBench(const QStringList &arguments)
         producer = std::make_unique<SteadyProducer>(storeUrl, queueUrl, nonce, int(*rate), int(*duration));
     }
 
-    // Workers are separate processes, as in production. The store URL goes through
-    // the environment, not the command line, where `ps` would show a password.
-    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
-    environment.insert(QStringLiteral("ONCE_STORE"), storeUrl);
-    if (broker)
-        environment.insert(QStringLiteral("ONCE_QUEUE"), queueUrl);
     std::vector<std::unique_ptr<QProcess>> processes;
     const bool scrapeMetrics = parser.isSet(QStringLiteral("scrape-metrics"));
     QList<quint16> metricsPorts;
@@ -365,6 +463,8 @@ int runBench(const QStringList &arguments)
     MetricsScraper scraper(metricsPorts);
     if (scrapeMetrics)
         scraper.start();
+    if (publisher)
+        publisher->start();
 
     // Done when the producer is and the queue is empty: then stop the workers as an
     // operator would (SIGTERM: finish and record what is in flight).
@@ -374,8 +474,11 @@ int runBench(const QStringList &arguments)
     QObject::connect(&poll, &QTimer::timeout, &loop, [&] {
         for (const auto &process : processes)
             workerDied = workerDied || process->state() == QProcess::NotRunning;
+        if (publisher && publisher->isFinished() && !publisher->error().isEmpty())
+            return loop.quit();
         const auto counts = queue.counts(&error);
-        bool drained = counts && (!producer || producer->isFinished()) && counts->ready == 0 && counts->delayed == 0;
+        const bool fed = (!producer || producer->isFinished()) && (!publisher || publisher->isFinished());
+        bool drained = counts && fed && counts->ready == 0 && counts->delayed == 0;
         if (drained && broker) {
             // A broker's count of unacked messages may be unavailable, and includes what
             // it pushed ahead to the workers: the ledger says when every reminder is done.
@@ -384,6 +487,9 @@ int runBench(const QStringList &arguments)
         } else {
             drained = drained && counts->inFlight == 0;
         }
+        // Publishing alone: done when the last publish is answered.
+        if (*workers == 0)
+            drained = fed;
         if (workerDied || !counts || drained)
             loop.quit();
     });
@@ -400,6 +506,19 @@ int runBench(const QStringList &arguments)
         if (!process->waitForFinished(30000))
             process->kill();
         cleanExit = cleanExit && process->exitStatus() == QProcess::NormalExit && process->exitCode() == 0;
+    }
+    double serveCpuSeconds = -1;
+    if (serve) {
+        serveCpuSeconds = processCpuSeconds(serve->process.processId());
+        serve->process.terminate();
+        if (!serve->process.waitForFinished(10000))
+            serve->process.kill();
+    }
+    if (publisher) {
+        publisher->wait();
+        if (!publisher->error().isEmpty())
+            return failure(publisher->error());
+        published = publisher->published();
     }
     if (producer) {
         producer->wait();
@@ -432,8 +551,30 @@ int runBench(const QStringList &arguments)
     if (broker)
         std::printf("queue                  %s (%s)\n", qPrintable(broker->location().displayName()),
                     qPrintable(broker->location().brokerName()));
+    if (publisher) {
+        const QString how = *batch > 1 ? QStringLiteral("publish_batch of %1").arg(*batch) : QStringLiteral("single publishes");
+        std::printf("publish                over HTTP to once serve: %s, %lld keep-alive connections\n", qPrintable(how),
+                    *connections);
+        const double publishSeconds = double(std::max<qint64>(1, publisher->elapsedUs())) / 1e6;
+        std::printf("published              %lld messages in %.2f s (first request sent to last 200 read)\n",
+                    publisher->published(), publishSeconds);
+        std::printf("publish throughput     %.0f messages/s, each committed before its 200\n",
+                    double(publisher->published()) / publishSeconds);
+        std::printf("publish latency p50    %.1f ms (request sent to 200 read, per request)\n",
+                    percentileMs(publisher->latenciesUs(), 0.50));
+        std::printf("publish latency p99    %.1f ms\n", percentileMs(publisher->latenciesUs(), 0.99));
+        if (*rate)
+            std::printf("producer behind rate   %.1f ms at most\n", double(std::max<qint64>(0, publisher->worstLagUs())) / 1000.0);
+        std::printf("CPU                    once serve %.2f s, producers %.2f s\n", serveCpuSeconds, publisher->cpuSeconds());
+    }
+    if (*workers == 0) {
+        std::printf("workers                none (publishing alone)\n");
+        std::printf("durability             %s\n", qPrintable(durabilityOf(store->database())));
+        return Ok;
+    }
     std::printf("mode                   %s\n", *rate ? qPrintable(QStringLiteral("open loop at %1/s for %2 s").arg(*rate).arg(*duration))
-                                                   : "closed loop (enqueue all, then drain)");
+                                                   : publisher ? "closed loop (publish all while the workers drain)"
+                                                               : "closed loop (enqueue all, then drain)");
     std::printf("workers                %lld processes, %lld sends in flight each, partner latency %lld ms, "
                 "in doubt: %s\n",
                 *workers, *concurrency, *latency, qPrintable(inDoubtPolicy));
@@ -447,7 +588,7 @@ int runBench(const QStringList &arguments)
         std::printf("metrics scrapes        %lld, every second per worker (%lld failed%s)\n", scraper.scrapes(),
                     scraper.failed(),
                     scraper.failed() ? qPrintable(QStringLiteral(", the last: ") + scraper.lastError()) : "");
-    std::printf("peak RSS (worker)      %.1f MiB\n", double(usage.ru_maxrss) / 1024.0);
+    std::printf("%s %.1f MiB\n", serve ? "peak RSS (worker/serve)" : "peak RSS (worker)      ", double(usage.ru_maxrss) / 1024.0);
     std::printf("partner effects        %lld (duplicate effects %lld)\n",
                 stats ? qint64(stats->value(QLatin1String("effects")).toDouble()) : -1,
                 stats ? qint64(stats->value(QLatin1String("duplicate_effects")).toDouble()) : -1);

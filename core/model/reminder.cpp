@@ -27,21 +27,23 @@ std::optional<Rfc3339Time> parseRfc3339(const QString &text, QString *why)
     const auto m = pattern.match(text);
     if (!m.hasMatch())
         return refuse(notRfc3339);
+    // Views, not captured() copies: every reminder published or leased comes through here.
+    const auto number = [&m](int group) { return m.capturedView(group).toInt(); };
     // RFC 3339's year 0000 is the year before 0001, which Qt, having no year 0, calls -1.
-    const int year = m.captured(1).toInt();
-    const QDate date(year == 0 ? -1 : year, m.captured(2).toInt(), m.captured(3).toInt());
+    const int year = number(1);
+    const QDate date(year == 0 ? -1 : year, number(2), number(3));
     // QTime has no second 60: a leap second is read as :59 and checked below.
-    const bool leapSecond = m.captured(6).toInt() == 60;
-    const QTime time(m.captured(4).toInt(), m.captured(5).toInt(), leapSecond ? 59 : m.captured(6).toInt());
+    const bool leapSecond = number(6) == 60;
+    const QTime time(number(4), number(5), leapSecond ? 59 : number(6));
     if (!date.isValid() || !time.isValid())
         return refuse(notRfc3339);
     int offsetSeconds = 0;
-    if (m.captured(8).isEmpty()) {
-        const int hours = m.captured(10).toInt();
-        const int minutes = m.captured(11).toInt();
+    if (m.capturedView(8).isEmpty()) {
+        const int hours = number(10);
+        const int minutes = number(11);
         if (hours > 23 || minutes > 59)
             return refuse(notRfc3339);
-        offsetSeconds = (hours * 60 + minutes) * 60 * (m.captured(9) == QLatin1String("-") ? -1 : 1);
+        offsetSeconds = (hours * 60 + minutes) * 60 * (m.capturedView(9) == QLatin1String("-") ? -1 : 1);
     }
     const QDateTime local(date, time, Qt::OffsetFromUTC, offsetSeconds);
     const QDateTime whole = local.toUTC();
@@ -60,7 +62,24 @@ std::optional<Rfc3339Time> parseRfc3339(const QString &text, QString *why)
         utc = utc.addMSecs(999);
     else if (!fraction.isEmpty())
         utc = utc.addMSecs(fraction.left(3).leftJustified(3, QLatin1Char('0')).toInt());
-    QString canonical = whole.toString(QStringLiteral("yyyy-MM-ddTHH:mm:ss"));
+    // Written digit by digit: QDateTime::toString with a format goes through the locale
+    // and the calendar, and cost more than the rest of this function.
+    QString canonical;
+    canonical.reserve(32);
+    const auto digits = [&canonical](int value, int width, char after) {
+        char text[5] = {};
+        for (int i = width - 1; i >= 0; --i, value /= 10)
+            text[i] = char('0' + value % 10);
+        canonical += QLatin1StringView(text, width);
+        if (after)
+            canonical += QLatin1Char(after);
+    };
+    digits(whole.date().year(), 4, '-');
+    digits(whole.date().month(), 2, '-');
+    digits(whole.date().day(), 2, 'T');
+    digits(whole.time().hour(), 2, ':');
+    digits(whole.time().minute(), 2, ':');
+    digits(whole.time().second(), 2, 0);
     if (leapSecond)
         canonical.replace(canonical.size() - 2, 2, QStringLiteral("60"));
     if (!fraction.isEmpty())
@@ -69,18 +88,27 @@ std::optional<Rfc3339Time> parseRfc3339(const QString &text, QString *why)
     return Rfc3339Time{utc, canonical};
 }
 
-QByteArray makeSendKey(const QString &userId, const QString &reminderId, const QString &scheduledAt)
+namespace {
+
+QByteArray sendKeyOf(const QString &userId, const QString &reminderId, const Rfc3339Time &time)
 {
     // Qt writes '?' for an unpaired surrogate when it converts to UTF-8, so two ids that
     // differ only there (or one and a literal '?') would share a key.
     if (!userId.isValidUtf16() || !reminderId.isValidUtf16())
         return {};
+    // Percent-encoding leaves only unreserved characters, so ':' only ever separates.
+    return QUrl::toPercentEncoding(userId) + ':' + QUrl::toPercentEncoding(reminderId) + ':'
+           + time.canonical.toLatin1();
+}
+
+} // namespace
+
+QByteArray makeSendKey(const QString &userId, const QString &reminderId, const QString &scheduledAt)
+{
     const auto time = parseRfc3339(scheduledAt);
     if (!time)
         return {};
-    // Percent-encoding leaves only unreserved characters, so ':' only ever separates.
-    return QUrl::toPercentEncoding(userId) + ':' + QUrl::toPercentEncoding(reminderId) + ':'
-           + time->canonical.toLatin1();
+    return sendKeyOf(userId, reminderId, *time);
 }
 
 std::optional<SendKeyParts> parseSendKey(const QByteArray &key)
@@ -198,7 +226,7 @@ ReminderParseResult parseReminder(const QByteArray &line)
     reminder.destination = *destination;
     reminder.channel = channel;
     reminder.eventId = eventId;
-    reminder.sendKey = makeSendKey(*userId, *reminderId, *scheduledAt);
+    reminder.sendKey = sendKeyOf(*userId, *reminderId, *time);
     reminder.payload = line.trimmed();
     return {std::move(reminder), {}};
 }

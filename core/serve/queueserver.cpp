@@ -359,16 +359,8 @@ void QueueServer::publish(const ExchangePtr &exchange, const QHttpServerRequest 
     auto entry = publishEntry(*body, {});
     if (const auto *error = std::get_if<ApiError>(&entry))
         return fail(exchange, *error);
-    QPointer<QueueServer> self(this);
-    QMetaObject::invokeMethod(m_service, [self, service = m_service, exchange, entry = std::get<PublishEntry>(entry)] {
-        service->publish({entry}, [self, exchange](const QList<PublishResult> &results, const std::optional<ApiError> &failure) {
-            const ApiReply reply = failure ? ApiReply::failed(*failure) : ApiReply::ok(publishResultJson(results.first()));
-            QMetaObject::invokeMethod(self, [self, exchange, reply] {
-                if (self)
-                    self->respond(exchange, reply);
-            });
-        });
-    });
+    queuePublish(exchange, {std::get<PublishEntry>(entry)},
+                 [](const QList<PublishResult> &results) { return ApiReply::ok(publishResultJson(results.first())); });
 }
 
 void QueueServer::publishBatch(const ExchangePtr &exchange, const QHttpServerRequest &request)
@@ -416,15 +408,32 @@ void QueueServer::publishBatch(const ExchangePtr &exchange, const QHttpServerReq
     };
     if (entries.isEmpty())
         return respond(exchange, answer({}));
+    queuePublish(exchange, entries, answer);
+}
+
+void QueueServer::queuePublish(const ExchangePtr &exchange, const QList<PublishEntry> &entries, PublishAnswer answer)
+{
+    if (m_outgoing.isEmpty())
+        QMetaObject::invokeMethod(this, &QueueServer::handOffPublishes, Qt::QueuedConnection);
+    m_outgoing.append({exchange, std::move(answer)});
+    m_outgoingEntries.append(entries);
+}
+
+void QueueServer::handOffPublishes()
+{
+    QList<OutgoingPublish> outgoing;
+    outgoing.swap(m_outgoing);
+    QList<QList<PublishEntry>> requests;
+    requests.swap(m_outgoingEntries);
     QPointer<QueueServer> self(this);
-    QMetaObject::invokeMethod(m_service, [self, service = m_service, exchange, entries, answer] {
-        service->publish(entries, [self, exchange, answer](const QList<PublishResult> &results,
-                                                           const std::optional<ApiError> &failure) {
-            const ApiReply reply = failure ? ApiReply::failed(*failure) : answer(results);
-            QMetaObject::invokeMethod(self, [self, exchange, reply] {
-                if (self)
-                    self->respond(exchange, reply);
-            });
+    m_service->publish(requests, [self, outgoing](const QList<QList<PublishResult>> &results,
+                                                  const std::optional<ApiError> &failure) {
+        QMetaObject::invokeMethod(self, [self, outgoing, results, failure] {
+            if (!self)
+                return;
+            for (qsizetype i = 0; i < outgoing.size(); ++i)
+                self->respond(outgoing[i].exchange,
+                              failure ? ApiReply::failed(*failure) : outgoing[i].answer(results.at(i)));
         });
     });
 }

@@ -82,6 +82,12 @@ private:
     std::optional<RedriveRequest> redriveRequest(const ExchangePtr &exchange, const QHttpServerRequest &request);
     void runRedrive(const ExchangePtr &exchange, const RedriveRequest &redrive);
 
+    // Publishes are handed to the service once per turn of the event loop, all that were
+    // read in that turn together: one wake-up of the store thread and one back for them.
+    using PublishAnswer = std::function<ApiReply(const QList<PublishResult> &)>;
+    void queuePublish(const ExchangePtr &exchange, const QList<PublishEntry> &entries, PublishAnswer answer);
+    void handOffPublishes();
+
     void pollWaiters();
     void tryWaiter(const std::shared_ptr<Waiter> &waiter);
 
@@ -90,6 +96,13 @@ private:
     std::optional<ApiTokens> m_tokens;
     ApiRateLimiter m_rateLimiter;
     QList<std::shared_ptr<Waiter>> m_waiters;
+    struct OutgoingPublish
+    {
+        ExchangePtr exchange;
+        PublishAnswer answer;
+    };
+    QList<OutgoingPublish> m_outgoing;
+    QList<QList<PublishEntry>> m_outgoingEntries;
     QTimer m_pollTimer;
 };
 

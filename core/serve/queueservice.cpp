@@ -102,34 +102,49 @@ std::optional<ApiError> QueueService::storeMoved()
                         .arg(m_store->database().location().path));
 }
 
-void QueueService::publish(const QList<PublishEntry> &entries, PublishDone done)
+void QueueService::publish(const QList<QList<PublishEntry>> &requests, PublishDone done)
 {
-    m_pending.append({entries, std::move(done)});
-    if (m_flushScheduled)
-        return;
-    m_flushScheduled = true;
-    // Queued behind the requests already waiting for this thread, so they join this commit.
-    QMetaObject::invokeMethod(this, &QueueService::flushPublishes, Qt::QueuedConnection);
+    QMutexLocker locker(&m_inboxMutex);
+    m_inbox.append({requests, std::move(done)});
+    // The store thread is told once per filling of the inbox; the flush empties all of it.
+    if (m_inbox.size() == 1)
+        QMetaObject::invokeMethod(this, &QueueService::flushPublishes, Qt::QueuedConnection);
 }
 
 void QueueService::flushPublishes()
 {
-    m_flushScheduled = false;
-    QList<PendingPublish> pending;
-    pending.swap(m_pending);
-    QList<PublishEntry *> entries;
-    QList<QList<PublishResult>> results(pending.size());
-    QList<PublishResult *> resultSlots;
-    for (qsizetype i = 0; i < pending.size(); ++i) {
-        results[i].resize(pending[i].entries.size());
-        for (qsizetype j = 0; j < pending[i].entries.size(); ++j) {
-            entries.append(&pending[i].entries[j]);
-            resultSlots.append(&results[i][j]);
-        }
+    {
+        QMutexLocker locker(&m_inboxMutex);
+        if (m_inbox.isEmpty())
+            return;
     }
     std::optional<ApiError> failure = storeMoved();
     QString error;
-    if (!failure && !commitPublishes(entries, resultSlots, &error))
+    Transaction transaction(m_store->database());
+    // Taking the write lock may wait for a worker's commit: whatever is published
+    // meanwhile joins this commit instead of waiting for the next.
+    if (!failure && !transaction.begin(&error))
+        failure = storeError(error);
+    QList<PendingPublish> pending;
+    {
+        QMutexLocker locker(&m_inboxMutex);
+        pending.swap(m_inbox);
+    }
+    QList<PublishEntry *> entries;
+    QList<QList<QList<PublishResult>>> results(pending.size());
+    QList<PublishResult *> resultSlots;
+    for (qsizetype i = 0; i < pending.size(); ++i) {
+        results[i].resize(pending[i].requests.size());
+        for (qsizetype r = 0; r < pending[i].requests.size(); ++r) {
+            auto &request = pending[i].requests[r];
+            results[i][r].resize(request.size());
+            for (qsizetype j = 0; j < request.size(); ++j) {
+                entries.append(&request[j]);
+                resultSlots.append(&results[i][r][j]);
+            }
+        }
+    }
+    if (!failure && !(commitPublishes(entries, resultSlots, &error) && transaction.commit(&error)))
         failure = storeError(error);
     if (failure)
         qCWarning(lcQueueService, "publish of %lld messages failed: %s", qint64(entries.size()),
@@ -143,9 +158,6 @@ void QueueService::flushPublishes()
 bool QueueService::commitPublishes(const QList<PublishEntry *> &entries, QList<PublishResult *> &results, QString *error)
 {
     Database &db = m_store->database();
-    Transaction transaction(db);
-    if (!transaction.begin(error))
-        return false;
     const qint64 now = nowMs();
     if (now - m_lastPurgeMs > 60 * 1000) {
         auto &purge = db.prepared(QStringLiteral("DELETE FROM publish_keys WHERE created_at < ?"));
@@ -212,7 +224,7 @@ bool QueueService::commitPublishes(const QList<PublishEntry *> &entries, QList<P
     for (qsizetype i = 0; i < entries.size(); ++i)
         if (results[i]->messageId.isEmpty())
             results[i]->messageId = results[firstWithKey.value(entries.at(i)->idempotencyKey)]->messageId;
-    return transaction.commit(error);
+    return true;
 }
 
 ApiReply QueueService::consume(int maxMessages, qint64 visibilityMs, const QString &consumer)

@@ -5,6 +5,7 @@
 #include "queues/messagequeue.h"
 
 #include <QJsonObject>
+#include <QMutex>
 #include <QObject>
 
 #include <functional>
@@ -69,9 +70,11 @@ struct RedriveRequest
 
 // The queue operations of `once serve` on the store's own queue: the object lives on a
 // thread of its own with its own store connection, so the HTTP server's event loop never
-// waits on the store. Publishes are group-committed: every publish that arrives while a
-// transaction runs goes into the next one, so under load one commit answers many
-// requests, and none is answered before its commit.
+// waits on the store. Publishes are group-committed: they arrive in an inbox that the
+// store thread empties only once it holds the store's write lock, so every publish that
+// came while it waited for the lock (behind a worker's commit) or while the previous
+// commit ran goes into this one. Under load one commit answers many requests, and none
+// is answered before its commit.
 class QueueService final : public QObject
 {
     Q_OBJECT
@@ -85,9 +88,13 @@ public:
     // cannot be opened.
     bool open(QString *error);
 
-    using PublishDone = std::function<void(const QList<PublishResult> &, const std::optional<ApiError> &)>;
-    // done runs on the service's thread once the entries are committed (or not).
-    void publish(const QList<PublishEntry> &entries, PublishDone done);
+    // Publish requests handed over together (one per HTTP request): their answers come
+    // back together too, so the HTTP thread is woken once per commit, not once per request.
+    using PublishDone = std::function<void(const QList<QList<PublishResult>> &, const std::optional<ApiError> &)>;
+    // Thread-safe: call it from the HTTP thread. done runs on the service's thread once
+    // the entries are committed (or not), with each request's results in the order of
+    // its entries.
+    void publish(const QList<QList<PublishEntry>> &requests, PublishDone done);
 
     ApiReply consume(int maxMessages, qint64 visibilityMs, const QString &consumer);
     ApiReply ack(const DeliveryId &delivery);
@@ -114,6 +121,7 @@ Q_SIGNALS:
 
 private:
     void flushPublishes();
+    // Inside the flush's transaction.
     bool commitPublishes(const QList<PublishEntry *> &entries, QList<PublishResult *> &results, QString *error);
     // A failed store call as the API answers it.
     ApiError storeError(const QString &error) const;
@@ -127,11 +135,11 @@ private:
     std::unique_ptr<Store> m_store;
     struct PendingPublish
     {
-        QList<PublishEntry> entries;
+        QList<QList<PublishEntry>> requests;
         PublishDone done;
     };
-    QList<PendingPublish> m_pending;
-    bool m_flushScheduled = false;
+    QMutex m_inboxMutex;
+    QList<PendingPublish> m_inbox; // guarded by m_inboxMutex
     qint64 m_lastPurgeMs = 0;
 };
 
