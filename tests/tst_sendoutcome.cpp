@@ -2,6 +2,7 @@
 #include "delivery/circuitbreaker.h"
 #include "http/httpclient.h"
 #include "delivery/partnersender.h"
+#include "http/retryafter.h"
 
 #include <QDateTime>
 #include <QLocale>

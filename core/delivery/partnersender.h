@@ -43,9 +43,6 @@ constexpr qsizetype MaxErrorChars = 500;      // a whole error line
 // first: the partner may echo the request's Authorization header.
 SendOutcome classify(const HttpResult &result, qint64 nowMs, const SecretRedactor &redactor = {});
 
-// Retry-After as seconds or an HTTP date; nullopt when absent or unreadable.
-std::optional<qint64> parseRetryAfterMs(const QByteArray &value, qint64 nowMs);
-
 // Exponential backoff with full jitter (a random delay up to base * 2^(n-1), capped),
 // never shorter than what the partner asked for with Retry-After.
 qint64 retryDelayMs(int sendsSoFar, qint64 baseMs, qint64 capMs, qint64 retryAfterMs);

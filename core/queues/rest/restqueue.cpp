@@ -1,7 +1,7 @@
 #include "queues/rest/restqueue.h"
 
-#include "delivery/partnersender.h"
 #include "http/blockinghttpclient.h"
+#include "http/retryafter.h"
 #include "model/reminder.h"
 #include "queues/rest/restlocation.h"
 #include "store/database.h"
