@@ -40,6 +40,7 @@ const QByteArray ProducerToken = "producer-secret-0123456789abcdef";
 const QByteArray ConsumerToken = "consumer-secret-0123456789abcdef";
 const QByteArray OperatorToken = "operator-secret-0123456789abcdef";
 const QByteArray SlowToken = "slowpoke-secret-0123456789abcdef";
+const QByteArray ThrottledToken = "throttled-secret-0123456789abcdef";
 
 QJsonObject reminderJson(const QString &prefix, int i)
 {
@@ -75,6 +76,7 @@ private Q_SLOTS:
     void deadLettersAndRedriveAuditedWithTokenName();
     void deadLetterSettlementAndDiscardByIds();
     void restQueueUrlReachesTheServerWithItsToken();
+    void workerOnARestQueueWaitsOutItsRate();
     void refusesNonLoopbackWithoutTokens();
     void commandLineHelpAndBadOptions();
     void tokensNeverReachTheLog();
@@ -127,7 +129,8 @@ void ServeTest::init()
                  "orders-producer " + ProducerToken + " producer\n"
                  "reminder-worker " + ConsumerToken + " consumer\n"
                  "oncall " + OperatorToken + " operator\n"
-                 "slow-producer " + SlowToken + " producer rate=1/min\n");
+                 "slow-producer " + SlowToken + " producer rate=1/min\n"
+                 "throttled-worker " + ThrottledToken + " operator rate=4/s\n");
 }
 
 void ServeTest::cleanup()
@@ -782,6 +785,36 @@ void ServeTest::restQueueUrlReachesTheServerWithItsToken()
     QCOMPARE(counts.value(QStringLiteral("ready")).toInt(), 0);
     m_serverLog += m_server->readAllStandardError();
     QVERIFY2(!m_serverLog.contains(OperatorToken), "the token is in the server's log");
+}
+
+// A worker whose queue is a REST queue answering 429 (its token's rate is 4 requests a
+// second, and an idle worker asks more often) waits out the Retry-After the queue gives,
+// says so once, and still delivers each reminder once.
+void ServeTest::workerOnARestQueueWaitsOutItsRate()
+{
+    QVERIFY(startServer());
+    QTemporaryDir workerDir;
+    OnceRunner other(qEnvironmentVariable("ONCE_BIN"), QStringLiteral("sqlite:") + workerDir.filePath(QStringLiteral("ledger.db")));
+    QVERIFY(other.run({QStringLiteral("init")}).exitedWith(0));
+    const QString queue = QStringLiteral("rest+http://127.0.0.1:%1/v1?queue=reminders").arg(m_port);
+    PartnerSimulator partner;
+    QString error;
+    QVERIFY2(partner.listen(QHostAddress::LocalHost, 0, &error), qPrintable(error));
+    constexpr int Count = 6;
+    for (int i = 0; i < Count; ++i)
+        QVERIFY(publish(reminderJson(QStringLiteral("throttled"), i)).status == 200);
+    const auto worker = other.waitFor(
+        other.start({QStringLiteral("worker"), QStringLiteral("--queue"), queue, QStringLiteral("--partner"),
+                     QStringLiteral("http://127.0.0.1:%1/reminders").arg(partner.port()), QStringLiteral("--until-idle")},
+                    {{QStringLiteral("ONCE_QUEUE_TOKEN"), QString::fromLatin1(ThrottledToken)}}),
+        90000);
+    QVERIFY2(worker.exitedWith(0), worker.describe().constData());
+    QCOMPARE(partner.stats().effects, qint64(Count));
+    QCOMPARE(partner.stats().duplicateEffects, qint64(0));
+    m_serverLog += m_server->readAllStandardError();
+    QVERIFY2(m_serverLog.contains(" 429 ") && m_serverLog.contains("token=throttled-worker"), m_serverLog.right(2000).constData());
+    QVERIFY2(worker.err.contains("the queue asks to wait"), worker.describe().constData());
+    QVERIFY(!worker.err.contains(ThrottledToken));
 }
 
 void ServeTest::refusesNonLoopbackWithoutTokens()
