@@ -312,6 +312,20 @@ void QueueServer::answerFromStore(const ExchangePtr &exchange, std::function<Api
     });
 }
 
+std::optional<std::pair<QJsonObject, DeliveryId>> QueueServer::deliveryRequest(const ExchangePtr &exchange,
+                                                                              const QHttpServerRequest &request)
+{
+    const auto body = jsonBody(exchange, request);
+    if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
+        return std::nullopt;
+    const auto delivery = deliveryField(*body);
+    if (const auto *error = std::get_if<ApiError>(&delivery)) {
+        fail(exchange, *error);
+        return std::nullopt;
+    }
+    return std::pair{*body, std::get<DeliveryId>(delivery)};
+}
+
 std::optional<QJsonObject> QueueServer::jsonBody(const ExchangePtr &exchange, const QHttpServerRequest &request)
 {
     QJsonParseError parseError;
@@ -507,71 +521,63 @@ void QueueServer::tryWaiter(const std::shared_ptr<Waiter> &waiter)
 
 void QueueServer::ack(const ExchangePtr &exchange, const QHttpServerRequest &request)
 {
-    const auto body = jsonBody(exchange, request);
-    if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
+    const auto leased = deliveryRequest(exchange, request);
+    if (!leased)
         return;
-    const auto delivery = deliveryField(*body);
-    if (const auto *error = std::get_if<ApiError>(&delivery))
-        return fail(exchange, *error);
-    answerFromStore(exchange, [id = std::get<DeliveryId>(delivery)](QueueService &service) { return service.ack(id); });
+    const auto &[body, delivery] = *leased;
+    answerFromStore(exchange, [id = delivery](QueueService &service) { return service.ack(id); });
 }
 
 void QueueServer::nack(const ExchangePtr &exchange, const QHttpServerRequest &request)
 {
-    const auto body = jsonBody(exchange, request);
-    if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
+    const auto leased = deliveryRequest(exchange, request);
+    if (!leased)
         return;
-    const auto delivery = deliveryField(*body);
-    if (const auto *error = std::get_if<ApiError>(&delivery))
-        return fail(exchange, *error);
-    const auto delay = integerField(*body, QStringLiteral("delay_seconds"), 0, MaxVisibilitySeconds, 0);
+    const auto &[body, delivery] = *leased;
+    const auto delay = integerField(body, QStringLiteral("delay_seconds"), 0, MaxVisibilitySeconds, 0);
     if (const auto *error = std::get_if<ApiError>(&delay))
         return fail(exchange, *error);
-    answerFromStore(exchange, [id = std::get<DeliveryId>(delivery), delayMs = std::get<qint64>(delay) * 1000](QueueService &service) {
+    answerFromStore(exchange, [id = delivery, delayMs = std::get<qint64>(delay) * 1000](QueueService &service) {
         return service.nack(id, delayMs);
     });
 }
 
 void QueueServer::extend(const ExchangePtr &exchange, const QHttpServerRequest &request)
 {
-    const auto body = jsonBody(exchange, request);
-    if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
+    const auto leased = deliveryRequest(exchange, request);
+    if (!leased)
         return;
-    const auto delivery = deliveryField(*body);
-    if (const auto *error = std::get_if<ApiError>(&delivery))
-        return fail(exchange, *error);
-    const auto visibility = integerField(*body, QStringLiteral("visibility_timeout"), 1, MaxVisibilitySeconds, std::nullopt);
+    const auto &[body, delivery] = *leased;
+    const auto visibility = integerField(body, QStringLiteral("visibility_timeout"), 1, MaxVisibilitySeconds, std::nullopt);
     if (const auto *error = std::get_if<ApiError>(&visibility))
         return fail(exchange, *error);
-    answerFromStore(exchange, [id = std::get<DeliveryId>(delivery), ms = std::get<qint64>(visibility) * 1000](QueueService &service) {
+    answerFromStore(exchange, [id = delivery, ms = std::get<qint64>(visibility) * 1000](QueueService &service) {
         return service.extend(id, ms);
     });
 }
 
 void QueueServer::deadLetter(const ExchangePtr &exchange, const QHttpServerRequest &request)
 {
-    const auto body = jsonBody(exchange, request);
-    if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
+    const auto leased = deliveryRequest(exchange, request);
+    if (!leased)
         return;
-    const auto delivery = deliveryField(*body);
-    if (const auto *error = std::get_if<ApiError>(&delivery))
-        return fail(exchange, *error);
+    const auto &[body, delivery] = *leased;
     DeadLetterInfo info;
-    const QJsonValue errorClass = body->value(QStringLiteral("error_class"));
+    const QJsonValue errorClass = body.value(QStringLiteral("error_class"));
     if (!errorClass.isString() || errorClass.toString().isEmpty() || errorClass.toString().size() > 100)
         return fail(exchange, badField(QStringLiteral("error_class"), QStringLiteral("is required: text of 1 to 100 characters")));
     info.errorClass = errorClass.toString();
-    const QJsonValue lastError = body->value(QStringLiteral("last_error"));
+    const QJsonValue lastError = body.value(QStringLiteral("last_error"));
     if (!lastError.isUndefined() && !lastError.isNull() && (!lastError.isString() || lastError.toString().size() > 4096))
         return fail(exchange, badField(QStringLiteral("last_error"), QStringLiteral("must be text of at most 4096 characters")));
     info.lastError = lastError.toString();
-    const auto attempts = integerField(*body, QStringLiteral("attempts"), 0, 1000000, 0);
+    const auto attempts = integerField(body, QStringLiteral("attempts"), 0, 1000000, 0);
     if (const auto *error = std::get_if<ApiError>(&attempts))
         return fail(exchange, *error);
     info.attempts = int(std::get<qint64>(attempts));
     for (const auto &[field, target] : {std::pair{QStringLiteral("first_attempt_at"), &info.firstAttemptAtMs},
                                         std::pair{QStringLiteral("last_attempt_at"), &info.lastAttemptAtMs}}) {
-        const QJsonValue value = body->value(field);
+        const QJsonValue value = body.value(field);
         if (value.isUndefined() || value.isNull())
             continue;
         const auto time = parseRfc3339(value.toString());
@@ -579,7 +585,7 @@ void QueueServer::deadLetter(const ExchangePtr &exchange, const QHttpServerReque
             return fail(exchange, badField(field, QStringLiteral("must be an RFC 3339 time with an offset")));
         *target = time->utc.toMSecsSinceEpoch();
     }
-    answerFromStore(exchange, [id = std::get<DeliveryId>(delivery), info](QueueService &service) {
+    answerFromStore(exchange, [id = delivery, info](QueueService &service) {
         return service.deadLetter(id, info);
     });
 }

@@ -63,6 +63,10 @@ private:
     void answerFromStore(const ExchangePtr &exchange, std::function<ApiReply(QueueService &)> work);
     std::optional<QJsonObject> jsonBody(const ExchangePtr &exchange, const QHttpServerRequest &request);
     bool checkQueue(const ExchangePtr &exchange, const QJsonValue &queue);
+    // The body of a request about one leased delivery (ack, nack, extend, dead_letter), and
+    // the delivery it names; nullopt once the request is answered with why not.
+    std::optional<std::pair<QJsonObject, DeliveryId>> deliveryRequest(const ExchangePtr &exchange,
+                                                                      const QHttpServerRequest &request);
 
     void health(const ExchangePtr &exchange, const QHttpServerRequest &request);
     void ready(const ExchangePtr &exchange, const QHttpServerRequest &request);
