@@ -13,6 +13,7 @@
 
 #include <sqlite3.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <cstring>
 
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 Q_LOGGING_CATEGORY(lcDatabase, "once.core.database")
@@ -49,6 +51,19 @@ int retryWhileBusy(void *, int tries)
         return 0;
     std::this_thread::sleep_for(std::chrono::microseconds(250));
     return 1;
+}
+
+// In WAL mode a connection drops its whole page cache when it finds that another
+// process committed since its last transaction, and reads the pages back: with a worker
+// and `once serve` (or two workers) on one store, that is every transaction. glibc
+// returns the freed top of a thread's heap to the kernel above 128 KiB, so each drop
+// cost an madvise and each refill a page fault per page: half the CPU of once serve's
+// store thread. Keeping up to the page cache's own bound (cache_size below) resident
+// ends that; the memory is the cache's, used again at the next transaction.
+void keepFreedPageCacheResident()
+{
+    static std::once_flag once;
+    std::call_once(once, [] { mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024); });
 }
 
 } // namespace
@@ -272,6 +287,7 @@ bool Database::connect(QString *error)
             m_db.driver()->subscribeToNotification(channel);
         return true;
     }
+    keepFreedPageCacheResident();
     const QVariant handle = m_db.driver()->handle();
     if (handle.isValid() && qstrcmp(handle.typeName(), "sqlite3*") == 0) {
         if (auto *connection = *static_cast<sqlite3 *const *>(handle.constData()))
@@ -282,9 +298,12 @@ bool Database::connect(QString *error)
         m_fileDevice = quint64(opened.st_dev);
         m_fileInode = quint64(opened.st_ino);
     }
-    // A larger page cache and memory-mapped reads keep a busy worker from paying a
-    // system call for every page it touches.
-    for (const auto pragma : {"PRAGMA foreign_keys=OFF", "PRAGMA cache_size=-65536", "PRAGMA mmap_size=1073741824"}) {
+    // A larger page cache keeps a busy worker from reading the pages it touches again.
+    // No memory-mapped reads: a connection unmaps the whole file whenever another
+    // process committed since its last transaction (a worker beside once serve, two
+    // workers, every transaction), and the unmap, its TLB shootdown and a page fault per
+    // page read back cost more than the reads they spare.
+    for (const auto pragma : {"PRAGMA foreign_keys=OFF", "PRAGMA cache_size=-65536"}) {
         QSqlQuery query(m_db);
         if (query.exec(QString::fromLatin1(pragma)))
             continue;
