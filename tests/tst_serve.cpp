@@ -968,6 +968,44 @@ void ServeTest::servesHttpsWithItsOwnCertificate()
     QVERIFY2(published.status == 200, published.describe().constData());
     QVERIFY(!published.json.value(QStringLiteral("message_id")).toString().isEmpty());
 
+    // A worker on another store consumes over rest+https. The server's certificate is
+    // its own: without ca= the worker's side refuses it in one line; with the file it
+    // trusts only that CA and delivers each reminder once.
+    QTemporaryDir workerDir;
+    OnceRunner other(qEnvironmentVariable("ONCE_BIN"), QStringLiteral("sqlite:") + workerDir.filePath(QStringLiteral("ledger.db")));
+    QVERIFY(other.run({QStringLiteral("init")}).exitedWith(0));
+    const QMap<QString, QString> operatorToken{{QStringLiteral("ONCE_QUEUE_TOKEN"), QString::fromLatin1(OperatorToken)}};
+    const QString untrusted = QStringLiteral("rest+https://127.0.0.1:%1/v1?queue=reminders").arg(m_port);
+    auto stats = other.waitFor(other.start({QStringLiteral("stats"), QStringLiteral("--queue"), untrusted}, operatorToken), 30000);
+    QVERIFY2(stats.exitedWith(1) && stats.err.count('\n') == 1 && stats.err.contains("certificate")
+                 && stats.err.contains("ca="),
+             stats.describe().constData());
+    const QString queue = untrusted + QStringLiteral("&ca=") + QString::fromLatin1(QUrl::toPercentEncoding(cert));
+    stats = other.waitFor(other.start({QStringLiteral("stats"), QStringLiteral("--json"), QStringLiteral("--queue"), queue},
+                                      operatorToken), 30000);
+    QVERIFY2(stats.exitedWith(0), stats.describe().constData());
+    QCOMPARE(QJsonDocument::fromJson(stats.out).object().value(QStringLiteral("ready")).toInt(), 1);
+    for (int i = 2; i <= 5; ++i)
+        QCOMPARE(publish(reminderJson(QStringLiteral("tls"), i)).status, 200);
+    PartnerSimulator partner;
+    QString error;
+    QVERIFY2(partner.listen(QHostAddress::LocalHost, 0, &error), qPrintable(error));
+    const auto worker = other.waitFor(
+        other.start({QStringLiteral("worker"), QStringLiteral("--queue"), queue, QStringLiteral("--partner"),
+                     QStringLiteral("http://127.0.0.1:%1/reminders").arg(partner.port()), QStringLiteral("--until-idle")},
+                    operatorToken),
+        60000);
+    QVERIFY2(worker.exitedWith(0), worker.describe().constData());
+    QCOMPARE(partner.stats().effects, qint64(5));
+    QCOMPARE(partner.stats().duplicateEffects, qint64(0));
+    // ca= belongs to TLS, and names a file that must hold certificates.
+    const auto plainWithCa = other.run({QStringLiteral("stats"), QStringLiteral("--queue"),
+                                        QStringLiteral("rest+http://127.0.0.1:%1/v1?queue=reminders&ca=%2").arg(m_port).arg(cert)});
+    QVERIFY2(plainWithCa.exitedWith(1) && plainWithCa.err.contains("rest+https"), plainWithCa.describe().constData());
+    const auto missingCa = other.run({QStringLiteral("stats"), QStringLiteral("--queue"), untrusted + QStringLiteral("&ca=/nonexistent/ca.pem")});
+    QVERIFY2(missingCa.exitedWith(1) && missingCa.err.count('\n') == 1 && missingCa.err.contains("/nonexistent/ca.pem"),
+             missingCa.describe().constData());
+
     // A key file that is not one is refused in one line naming the file, never its text.
     stopServer();
     QFile notAKey(m_dir->filePath(QStringLiteral("not-a-key.pem")));

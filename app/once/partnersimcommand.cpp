@@ -1,8 +1,9 @@
 #include "cli.h"
 
+#include "http/pemfiles.h"
 #include "sim/partnersimulator.h"
-#include "http/partnertls.h"
 
+#include <QSslConfiguration>
 #include <QSslSocket>
 
 #include <QCoreApplication>

@@ -2,7 +2,7 @@
 #include "cli.h"
 
 #include "http/listenaddress.h"
-#include "http/partnertls.h"
+#include "http/pemfiles.h"
 #include "serve/apitokens.h"
 #include "serve/queueserver.h"
 #include "serve/queueservice.h"

@@ -10,11 +10,6 @@
 
 namespace once {
 
-// PEM files for TLS, read once at start, each refused with one line that names the file
-// and never its content (a key is a secret).
-std::optional<QList<QSslCertificate>> readPemCertificates(const QString &path, QString *error);
-std::optional<QSslKey> readPemPrivateKey(const QString &path, QString *error);
-
 // How a worker reaches a partner over TLS when the system's certificate authorities are
 // not the whole story: a partner behind a private CA, and partners that want a client
 // certificate (mutual TLS). Empty means the system's CAs and no client certificate.

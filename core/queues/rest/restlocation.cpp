@@ -33,6 +33,11 @@ bool parse(const QUrl &url, QueueLocation *location, QString *error)
         return false;
     }
     RestDetails details;
+    details.caFile = QUrlQuery(url).queryItemValue(QStringLiteral("ca"), QUrl::FullyDecoded);
+    if (!details.caFile.isEmpty() && !tls) {
+        *error = QStringLiteral("ca= names the CAs to trust for TLS: it goes with rest+https://, not rest+http://");
+        return false;
+    }
     details.apiUrl.setScheme(tls ? QStringLiteral("https") : QStringLiteral("http"));
     details.apiUrl.setHost(location->host);
     details.apiUrl.setPort(location->port);
@@ -44,8 +49,13 @@ bool parse(const QUrl &url, QueueLocation *location, QString *error)
 QString displayUrl(const QueueLocation &location)
 {
     // Never the token (a password typed into the console travels as the URL's password).
-    return QString(isTls(location) ? TlsScheme : PlainScheme) + QStringLiteral("://") + hostAndPort(location.host, location.port)
-           + restDetails(location).apiUrl.path(QUrl::FullyEncoded) + QStringLiteral("?queue=") + location.name;
+    const RestDetails &details = restDetails(location);
+    QString url = QString(isTls(location) ? TlsScheme : PlainScheme) + QStringLiteral("://")
+                  + hostAndPort(location.host, location.port) + details.apiUrl.path(QUrl::FullyEncoded)
+                  + QStringLiteral("?queue=") + location.name;
+    if (!details.caFile.isEmpty())
+        url += QStringLiteral("&ca=") + QString::fromLatin1(QUrl::toPercentEncoding(details.caFile, "/"));
+    return url;
 }
 
 QString deadLetterName(const QueueLocation &location)
@@ -68,9 +78,10 @@ QueueBackend restQueueUrlSyntax()
     backend.scheme = PlainScheme;
     backend.moreSchemes = {TlsScheme};
     backend.name = QStringLiteral("REST API");
-    backend.urlSyntax = QStringLiteral("rest+http://HOST[:PORT]/v1?queue=NAME");
+    backend.urlSyntax = QStringLiteral("rest+http://HOST[:PORT]/v1?queue=NAME[&ca=FILE]");
     backend.exampleUrl = QStringLiteral("rest+https://HOST/v1?queue=NAME");
-    backend.urlNotes = QStringLiteral("rest+https:// over TLS; a queue served over HTTP/JSON, such as once serve's; "
+    backend.urlNotes = QStringLiteral("rest+https:// over TLS (ca=FILE: trust the CAs in that PEM file instead of the "
+                                      "system's); a queue served over HTTP/JSON, such as once serve's; "
                                       "its bearer token comes from ONCE_QUEUE_TOKEN (or the password field)");
     backend.queueWord = QStringLiteral("queue");
     backend.nameParameter = QLatin1StringView("queue");

@@ -1,6 +1,7 @@
 #include "queues/rest/restqueue.h"
 
 #include "http/blockinghttpclient.h"
+#include "http/pemfiles.h"
 #include "http/retryafter.h"
 #include "model/reminder.h"
 #include "queues/rest/restlocation.h"
@@ -87,22 +88,31 @@ DeadLetter deadLetterFromJson(const QJsonObject &row)
 
 } // namespace
 
-RestQueue::RestQueue(QueueLocation location, QByteArray token)
-    : BrokerQueue(std::move(location)), m_token(std::move(token)), m_http(std::make_unique<BlockingHttpClient>())
+RestQueue::RestQueue(QueueLocation location, QByteArray token, const QSslConfiguration &tls)
+    : BrokerQueue(std::move(location)), m_token(std::move(token)), m_http(std::make_unique<BlockingHttpClient>(tls))
 {
 }
 
 RestQueue::~RestQueue() = default;
 
-std::unique_ptr<RestQueue> RestQueue::connect(const QueueLocation &location, QString *)
+std::unique_ptr<RestQueue> RestQueue::connect(const QueueLocation &location, QString *error)
 {
+    QSslConfiguration tls = QSslConfiguration::defaultConfiguration();
+    if (const QString &caFile = restDetails(location).caFile; !caFile.isEmpty()) {
+        const auto certificates = readPemCertificates(caFile, error);
+        if (!certificates) {
+            *error = QStringLiteral("the REST queue's ca=: ") + *error;
+            return nullptr;
+        }
+        tls.setCaCertificates(*certificates);
+    }
     // A password typed into the console travels as the URL's; the command line reads the
     // environment, so the token is never on a command line for ps to show.
     QByteArray token = location.password.toUtf8();
     if (token.isEmpty())
         token = qgetenv("ONCE_QUEUE_TOKEN");
     // Nothing to connect yet: the first call opens the connection, and says if it cannot.
-    return std::unique_ptr<RestQueue>(new RestQueue(location, std::move(token)));
+    return std::unique_ptr<RestQueue>(new RestQueue(location, std::move(token), tls));
 }
 
 RestQueue::Reply RestQueue::call(const QByteArray &method, const QString &endpoint, const QJsonObject &body,
@@ -171,6 +181,11 @@ QString RestQueue::describe(const Reply &reply, const QString &what) const
         break;
     case Reply::Outcome::NotSent:
         why = QStringLiteral("not reachable: ") + reply.message;
+        // The certificate was refused (the client's own words start so): a server with its
+        // own certificate is trusted by naming it, never by turning verification off.
+        if (reply.message.startsWith(QLatin1String("TLS handshake")) && restDetails(location()).caFile.isEmpty())
+            why += QStringLiteral(" (a server whose certificate is its own or a private CA's: add &ca=FILE to the "
+                                  "queue URL, FILE the PEM of the CA)");
         break;
     case Reply::Outcome::InDoubt:
         why = QStringLiteral("no answer: ") + reply.message;

@@ -3,6 +3,7 @@
 #include "queues/brokerqueue.h"
 
 #include <QJsonObject>
+#include <QSslConfiguration>
 
 #include <memory>
 
@@ -63,7 +64,7 @@ private:
         qint64 retryAfterMs = 0;
     };
 
-    RestQueue(QueueLocation location, QByteArray token);
+    RestQueue(QueueLocation location, QByteArray token, const QSslConfiguration &tls);
 
     Reply call(const QByteArray &method, const QString &endpoint, const QJsonObject &body = {},
                const QList<QPair<QString, QString>> &query = {});
