@@ -73,6 +73,7 @@ private Q_SLOTS:
     void unavailableStoreGets503WithRetryAfter();
     void longPollReturnsWhenAMessageIsPublished();
     void nackAndExtend();
+    void maxReceivesSendsAPoisonMessageToTheDeadLetters();
     void deadLettersAndRedriveAuditedWithTokenName();
     void deadLetterSettlementAndDiscardByIds();
     void restQueueUrlReachesTheServerWithItsToken();
@@ -584,6 +585,53 @@ void ServeTest::nackAndExtend()
     QVERIFY2(nacked.status == 200, nacked.describe().constData());
     const QJsonObject again = post(QStringLiteral("/v1/queue/consume"), consume, ConsumerToken).json.value(QStringLiteral("message")).toObject();
     QCOMPARE(again.value(QStringLiteral("receive_count")).toInt(), 2);
+}
+
+// --max-receives 2: a message whose consumers crash (the lease runs out) or give it back
+// twice is not handed out a third time; it goes to the dead letters with the reason,
+// while a message published after it is consumed as usual, and a redrive puts it back.
+void ServeTest::maxReceivesSendsAPoisonMessageToTheDeadLetters()
+{
+    QVERIFY(startServer({QStringLiteral("--max-receives"), QStringLiteral("2")}));
+    QVERIFY(publish(reminderJson(QStringLiteral("poison"), 1)).status == 200);
+    const QJsonObject consumeOne{{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("visibility_timeout"), 1}};
+    const QJsonObject first = post(QStringLiteral("/v1/queue/consume"), consumeOne, ConsumerToken).json.value(QStringLiteral("message")).toObject();
+    QCOMPARE(first.value(QStringLiteral("receive_count")).toInt(), 1);
+    QTest::qWait(1200); // the consumer died holding it: the lease runs out
+    const QJsonObject second = post(QStringLiteral("/v1/queue/consume"), consumeOne, ConsumerToken).json.value(QStringLiteral("message")).toObject();
+    QCOMPARE(second.value(QStringLiteral("receive_count")).toInt(), 2);
+    const HttpReply nacked = post(QStringLiteral("/v1/queue/nack"),
+                                  {{QStringLiteral("queue"), QStringLiteral("reminders")},
+                                   {QStringLiteral("message_id"), second.value(QStringLiteral("id")).toString()}},
+                                  ConsumerToken);
+    QVERIFY2(nacked.status == 200, nacked.describe().constData());
+
+    QVERIFY(publish(reminderJson(QStringLiteral("healthy"), 1)).status == 200);
+    const HttpReply third = post(QStringLiteral("/v1/queue/consume"),
+                                 {{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("max_messages"), 10}},
+                                 ConsumerToken);
+    QVERIFY2(third.status == 200, third.describe().constData());
+    const QJsonArray handedOut = third.json.value(QStringLiteral("messages")).toArray();
+    QCOMPARE(handedOut.size(), 1);
+    QVERIFY(handedOut.first().toObject().value(QStringLiteral("payload")).toString().contains(QStringLiteral("healthy")));
+
+    const HttpReply letters = get(QStringLiteral("/v1/queue/dead_letters?queue=reminders"));
+    QVERIFY2(letters.status == 200, letters.describe().constData());
+    const QJsonArray dead = letters.json.value(QStringLiteral("dead_letters")).toArray();
+    QCOMPARE(dead.size(), 1);
+    const QJsonObject letter = dead.first().toObject();
+    QCOMPARE(letter.value(QStringLiteral("error_class")).toString(), QStringLiteral("max-receives"));
+    QVERIFY2(letter.value(QStringLiteral("last_error")).toString().contains(QStringLiteral("consumed 2 times")),
+             QJsonDocument(letter).toJson().constData());
+    QVERIFY(letter.value(QStringLiteral("payload")).toString().contains(QStringLiteral("poison")));
+    QCOMPARE(m_runner->stats().value(QStringLiteral("dead")).toInt(), 1);
+
+    // An operator's redrive puts it back, to be received afresh.
+    const HttpReply redriven = post(QStringLiteral("/v1/queue/dlq/redrive"),
+                                    {{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("error_class"), QStringLiteral("max-receives")}, {QStringLiteral("reason"), QStringLiteral("fixed")}});
+    QVERIFY2(redriven.status == 200, redriven.describe().constData());
+    const QJsonObject again = post(QStringLiteral("/v1/queue/consume"), consumeOne, ConsumerToken).json.value(QStringLiteral("message")).toObject();
+    QVERIFY2(again.value(QStringLiteral("payload")).toString().contains(QStringLiteral("poison")), QJsonDocument(again).toJson().constData());
 }
 
 void ServeTest::deadLettersAndRedriveAuditedWithTokenName()

@@ -36,6 +36,10 @@ int runServe(const QStringList &arguments)
         {QStringLiteral("tls-cert"), QStringLiteral("Serve HTTPS with this PEM certificate (with --tls-key)."),
          QStringLiteral("FILE")},
         {QStringLiteral("tls-key"), QStringLiteral("The PEM private key of --tls-cert."), QStringLiteral("FILE")},
+        {QStringLiteral("max-receives"),
+         QStringLiteral("A message consumed this many times without an ack goes to the dead letters instead of "
+                        "being handed out again, as a managed queue's redrive policy (0: no limit)."),
+         QStringLiteral("N"), QStringLiteral("0")},
     });
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
@@ -45,6 +49,9 @@ int runServe(const QStringList &arguments)
     const auto listen = ListenAddress::parse(parser.value(QStringLiteral("listen")), &error);
     if (!listen)
         return command.usageError(QStringLiteral("--listen: ") + error);
+    const auto maxReceives = command.integer(QStringLiteral("max-receives"), 0, 1000);
+    if (!maxReceives)
+        return Usage;
     const QString queueName = parser.value(QStringLiteral("queue-name"));
     if (queueName.isEmpty())
         return command.usageError(QStringLiteral("--queue-name must not be empty"));
@@ -78,6 +85,7 @@ int runServe(const QStringList &arguments)
     QThread storeThread;
     storeThread.setObjectName(QStringLiteral("once-serve-store"));
     auto *service = new QueueService(command.storeUrl(), queueName);
+    service->setMaxReceives(int(*maxReceives));
     service->moveToThread(&storeThread);
     QObject::connect(&storeThread, &QThread::finished, service, &QObject::deleteLater);
     storeThread.start();

@@ -232,8 +232,10 @@ ApiReply QueueService::consume(int maxMessages, qint64 visibilityMs, const QStri
     if (const auto moved = storeMoved())
         return ApiReply::failed(*moved);
     QString error;
-    const QList<QueueMessage> leased = m_store->queue().lease(maxMessages, visibilityMs, consumer, &error);
+    QList<QueueMessage> leased = m_store->queue().lease(maxMessages, visibilityMs, consumer, &error);
     if (!error.isEmpty())
+        return ApiReply::failed(storeError(error));
+    if (m_maxReceives > 0 && !buryOverReceived(leased, &error))
         return ApiReply::failed(storeError(error));
     QJsonArray messages;
     for (const auto &message : leased)
@@ -250,6 +252,38 @@ ApiReply QueueService::consume(int maxMessages, qint64 visibilityMs, const QStri
         });
     return ApiReply::ok({{QStringLiteral("messages"), messages},
                          {QStringLiteral("message"), messages.isEmpty() ? QJsonValue(QJsonValue::Null) : messages.first()}});
+}
+
+// Moves the messages leased for more than the allowed number of receives to the dead
+// letters, under this lease, and leaves the others in the list. A consumer that asked
+// for one message and got only such a message gets none this time, as after a lost race.
+bool QueueService::buryOverReceived(QList<QueueMessage> &leased, QString *error)
+{
+    QList<Settlement> burials;
+    const qint64 now = nowMs();
+    for (const QueueMessage &message : std::as_const(leased)) {
+        if (message.delivery <= m_maxReceives)
+            continue;
+        Settlement settlement;
+        settlement.kind = Settlement::Kind::DeadLetter;
+        settlement.messageId = message.id;
+        settlement.delivery = message.delivery;
+        settlement.deadLetter.errorClass = QStringLiteral("max-receives");
+        settlement.deadLetter.lastError =
+            QStringLiteral("consumed %1 times without an ack (once serve --max-receives %1)").arg(m_maxReceives);
+        settlement.deadLetter.attempts = message.delivery - 1;
+        settlement.deadLetter.lastAttemptAtMs = now;
+        burials.append(settlement);
+        qCInfo(lcQueueService, "message %s went to the dead letters: consumed %d times without an ack",
+               qPrintable(message.id), m_maxReceives);
+    }
+    if (burials.isEmpty())
+        return true;
+    Transaction transaction(m_store->database());
+    if (!transaction.begin(error) || !m_store->queue().settle(burials, error) || !transaction.commit(error))
+        return false;
+    leased.removeIf([this](const QueueMessage &message) { return message.delivery > m_maxReceives; });
+    return true;
 }
 
 ApiReply QueueService::ack(const DeliveryId &delivery)

@@ -87,6 +87,10 @@ public:
     // On the service's thread, before anything else; false with error set when the store
     // cannot be opened.
     bool open(QString *error);
+    // Before the service moves to its thread: a message consume would hand out for the
+    // (maxReceives + 1)th time goes to the dead letters instead (0: no limit), so a
+    // message that crashes every consumer stops being handed out.
+    void setMaxReceives(int maxReceives) { m_maxReceives = maxReceives; }
 
     // Publish requests handed over together (one per HTTP request): their answers come
     // back together too, so the HTTP thread is woken once per commit, not once per request.
@@ -129,6 +133,7 @@ private:
     // Settles a delivery if it is still the current one; lease_lost otherwise.
     ApiReply settleHeld(const DeliveryId &delivery, const Settlement &settlement, const QJsonObject &answer);
     void redriveBatch(std::shared_ptr<struct RedriveRun> run);
+    bool buryOverReceived(QList<QueueMessage> &leased, QString *error);
 
     QString m_storeUrl;
     QString m_queueName;
@@ -141,6 +146,7 @@ private:
     QMutex m_inboxMutex;
     QList<PendingPublish> m_inbox; // guarded by m_inboxMutex
     qint64 m_lastPurgeMs = 0;
+    int m_maxReceives = 0;
 };
 
 } // namespace once
