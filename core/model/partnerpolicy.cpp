@@ -1,6 +1,6 @@
 #include "model/partnerpolicy.h"
 
-#include "operator/inspector.h"
+#include "text/jsonvalues.h"
 
 namespace once {
 

@@ -14,24 +14,7 @@
 
 namespace once {
 
-QString formatTime(qint64 msSinceEpoch)
-{
-    if (msSinceEpoch <= 0)
-        return {};
-    return QDateTime::fromMSecsSinceEpoch(msSinceEpoch, Qt::UTC).toString(Qt::ISODateWithMs);
-}
-
 namespace {
-
-QJsonValue timeOrNull(qint64 ms)
-{
-    return ms > 0 ? QJsonValue(formatTime(ms)) : QJsonValue(QJsonValue::Null);
-}
-
-QJsonValue textOrNull(const QString &text)
-{
-    return text.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(text);
-}
 
 const QString EventColumns = QStringLiteral(
     "send_key, event_id, user_id, reminder_id, destination, channel, state, scheduled_at, created_at, updated_at, "
@@ -276,24 +259,6 @@ QString EventRow::whatIsKnown() const
     return QStringLiteral("sent %1 time%2, first at %3, by %4; no complete answer to the last send%5")
         .arg(QString::number(sends), sends == 1 ? QString() : QStringLiteral("s"), formatTime(firstSentAtMs), by,
              lastError.isEmpty() ? QString() : QStringLiteral(": ") + lastError);
-}
-
-QJsonObject DeadLetter::toJson() const
-{
-    return QJsonObject{
-        {QStringLiteral("message_id"), id},
-        {QStringLiteral("key"), sendKey.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(QString::fromLatin1(sendKey))},
-        {QStringLiteral("event_id"), textOrNull(eventId)},
-        {QStringLiteral("error_class"), errorClass},
-        {QStringLiteral("last_error"), textOrNull(lastError)},
-        {QStringLiteral("attempts"), attempts},
-        {QStringLiteral("deliveries"), receiveCount},
-        {QStringLiteral("redrives"), redriveCount},
-        {QStringLiteral("first_attempt_at"), timeOrNull(firstAttemptAtMs)},
-        {QStringLiteral("last_attempt_at"), timeOrNull(lastAttemptAtMs)},
-        {QStringLiteral("dead_at"), timeOrNull(deadAtMs)},
-        {QStringLiteral("enqueued_at"), timeOrNull(enqueuedAtMs)},
-    };
 }
 
 QJsonObject AuditEntry::toJson() const
@@ -558,12 +523,6 @@ EventSearch EventSearch::parse(const QString &text)
     if (trimmed.endsWith(QLatin1Char('*')) && trimmed.size() > 1)
         return {Kind::Prefix, trimmed.chopped(1)};
     return {Kind::Exact, trimmed};
-}
-
-bool DeadLetterFilter::matches(const DeadLetter &letter) const
-{
-    return (errorClass.isEmpty() || letter.errorClass == errorClass) && letter.deadAtMs >= sinceMs
-           && (untilMs <= 0 || letter.deadAtMs <= untilMs) && (sendKeys.isEmpty() || sendKeys.contains(letter.sendKey));
 }
 
 std::optional<QList<DeadLetter>> Inspector::deadLetters(const DeadLetterFilter &filter, QString *error)

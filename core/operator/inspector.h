@@ -1,6 +1,8 @@
 #pragma once
 
+#include "model/deadletter.h"
 #include "store/ledger.h"
+#include "text/jsonvalues.h"
 #include "queues/messagequeue.h"
 #include "model/partnerpolicy.h"
 
@@ -98,37 +100,6 @@ struct EventSearch
     static EventSearch parse(const QString &text);
 };
 
-struct DeadLetter
-{
-    QString id;
-    QByteArray payload;
-    QByteArray sendKey;
-    QString eventId;
-    QString errorClass;
-    QString lastError;
-    int attempts = 0;
-    int receiveCount = 0;
-    int redriveCount = 0;
-    qint64 firstAttemptAtMs = 0;
-    qint64 lastAttemptAtMs = 0;
-    qint64 deadAtMs = 0;
-    qint64 enqueuedAtMs = 0;
-
-    QJsonObject toJson() const;
-};
-
-struct DeadLetterFilter
-{
-    QString errorClass;
-    qint64 sinceMs = 0;           // dead at or after
-    qint64 untilMs = 0;           // dead at or before (0: no end)
-    QList<QByteArray> sendKeys;   // empty: any
-    int limit = -1;
-
-    // For dead letters listed without SQL (at a broker).
-    bool matches(const DeadLetter &letter) const;
-};
-
 struct AuditEntry
 {
     qint64 id = 0;
@@ -155,7 +126,6 @@ struct PartnerActivity
 };
 
 QJsonObject attemptToJson(const Attempt &attempt);
-QString formatTime(qint64 msSinceEpoch); // RFC 3339 UTC, empty for 0
 
 // Read-only questions about a store, for `once stats`, `history`, `events`, `dlq`,
 // `in-doubt` and the console. Never writes.

@@ -68,11 +68,6 @@ void keepFreedPageCacheResident()
 
 } // namespace
 
-qint64 nowMs()
-{
-    return QDateTime::currentMSecsSinceEpoch();
-}
-
 Database::~Database()
 {
     m_statements.clear();

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "model/clock.h"
 #include "store/storefailure.h"
 #include "store/storelocation.h"
 
@@ -141,6 +142,5 @@ private:
     bool m_open = false;
 };
 
-qint64 nowMs();
 
 } // namespace once

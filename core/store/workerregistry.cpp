@@ -2,7 +2,7 @@
 
 #include "store/database.h"
 #include "delivery/engine.h"
-#include "operator/inspector.h"
+#include "text/jsonvalues.h"
 
 #include <QVariant>
 

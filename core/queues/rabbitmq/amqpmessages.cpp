@@ -1,6 +1,6 @@
 #include "queues/rabbitmq/amqpmessages.h"
 
-#include "store/database.h"
+#include "model/clock.h"
 
 #include <QCryptographicHash>
 

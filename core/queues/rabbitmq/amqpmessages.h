@@ -1,6 +1,6 @@
 #pragma once
 
-#include "operator/inspector.h"
+#include "model/deadletter.h"
 #include "queues/messagequeue.h"
 
 #include <QByteArray>

@@ -1,7 +1,7 @@
 #include "queues/rabbitmq/rabbitmqmanagement.h"
 
+#include "model/clock.h"
 #include "queues/rabbitmq/rabbitmqlocation.h"
-#include "store/database.h"
 
 #include <QEventLoop>
 #include <QJsonDocument>

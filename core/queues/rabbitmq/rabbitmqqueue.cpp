@@ -40,9 +40,9 @@
 
 #include "queues/rabbitmq/rabbitmqqueue.h"
 
+#include "model/clock.h"
 #include "queues/rabbitmq/rabbitmqmanagement.h"
 #include "queues/rabbitmq/rabbitmqsession.h"
-#include "store/database.h"
 
 #include <QDeadlineTimer>
 #include <QUuid>

@@ -32,8 +32,8 @@
 // a settlement that arrives after another consumer took the entry over changes nothing.
 #include "queues/redis/redisstreamqueue.h"
 
+#include "model/clock.h"
 #include "queues/redis/redislocation.h"
-#include "store/database.h"
 
 #include <QCryptographicHash>
 #include <QLoggingCategory>

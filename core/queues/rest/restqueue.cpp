@@ -3,9 +3,10 @@
 #include "http/blockinghttpclient.h"
 #include "http/pemfiles.h"
 #include "http/retryafter.h"
+#include "model/clock.h"
 #include "model/reminder.h"
 #include "queues/rest/restlocation.h"
-#include "store/database.h"
+#include "text/jsonvalues.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
