@@ -72,6 +72,23 @@ ensure_test_producers() {
     fi
 }
 
+# ensure_sqs_emulators: the npm packages of tests/sqs-emulators, the Amazon SQS emulators
+# (fauxqs, local-aws-sqs) that scripts/sqs-server runs for the SQS queue tests. Kept apart
+# from tests/producers because they bring a web framework and the AWS SDK, which the
+# producers do not need. Installed as ensure_test_producers installs those: `npm ci` from
+# the committed lockfile, again whenever it is newer than the stamp of the last whole install.
+ensure_sqs_emulators() {
+    ensure_packages nodejs
+    command -v npm >/dev/null 2>&1 || ensure_packages npm
+    local emulators=$ONCE_ROOT/tests/sqs-emulators
+    local stamp=$emulators/node_modules/.once-installed
+    if [ ! -e "$stamp" ] || [ "$emulators/package-lock.json" -nt "$stamp" ]; then
+        echo "once: installing the SQS emulators' npm packages" >&2
+        (cd "$emulators" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+        touch "$stamp"
+    fi
+}
+
 # build_once [TARGET...]: configures once, then builds the targets (default: all).
 build_once() {
     cmake -S "$ONCE_ROOT" -B "$ONCE_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
