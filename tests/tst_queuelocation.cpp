@@ -5,6 +5,7 @@
 #include "queues/redis/redislocation.h"
 
 #include <QTest>
+#include <QUrl>
 
 using namespace once;
 
@@ -59,7 +60,11 @@ void TestQueueLocation::everyBackendDescribesItself()
         QVERIFY(QueueLocation::isBrokerUrl(backend->exampleUrl));
         QCOMPARE(example->brokerName(), backend->name);
         QVERIFY(!example->deadLetterName().isEmpty() && example->deadLetterName() != example->name);
-        QVERIFY(backend->exampleUrl.contains(backend->nameParameter + QLatin1Char('=') + example->name));
+        // The queue is named by a query item, or else it ends the URL's path (SQS).
+        if (backend->nameParameter.isEmpty())
+            QVERIFY2(QUrl(backend->exampleUrl).path().endsWith(QLatin1Char('/') + example->name), qPrintable(backend->exampleUrl));
+        else
+            QVERIFY(backend->exampleUrl.contains(backend->nameParameter + QLatin1Char('=') + example->name));
     }
     QString error;
     QVERIFY(!QueueLocation::parse(QStringLiteral("nats://mq/?queue=r"), &error));
@@ -95,6 +100,11 @@ void TestQueueLocation::parsesBrokerUrls_data()
     QTest::newRow("REST with a token") << QStringLiteral("rest+http://:tok@127.0.0.1:8080/v1/?queue=r")
                                        << QStringLiteral("127.0.0.1") << 8080 << QString() << QString() << 0
                                        << QStringLiteral("r");
+    // SQS's "host" is the region: the endpoint is AWS's for it, or the one given.
+    QTest::newRow("SQS") << QStringLiteral("sqs://eu-west-1/123456789012/reminders") << QStringLiteral("eu-west-1") << 0
+                         << QString() << QString() << 0 << QStringLiteral("reminders");
+    QTest::newRow("SQS at an emulator") << QStringLiteral("sqs://us-east-1/000000000000/r_1-2?endpoint=http://127.0.0.1:4566")
+                                        << QStringLiteral("us-east-1") << 0 << QString() << QString() << 0 << QStringLiteral("r_1-2");
 }
 
 void TestQueueLocation::parsesBrokerUrls()
@@ -128,6 +138,14 @@ void TestQueueLocation::refusesBadUrls_data()
     QTest::newRow("REST no queue") << QStringLiteral("rest+http://q:8080/v1") << QStringLiteral("?queue=NAME");
     QTest::newRow("REST with a user") << QStringLiteral("rest+https://me:hunter2@q/v1?queue=r")
                                       << QStringLiteral("ONCE_QUEUE_TOKEN");
+    QTest::newRow("SQS without an account") << QStringLiteral("sqs://eu-west-1/reminders") << QStringLiteral("sqs://REGION/ACCOUNT/QUEUE");
+    QTest::newRow("SQS account not 12 digits") << QStringLiteral("sqs://eu-west-1/1234/reminders") << QStringLiteral("12-digit");
+    QTest::newRow("SQS region that is a host") << QStringLiteral("sqs://sqs.amazonaws.com/123456789012/r") << QStringLiteral("sqs://REGION/ACCOUNT/QUEUE");
+    QTest::newRow("SQS queue with a dot") << QStringLiteral("sqs://eu-west-1/123456789012/a.b") << QStringLiteral("letters, digits");
+    QTest::newRow("SQS with credentials") << QStringLiteral("sqs://AKID:hunter2@eu-west-1/123456789012/r") << QStringLiteral("AWS_ACCESS_KEY_ID");
+    QTest::newRow("SQS endpoint not http") << QStringLiteral("sqs://eu-west-1/123456789012/r?endpoint=ftp://x") << QStringLiteral("endpoint");
+    QTest::newRow("SQS endpoint with a password") << QStringLiteral("sqs://eu-west-1/123456789012/r?endpoint=http://a:hunter2@x")
+                                                  << QStringLiteral("endpoint");
 }
 
 void TestQueueLocation::refusesBadUrls()
@@ -159,6 +177,8 @@ void TestQueueLocation::displayNameReadsBackAsTheSameQueue_data()
     QTest::newRow("RabbitMQ IPv6") << QStringLiteral("amqp://once:hunter2@[fe80::1]:5673/v?queue=r");
     QTest::newRow("REST with a token") << QStringLiteral("rest+http://:hunter2@127.0.0.1:8080/v1?queue=r");
     QTest::newRow("REST over TLS under a path") << QStringLiteral("rest+https://[::1]/queues/v1?queue=r");
+    QTest::newRow("SQS") << QStringLiteral("sqs://eu-west-1/123456789012/reminders");
+    QTest::newRow("SQS at an emulator") << QStringLiteral("sqs://us-east-1/000000000000/r?endpoint=http://127.0.0.1:4566");
 }
 
 void TestQueueLocation::displayNameReadsBackAsTheSameQueue()

@@ -28,7 +28,8 @@ struct QueueBackend
     QString exampleUrl;       // a URL to start from, without a password
     QString urlNotes;         // what else its URLs may say, in a sentence; may be empty
     QString queueWord;        // what the backend calls a queue in a sentence: "queue", "stream"
-    QLatin1StringView nameParameter; // the URL's query item that names the queue: "queue"
+    QLatin1StringView nameParameter; // the URL's query item that names the queue: "queue";
+                                     // empty when the path ends with it (SQS)
 
     // Fills the location from a URL of this scheme; false with a one-line error.
     bool (*parse)(const QUrl &url, QueueLocation *location, QString *error) = nullptr;

@@ -4,6 +4,7 @@
 #include "queues/rabbitmq/rabbitmqbackend.h"
 #include "queues/redis/redisbackend.h"
 #include "queues/rest/restbackend.h"
+#include "queues/sqs/sqsbackend.h"
 
 namespace once {
 
@@ -13,6 +14,7 @@ const QList<const QueueBackend *> &queueBackends()
         &rabbitMqBackend(),
         &redisStreamsBackend(),
         &restQueueBackend(),
+        &sqsBackend(),
     };
     return backends;
 }

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "queues/sqs/awscredentials.h"
+
 #include <QByteArray>
 #include <QDateTime>
 #include <QList>
@@ -7,15 +9,6 @@
 #include <QString>
 
 namespace once {
-
-// AWS credentials as the environment or ~/.aws/credentials give them. Secrets: never
-// logged, stored or printed, not even in part.
-struct AwsCredentials
-{
-    QByteArray accessKeyId;
-    QByteArray secretAccessKey;
-    QByteArray sessionToken; // empty unless temporary credentials
-};
 
 // What Signature Version 4 signs of a request: the method, the path and the query as
 // they go on the request line (the path not yet percent-encoded; the query as written,

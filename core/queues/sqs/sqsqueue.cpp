@@ -1,0 +1,636 @@
+#include "queues/sqs/sqsqueue.h"
+
+#include "http/blockinghttpclient.h"
+#include "model/clock.h"
+#include "model/reminder.h"
+#include "queues/sqs/sqslocation.h"
+#include "text/jsonvalues.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QLoggingCategory>
+#include <QSet>
+#include <QUuid>
+
+#include <algorithm>
+
+namespace once {
+
+Q_LOGGING_CATEGORY(lcSqsQueue, "once.queues.sqs")
+
+namespace {
+
+// SQS's limits: ten messages a receive or a batch, 256 KiB a batch, visibility and a
+// retry's delay at most 12 h, a send's delay at most 15 min.
+constexpr int MaxBatch = 10;
+constexpr qsizetype MaxBatchBytes = 256 * 1024 - 16 * 1024; // leaves room for the attributes
+constexpr int MaxVisibilitySeconds = 12 * 3600;
+constexpr int MaxSendDelaySeconds = 15 * 60;
+// A lease of more than ten receives them ten at a time, at most this many times a turn.
+constexpr int MaxReceivesPerLease = 5;
+// What SQS itself moves to the dead letters: a message received this often unsettled.
+constexpr int MaxReceiveCount = 20;
+// Dead letters being listed, redriven or discarded are hidden from others this long.
+constexpr int ListingVisibilitySeconds = 30;
+constexpr int MaxListedDeadLetters = 10000;
+constexpr int CallTimeoutMs = 20000;
+
+namespace attribute {
+const QString Id = QStringLiteral("once-id");
+const QString Redrives = QStringLiteral("once-redrives");
+const QString EnqueuedAt = QStringLiteral("once-enqueued-at");
+const QString VisibleAt = QStringLiteral("once-visible-at");
+const QString DeadLetter = QStringLiteral("once-dead-letter");
+} // namespace attribute
+
+int secondsUp(qint64 ms)
+{
+    return int(std::min<qint64>((std::max<qint64>(ms, 0) + 999) / 1000, std::numeric_limits<int>::max()));
+}
+
+QJsonObject stringAttribute(const QString &value)
+{
+    return {{QStringLiteral("DataType"), QStringLiteral("String")}, {QStringLiteral("StringValue"), value}};
+}
+
+QJsonObject numberAttribute(qint64 value)
+{
+    return {{QStringLiteral("DataType"), QStringLiteral("Number")}, {QStringLiteral("StringValue"), QString::number(value)}};
+}
+
+QString attributeText(const QJsonObject &attributes, const QString &name)
+{
+    return attributes.value(name).toObject().value(QLatin1String("StringValue")).toString();
+}
+
+QString oneLine(QString text)
+{
+    text.replace(QLatin1Char('\r'), QLatin1Char(' ')).replace(QLatin1Char('\n'), QLatin1Char(' '));
+    if (text.size() > 300)
+        text = text.left(300) + QStringLiteral("...");
+    return text;
+}
+
+// What the Host header will say: the HTTP client writes it so, and it is signed.
+QByteArray hostHeader(const QUrl &url)
+{
+    const bool tls = url.scheme() == QLatin1String("https");
+    QByteArray host = url.host().contains(QLatin1Char(':')) ? '[' + url.host().toLatin1() + ']' : url.host().toLatin1();
+    const int port = url.port(tls ? 443 : 80);
+    if (port != (tls ? 443 : 80))
+        host += ':' + QByteArray::number(port);
+    return host;
+}
+
+} // namespace
+
+SqsQueue::SqsQueue(QueueLocation location, AwsCredentials credentials)
+    : BrokerQueue(std::move(location)),
+      m_credentials(std::move(credentials)),
+      m_signer(sqsDetails(this->location()).region, QStringLiteral("sqs")),
+      m_http(std::make_unique<BlockingHttpClient>())
+{
+}
+
+SqsQueue::~SqsQueue() = default;
+
+std::unique_ptr<SqsQueue> SqsQueue::connect(const QueueLocation &location, QString *error)
+{
+    auto credentials = loadAwsCredentials(error);
+    if (!credentials)
+        return nullptr;
+    // Nothing to connect yet: the first call opens the connection, and says if it cannot.
+    return std::unique_ptr<SqsQueue>(new SqsQueue(location, std::move(*credentials)));
+}
+
+SqsQueue::Reply SqsQueue::call(const QByteArray &action, const QJsonObject &body)
+{
+    const QUrl endpoint = sqsDetails(location()).endpoint;
+    SignableRequest signable;
+    signable.method = "POST";
+    signable.path = endpoint.path().isEmpty() ? QStringLiteral("/") : endpoint.path();
+    signable.headers = {{"Host", hostHeader(endpoint)},
+                        {"Content-Type", "application/x-amz-json-1.0"},
+                        {"X-Amz-Target", "AmazonSQS." + action}};
+    signable.body = QJsonDocument(body).toJson(QJsonDocument::Compact);
+    m_signer.sign(signable, m_credentials, QDateTime::currentDateTimeUtc());
+
+    HttpRequest request;
+    request.url = endpoint;
+    request.url.setPath(signable.path);
+    request.method = signable.method;
+    request.body = signable.body;
+    request.timeoutMs = CallTimeoutMs;
+    for (const auto &header : std::as_const(signable.headers))
+        request.headers.append(header); // the client writes its own Host, the same
+    const HttpResult result = m_http->send(request);
+
+    Reply reply;
+    if (result.status != HttpResult::Status::Response) {
+        reply.inDoubt = result.status == HttpResult::Status::InDoubt;
+        reply.message = (reply.inDoubt ? QStringLiteral("no answer: ") : QStringLiteral("not reachable: ")) + result.error;
+        return reply;
+    }
+    reply.httpStatus = result.httpStatus;
+    reply.body = QJsonDocument::fromJson(result.body).object();
+    if (result.httpStatus >= 200 && result.httpStatus < 300) {
+        reply.ok = true;
+        return reply;
+    }
+    // {"__type": "com.amazonaws.sqs#QueueDoesNotExist", "message": "..."}
+    const QString type = reply.body.value(QLatin1String("__type")).toString();
+    reply.errorType = type.mid(type.lastIndexOf(QLatin1Char('#')) + 1);
+    reply.message = reply.body.value(QLatin1String("message")).toString();
+    if (reply.message.isEmpty())
+        reply.message = reply.body.value(QLatin1String("Message")).toString();
+    if (reply.errorType.isEmpty() && reply.message.isEmpty())
+        reply.message = QString::fromUtf8(result.body.left(200));
+    return reply;
+}
+
+QString SqsQueue::describe(const Reply &reply, const QString &what) const
+{
+    QString why = reply.httpStatus == 0 ? reply.message
+                                         : QStringLiteral("HTTP %1 %2: %3").arg(reply.httpStatus).arg(reply.errorType, reply.message);
+    if (reply.errorType == QLatin1String("InvalidClientTokenId") || reply.errorType == QLatin1String("SignatureDoesNotMatch")
+        || reply.errorType == QLatin1String("UnrecognizedClientException"))
+        why += QStringLiteral(" (check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE)");
+    // Never a secret: the signature is not echoed, but the key id may be, and that is all.
+    QString line = oneLine(QStringLiteral("%1 at the SQS queue %2: %3").arg(what, location().displayName(), why));
+    line.replace(QString::fromUtf8(m_credentials.secretAccessKey), QStringLiteral("[secret]"));
+    if (!m_credentials.sessionToken.isEmpty())
+        line.replace(QString::fromUtf8(m_credentials.sessionToken), QStringLiteral("[token]"));
+    return line;
+}
+
+QString SqsQueue::queueUrl(const QString &name, QString *error)
+{
+    if (const auto known = m_queueUrls.constFind(name); known != m_queueUrls.cend())
+        return *known;
+    const Reply reply = call("GetQueueUrl", {{QStringLiteral("QueueName"), name},
+                                             {QStringLiteral("QueueOwnerAWSAccountId"), sqsDetails(location()).account}});
+    if (!reply.ok) {
+        *error = reply.errorType.contains(QLatin1String("NonExistentQueue")) || reply.errorType.contains(QLatin1String("QueueDoesNotExist"))
+                     ? QStringLiteral("the SQS queue %1 does not exist (once init --queue %2 creates it)").arg(name, location().displayName())
+                     : describe(reply, QStringLiteral("looking up the queue %1").arg(name));
+        return {};
+    }
+    const QString url = reply.body.value(QLatin1String("QueueUrl")).toString();
+    m_queueUrls.insert(name, url);
+    return url;
+}
+
+bool SqsQueue::declareTopology(QString *error)
+{
+    const QString deadName = sqsDeadLetterQueueName(location().name);
+    // Fourteen days, SQS's longest: dead letters wait for an operator.
+    const QJsonObject retention{{QStringLiteral("MessageRetentionPeriod"), QStringLiteral("1209600")}};
+    Reply reply = call("CreateQueue", {{QStringLiteral("QueueName"), deadName}, {QStringLiteral("Attributes"), retention}});
+    if (!reply.ok && reply.errorType != QLatin1String("QueueAlreadyExists") && reply.errorType != QLatin1String("QueueNameExists")) {
+        *error = describe(reply, QStringLiteral("creating the dead-letter queue %1").arg(deadName));
+        return false;
+    }
+    const QString deadUrl = queueUrl(deadName, error);
+    if (deadUrl.isEmpty())
+        return false;
+    reply = call("GetQueueAttributes", {{QStringLiteral("QueueUrl"), deadUrl}, {QStringLiteral("AttributeNames"), QJsonArray{QStringLiteral("QueueArn")}}});
+    const QString deadArn = reply.body.value(QLatin1String("Attributes")).toObject().value(QLatin1String("QueueArn")).toString();
+    if (!reply.ok || deadArn.isEmpty()) {
+        *error = reply.ok ? QStringLiteral("the SQS queue %1 reports no QueueArn").arg(deadName)
+                          : describe(reply, QStringLiteral("reading the ARN of %1").arg(deadName));
+        return false;
+    }
+    QJsonObject attributes = retention;
+    attributes.insert(QStringLiteral("RedrivePolicy"),
+                      QString::fromUtf8(QJsonDocument(QJsonObject{{QStringLiteral("deadLetterTargetArn"), deadArn},
+                                                                  {QStringLiteral("maxReceiveCount"), QString::number(MaxReceiveCount)}})
+                                            .toJson(QJsonDocument::Compact)));
+    reply = call("CreateQueue", {{QStringLiteral("QueueName"), location().name}, {QStringLiteral("Attributes"), attributes}});
+    if (reply.ok)
+        return !queueUrl(location().name, error).isEmpty();
+    if (reply.errorType != QLatin1String("QueueAlreadyExists") && reply.errorType != QLatin1String("QueueNameExists")) {
+        *error = describe(reply, QStringLiteral("creating the queue"));
+        return false;
+    }
+    // It exists with other attributes: give it the redrive policy this needs.
+    const QString url = queueUrl(location().name, error);
+    if (url.isEmpty())
+        return false;
+    reply = call("SetQueueAttributes", {{QStringLiteral("QueueUrl"), url}, {QStringLiteral("Attributes"), attributes}});
+    if (!reply.ok) {
+        *error = describe(reply, QStringLiteral("setting the queue's redrive policy"));
+        return false;
+    }
+    return true;
+}
+
+bool SqsQueue::send(const QString &url, const QList<QJsonObject> &entries, QString *error)
+{
+    for (qsizetype start = 0; start < entries.size();) {
+        QJsonArray batch;
+        qsizetype bytes = 0;
+        qsizetype end = start;
+        while (end < entries.size() && batch.size() < MaxBatch) {
+            const qsizetype size = entries.at(end).value(QLatin1String("MessageBody")).toString().toUtf8().size();
+            if (!batch.isEmpty() && bytes + size > MaxBatchBytes)
+                break;
+            QJsonObject entry = entries.at(end);
+            entry.insert(QStringLiteral("Id"), QString::number(batch.size()));
+            batch.append(entry);
+            bytes += size;
+            ++end;
+        }
+        // Never sent twice on its own: a batch whose answer was lost may have been taken,
+        // and the ledger answers for a copy, but a copy should not be made on purpose.
+        const Reply reply = call("SendMessageBatch", {{QStringLiteral("QueueUrl"), url}, {QStringLiteral("Entries"), batch}});
+        if (!reply.ok) {
+            *error = describe(reply, QStringLiteral("sending %1 messages").arg(batch.size()));
+            return false;
+        }
+        const QJsonArray failed = reply.body.value(QLatin1String("Failed")).toArray();
+        if (!failed.isEmpty()) {
+            const QJsonObject first = failed.first().toObject();
+            *error = oneLine(QStringLiteral("the SQS queue %1 refused message %2 of a batch (%3: %4)")
+                                 .arg(location().displayName(), QString::number(start + first.value(QLatin1String("Id")).toString().toInt() + 1),
+                                      first.value(QLatin1String("Code")).toString(), first.value(QLatin1String("Message")).toString()));
+            return false;
+        }
+        start = end;
+    }
+    return true;
+}
+
+bool SqsQueue::enqueue(const QList<OutgoingMessage> &messages, QString *error)
+{
+    // A message body is Unicode text at SQS: bytes that are not UTF-8 cannot travel.
+    for (qsizetype i = 0; i < messages.size(); ++i) {
+        if (!QUtf8StringView(messages.at(i).payload).isValidUtf8()) {
+            *error = QStringLiteral("message %1 is not UTF-8 text, which the SQS queue %2 cannot carry; nothing was sent")
+                         .arg(QString::number(i + 1), location().displayName());
+            return false;
+        }
+    }
+    const QString url = queueUrl(location().name, error);
+    if (url.isEmpty())
+        return false;
+    const qint64 now = nowMs();
+    QList<QJsonObject> entries;
+    for (const OutgoingMessage &message : messages) {
+        QJsonObject entry{{QStringLiteral("MessageBody"), QString::fromUtf8(message.payload)},
+                          {QStringLiteral("MessageAttributes"),
+                           QJsonObject{{attribute::Id, stringAttribute(QUuid::createUuid().toString(QUuid::WithoutBraces))},
+                                       {attribute::Redrives, numberAttribute(message.redriveCount)},
+                                       {attribute::EnqueuedAt, numberAttribute(now)}}}};
+        // SQS delays a send by 15 minutes at most; a longer delay is kept by the worker,
+        // which hides a message received early until it is due (lease()).
+        if (message.delayMs > 0)
+            entry.insert(QStringLiteral("DelaySeconds"), std::min(secondsUp(message.delayMs), MaxSendDelaySeconds));
+        if (message.delayMs > qint64(MaxSendDelaySeconds) * 1000) {
+            QJsonObject attributes = entry.value(QLatin1String("MessageAttributes")).toObject();
+            attributes.insert(attribute::VisibleAt, numberAttribute(now + message.delayMs));
+            entry.insert(QStringLiteral("MessageAttributes"), attributes);
+        }
+        entries.append(entry);
+    }
+    return send(url, entries, error);
+}
+
+std::optional<QList<SqsQueue::Received>> SqsQueue::receive(const QString &url, int max, int visibilitySeconds, QString *error)
+{
+    const Reply reply = call("ReceiveMessage",
+                             {{QStringLiteral("QueueUrl"), url},
+                              {QStringLiteral("MaxNumberOfMessages"), std::clamp(max, 1, MaxBatch)},
+                              {QStringLiteral("VisibilityTimeout"), std::clamp(visibilitySeconds, 0, MaxVisibilitySeconds)},
+                              // The engine polls an idle queue on its own schedule.
+                              {QStringLiteral("WaitTimeSeconds"), 0},
+                              // Both spellings: older and newer SQS, and emulators that
+                              // return the receive count only when asked for All.
+                              {QStringLiteral("AttributeNames"), QJsonArray{QStringLiteral("All")}},
+                              {QStringLiteral("MessageSystemAttributeNames"), QJsonArray{QStringLiteral("All")}},
+                              {QStringLiteral("MessageAttributeNames"), QJsonArray{QStringLiteral("All")}}});
+    if (!reply.ok) {
+        *error = describe(reply, QStringLiteral("receiving"));
+        return std::nullopt;
+    }
+    QList<Received> received;
+    for (const auto &value : reply.body.value(QLatin1String("Messages")).toArray()) {
+        const QJsonObject row = value.toObject();
+        Received one;
+        one.receiptHandle = row.value(QLatin1String("ReceiptHandle")).toString().toUtf8();
+        one.sqsMessageId = row.value(QLatin1String("MessageId")).toString();
+        one.attributes = row.value(QLatin1String("MessageAttributes")).toObject();
+        one.systemAttributes = row.value(QLatin1String("Attributes")).toObject();
+        QueueMessage &message = one.message;
+        message.id = attributeText(one.attributes, attribute::Id);
+        if (message.id.isEmpty())
+            message.id = one.sqsMessageId; // sent by a producer of the team's own
+        message.payload = row.value(QLatin1String("Body")).toString().toUtf8();
+        message.delivery = std::max(1, one.systemAttributes.value(QLatin1String("ApproximateReceiveCount")).toString().toInt());
+        message.redriveCount = attributeText(one.attributes, attribute::Redrives).toInt();
+        message.enqueuedAtMs = attributeText(one.attributes, attribute::EnqueuedAt).toLongLong();
+        if (message.enqueuedAtMs == 0)
+            message.enqueuedAtMs = one.systemAttributes.value(QLatin1String("SentTimestamp")).toString().toLongLong();
+        received.append(std::move(one));
+    }
+    return received;
+}
+
+QList<QueueMessage> SqsQueue::lease(int max, qint64 leaseMs, const QString &, QString *error)
+{
+    QList<QueueMessage> leased;
+    const QString url = queueUrl(location().name, error);
+    if (url.isEmpty())
+        return leased;
+    const qint64 now = nowMs();
+    QList<QPair<QByteArray, int>> early;
+    for (int call = 0; call < MaxReceivesPerLease && leased.size() < max; ++call) {
+        const int want = std::min(MaxBatch, int(max - leased.size()));
+        QString failure;
+        const auto received = receive(url, want, std::max(1, secondsUp(leaseMs)), &failure);
+        if (!received) {
+            // What was received before the failure is worked on; the next turn asks again.
+            if (leased.isEmpty())
+                *error = failure;
+            else
+                qCWarning(lcSqsQueue, "%s", qPrintable(failure));
+            break;
+        }
+        for (const Received &one : *received) {
+            // Delayed longer than SQS's 15 minutes: hidden again until it is due.
+            const qint64 visibleAt = attributeText(one.attributes, attribute::VisibleAt).toLongLong();
+            if (visibleAt > now + 1000) {
+                early.append({one.receiptHandle, secondsUp(visibleAt - now)});
+                continue;
+            }
+            QueueMessage message = one.message;
+            message.leaseUntilMs = now + leaseMs;
+            m_held.insert(message.id, {message.delivery, one.receiptHandle, message.payload, one.attributes});
+            leased.append(std::move(message));
+        }
+        if (received->size() < want)
+            break;
+    }
+    QString hideError;
+    if (!early.isEmpty() && !changeVisibility(url, early, &hideError))
+        qCWarning(lcSqsQueue, "%s", qPrintable(hideError));
+    return leased;
+}
+
+bool SqsQueue::deleteMessages(const QString &url, const QList<QByteArray> &receiptHandles, QString *error)
+{
+    for (qsizetype start = 0; start < receiptHandles.size(); start += MaxBatch) {
+        QJsonArray entries;
+        for (qsizetype i = start; i < std::min(receiptHandles.size(), start + MaxBatch); ++i)
+            entries.append(QJsonObject{{QStringLiteral("Id"), QString::number(i - start)},
+                                       {QStringLiteral("ReceiptHandle"), QString::fromUtf8(receiptHandles.at(i))}});
+        // A delete whose answer was lost is safe to send again.
+        Reply reply = call("DeleteMessageBatch", {{QStringLiteral("QueueUrl"), url}, {QStringLiteral("Entries"), entries}});
+        if (!reply.ok && reply.httpStatus == 0)
+            reply = call("DeleteMessageBatch", {{QStringLiteral("QueueUrl"), url}, {QStringLiteral("Entries"), entries}});
+        if (!reply.ok) {
+            *error = describe(reply, QStringLiteral("deleting %1 messages").arg(entries.size()));
+            return false;
+        }
+        // A handle no longer valid (the lease passed to another consumer) is a redelivery
+        // the ledger answers: noted, not an error.
+        for (const auto &failed : reply.body.value(QLatin1String("Failed")).toArray())
+            qCInfo(lcSqsQueue, "a delete was refused (%s): the message will be received again and the ledger answers it",
+                   qPrintable(failed.toObject().value(QLatin1String("Code")).toString()));
+    }
+    return true;
+}
+
+bool SqsQueue::changeVisibility(const QString &url, const QList<QPair<QByteArray, int>> &handles, QString *error)
+{
+    for (qsizetype start = 0; start < handles.size(); start += MaxBatch) {
+        QJsonArray entries;
+        for (qsizetype i = start; i < std::min(handles.size(), start + MaxBatch); ++i)
+            entries.append(QJsonObject{{QStringLiteral("Id"), QString::number(i - start)},
+                                       {QStringLiteral("ReceiptHandle"), QString::fromUtf8(handles.at(i).first)},
+                                       {QStringLiteral("VisibilityTimeout"), std::clamp(handles.at(i).second, 0, MaxVisibilitySeconds)}});
+        Reply reply = call("ChangeMessageVisibilityBatch", {{QStringLiteral("QueueUrl"), url}, {QStringLiteral("Entries"), entries}});
+        if (!reply.ok && reply.httpStatus == 0)
+            reply = call("ChangeMessageVisibilityBatch", {{QStringLiteral("QueueUrl"), url}, {QStringLiteral("Entries"), entries}});
+        if (!reply.ok) {
+            *error = describe(reply, QStringLiteral("changing the visibility of %1 messages").arg(entries.size()));
+            return false;
+        }
+        for (const auto &failed : reply.body.value(QLatin1String("Failed")).toArray())
+            qCInfo(lcSqsQueue, "a visibility change was refused (%s): the message is visible again already",
+                   qPrintable(failed.toObject().value(QLatin1String("Code")).toString()));
+    }
+    return true;
+}
+
+bool SqsQueue::settle(const QList<Settlement> &settlements, QString *error)
+{
+    const QString url = queueUrl(location().name, error);
+    if (url.isEmpty())
+        return false;
+    QList<QByteArray> deletes;
+    QList<QPair<QByteArray, int>> retries;
+    QList<QJsonObject> buried;
+    QList<QByteArray> buriedHandles;
+    for (const Settlement &settlement : settlements) {
+        const auto found = m_held.constFind(settlement.messageId);
+        if (found == m_held.cend() || found->delivery != settlement.delivery) {
+            // Received again since (its lease ran out): this delivery no longer counts.
+            qCInfo(lcSqsQueue, "delivery %s.%d was no longer ours to settle", qPrintable(settlement.messageId), settlement.delivery);
+            continue;
+        }
+        const Held held = *found;
+        m_held.erase(found);
+        switch (settlement.kind) {
+        case Settlement::Kind::Ack:
+            deletes.append(held.receiptHandle);
+            break;
+        case Settlement::Kind::Retry:
+            if (settlement.delayMs > qint64(MaxVisibilitySeconds) * 1000)
+                qCInfo(lcSqsQueue, "a retry delay of %d s is cut to SQS's 12 h", secondsUp(settlement.delayMs));
+            retries.append({held.receiptHandle, secondsUp(settlement.delayMs)});
+            break;
+        case Settlement::Kind::DeadLetter: {
+            const DeadLetterInfo &info = settlement.deadLetter;
+            const QJsonObject account{{QStringLiteral("error_class"), info.errorClass},
+                                      {QStringLiteral("last_error"), info.lastError.left(2000)},
+                                      {QStringLiteral("attempts"), info.attempts},
+                                      {QStringLiteral("receives"), settlement.delivery},
+                                      {QStringLiteral("first_attempt_at"), qint64(info.firstAttemptAtMs)},
+                                      {QStringLiteral("last_attempt_at"), qint64(info.lastAttemptAtMs)},
+                                      {QStringLiteral("dead_at"), nowMs()},
+                                      {QStringLiteral("send_key"), QString::fromLatin1(info.sendKey)},
+                                      {QStringLiteral("event_id"), info.eventId}};
+            // The message as it was (body, id, redrives, first enqueue) and the account.
+            QJsonObject attributes;
+            for (const QString &name : {attribute::Id, attribute::Redrives, attribute::EnqueuedAt})
+                if (held.attributes.contains(name))
+                    attributes.insert(name, held.attributes.value(name));
+            if (!attributes.contains(attribute::Id))
+                attributes.insert(attribute::Id, stringAttribute(settlement.messageId));
+            attributes.insert(attribute::DeadLetter, stringAttribute(QString::fromUtf8(QJsonDocument(account).toJson(QJsonDocument::Compact))));
+            buried.append({{QStringLiteral("MessageBody"), QString::fromUtf8(held.payload)}, {QStringLiteral("MessageAttributes"), attributes}});
+            buriedHandles.append(held.receiptHandle);
+            break;
+        }
+        }
+    }
+    // A dead letter is sent to QUEUE-dead before it is deleted here: a crash between the
+    // two leaves it in both, and the ledger answers its next delivery.
+    if (!buried.isEmpty()) {
+        const QString deadUrl = queueUrl(sqsDeadLetterQueueName(location().name), error);
+        if (deadUrl.isEmpty() || !send(deadUrl, buried, error))
+            return false;
+        deletes += buriedHandles;
+    }
+    return (deletes.isEmpty() || deleteMessages(url, deletes, error)) && (retries.isEmpty() || changeVisibility(url, retries, error));
+}
+
+std::optional<QueueCounts> SqsQueue::counts(QString *error)
+{
+    QueueCounts counts;
+    const QJsonArray names{QStringLiteral("ApproximateNumberOfMessages"), QStringLiteral("ApproximateNumberOfMessagesNotVisible"),
+                           QStringLiteral("ApproximateNumberOfMessagesDelayed")};
+    for (const QString &name : {location().name, sqsDeadLetterQueueName(location().name)}) {
+        const QString url = queueUrl(name, error);
+        if (url.isEmpty())
+            return std::nullopt;
+        const Reply reply = call("GetQueueAttributes", {{QStringLiteral("QueueUrl"), url}, {QStringLiteral("AttributeNames"), names}});
+        if (!reply.ok) {
+            *error = describe(reply, QStringLiteral("reading the counts of %1").arg(name));
+            return std::nullopt;
+        }
+        const QJsonObject attributes = reply.body.value(QLatin1String("Attributes")).toObject();
+        const auto number = [&attributes](const char *key) { return attributes.value(QLatin1String(key)).toString().toLongLong(); };
+        if (name == location().name) {
+            counts.ready = number("ApproximateNumberOfMessages");
+            counts.inFlight = number("ApproximateNumberOfMessagesNotVisible");
+            counts.delayed = number("ApproximateNumberOfMessagesDelayed");
+        } else {
+            counts.dead = number("ApproximateNumberOfMessages") + number("ApproximateNumberOfMessagesNotVisible");
+        }
+    }
+    counts.unavailable = QStringLiteral("the oldest message's age (SQS reports it only to CloudWatch); the counts are SQS's "
+                                        "approximate ones");
+    return counts;
+}
+
+DeadLetter SqsQueue::deadLetterOf(const Received &received)
+{
+    DeadLetter letter;
+    letter.id = received.message.id;
+    letter.payload = received.message.payload;
+    letter.redriveCount = received.message.redriveCount;
+    letter.enqueuedAtMs = received.message.enqueuedAtMs;
+    const QJsonObject account = QJsonDocument::fromJson(attributeText(received.attributes, attribute::DeadLetter).toUtf8()).object();
+    if (account.isEmpty()) {
+        // SQS moved it here itself: received too often without being settled.
+        letter.errorClass = QStringLiteral("max-receives");
+        letter.lastError = QStringLiteral("received %1 times without being settled (the queue's redrive policy)").arg(MaxReceiveCount);
+        letter.receiveCount = MaxReceiveCount;
+        letter.deadAtMs = received.systemAttributes.value(QLatin1String("DeadLetterQueueSourceArn")).isString()
+                              ? received.systemAttributes.value(QLatin1String("SentTimestamp")).toString().toLongLong()
+                              : 0;
+        if (const auto parsed = parseReminder(letter.payload); parsed.reminder) {
+            letter.sendKey = parsed.reminder->sendKey;
+            letter.eventId = parsed.reminder->eventId;
+        }
+        return letter;
+    }
+    letter.errorClass = account.value(QLatin1String("error_class")).toString();
+    letter.lastError = account.value(QLatin1String("last_error")).toString();
+    letter.attempts = account.value(QLatin1String("attempts")).toInt();
+    letter.firstAttemptAtMs = account.value(QLatin1String("first_attempt_at")).toInteger();
+    letter.lastAttemptAtMs = account.value(QLatin1String("last_attempt_at")).toInteger();
+    letter.deadAtMs = account.value(QLatin1String("dead_at")).toInteger();
+    letter.sendKey = account.value(QLatin1String("send_key")).toString().toLatin1();
+    letter.eventId = account.value(QLatin1String("event_id")).toString();
+    letter.receiveCount = account.value(QLatin1String("receives")).toInt();
+    return letter;
+}
+
+std::optional<QList<DeadLetter>> SqsQueue::deadLetters(int limit, QString *error)
+{
+    return takeDeadLetters(std::min(limit, MaxListedDeadLetters), [](const DeadLetter &) { return false; }, Take::List, error);
+}
+
+std::optional<QList<DeadLetter>> SqsQueue::redrive(int max, const std::function<bool(const DeadLetter &)> &select, QString *error)
+{
+    return takeDeadLetters(max, select, Take::Redrive, error);
+}
+
+std::optional<QList<DeadLetter>> SqsQueue::discard(int max, const std::function<bool(const DeadLetter &)> &select, QString *error)
+{
+    return takeDeadLetters(max, select, Take::Discard, error);
+}
+
+// SQS has no peek: a dead letter is listed by receiving it, which hides it from others for
+// ListingVisibilitySeconds and counts a receive on the dead-letter queue (which has no
+// redrive policy of its own, so nothing else follows), then releasing it. What select
+// takes is sent back to the main queue (redrive) or not (discard), and only then deleted
+// from the dead letters.
+std::optional<QList<DeadLetter>> SqsQueue::takeDeadLetters(int max, const std::function<bool(const DeadLetter &)> &select,
+                                                           Take take, QString *error)
+{
+    const QString deadUrl = queueUrl(sqsDeadLetterQueueName(location().name), error);
+    if (deadUrl.isEmpty())
+        return std::nullopt;
+    QList<DeadLetter> listed;
+    QList<DeadLetter> taken;
+    QList<QByteArray> takenHandles;
+    QList<QPair<QByteArray, int>> release;
+    QList<QJsonObject> resend;
+    QSet<QString> seen;
+    QString failure;
+    while (listed.size() < max) {
+        const auto received = receive(deadUrl, MaxBatch, ListingVisibilitySeconds, &failure);
+        if (!received)
+            break;
+        if (received->isEmpty())
+            break;
+        for (const Received &one : *received) {
+            if (seen.contains(one.sqsMessageId)) {
+                release.append({one.receiptHandle, 0});
+                continue;
+            }
+            seen.insert(one.sqsMessageId);
+            const DeadLetter letter = deadLetterOf(one);
+            listed.append(letter);
+            if (!select(letter)) {
+                release.append({one.receiptHandle, 0});
+                continue;
+            }
+            taken.append(letter);
+            takenHandles.append(one.receiptHandle);
+            if (take == Take::Redrive)
+                resend.append({{QStringLiteral("MessageBody"), QString::fromUtf8(letter.payload)},
+                               {QStringLiteral("MessageAttributes"),
+                                QJsonObject{{attribute::Id, stringAttribute(letter.id)},
+                                            {attribute::Redrives, numberAttribute(letter.redriveCount + 1)},
+                                            {attribute::EnqueuedAt, numberAttribute(letter.enqueuedAtMs ? letter.enqueuedAtMs : nowMs())}}}});
+        }
+    }
+    QString releaseError;
+    // Released whatever happened: a failed listing must not hide the letters for long.
+    if (!release.isEmpty() && !changeVisibility(deadUrl, release, &releaseError))
+        qCWarning(lcSqsQueue, "%s", qPrintable(releaseError));
+    if (!failure.isEmpty()) {
+        *error = failure;
+        return std::nullopt;
+    }
+    if (take == Take::List)
+        return listed;
+    if (taken.isEmpty())
+        return taken;
+    // Sent back before it is deleted: a crash between the two leaves a copy in both, and
+    // the ledger answers the second delivery.
+    if (take == Take::Redrive) {
+        const QString url = queueUrl(location().name, error);
+        if (url.isEmpty() || !send(url, resend, error))
+            return std::nullopt;
+    }
+    if (!deleteMessages(deadUrl, takenHandles, error))
+        return std::nullopt;
+    return taken;
+}
+
+} // namespace once
