@@ -416,23 +416,34 @@ void DeliveryTest::twoWorkersSameKeyPublishedTwice()
         content += reminder.line + '\n';
     }
     const QString file = writeFile(QStringLiteral("twice.jsonl"), content);
-    // The producer publishes everything twice. Both batches become visible in five seconds,
-    // when both workers are already polling (also on a loaded machine, where starting a
-    // worker took over two seconds and the first one alone did every send), so that they
-    // race for the same keys.
-    for (int copy = 0; copy < 2; ++copy) {
-        const auto enqueue = run({QStringLiteral("enqueue"), QStringLiteral("--delay"), QStringLiteral("5"), file});
-        QVERIFY2(enqueue.exitedWith(0), enqueue.describe().constData());
-    }
-    VERIFY_STATS({{QStringLiteral("ready"), 0}, {QStringLiteral("delayed"), 2 * Count}});
-
-    // A long lease here: no worker crashes, and a lease running out under load would make
-    // a third delivery of a key and blur the duplicate count.
-    const QStringList args{QStringLiteral("--until-idle"), QStringLiteral("--lease"), QStringLiteral("30"),
-                           QStringLiteral("--timeout"), QStringLiteral("5"), QStringLiteral("--concurrency"),
-                           QStringLiteral("8")};
+    // Both workers run (and are registered, so polling) before the producer publishes
+    // everything twice, so that they race for the same keys however long a worker takes
+    // to start on a loaded machine (a fixed head start was not always enough: one worker
+    // once did every send). They run until stopped, and are stopped with SIGTERM once the
+    // queue is drained.
+    // A long lease: no worker crashes, and a lease running out under load would make a
+    // third delivery of a key and blur the duplicate count.
+    const QStringList args{QStringLiteral("--lease"), QStringLiteral("30"), QStringLiteral("--timeout"),
+                           QStringLiteral("5"), QStringLiteral("--concurrency"), QStringLiteral("8")};
     QProcess *first = startWorker(args + QStringList{QStringLiteral("--worker-id"), QStringLiteral("w1")});
     QProcess *second = startWorker(args + QStringList{QStringLiteral("--worker-id"), QStringLiteral("w2")});
+    QVERIFY2(pumpUntil([this] {
+                 return storeQuery(QStringLiteral("SELECT COUNT(*) FROM workers WHERE id IN ('w1', 'w2') AND state = 'running'"))
+                        == QStringList{QStringLiteral("2")};
+             }, WorkerTimeoutMs),
+             "the two workers did not both start");
+    for (int copy = 0; copy < 2; ++copy) {
+        const auto enqueue = run({QStringLiteral("enqueue"), file});
+        QVERIFY2(enqueue.exitedWith(0), enqueue.describe().constData());
+    }
+    QVERIFY2(pumpUntil([this] {
+                 const QJsonObject counts = stats();
+                 return counts.value(QStringLiteral("acked")).toInt() == Count && counts.value(QStringLiteral("ready")).toInt() == 0
+                        && counts.value(QStringLiteral("in_flight")).toInt() == 0;
+             }, WorkerTimeoutMs),
+             QJsonDocument(stats()).toJson().constData());
+    for (QProcess *worker : {first, second})
+        ::kill(pid_t(worker->processId()), SIGTERM);
     const auto firstResult = waitFor(first, WorkerTimeoutMs);
     const auto secondResult = waitFor(second, WorkerTimeoutMs);
     QVERIFY2(firstResult.exitedWith(0), firstResult.describe().constData());
@@ -1094,6 +1105,18 @@ void DeliveryTest::tokenNeverLeaks()
 
     QVERIFY2(!worker.out.contains(token), worker.out.constData());
     QVERIFY2(!worker.err.contains(token), worker.err.constData());
+    // Nor the queue's own secret, logged at debug level: the broker's password, or a cloud
+    // queue's secret key (SQS: from the environment, as AWS's tools read it).
+    const QByteArray queueSecret = m_queues.kind() == QLatin1String("sqs") ? qgetenv("AWS_SECRET_ACCESS_KEY")
+                                                                            : QUrl(m_queueUrl).password().toUtf8();
+    if (m_queues.isBroker())
+        QVERIFY2(!queueSecret.isEmpty(), "the test queue has no secret to look for");
+    if (!queueSecret.isEmpty()) {
+        QVERIFY2(!worker.out.contains(queueSecret) && !worker.err.contains(queueSecret), "the queue's secret is in the worker's output");
+        QStringList looked;
+        const QStringList found = whereStoreHolds(m_stores, m_storeUrl, queueSecret, testStarted, &looked);
+        QVERIFY2(found.isEmpty(), qPrintable(found.join(QLatin1String("; "))));
+    }
     for (const auto &key : keys) {
         const auto result = run({QStringLiteral("history"), QString::fromLatin1(key), QStringLiteral("--json")});
         QVERIFY2(result.exitedWith(0), result.describe().constData());
@@ -1122,7 +1145,7 @@ void DeliveryTest::tokenNeverLeaks()
 void DeliveryTest::foreignProducerPublishes()
 {
     if (!m_queues.isBroker())
-        QSKIP("the store's own queue has no foreign producers: run as tst_delivery_rabbitmq or tst_delivery_redis");
+        QSKIP("the store's own queue has no foreign producers: run as tst_delivery_rabbitmq, _redis, _rest or _sqs");
     const QString node = QStandardPaths::findExecutable(QStringLiteral("node"));
     QVERIFY2(!node.isEmpty(), "node is missing (scripts/test installs it)");
     const QDir producers(qEnvironmentVariable("ONCE_TEST_PRODUCERS"));
@@ -1133,10 +1156,15 @@ void DeliveryTest::foreignProducerPublishes()
     // answer would: the queue itself turns the second publish away, so no duplicate
     // delivery reaches a worker there. It needs nothing but node's own fetch.
     const bool rest = m_queues.kind() == QLatin1String("rest");
+    // The SQS producer is the AWS SDK's own client, given the whole once URL (its
+    // endpoint) and the queue's name from its path.
+    const bool sqs = m_queues.kind() == QLatin1String("sqs");
     QVERIFY2(rest || producers.exists(QStringLiteral("node_modules")),
              qPrintable(QStringLiteral("%1/node_modules is missing (scripts/test runs npm ci there)").arg(producers.path())));
-    const QString name = query.queryItemValue(rabbit || rest ? QStringLiteral("queue") : QStringLiteral("stream"));
-    base.setQuery(QString());
+    const QString name = sqs ? base.path().section(QLatin1Char('/'), -1)
+                             : query.queryItemValue(rabbit || rest ? QStringLiteral("queue") : QStringLiteral("stream"));
+    if (!sqs)
+        base.setQuery(QString());
     QProcess producer;
     if (rest) {
         // fetch takes no credentials in a URL: the token goes as the REST clients pass it.
@@ -1149,12 +1177,13 @@ void DeliveryTest::foreignProducerPublishes()
     }
     const QString script = rabbit ? QStringLiteral("publish-amqp.js")
                            : rest ? QStringLiteral("publish-http.js")
+                           : sqs  ? QStringLiteral("publish-sqs.js")
                                   : QStringLiteral("publish-redis.js");
     constexpr int Count = 300;
     constexpr int Every = 10; // every tenth reminder published twice
     producer.setWorkingDirectory(producers.path());
     producer.start(node, {producers.filePath(script), QStringLiteral("--url"), base.toString(QUrl::FullyEncoded),
-                          rabbit || rest ? QStringLiteral("--queue") : QStringLiteral("--stream"), name,
+                          rabbit || rest || sqs ? QStringLiteral("--queue") : QStringLiteral("--stream"), name,
                           QStringLiteral("--count"), QString::number(Count), QStringLiteral("--duplicate-every"),
                           QString::number(Every), QStringLiteral("--prefix"), QStringLiteral("node-")});
     QVERIFY2(pumpUntil([&] { return producer.state() == QProcess::NotRunning; }, CommandTimeoutMs), "the producer hung");
