@@ -339,6 +339,8 @@ void TestUiBroker::deadLettersAtTheQueueAreRedrivenFromTheConsole()
         QCOMPARE(where, QStringLiteral("Dead letters at Redis Streams stream %1:dead").arg(name));
     else if (m_queues.kind() == QLatin1String("rest"))
         QCOMPARE(where, QStringLiteral("Dead letters at REST API queue %1/dead_letters").arg(name));
+    else if (m_queues.kind() == QLatin1String("sqs"))
+        QCOMPARE(where, QStringLiteral("Dead letters at Amazon SQS queue %1-dead").arg(name));
     else
         QCOMPARE(where, QStringLiteral("Dead letters in the store"));
     auto *table = page->findChild<QTableView *>(QStringLiteral("deadLetters"));
@@ -415,7 +417,9 @@ void TestUiBroker::deadLettersAtTheQueueAreRedrivenFromTheConsole()
     // The broker's password is in none of it, nor in the settings, which remember the
     // queue without it.
     if (broker) {
-        const QString password = queuePassword(queueUrl);
+        // SQS's secret is no part of its URL: the AWS secret key from the environment.
+        const QString password = m_queues.kind() == QLatin1String("sqs") ? qEnvironmentVariable("AWS_SECRET_ACCESS_KEY")
+                                                                          : queuePassword(queueUrl);
         QVERIFY2(!password.isEmpty(), "the test broker's URL has a password");
         const QString shown = whereShown(window.get(), password);
         QVERIFY2(shown.isEmpty(), qPrintable(QStringLiteral("the password is shown in: ") + shown.left(200)));

@@ -40,6 +40,7 @@ const QString Id = QStringLiteral("once-id");
 const QString Redrives = QStringLiteral("once-redrives");
 const QString EnqueuedAt = QStringLiteral("once-enqueued-at");
 const QString VisibleAt = QStringLiteral("once-visible-at");
+const QString BodyEncoding = QStringLiteral("once-body-encoding");
 const QString DeadLetter = QStringLiteral("once-dead-letter");
 } // namespace attribute
 
@@ -56,6 +57,31 @@ QJsonObject stringAttribute(const QString &value)
 QJsonObject numberAttribute(qint64 value)
 {
     return {{QStringLiteral("DataType"), QStringLiteral("Number")}, {QStringLiteral("StringValue"), QString::number(value)}};
+}
+
+// An SQS body is text of the characters XML allows, and some emulators allow fewer (not
+// beyond U+FFFD): a payload of other bytes or characters (ids that are not valid text, a
+// control character) travels as base64, said so by once-body-encoding, and is decoded on
+// receipt, so every payload arrives as the bytes it was.
+bool travelsAsText(const QByteArray &payload)
+{
+    if (!QUtf8StringView(payload).isValidUtf8())
+        return false;
+    for (const char32_t c : QString::fromUtf8(payload).toUcs4()) {
+        const bool allowed = c == 0x9 || c == 0xA || c == 0xD || (c >= 0x20 && c <= 0xD7FF) || (c >= 0xE000 && c <= 0xFFFD);
+        if (!allowed)
+            return false;
+    }
+    return true;
+}
+
+// A message entry of SendMessageBatch: the payload as its body, and the attributes.
+QJsonObject messageEntry(const QByteArray &payload, QJsonObject attributes)
+{
+    if (travelsAsText(payload))
+        return {{QStringLiteral("MessageBody"), QString::fromUtf8(payload)}, {QStringLiteral("MessageAttributes"), attributes}};
+    attributes.insert(attribute::BodyEncoding, stringAttribute(QStringLiteral("base64")));
+    return {{QStringLiteral("MessageBody"), QString::fromLatin1(payload.toBase64())}, {QStringLiteral("MessageAttributes"), attributes}};
 }
 
 QString attributeText(const QJsonObject &attributes, const QString &name)
@@ -262,25 +288,16 @@ bool SqsQueue::send(const QString &url, const QList<QJsonObject> &entries, QStri
 
 bool SqsQueue::enqueue(const QList<OutgoingMessage> &messages, QString *error)
 {
-    // A message body is Unicode text at SQS: bytes that are not UTF-8 cannot travel.
-    for (qsizetype i = 0; i < messages.size(); ++i) {
-        if (!QUtf8StringView(messages.at(i).payload).isValidUtf8()) {
-            *error = QStringLiteral("message %1 is not UTF-8 text, which the SQS queue %2 cannot carry; nothing was sent")
-                         .arg(QString::number(i + 1), location().displayName());
-            return false;
-        }
-    }
     const QString url = queueUrl(location().name, error);
     if (url.isEmpty())
         return false;
     const qint64 now = nowMs();
     QList<QJsonObject> entries;
     for (const OutgoingMessage &message : messages) {
-        QJsonObject entry{{QStringLiteral("MessageBody"), QString::fromUtf8(message.payload)},
-                          {QStringLiteral("MessageAttributes"),
-                           QJsonObject{{attribute::Id, stringAttribute(QUuid::createUuid().toString(QUuid::WithoutBraces))},
-                                       {attribute::Redrives, numberAttribute(message.redriveCount)},
-                                       {attribute::EnqueuedAt, numberAttribute(now)}}}};
+        QJsonObject entry = messageEntry(message.payload,
+                                         {{attribute::Id, stringAttribute(QUuid::createUuid().toString(QUuid::WithoutBraces))},
+                                          {attribute::Redrives, numberAttribute(message.redriveCount)},
+                                          {attribute::EnqueuedAt, numberAttribute(now)}});
         // SQS delays a send by 15 minutes at most; a longer delay is kept by the worker,
         // which hides a message received early until it is due (lease()).
         if (message.delayMs > 0)
@@ -325,6 +342,8 @@ std::optional<QList<SqsQueue::Received>> SqsQueue::receive(const QString &url, i
         if (message.id.isEmpty())
             message.id = one.sqsMessageId; // sent by a producer of the team's own
         message.payload = row.value(QLatin1String("Body")).toString().toUtf8();
+        if (attributeText(one.attributes, attribute::BodyEncoding) == QLatin1String("base64"))
+            message.payload = QByteArray::fromBase64(message.payload);
         message.delivery = std::max(1, one.systemAttributes.value(QLatin1String("ApproximateReceiveCount")).toString().toInt());
         message.redriveCount = attributeText(one.attributes, attribute::Redrives).toInt();
         message.enqueuedAtMs = attributeText(one.attributes, attribute::EnqueuedAt).toLongLong();
@@ -468,7 +487,7 @@ bool SqsQueue::settle(const QList<Settlement> &settlements, QString *error)
             if (!attributes.contains(attribute::Id))
                 attributes.insert(attribute::Id, stringAttribute(settlement.messageId));
             attributes.insert(attribute::DeadLetter, stringAttribute(QString::fromUtf8(QJsonDocument(account).toJson(QJsonDocument::Compact))));
-            buried.append({{QStringLiteral("MessageBody"), QString::fromUtf8(held.payload)}, {QStringLiteral("MessageAttributes"), attributes}});
+            buried.append(messageEntry(held.payload, attributes));
             buriedHandles.append(held.receiptHandle);
             break;
         }
@@ -509,8 +528,8 @@ std::optional<QueueCounts> SqsQueue::counts(QString *error)
             counts.dead = number("ApproximateNumberOfMessages") + number("ApproximateNumberOfMessagesNotVisible");
         }
     }
-    counts.unavailable = QStringLiteral("the oldest message's age (SQS reports it only to CloudWatch); the counts are SQS's "
-                                        "approximate ones");
+    // No oldest age: SQS reports it only to CloudWatch. Left unset, it reads "not
+    // reported by the broker" wherever messages wait.
     return counts;
 }
 
@@ -602,11 +621,10 @@ std::optional<QList<DeadLetter>> SqsQueue::takeDeadLetters(int max, const std::f
             taken.append(letter);
             takenHandles.append(one.receiptHandle);
             if (take == Take::Redrive)
-                resend.append({{QStringLiteral("MessageBody"), QString::fromUtf8(letter.payload)},
-                               {QStringLiteral("MessageAttributes"),
-                                QJsonObject{{attribute::Id, stringAttribute(letter.id)},
+                resend.append(messageEntry(letter.payload,
+                                           {{attribute::Id, stringAttribute(letter.id)},
                                             {attribute::Redrives, numberAttribute(letter.redriveCount + 1)},
-                                            {attribute::EnqueuedAt, numberAttribute(letter.enqueuedAtMs ? letter.enqueuedAtMs : nowMs())}}}});
+                                            {attribute::EnqueuedAt, numberAttribute(letter.enqueuedAtMs ? letter.enqueuedAtMs : nowMs())}}));
         }
     }
     QString releaseError;

@@ -22,11 +22,13 @@ class BlockingHttpClient;
 // RedrivePolicy to it (maxReceiveCount 20: a message whose consumers keep dying before
 // they settle it ends there, as with RabbitMQ's delivery limit).
 //
-// Messages: the payload is the body. Message attributes (SQS allows ten):
+// Messages: the payload is the body, or its base64 when SQS could not carry it as text
+// (bytes that are not UTF-8, characters XML refuses). Message attributes (SQS allows ten):
 //   once-id            the id the ledger knows, kept through retries and redrives (a
 //                      message sent by another producer has none: its SQS MessageId is used)
 //   once-redrives      how often an operator redrove it
 //   once-enqueued-at   when it was first enqueued (ms since the epoch)
+//   once-body-encoding "base64" when the body is the payload's base64
 //   once-visible-at    not to be leased before (a delay beyond SQS's 15 minutes: a copy
 //                      received early is hidden again until then)
 //   once-dead-letter   on dead letters once made: JSON with the error class, the last
