@@ -8,4 +8,7 @@ namespace once {
 // milliseconds since the epoch, UTC.
 qint64 nowMs();
 
+// A duration in whole seconds, rounded up (a delay is never cut short), 0 for none.
+int wholeSecondsUp(qint64 ms);
+
 } // namespace once

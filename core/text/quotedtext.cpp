@@ -46,4 +46,12 @@ QString quotedForError(QStringView text, qsizetype maxChars)
     return shown + QLatin1Char('"');
 }
 
+QString asOneLine(QString text, qsizetype maxChars)
+{
+    text.replace(QLatin1Char('\r'), QLatin1Char(' ')).replace(QLatin1Char('\n'), QLatin1Char(' '));
+    if (text.size() > maxChars)
+        text = text.left(maxChars) + QStringLiteral("...");
+    return text;
+}
+
 } // namespace once

@@ -7,6 +7,7 @@
 #include "model/reminder.h"
 #include "queues/rest/restlocation.h"
 #include "text/jsonvalues.h"
+#include "text/quotedtext.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -40,11 +41,6 @@ constexpr qint64 MaxSettleWaitMs = 5000;
 // A 429 or 503 without a Retry-After: ask again after this.
 constexpr qint64 DefaultRetryAfterMs = 1000;
 
-qint64 secondsUp(qint64 ms)
-{
-    return (std::max<qint64>(ms, 0) + 999) / 1000;
-}
-
 qint64 timeField(const QJsonObject &object, const QString &field)
 {
     const auto time = parseRfc3339(object.value(field).toString());
@@ -57,15 +53,6 @@ std::optional<qint64> secondsField(const QJsonObject &object, const QString &fie
     if (!value.isDouble())
         return std::nullopt;
     return qint64(value.toDouble() * 1000.0);
-}
-
-// One line of at most 300 characters: an answer's text goes into logs and the console.
-QString oneLine(QString text)
-{
-    text.replace(QLatin1Char('\r'), QLatin1Char(' ')).replace(QLatin1Char('\n'), QLatin1Char(' '));
-    if (text.size() > 300)
-        text = text.left(300) + QStringLiteral("...");
-    return text;
 }
 
 DeadLetter deadLetterFromJson(const QJsonObject &row)
@@ -200,7 +187,7 @@ QString RestQueue::describe(const Reply &reply, const QString &what) const
             why += QStringLiteral(" (set ONCE_QUEUE_TOKEN to a token of the queue)");
         break;
     }
-    QString line = oneLine(QStringLiteral("%1 at the REST queue %2: %3").arg(what, location().displayName(), why));
+    QString line = asOneLine(QStringLiteral("%1 at the REST queue %2: %3").arg(what, location().displayName(), why));
     // A server or a proxy in between may echo the request's Authorization header.
     if (!m_token.isEmpty())
         line.replace(QString::fromUtf8(m_token), QStringLiteral("[token]"));
@@ -257,7 +244,7 @@ bool RestQueue::enqueue(const QList<OutgoingMessage> &messages, QString *error)
             // never came is then turned away as a duplicate instead of adding a copy.
             batch.append(QJsonObject{
                 {QStringLiteral("payload"), QString::fromUtf8(message.payload)},
-                {QStringLiteral("delay_seconds"), secondsUp(message.delayMs)},
+                {QStringLiteral("delay_seconds"), wholeSecondsUp(message.delayMs)},
                 {QStringLiteral("idempotency_key"), QUuid::createUuid().toString(QUuid::WithoutBraces)},
             });
             bytes += message.payload.size();
@@ -306,14 +293,14 @@ QList<QueueMessage> RestQueue::lease(int max, qint64 leaseMs, const QString &, Q
     const Reply reply = call("POST", QStringLiteral("/queue/consume"),
                              {{QStringLiteral("queue"), location().name},
                               {QStringLiteral("max_messages"), std::clamp(max, 1, MaxConsumeMessages)},
-                              {QStringLiteral("visibility_timeout"), std::max<qint64>(1, secondsUp(leaseMs))},
+                              {QStringLiteral("visibility_timeout"), std::max<qint64>(1, wholeSecondsUp(leaseMs))},
                               {QStringLiteral("wait_seconds"), 0}});
     if (reply.outcome == Reply::Outcome::Busy) {
         m_busyUntilMs = nowMs() + reply.retryAfterMs;
         if (!m_busyLogged)
             qCWarning(lcRestQueue, "%s; consuming nothing for %lld s (said once until the queue answers again)",
                       qPrintable(describe(reply, QStringLiteral("the queue asks to wait"))),
-                      secondsUp(reply.retryAfterMs));
+                      wholeSecondsUp(reply.retryAfterMs));
         m_busyLogged = true;
         return leased;
     }
@@ -362,7 +349,7 @@ bool RestQueue::settleOne(const Settlement &settlement, QString *error)
         break;
     case Settlement::Kind::Retry:
         endpoint = QStringLiteral("/queue/nack");
-        body.insert(QStringLiteral("delay_seconds"), secondsUp(settlement.delayMs));
+        body.insert(QStringLiteral("delay_seconds"), wholeSecondsUp(settlement.delayMs));
         break;
     case Settlement::Kind::DeadLetter: {
         const DeadLetterInfo &info = settlement.deadLetter;

@@ -5,6 +5,7 @@
 #include "model/reminder.h"
 #include "queues/sqs/sqslocation.h"
 #include "text/jsonvalues.h"
+#include "text/quotedtext.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -44,11 +45,6 @@ const QString BodyEncoding = QStringLiteral("once-body-encoding");
 const QString DeadLetter = QStringLiteral("once-dead-letter");
 } // namespace attribute
 
-int secondsUp(qint64 ms)
-{
-    return int(std::min<qint64>((std::max<qint64>(ms, 0) + 999) / 1000, std::numeric_limits<int>::max()));
-}
-
 QJsonObject stringAttribute(const QString &value)
 {
     return {{QStringLiteral("DataType"), QStringLiteral("String")}, {QStringLiteral("StringValue"), value}};
@@ -87,14 +83,6 @@ QJsonObject messageEntry(const QByteArray &payload, QJsonObject attributes)
 QString attributeText(const QJsonObject &attributes, const QString &name)
 {
     return attributes.value(name).toObject().value(QLatin1String("StringValue")).toString();
-}
-
-QString oneLine(QString text)
-{
-    text.replace(QLatin1Char('\r'), QLatin1Char(' ')).replace(QLatin1Char('\n'), QLatin1Char(' '));
-    if (text.size() > 300)
-        text = text.left(300) + QStringLiteral("...");
-    return text;
 }
 
 // What the Host header will say: the HTTP client writes it so, and it is signed.
@@ -182,7 +170,7 @@ QString SqsQueue::describe(const Reply &reply, const QString &what) const
         || reply.errorType == QLatin1String("UnrecognizedClientException"))
         why += QStringLiteral(" (check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE)");
     // Never a secret: the signature is not echoed, but the key id may be, and that is all.
-    QString line = oneLine(QStringLiteral("%1 at the SQS queue %2: %3").arg(what, location().displayName(), why));
+    QString line = asOneLine(QStringLiteral("%1 at the SQS queue %2: %3").arg(what, location().displayName(), why));
     line.replace(QString::fromUtf8(m_credentials.secretAccessKey), QStringLiteral("[secret]"));
     if (!m_credentials.sessionToken.isEmpty())
         line.replace(QString::fromUtf8(m_credentials.sessionToken), QStringLiteral("[token]"));
@@ -276,7 +264,7 @@ bool SqsQueue::send(const QString &url, const QList<QJsonObject> &entries, QStri
         const QJsonArray failed = reply.body.value(QLatin1String("Failed")).toArray();
         if (!failed.isEmpty()) {
             const QJsonObject first = failed.first().toObject();
-            *error = oneLine(QStringLiteral("the SQS queue %1 refused message %2 of a batch (%3: %4)")
+            *error = asOneLine(QStringLiteral("the SQS queue %1 refused message %2 of a batch (%3: %4)")
                                  .arg(location().displayName(), QString::number(start + first.value(QLatin1String("Id")).toString().toInt() + 1),
                                       first.value(QLatin1String("Code")).toString(), first.value(QLatin1String("Message")).toString()));
             return false;
@@ -301,7 +289,7 @@ bool SqsQueue::enqueue(const QList<OutgoingMessage> &messages, QString *error)
         // SQS delays a send by 15 minutes at most; a longer delay is kept by the worker,
         // which hides a message received early until it is due (lease()).
         if (message.delayMs > 0)
-            entry.insert(QStringLiteral("DelaySeconds"), std::min(secondsUp(message.delayMs), MaxSendDelaySeconds));
+            entry.insert(QStringLiteral("DelaySeconds"), std::min(wholeSecondsUp(message.delayMs), MaxSendDelaySeconds));
         if (message.delayMs > qint64(MaxSendDelaySeconds) * 1000) {
             QJsonObject attributes = entry.value(QLatin1String("MessageAttributes")).toObject();
             attributes.insert(attribute::VisibleAt, numberAttribute(now + message.delayMs));
@@ -365,7 +353,7 @@ QList<QueueMessage> SqsQueue::lease(int max, qint64 leaseMs, const QString &, QS
     for (int call = 0; call < MaxReceivesPerLease && leased.size() < max; ++call) {
         const int want = std::min(MaxBatch, int(max - leased.size()));
         QString failure;
-        const auto received = receive(url, want, std::max(1, secondsUp(leaseMs)), &failure);
+        const auto received = receive(url, want, std::max(1, wholeSecondsUp(leaseMs)), &failure);
         if (!received) {
             // What was received before the failure is worked on; the next turn asks again.
             if (leased.isEmpty())
@@ -378,7 +366,7 @@ QList<QueueMessage> SqsQueue::lease(int max, qint64 leaseMs, const QString &, QS
             // Delayed longer than SQS's 15 minutes: hidden again until it is due.
             const qint64 visibleAt = attributeText(one.attributes, attribute::VisibleAt).toLongLong();
             if (visibleAt > now + 1000) {
-                early.append({one.receiptHandle, secondsUp(visibleAt - now)});
+                early.append({one.receiptHandle, wholeSecondsUp(visibleAt - now)});
                 continue;
             }
             QueueMessage message = one.message;
@@ -465,8 +453,8 @@ bool SqsQueue::settle(const QList<Settlement> &settlements, QString *error)
             break;
         case Settlement::Kind::Retry:
             if (settlement.delayMs > qint64(MaxVisibilitySeconds) * 1000)
-                qCInfo(lcSqsQueue, "a retry delay of %d s is cut to SQS's 12 h", secondsUp(settlement.delayMs));
-            retries.append({held.receiptHandle, secondsUp(settlement.delayMs)});
+                qCInfo(lcSqsQueue, "a retry delay of %d s is cut to SQS's 12 h", wholeSecondsUp(settlement.delayMs));
+            retries.append({held.receiptHandle, wholeSecondsUp(settlement.delayMs)});
             break;
         case Settlement::Kind::DeadLetter: {
             const DeadLetterInfo &info = settlement.deadLetter;
