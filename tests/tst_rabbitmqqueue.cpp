@@ -140,7 +140,7 @@ std::unique_ptr<RabbitMqQueue> TestRabbitMqQueue::declared(QueueLocation *where,
     *where = location(managementUrl);
     auto queue = open(*where);
     QString error;
-    if (queue && !queue->declareTopology(&error)) {
+    if (queue && !queue->declareTopology({}, &error)) {
         qWarning().noquote() << "declareTopology failed:" << error;
         return nullptr;
     }
@@ -214,11 +214,11 @@ void TestRabbitMqQueue::declaresTopologyTwice()
     auto queue = declared(&where);
     QVERIFY(queue);
     QString error;
-    QVERIFY2(queue->declareTopology(&error), qPrintable(error));
+    QVERIFY2(queue->declareTopology({}, &error), qPrintable(error));
     // A second process declares the same topology without conflict.
     auto other = open(where);
     QVERIFY(other);
-    QVERIFY2(other->declareTopology(&error), qPrintable(error));
+    QVERIFY2(other->declareTopology({}, &error), qPrintable(error));
     const auto counts = queue->counts(&error);
     QVERIFY2(counts, qPrintable(error));
     QCOMPARE(counts->ready, 0);
@@ -735,7 +735,7 @@ void TestRabbitMqQueue::errorsNeverShowThePassword()
     QVERIFY(!queue->deadLetters(10, &error));
     errors << error;
     // The connection survives the channel errors.
-    QVERIFY2(queue->declareTopology(&error), qPrintable(error));
+    QVERIFY2(queue->declareTopology({}, &error), qPrintable(error));
     QVERIFY2(queue->enqueue({message(1)}, &error), qPrintable(error));
     QCOMPARE(leaseAll(*queue, 1).size(), 1);
 

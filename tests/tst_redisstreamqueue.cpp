@@ -222,7 +222,7 @@ std::unique_ptr<RedisStreamQueue> TestRedisStreamQueue::open(const QString &cons
     auto queue = RedisStreamQueue::connect(m_location, consumer, &error);
     if (!queue)
         qWarning("cannot open the queue: %s", qPrintable(error));
-    else if (!queue->declareTopology(&error))
+    else if (!queue->declareTopology({}, &error))
         qWarning("cannot declare the topology: %s", qPrintable(error));
     return queue;
 }
@@ -273,8 +273,8 @@ void TestRedisStreamQueue::declareTopologyTwice()
     auto queue = open();
     QVERIFY(queue);
     QString error;
-    QVERIFY2(queue->declareTopology(&error), qPrintable(error));
-    QVERIFY2(queue->declareTopology(&error), qPrintable(error));
+    QVERIFY2(queue->declareTopology({}, &error), qPrintable(error));
+    QVERIFY2(queue->declareTopology({}, &error), qPrintable(error));
     const Reply groups = m_raw->command({"XINFO", "GROUPS", m_stream});
     QCOMPARE(groups->type, REDIS_REPLY_ARRAY);
     QCOMPARE(groups->elements, size_t(1));
@@ -304,7 +304,7 @@ void TestRedisStreamQueue::connectionWithoutConsumerCannotLease()
     QString error;
     auto producer = RedisStreamQueue::connect(m_location, QString(), &error);
     QVERIFY2(producer, qPrintable(error));
-    QVERIFY2(producer->declareTopology(&error), qPrintable(error));
+    QVERIFY2(producer->declareTopology({}, &error), qPrintable(error));
     QVERIFY2(producer->enqueue(reminders(2), &error), qPrintable(error));
     QCOMPARE(counts(*producer).ready, 2);
     QVERIFY(producer->lease(10, LongLease, QString(), &error).isEmpty());

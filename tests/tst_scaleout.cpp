@@ -255,7 +255,9 @@ std::optional<QList<QByteArray>> ScaleOutTest::runScenario(Partner partner, cons
     }
     QElapsedTimer clock;
     clock.start();
-    const auto init = m_once->run({QStringLiteral("init")});
+    // The workers' lease and attempts (startWorker()), for the broker's own limits.
+    const auto init = m_once->run({QStringLiteral("init"), QStringLiteral("--lease"), QStringLiteral("3"),
+                                   QStringLiteral("--max-attempts"), QStringLiteral("20")});
     if (!init.exitedWith(0)) {
         QTest::qFail(init.describe().constData(), __FILE__, __LINE__);
         return std::nullopt;

@@ -324,6 +324,17 @@ void OverviewPage::showStats(const DeliveryStats &stats)
     showDelayedCaption();
     m_dead->setValue(formatCount(stats.queue.dead), stats.queue.dead > 0 ? Severity::Warning : Severity::Normal);
     m_dead->setSubCaption(stats.queue.dead > 0 ? tr("an operator may redrive them") : tr("none"));
+    // A broker that counts nothing (Pub/Sub without Cloud Monitoring): no zeros at all.
+    if (stats.queue.backlogUnknown) {
+        for (Tile *tile : {m_ready, m_delayed, m_dead}) {
+            tile->setMutedValue(notAvailable);
+            tile->setSubCaption(tr("not reported by the broker"));
+        }
+        m_dead->setSubCaption(tr("listed on the Dead letters page"));
+    }
+    if (stats.queue.backlogUnknown)
+        for (Tile *tile : {m_ready, m_delayed, m_dead})
+            tile->setToolTip(unavailable);
     m_inDoubt->setValue(formatCount(stats.inDoubt), stats.inDoubt > 0 ? Severity::Warning : Severity::Normal);
     m_inDoubt->setSubCaption(stats.inDoubt > 0 ? tr("need an operator's decision") : tr("nothing to decide"));
 
@@ -351,8 +362,12 @@ void OverviewPage::showStats(const DeliveryStats &stats)
     } else {
         const QString broker = m_session && m_session->hasBrokerQueue() ? m_session->brokerName() : tr("The queue");
         m_queueUnavailable->setText(
-            tr("%1 could not report the messages in flight or the oldest message's age, so they are not shown: %2")
-                .arg(broker, unavailable));
+            stats.queue.backlogUnknown
+                ? tr("%1 does not report how many messages wait, are in flight, delayed or dead, nor the oldest one's "
+                     "age, so they are not shown: %2")
+                      .arg(broker, unavailable)
+                : tr("%1 could not report the messages in flight or the oldest message's age, so they are not shown: %2")
+                      .arg(broker, unavailable));
         QPalette palette = m_queueUnavailable->palette();
         palette.setColor(QPalette::WindowText, severityTextColor(Severity::Warning, this->palette()));
         m_queueUnavailable->setPalette(palette);
@@ -433,6 +448,10 @@ void OverviewPage::showDelayedCaption()
         return;
     }
     const QueueCounts &queue = m_stats->queue;
+    if (queue.backlogUnknown) {
+        m_clock.stop();
+        return;
+    }
     QString caption;
     bool counting = false;
     if (queue.delayed == 0) {

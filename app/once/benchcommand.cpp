@@ -371,7 +371,7 @@ int runBench(const QStringList &arguments)
         broker = command.openBrokerQueue();
         if (!broker)
             return Failure;
-        if (!broker->declareTopology(&error))
+        if (!broker->declareTopology({}, &error))
             return failure(error);
     }
     MessageQueue &queue = broker ? static_cast<MessageQueue &>(*broker) : store->queue();

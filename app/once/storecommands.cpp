@@ -78,9 +78,21 @@ int runInit(const QStringList &arguments)
                                    "broker's queues (RabbitMQ: exchange, main, retry and dead-letter queues; Redis: "
                                    "stream and consumer group); safe to run again."),
                     {});
+    auto &parser = command.parser();
+    parser.addOption({QStringLiteral("max-attempts"),
+                      QStringLiteral("With --queue: the workers' --max-attempts, from which SQS's and Pub/Sub's own "
+                                     "delivery limit is set."),
+                      QStringLiteral("N"), QString::number(QueueTopology().maxAttempts)});
+    parser.addOption({QStringLiteral("lease"),
+                      QStringLiteral("With --queue: the workers' --lease in seconds, Pub/Sub's ack deadline."),
+                      QStringLiteral("S"), QString::number(QueueTopology().leaseMs / 1000)});
     command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
+    const auto maxAttempts = command.integer(QStringLiteral("max-attempts"), 1, 100);
+    const auto lease = command.integer(QStringLiteral("lease"), 1, 12 * 3600);
+    if (!maxAttempts || !lease)
+        return Usage;
     const auto store = command.openStore();
     if (!store)
         return Failure;
@@ -95,10 +107,15 @@ int runInit(const QStringList &arguments)
     const auto broker = command.openBrokerQueue();
     if (!broker)
         return Failure;
+    QueueTopology topology;
+    topology.maxAttempts = int(*maxAttempts);
+    topology.leaseMs = *lease * 1000;
     QString error;
-    if (!broker->declareTopology(&error))
+    if (!broker->declareTopology(topology, &error))
         return failure(error);
     printLine(QStringLiteral("queue %1 ready at %2").arg(broker->location().displayName(), broker->location().brokerName()));
+    if (const QString described = broker->describeTopology(topology); !described.isEmpty())
+        printLine(described);
     return Ok;
 }
 
@@ -222,6 +239,11 @@ int runStats(const QStringList &arguments)
     QJsonObject json = stats->toJson();
     if (broker) {
         json.insert(QStringLiteral("queue_at"), broker->location().displayName());
+        // Not measured, so not 0.
+        if (stats->queue.backlogUnknown)
+            for (const QString &count : {QStringLiteral("ready"), QStringLiteral("in_flight"), QStringLiteral("delayed"),
+                                         QStringLiteral("dead"), QStringLiteral("oldest_ready_age_s")})
+                json.insert(count, QJsonValue::Null);
         if (!stats->queue.unavailable.isEmpty())
             json.insert(QStringLiteral("queue_unavailable"), stats->queue.unavailable);
     }

@@ -29,6 +29,9 @@ constexpr int MinSplitTurnHalf = 32;
 // How long a permanent store failure may last before the engine gives up (see
 // noteStoreFailure): long enough for a brief I/O error or a failover's read-only moment.
 constexpr qint64 PermanentStoreFailureMs = 10000;
+// What a queue that cannot count waits beyond a lease before it is called idle: the
+// poll that would find a delivery offered again as the lease ends.
+constexpr qint64 UnknownBacklogQuietMarginMs = 1500;
 } // namespace
 
 Engine::Engine(const EngineConfig &config, QObject *parent)
@@ -82,6 +85,7 @@ void Engine::start()
 {
     if (m_running)
         return;
+    m_lastLeasedAtMs = nowMs();
     QString error;
     if (!openSide(&m_storeSide, &m_storeThread, QStringLiteral("once-engine-store"), m_config.queueUrl,
                   m_config.concurrency + leaseAhead(), EngineStore::Notifications::Listen, &error)) {
@@ -275,6 +279,10 @@ void Engine::onTurnDone(TurnResult result)
     const TurnRequest &request = turn->request;
     if (!result.leased.isEmpty())
         m_idleTurns = 0;
+    // A turn that failed found nothing out: the quiet that makes a queue that cannot
+    // count idle starts again.
+    if (!result.leased.isEmpty() || !result.ok)
+        m_lastLeasedAtMs = nowMs();
     if (result.ok || result.writesCommitted) {
         settled(*turn, nowMs());
     } else {
@@ -634,6 +642,17 @@ void Engine::checkIdle()
     // A broker may hold delayed messages without saying when they are due: wait for them.
     const bool retryDueSoon = counts->nextVisibleInMs ? *counts->nextVisibleInMs <= m_config.untilIdleHorizonMs
                                                       : counts->delayed > 0;
+    if (counts->backlogUnknown) {
+        // A queue that cannot count is idle when a whole lease (or the queue's own, if
+        // longer) has passed with nothing to lease: by then the deliveries a crashed
+        // worker held are offered again.
+        const qint64 quietMs = nowMs() - m_lastLeasedAtMs;
+        if (quietMs > std::max(m_config.leaseMs, counts->hiddenUpToMs) + UnknownBacklogQuietMarginMs && !retryDueSoon) {
+            qCInfo(lcEngine) << "idle: nothing to lease for a whole lease, and no retry of ours due soon";
+            stop();
+        }
+        return;
+    }
     if (counts->ready == 0 && counts->inFlight == 0 && !retryDueSoon) {
         qCInfo(lcEngine) << "idle: nothing ready, in flight or due soon";
         stop();

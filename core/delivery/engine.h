@@ -192,6 +192,7 @@ private:
     bool m_listening = false; // woken by PostgreSQL notifications rather than polling alone
     bool m_idle = false;      // the last turn found nothing to lease
     int m_idleTurns = 0;      // turns in a row that found nothing
+    qint64 m_lastLeasedAtMs = 0; // when a turn last leased anything or failed, or the engine started
     qint64 m_nextRetryDueMs = std::numeric_limits<qint64>::max(); // earliest retry this worker scheduled
     bool m_running = false;
     bool m_paused = false;

@@ -10,6 +10,20 @@
 
 namespace once {
 
+// What `once init --queue` declares where a broker takes it (SQS, Pub/Sub): the worker's
+// own --lease and --max-attempts.
+struct QueueTopology
+{
+    qint64 leaseMs = 30000;
+    int maxAttempts = 8;
+
+    // The broker's own limit on deliveries, which catches a message whose workers die
+    // before they settle it. The worker dead-letters after maxAttempts sends, with its
+    // account of why; two deliveries more are left for crashes and lost leases, so that
+    // the broker never takes a message the worker would still retry.
+    int deliveryLimit() const { return maxAttempts + 2; }
+};
+
 // A queue at a broker. The engine sees the MessageQueue side; the operator commands
 // and the console see the rest. One instance is used from one thread.
 //
@@ -24,7 +38,11 @@ public:
 
     // Declares what the queue needs at the broker (queues, exchanges, retry and
     // dead-letter queues, consumer group). Safe to run again: once init --queue.
-    virtual bool declareTopology(QString *error) = 0;
+    virtual bool declareTopology(const QueueTopology &topology, QString *error) = 0;
+    // One line on what declareTopology makes of topology where the broker takes it, for
+    // the operator (the broker's delivery limit, a value it raised to its least); empty
+    // where the broker takes none of it.
+    virtual QString describeTopology(const QueueTopology &) const { return {}; }
 
     // Up to limit dead letters, oldest first, left where they are.
     virtual std::optional<QList<DeadLetter>> deadLetters(int limit, QString *error) = 0;

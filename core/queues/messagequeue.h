@@ -70,6 +70,14 @@ struct QueueCounts
     // first delayed one is due, from now; not known at every broker.
     std::optional<qint64> delayedRetries;
     std::optional<qint64> nextDelayedInMs;
+    // The broker cannot count what waits or is in flight (Pub/Sub, without Cloud
+    // Monitoring): ready and inFlight are 0, not measured; delayed and nextVisibleInMs
+    // are only what this process itself holds back.
+    bool backlogUnknown = false;
+    // How long a delivery can stay hidden there without any worker's lease (a pulled
+    // message's first ack deadline, should its worker die at once): a queue that cannot
+    // count is idle only after this long, or a lease, without finding anything.
+    qint64 hiddenUpToMs = 0;
 };
 
 // The queue side of the store. The engine speaks only this interface, so the queue can

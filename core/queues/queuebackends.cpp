@@ -1,6 +1,7 @@
 // The registry of queue backends: one line per backend folder.
 #include "queues/queuebackend.h"
 
+#include "queues/pubsub/pubsubbackend.h"
 #include "queues/rabbitmq/rabbitmqbackend.h"
 #include "queues/redis/redisbackend.h"
 #include "queues/rest/restbackend.h"
@@ -15,6 +16,7 @@ const QList<const QueueBackend *> &queueBackends()
         &redisStreamsBackend(),
         &restQueueBackend(),
         &sqsBackend(),
+        &pubSubBackend(),
     };
     return backends;
 }

@@ -20,7 +20,9 @@ ONCE_BUILD=${ONCE_BUILD_DIR:-$ONCE_ROOT/build}
 # them, and the server that tst_prometheus scrapes them with (its post-install may enable
 # a system service on port 9090, which nothing starts without an init system, and the
 # tests run their own on a free port with a temporary folder). systemd brings
-# systemd-analyze for the packaging_systemd test of the .deb's units.
+# systemd-analyze for the packaging_systemd test of the .deb's units. libssl-dev brings
+# libcrypto's headers, for the RS256 signature that trades a Google service-account key
+# for an access token (core/queues/pubsub).
 ONCE_PACKAGES=(
     cmake ninja-build g++ pkg-config dpkg-dev
     qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libsqlite3-dev libgl-dev
@@ -31,6 +33,7 @@ ONCE_PACKAGES=(
     clang libclang-rt-14-dev
     qtkeychain-qt6-dev dbus gnome-keyring libsecret-tools
     prometheus systemd
+    libssl-dev
 )
 
 ensure_packages() {

@@ -232,7 +232,7 @@ RabbitMqSession *RabbitMqQueue::session(QString *error)
     return m_session.get();
 }
 
-bool RabbitMqQueue::declareTopology(QString *error)
+bool RabbitMqQueue::declareTopology(const QueueTopology &, QString *error)
 {
     RabbitMqSession *session = this->session(error);
     if (!session || !session->channel(AdminChannel, error))

@@ -451,7 +451,7 @@ RedisStreamQueue::checkedPipeline(const QList<QByteArrayList> &commands, QString
     return ok ? std::move(replies) : std::nullopt;
 }
 
-bool RedisStreamQueue::declareTopology(QString *error)
+bool RedisStreamQueue::declareTopology(const QueueTopology &, QString *error)
 {
     const auto reply = pipeline({{"XGROUP", "CREATE", m_stream, Group, "0", "MKSTREAM"}}, error);
     if (!reply)

@@ -204,7 +204,7 @@ bool RestQueue::waitOut(const Reply &reply, qint64 capMs)
     return true;
 }
 
-bool RestQueue::declareTopology(QString *error)
+bool RestQueue::declareTopology(const QueueTopology &, QString *error)
 {
     // Nothing to declare: the server owns its queue. Checks that it serves this one.
     const Reply reply = call("GET", QStringLiteral("/queue/stats"), {}, {{QStringLiteral("queue"), location().name}});
@@ -298,7 +298,7 @@ QList<QueueMessage> RestQueue::lease(int max, qint64 leaseMs, const QString &, Q
     if (reply.outcome == Reply::Outcome::Busy) {
         m_busyUntilMs = nowMs() + reply.retryAfterMs;
         if (!m_busyLogged)
-            qCWarning(lcRestQueue, "%s; consuming nothing for %lld s (said once until the queue answers again)",
+            qCWarning(lcRestQueue, "%s; consuming nothing for %d s (said once until the queue answers again)",
                       qPrintable(describe(reply, QStringLiteral("the queue asks to wait"))),
                       wholeSecondsUp(reply.retryAfterMs));
         m_busyLogged = true;

@@ -37,7 +37,7 @@ public:
     bool settle(const QList<Settlement> &settlements, QString *error) override;
     std::optional<QueueCounts> counts(QString *error) override;
 
-    bool declareTopology(QString *error) override;
+    bool declareTopology(const QueueTopology &topology, QString *error) override;
     std::optional<QList<DeadLetter>> deadLetters(int limit, QString *error) override;
     std::optional<QList<DeadLetter>> redrive(int max, const std::function<bool(const DeadLetter &)> &select,
                                              QString *error) override;

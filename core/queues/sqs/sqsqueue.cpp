@@ -3,6 +3,7 @@
 #include "http/blockinghttpclient.h"
 #include "model/clock.h"
 #include "model/reminder.h"
+#include "queues/deadletteraccount.h"
 #include "queues/sqs/sqslocation.h"
 #include "text/jsonvalues.h"
 #include "text/quotedtext.h"
@@ -29,12 +30,14 @@ constexpr int MaxVisibilitySeconds = 12 * 3600;
 constexpr int MaxSendDelaySeconds = 15 * 60;
 // A lease of more than ten receives them ten at a time, at most this many times a turn.
 constexpr int MaxReceivesPerLease = 5;
-// What SQS itself moves to the dead letters: a message received this often unsettled.
-constexpr int MaxReceiveCount = 20;
+// SQS's range for a redrive policy's maxReceiveCount.
+constexpr int MaxReceiveCountLimit = 1000;
 // Dead letters being listed, redriven or discarded are hidden from others this long.
 constexpr int ListingVisibilitySeconds = 30;
 constexpr int MaxListedDeadLetters = 10000;
 constexpr int CallTimeoutMs = 20000;
+// A receive of ten messages of 256 KiB, each character escaped in JSON at worst.
+constexpr qint64 MaxResponseBodyBytes = 32 * 1024 * 1024;
 
 namespace attribute {
 const QString Id = QStringLiteral("once-id");
@@ -42,6 +45,8 @@ const QString Redrives = QStringLiteral("once-redrives");
 const QString EnqueuedAt = QStringLiteral("once-enqueued-at");
 const QString VisibleAt = QStringLiteral("once-visible-at");
 const QString BodyEncoding = QStringLiteral("once-body-encoding");
+const QString Hold = QStringLiteral("once-hold");
+const QString Receives = QStringLiteral("once-receives");
 const QString DeadLetter = QStringLiteral("once-dead-letter");
 } // namespace attribute
 
@@ -78,6 +83,23 @@ QJsonObject messageEntry(const QByteArray &payload, QJsonObject attributes)
         return {{QStringLiteral("MessageBody"), QString::fromUtf8(payload)}, {QStringLiteral("MessageAttributes"), attributes}};
     attributes.insert(attribute::BodyEncoding, stringAttribute(QStringLiteral("base64")));
     return {{QStringLiteral("MessageBody"), QString::fromLatin1(payload.toBase64())}, {QStringLiteral("MessageAttributes"), attributes}};
+}
+
+// A message to wait longer than SQS can hide one (12 h), or sent with a delay longer than
+// a send's 15 minutes: sent with the longest send delay, its not-before time and the
+// deliveries of the copies before it. A worker that receives it early hides it until it
+// is due if that is 12 h or less away, else sends it on again (lease()), so no copy is
+// received more than twice and SQS's redrive policy never counts a wait.
+QJsonObject delayedCopy(const QByteArray &payload, QJsonObject attributes, qint64 visibleAtMs, int receives, qint64 now)
+{
+    attributes.remove(attribute::BodyEncoding); // messageEntry() says it again if need be
+    attributes.insert(attribute::VisibleAt, numberAttribute(visibleAtMs));
+    attributes.insert(attribute::Hold, stringAttribute(QStringLiteral("1")));
+    if (receives > 0)
+        attributes.insert(attribute::Receives, numberAttribute(receives));
+    QJsonObject entry = messageEntry(payload, attributes);
+    entry.insert(QStringLiteral("DelaySeconds"), std::clamp(wholeSecondsUp(visibleAtMs - now), 0, MaxSendDelaySeconds));
+    return entry;
 }
 
 QString attributeText(const QJsonObject &attributes, const QString &name)
@@ -135,6 +157,7 @@ SqsQueue::Reply SqsQueue::call(const QByteArray &action, const QJsonObject &body
     request.method = signable.method;
     request.body = signable.body;
     request.timeoutMs = CallTimeoutMs;
+    request.maxResponseBodyBytes = MaxResponseBodyBytes;
     for (const auto &header : std::as_const(signable.headers))
         request.headers.append(header); // the client writes its own Host, the same
     const HttpResult result = m_http->send(request);
@@ -194,7 +217,16 @@ QString SqsQueue::queueUrl(const QString &name, QString *error)
     return url;
 }
 
-bool SqsQueue::declareTopology(QString *error)
+QString SqsQueue::describeTopology(const QueueTopology &topology) const
+{
+    return QStringLiteral("SQS moves a message received %1 times without being settled to %2 (its redrive policy: "
+                          "the workers' --max-attempts %3, and two deliveries for crashes)")
+        .arg(std::min(topology.deliveryLimit(), MaxReceiveCountLimit))
+        .arg(sqsDeadLetterQueueName(location().name))
+        .arg(topology.maxAttempts);
+}
+
+bool SqsQueue::declareTopology(const QueueTopology &topology, QString *error)
 {
     const QString deadName = sqsDeadLetterQueueName(location().name);
     // Fourteen days, SQS's longest: dead letters wait for an operator.
@@ -217,7 +249,8 @@ bool SqsQueue::declareTopology(QString *error)
     QJsonObject attributes = retention;
     attributes.insert(QStringLiteral("RedrivePolicy"),
                       QString::fromUtf8(QJsonDocument(QJsonObject{{QStringLiteral("deadLetterTargetArn"), deadArn},
-                                                                  {QStringLiteral("maxReceiveCount"), QString::number(MaxReceiveCount)}})
+                                                                  {QStringLiteral("maxReceiveCount"),
+                                                                   QString::number(std::min(topology.deliveryLimit(), MaxReceiveCountLimit))}})
                                             .toJson(QJsonDocument::Compact)));
     reply = call("CreateQueue", {{QStringLiteral("QueueName"), location().name}, {QStringLiteral("Attributes"), attributes}});
     if (reply.ok)
@@ -290,11 +323,9 @@ bool SqsQueue::enqueue(const QList<OutgoingMessage> &messages, QString *error)
         // which hides a message received early until it is due (lease()).
         if (message.delayMs > 0)
             entry.insert(QStringLiteral("DelaySeconds"), std::min(wholeSecondsUp(message.delayMs), MaxSendDelaySeconds));
-        if (message.delayMs > qint64(MaxSendDelaySeconds) * 1000) {
-            QJsonObject attributes = entry.value(QLatin1String("MessageAttributes")).toObject();
-            attributes.insert(attribute::VisibleAt, numberAttribute(now + message.delayMs));
-            entry.insert(QStringLiteral("MessageAttributes"), attributes);
-        }
+        if (message.delayMs > qint64(MaxSendDelaySeconds) * 1000)
+            entry = delayedCopy(message.payload, entry.value(QLatin1String("MessageAttributes")).toObject(),
+                                now + message.delayMs, 0, now);
         entries.append(entry);
     }
     return send(url, entries, error);
@@ -332,7 +363,11 @@ std::optional<QList<SqsQueue::Received>> SqsQueue::receive(const QString &url, i
         message.payload = row.value(QLatin1String("Body")).toString().toUtf8();
         if (attributeText(one.attributes, attribute::BodyEncoding) == QLatin1String("base64"))
             message.payload = QByteArray::fromBase64(message.payload);
-        message.delivery = std::max(1, one.systemAttributes.value(QLatin1String("ApproximateReceiveCount")).toString().toInt());
+        // SQS's receive count of this copy, less the early receive that hid a delayed copy,
+        // plus the deliveries of the copies before it.
+        const int receives = std::max(1, one.systemAttributes.value(QLatin1String("ApproximateReceiveCount")).toString().toInt());
+        const int hidden = one.attributes.contains(attribute::Hold) && receives > 1 ? 1 : 0;
+        message.delivery = std::max(1, receives - hidden + attributeText(one.attributes, attribute::Receives).toInt());
         message.redriveCount = attributeText(one.attributes, attribute::Redrives).toInt();
         message.enqueuedAtMs = attributeText(one.attributes, attribute::EnqueuedAt).toLongLong();
         if (message.enqueuedAtMs == 0)
@@ -350,6 +385,8 @@ QList<QueueMessage> SqsQueue::lease(int max, qint64 leaseMs, const QString &, QS
         return leased;
     const qint64 now = nowMs();
     QList<QPair<QByteArray, int>> early;
+    QList<QJsonObject> sentOn;
+    QList<QByteArray> sentOnHandles;
     for (int call = 0; call < MaxReceivesPerLease && leased.size() < max; ++call) {
         const int want = std::min(MaxBatch, int(max - leased.size()));
         QString failure;
@@ -363,10 +400,16 @@ QList<QueueMessage> SqsQueue::lease(int max, qint64 leaseMs, const QString &, QS
             break;
         }
         for (const Received &one : *received) {
-            // Delayed longer than SQS's 15 minutes: hidden again until it is due.
+            // Delayed longer than SQS's 15 minutes: hidden again until it is due, or sent on
+            // when that is further than SQS can hide it (delayedCopy()).
             const qint64 visibleAt = attributeText(one.attributes, attribute::VisibleAt).toLongLong();
             if (visibleAt > now + 1000) {
-                early.append({one.receiptHandle, wholeSecondsUp(visibleAt - now)});
+                if (visibleAt - now <= qint64(MaxVisibilitySeconds) * 1000) {
+                    early.append({one.receiptHandle, wholeSecondsUp(visibleAt - now)});
+                } else {
+                    sentOn.append(delayedCopy(one.message.payload, one.attributes, visibleAt, one.message.delivery - 1, now));
+                    sentOnHandles.append(one.receiptHandle);
+                }
                 continue;
             }
             QueueMessage message = one.message;
@@ -379,6 +422,9 @@ QList<QueueMessage> SqsQueue::lease(int max, qint64 leaseMs, const QString &, QS
     }
     QString hideError;
     if (!early.isEmpty() && !changeVisibility(url, early, &hideError))
+        qCWarning(lcSqsQueue, "%s", qPrintable(hideError));
+    // The copy first, then the original: a crash between them leaves two, never none.
+    if (!sentOn.isEmpty() && !(send(url, sentOn, &hideError) && deleteMessages(url, sentOnHandles, &hideError)))
         qCWarning(lcSqsQueue, "%s", qPrintable(hideError));
     return leased;
 }
@@ -437,6 +483,7 @@ bool SqsQueue::settle(const QList<Settlement> &settlements, QString *error)
     QList<QByteArray> deletes;
     QList<QPair<QByteArray, int>> retries;
     QList<QJsonObject> buried;
+    QList<QJsonObject> sentOn; // long retries, sent again with a delay
     QList<QByteArray> buriedHandles;
     for (const Settlement &settlement : settlements) {
         const auto found = m_held.constFind(settlement.messageId);
@@ -452,21 +499,16 @@ bool SqsQueue::settle(const QList<Settlement> &settlements, QString *error)
             deletes.append(held.receiptHandle);
             break;
         case Settlement::Kind::Retry:
-            if (settlement.delayMs > qint64(MaxVisibilitySeconds) * 1000)
-                qCInfo(lcSqsQueue, "a retry delay of %d s is cut to SQS's 12 h", wholeSecondsUp(settlement.delayMs));
+            if (settlement.delayMs > qint64(MaxVisibilitySeconds) * 1000) {
+                // Longer than SQS can hide a message: sent on with the delay (delayedCopy()).
+                sentOn.append(delayedCopy(held.payload, held.attributes, nowMs() + settlement.delayMs, settlement.delivery, nowMs()));
+                deletes.append(held.receiptHandle);
+                break;
+            }
             retries.append({held.receiptHandle, wholeSecondsUp(settlement.delayMs)});
             break;
         case Settlement::Kind::DeadLetter: {
-            const DeadLetterInfo &info = settlement.deadLetter;
-            const QJsonObject account{{QStringLiteral("error_class"), info.errorClass},
-                                      {QStringLiteral("last_error"), info.lastError.left(2000)},
-                                      {QStringLiteral("attempts"), info.attempts},
-                                      {QStringLiteral("receives"), settlement.delivery},
-                                      {QStringLiteral("first_attempt_at"), qint64(info.firstAttemptAtMs)},
-                                      {QStringLiteral("last_attempt_at"), qint64(info.lastAttemptAtMs)},
-                                      {QStringLiteral("dead_at"), nowMs()},
-                                      {QStringLiteral("send_key"), QString::fromLatin1(info.sendKey)},
-                                      {QStringLiteral("event_id"), info.eventId}};
+            const QJsonObject account = deadLetterAccount(settlement, nowMs());
             // The message as it was (body, id, redrives, first enqueue) and the account.
             QJsonObject attributes;
             for (const QString &name : {attribute::Id, attribute::Redrives, attribute::EnqueuedAt})
@@ -481,8 +523,11 @@ bool SqsQueue::settle(const QList<Settlement> &settlements, QString *error)
         }
         }
     }
-    // A dead letter is sent to QUEUE-dead before it is deleted here: a crash between the
-    // two leaves it in both, and the ledger answers its next delivery.
+    // A copy is sent (a long retry's here, a dead letter to QUEUE-dead) before the original
+    // is deleted: a crash between the two leaves it in both, and the ledger answers its
+    // next delivery.
+    if (!sentOn.isEmpty() && !send(url, sentOn, error))
+        return false;
     if (!buried.isEmpty()) {
         const QString deadUrl = queueUrl(sqsDeadLetterQueueName(location().name), error);
         if (deadUrl.isEmpty() || !send(deadUrl, buried, error))
@@ -532,8 +577,8 @@ DeadLetter SqsQueue::deadLetterOf(const Received &received)
     if (account.isEmpty()) {
         // SQS moved it here itself: received too often without being settled.
         letter.errorClass = QStringLiteral("max-receives");
-        letter.lastError = QStringLiteral("received %1 times without being settled (the queue's redrive policy)").arg(MaxReceiveCount);
-        letter.receiveCount = MaxReceiveCount;
+        letter.lastError = QStringLiteral("received more often than the queue's redrive policy allows, without being settled");
+        letter.receiveCount = received.message.delivery;
         letter.deadAtMs = received.systemAttributes.value(QLatin1String("DeadLetterQueueSourceArn")).isString()
                               ? received.systemAttributes.value(QLatin1String("SentTimestamp")).toString().toLongLong()
                               : 0;
@@ -543,15 +588,7 @@ DeadLetter SqsQueue::deadLetterOf(const Received &received)
         }
         return letter;
     }
-    letter.errorClass = account.value(QLatin1String("error_class")).toString();
-    letter.lastError = account.value(QLatin1String("last_error")).toString();
-    letter.attempts = account.value(QLatin1String("attempts")).toInt();
-    letter.firstAttemptAtMs = account.value(QLatin1String("first_attempt_at")).toInteger();
-    letter.lastAttemptAtMs = account.value(QLatin1String("last_attempt_at")).toInteger();
-    letter.deadAtMs = account.value(QLatin1String("dead_at")).toInteger();
-    letter.sendKey = account.value(QLatin1String("send_key")).toString().toLatin1();
-    letter.eventId = account.value(QLatin1String("event_id")).toString();
-    letter.receiveCount = account.value(QLatin1String("receives")).toInt();
+    readDeadLetterAccount(account, &letter);
     return letter;
 }
 

@@ -19,8 +19,9 @@ class BlockingHttpClient;
 // sends a request twice on its own.
 //
 // Topology (declareTopology, once init --queue): the queue QUEUE-dead, then QUEUE with a
-// RedrivePolicy to it (maxReceiveCount 20: a message whose consumers keep dying before
-// they settle it ends there, as with RabbitMQ's delivery limit).
+// RedrivePolicy to it (maxReceiveCount: QueueTopology::deliveryLimit(), two more than the
+// worker's --max-attempts, so a message whose consumers keep dying before they settle it
+// ends there, as with RabbitMQ's delivery limit). Run again, init sets the policy anew.
 //
 // Messages: the payload is the body, or its base64 when SQS could not carry it as text
 // (bytes that are not UTF-8, characters XML refuses). Message attributes (SQS allows ten):
@@ -48,7 +49,8 @@ public:
     bool settle(const QList<Settlement> &settlements, QString *error) override;
     std::optional<QueueCounts> counts(QString *error) override;
 
-    bool declareTopology(QString *error) override;
+    bool declareTopology(const QueueTopology &topology, QString *error) override;
+    QString describeTopology(const QueueTopology &topology) const override;
     std::optional<QList<DeadLetter>> deadLetters(int limit, QString *error) override;
     std::optional<QList<DeadLetter>> redrive(int max, const std::function<bool(const DeadLetter &)> &select,
                                              QString *error) override;
