@@ -17,6 +17,7 @@
 #include "deadlettersmodel.h"
 #include "deadletterspage.h"
 #include "mainwindow.h"
+#include "metricchart.h"
 #include "overviewpage.h"
 #include "queueurl.h"
 #include "redrivedialog.h"
@@ -326,6 +327,9 @@ void TestUiBroker::deadLettersAtTheQueueAreRedrivenFromTheConsole()
         QTRY_VERIFY_WITH_TIMEOUT(label(overview, "queueUnavailable")->isVisible(), 20000);
         for (const char *name : {"deadLettersTile", "readyTile", "inFlightTile", "delayedTile"})
             QCOMPARE(tile(*window, name)->value(), QStringLiteral("not available"));
+        // Nor does it chart zeros it never measured (a worker and the console sampled it).
+        for (const char *name : {"depthChart", "ageChart"})
+            QVERIFY2(overview->findChild<MetricChart *>(QLatin1String(name))->points().isEmpty(), name);
     } else {
         QTRY_COMPARE_WITH_TIMEOUT(tile(*window, "deadLettersTile")->value(), QStringLiteral("6"), 20000);
         QCOMPARE(tile(*window, "readyTile")->value(), QStringLiteral("0"));

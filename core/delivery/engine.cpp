@@ -599,8 +599,8 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
     Delivery sent = delivery;
     if (!sent.firstSentAtMs)
         sent.firstSentAtMs = sentAtMs;
-    const QString reason = retryable ? QStringLiteral("gave up after %1 attempts: %2").arg(sends).arg(outcome.error)
-                                     : outcome.error;
+    const QString gaveUp = sends == 1 ? QStringLiteral("gave up after 1 attempt") : QStringLiteral("gave up after %1 attempts").arg(sends);
+    const QString reason = retryable ? gaveUp + QStringLiteral(": ") + outcome.error : outcome.error;
     deadLetter(sent, outcome.errorClass, reason, sends);
 }
 
@@ -680,6 +680,9 @@ void Engine::sampleQueue()
     onStoreLater([side](Store &store) {
         QString error;
         const auto counts = side->queue().counts(&error);
+        // A queue that counts nothing (Pub/Sub) leaves the charts empty, not at zero.
+        if (counts && counts->backlogUnknown)
+            return;
         if (!counts || !store.metrics().recordSample(*counts, nowMs(), &error))
             qCWarning(lcEngine).noquote() << "sampling the queue failed:" << error;
     });

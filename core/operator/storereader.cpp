@@ -205,7 +205,8 @@ std::optional<DeliveryStats> StoreReader::readStats(QString *error)
 {
     // The ledger's numbers always come from the store; the queue's from where it lives.
     auto stats = m_broker ? Inspector(m_store->database(), *m_broker).stats(error) : m_store->inspector().stats(error);
-    if (stats) {
+    // A queue that counts nothing (Pub/Sub) gives the charts no readings, not zeros.
+    if (stats && !stats->queue.backlogUnknown) {
         const qint64 now = nowMs();
         while (!m_ownReadings.isEmpty() && m_ownReadings.constFirst().atMs < now - OwnReadingsKeptMs)
             m_ownReadings.removeFirst();
