@@ -48,9 +48,17 @@ QString quotedForError(QStringView text, qsizetype maxChars)
 
 QString asOneLine(QString text, qsizetype maxChars)
 {
-    text.replace(QLatin1Char('\r'), QLatin1Char(' ')).replace(QLatin1Char('\n'), QLatin1Char(' '));
     if (text.size() > maxChars)
         text = text.left(maxChars) + QStringLiteral("...");
+    // Line breaks and tabs read as spaces; the other control characters (an ESC that
+    // would recolour a terminal, a bell) and line separators as '?'.
+    for (QChar &c : text) {
+        const char16_t u = c.unicode();
+        if (u == u'\r' || u == u'\n' || u == u'\t')
+            c = QLatin1Char(' ');
+        else if (u < 0x20 || (u >= 0x7f && u <= 0x9f) || u == 0x2028 || u == 0x2029)
+            c = QLatin1Char('?');
+    }
     return text;
 }
 

@@ -12,7 +12,8 @@ namespace once {
 QString quotedForError(QStringView text, qsizetype maxChars = 64);
 
 // A server's own words (an error message, an answer's start) for a log line or an error:
-// line breaks become spaces, and more than maxChars characters are cut ("...").
+// line breaks become spaces, other control characters '?', and more than maxChars
+// characters are cut ("...").
 QString asOneLine(QString text, qsizetype maxChars = 300);
 
 } // namespace once

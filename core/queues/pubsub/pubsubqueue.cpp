@@ -124,9 +124,14 @@ PubSubQueue::Reply PubSubQueue::call(const QByteArray &method, const QString &pa
         return reply;
     }
     reply.httpStatus = result.httpStatus;
-    reply.body = QJsonDocument::fromJson(result.body).object();
+    const QJsonDocument document = QJsonDocument::fromJson(result.body);
+    reply.body = document.object();
     if (result.httpStatus >= 200 && result.httpStatus < 300) {
-        reply.ok = true;
+        // Every answer of the API is a JSON object: anything else (a proxy's page, a
+        // server that is not Pub/Sub) is not taken for an empty one.
+        reply.ok = document.isObject() || result.body.trimmed().isEmpty(); // no answer is an empty one
+        if (!reply.ok)
+            reply.message = QStringLiteral("the answer is not a JSON object: ") + QString::fromUtf8(result.body.left(200));
         return reply;
     }
     // {"error": {"code": 404, "message": "...", "status": "NOT_FOUND"}}
@@ -141,7 +146,9 @@ PubSubQueue::Reply PubSubQueue::call(const QByteArray &method, const QString &pa
 QString PubSubQueue::describe(const Reply &reply, const QString &what) const
 {
     QString why = reply.httpStatus == 0 ? reply.message
-                                         : QStringLiteral("HTTP %1 %2: %3").arg(reply.httpStatus).arg(reply.status, reply.message);
+                                         : QStringLiteral("HTTP %1: %2")
+                                               .arg(QString(QString::number(reply.httpStatus) + QLatin1Char(' ') + reply.status).trimmed(),
+                                                    reply.message);
     if ((reply.httpStatus == 401 || reply.httpStatus == 403) && m_credentials)
         why += QStringLiteral(" (the credentials are %1: check its Pub/Sub roles)").arg(m_credentials->source());
     // The API never echoes the token; the server's words are still not trusted with it.
@@ -294,6 +301,12 @@ std::optional<QList<PubSubQueue::Received>> PubSubQueue::pull(const QString &sub
         if (leased.enqueuedAtMs == 0)
             leased.enqueuedAtMs = QDateTime::fromString(message.value(QLatin1String("publishTime")).toString(), Qt::ISODateWithMs)
                                       .toMSecsSinceEpoch();
+        // Nothing can be settled, or known in the ledger, without these: not taken.
+        if (one.ackId.isEmpty() || leased.id.isEmpty()) {
+            qCWarning(lcPubSubQueue, "Pub/Sub answered a message without %s: left alone",
+                      one.ackId.isEmpty() ? "an ackId" : "a messageId");
+            continue;
+        }
         received.append(std::move(one));
     }
     return received;

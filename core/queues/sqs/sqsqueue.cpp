@@ -11,6 +11,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QLoggingCategory>
+#include <QRegularExpression>
 #include <QSet>
 #include <QUuid>
 
@@ -28,6 +29,9 @@ constexpr int MaxBatch = 10;
 constexpr qsizetype MaxBatchBytes = 256 * 1024 - 16 * 1024; // leaves room for the attributes
 constexpr int MaxVisibilitySeconds = 12 * 3600;
 constexpr int MaxSendDelaySeconds = 15 * 60;
+// How long an idle worker's receive waits for a message (long polling; SQS allows 20 s):
+// short, as the engine's turn waits with it, and SIGTERM too.
+constexpr int IdleWaitSeconds = 2;
 // A lease of more than ten receives them ten at a time, at most this many times a turn.
 constexpr int MaxReceivesPerLease = 5;
 // SQS's range for a redrive policy's maxReceiveCount.
@@ -169,9 +173,14 @@ SqsQueue::Reply SqsQueue::call(const QByteArray &action, const QJsonObject &body
         return reply;
     }
     reply.httpStatus = result.httpStatus;
-    reply.body = QJsonDocument::fromJson(result.body).object();
+    const QJsonDocument document = QJsonDocument::fromJson(result.body);
+    reply.body = document.object();
     if (result.httpStatus >= 200 && result.httpStatus < 300) {
-        reply.ok = true;
+        // Every answer of the API is a JSON object: anything else (a proxy's page, a
+        // server that is not SQS) is not taken for an empty one.
+        reply.ok = document.isObject() || result.body.trimmed().isEmpty(); // no answer is an empty one
+        if (!reply.ok)
+            reply.message = QStringLiteral("the answer is not a JSON object: ") + QString::fromUtf8(result.body.left(200));
         return reply;
     }
     // {"__type": "com.amazonaws.sqs#QueueDoesNotExist", "message": "..."}
@@ -188,13 +197,18 @@ SqsQueue::Reply SqsQueue::call(const QByteArray &action, const QJsonObject &body
 QString SqsQueue::describe(const Reply &reply, const QString &what) const
 {
     QString why = reply.httpStatus == 0 ? reply.message
-                                         : QStringLiteral("HTTP %1 %2: %3").arg(reply.httpStatus).arg(reply.errorType, reply.message);
+                                         : QStringLiteral("HTTP %1: %2")
+                                               .arg(QString(QString::number(reply.httpStatus) + QLatin1Char(' ') + reply.errorType).trimmed(),
+                                                    reply.message);
     if (reply.errorType == QLatin1String("InvalidClientTokenId") || reply.errorType == QLatin1String("SignatureDoesNotMatch")
         || reply.errorType == QLatin1String("UnrecognizedClientException"))
         why += QStringLiteral(" (check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE)");
     // Never a secret: the signature is not echoed, but the key id may be, and that is all.
     QString line = asOneLine(QStringLiteral("%1 at the SQS queue %2: %3").arg(what, location().displayName(), why));
     line.replace(QString::fromUtf8(m_credentials.secretAccessKey), QStringLiteral("[secret]"));
+    // A server that echoes a request shows its signature, good for a replay for minutes.
+    static const QRegularExpression signature(QStringLiteral("Signature=[0-9A-Fa-f]+"));
+    line.replace(signature, QStringLiteral("Signature=[redacted]"));
     if (!m_credentials.sessionToken.isEmpty())
         line.replace(QString::fromUtf8(m_credentials.sessionToken), QStringLiteral("[token]"));
     return line;
@@ -331,14 +345,14 @@ bool SqsQueue::enqueue(const QList<OutgoingMessage> &messages, QString *error)
     return send(url, entries, error);
 }
 
-std::optional<QList<SqsQueue::Received>> SqsQueue::receive(const QString &url, int max, int visibilitySeconds, QString *error)
+std::optional<QList<SqsQueue::Received>> SqsQueue::receive(const QString &url, int max, int visibilitySeconds, int waitSeconds,
+                                                           QString *error)
 {
     const Reply reply = call("ReceiveMessage",
                              {{QStringLiteral("QueueUrl"), url},
                               {QStringLiteral("MaxNumberOfMessages"), std::clamp(max, 1, MaxBatch)},
                               {QStringLiteral("VisibilityTimeout"), std::clamp(visibilitySeconds, 0, MaxVisibilitySeconds)},
-                              // The engine polls an idle queue on its own schedule.
-                              {QStringLiteral("WaitTimeSeconds"), 0},
+                              {QStringLiteral("WaitTimeSeconds"), waitSeconds},
                               // Both spellings: older and newer SQS, and emulators that
                               // return the receive count only when asked for All.
                               {QStringLiteral("AttributeNames"), QJsonArray{QStringLiteral("All")}},
@@ -372,6 +386,12 @@ std::optional<QList<SqsQueue::Received>> SqsQueue::receive(const QString &url, i
         message.enqueuedAtMs = attributeText(one.attributes, attribute::EnqueuedAt).toLongLong();
         if (message.enqueuedAtMs == 0)
             message.enqueuedAtMs = one.systemAttributes.value(QLatin1String("SentTimestamp")).toString().toLongLong();
+        // Nothing can be settled, or known in the ledger, without these: not taken.
+        if (one.receiptHandle.isEmpty() || message.id.isEmpty()) {
+            qCWarning(lcSqsQueue, "SQS answered a message without a %s: left alone",
+                      one.receiptHandle.isEmpty() ? "ReceiptHandle" : "MessageId");
+            continue;
+        }
         received.append(std::move(one));
     }
     return received;
@@ -390,7 +410,14 @@ QList<QueueMessage> SqsQueue::lease(int max, qint64 leaseMs, const QString &, QS
     for (int call = 0; call < MaxReceivesPerLease && leased.size() < max; ++call) {
         const int want = std::min(MaxBatch, int(max - leased.size()));
         QString failure;
-        const auto received = receive(url, want, std::max(1, wholeSecondsUp(leaseMs)), &failure);
+        // Long polling, only while this worker holds nothing: a receive that waits for
+        // messages holds up the turn that would record outcomes, and a worker with sends
+        // in flight is asked again at every turn anyway. Idle, it spares SQS (and the
+        // bill) the empty receives of the engine's polls, and asks every SQS host.
+        const int wait = call == 0 && m_held.isEmpty() && m_lastReceiveWasEmpty ? IdleWaitSeconds : 0;
+        const auto received = receive(url, want, std::max(1, wholeSecondsUp(leaseMs)), wait, &failure);
+        if (call == 0)
+            m_lastReceiveWasEmpty = received && received->isEmpty();
         if (!received) {
             // What was received before the failure is worked on; the next turn asks again.
             if (leased.isEmpty())
@@ -626,7 +653,7 @@ std::optional<QList<DeadLetter>> SqsQueue::takeDeadLetters(int max, const std::f
     QSet<QString> seen;
     QString failure;
     while (listed.size() < max) {
-        const auto received = receive(deadUrl, MaxBatch, ListingVisibilitySeconds, &failure);
+        const auto received = receive(deadUrl, MaxBatch, ListingVisibilitySeconds, 0, &failure);
         if (!received)
             break;
         if (received->isEmpty())

@@ -83,7 +83,7 @@ private:
     QString describe(const Reply &reply, const QString &what) const;
     // The URL SQS knows the queue by (GetQueueUrl, kept); empty with error set.
     QString queueUrl(const QString &name, QString *error);
-    std::optional<QList<Received>> receive(const QString &url, int max, int visibilitySeconds, QString *error);
+    std::optional<QList<Received>> receive(const QString &url, int max, int visibilitySeconds, int waitSeconds, QString *error);
     bool send(const QString &url, const QList<QJsonObject> &entries, QString *error);
     bool deleteMessages(const QString &url, const QList<QByteArray> &receiptHandles, QString *error);
     bool changeVisibility(const QString &url, const QList<QPair<QByteArray, int>> &handles, QString *error);
@@ -108,6 +108,7 @@ private:
         QJsonObject attributes;
     };
     QHash<QString, Held> m_held;
+    bool m_lastReceiveWasEmpty = false; // the next idle receive waits (long polling)
 };
 
 } // namespace once
