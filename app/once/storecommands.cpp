@@ -76,7 +76,8 @@ int runInit(const QStringList &arguments)
     Command command(QStringLiteral("init"),
                     QStringLiteral("Creates the store, or upgrades its schema. With --queue, also declares the "
                                    "broker's queues (RabbitMQ: exchange, main, retry and dead-letter queues; Redis: "
-                                   "stream and consumer group); safe to run again."),
+                                   "stream and consumer group; SQS: the queue and its dead-letter queue; Pub/Sub: "
+                                   "topics and subscriptions); safe to run again."),
                     {});
     auto &parser = command.parser();
     parser.addOption({QStringLiteral("max-attempts"),
