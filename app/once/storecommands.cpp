@@ -240,11 +240,6 @@ int runStats(const QStringList &arguments)
     QJsonObject json = stats->toJson();
     if (broker) {
         json.insert(QStringLiteral("queue_at"), broker->location().displayName());
-        // Not measured, so not 0.
-        if (stats->queue.backlogUnknown)
-            for (const QString &count : {QStringLiteral("ready"), QStringLiteral("in_flight"), QStringLiteral("delayed"),
-                                         QStringLiteral("dead"), QStringLiteral("oldest_ready_age_s")})
-                json.insert(count, QJsonValue::Null);
         if (!stats->queue.unavailable.isEmpty())
             json.insert(QStringLiteral("queue_unavailable"), stats->queue.unavailable);
     }

@@ -206,6 +206,11 @@ QJsonObject DeliveryStats::toJson() const
                   latenessP50Ms ? QJsonValue(double(*latenessP50Ms) / 1000.0) : QJsonValue(QJsonValue::Null));
     object.insert(QStringLiteral("lateness_p95_s"),
                   latenessP95Ms ? QJsonValue(double(*latenessP95Ms) / 1000.0) : QJsonValue(QJsonValue::Null));
+    // A queue that counts nothing (Pub/Sub): not measured, so not 0.
+    if (queue.backlogUnknown)
+        for (const QString &count : {QStringLiteral("ready"), QStringLiteral("in_flight"), QStringLiteral("delayed"),
+                                     QStringLiteral("dead"), QStringLiteral("oldest_ready_age_s")})
+            object.insert(count, QJsonValue::Null);
     return object;
 }
 

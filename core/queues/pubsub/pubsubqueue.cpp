@@ -4,6 +4,7 @@
 #include "model/clock.h"
 #include "model/reminder.h"
 #include "queues/deadletteraccount.h"
+#include "queues/messageattributes.h"
 #include "queues/pubsub/googlecredentials.h"
 #include "queues/pubsub/pubsublocation.h"
 #include "text/quotedtext.h"
@@ -37,16 +38,6 @@ constexpr int MaxListedDeadLetters = 10000;
 constexpr int CallTimeoutMs = 20000;
 // A pull answers with at most about 10 MB of messages, in base64.
 constexpr qint64 MaxResponseBodyBytes = 32 * 1024 * 1024;
-
-namespace attribute {
-const QString Id = QStringLiteral("once-id");
-const QString Redrives = QStringLiteral("once-redrives");
-const QString EnqueuedAt = QStringLiteral("once-enqueued-at");
-const QString VisibleAt = QStringLiteral("once-visible-at");
-const QString Receives = QStringLiteral("once-receives");
-const QString Hold = QStringLiteral("once-hold");
-const QString DeadLetter = QStringLiteral("once-dead-letter");
-} // namespace attribute
 
 QJsonObject pubSubMessage(const QByteArray &payload, const QJsonObject &attributes)
 {

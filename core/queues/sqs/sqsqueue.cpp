@@ -4,6 +4,7 @@
 #include "model/clock.h"
 #include "model/reminder.h"
 #include "queues/deadletteraccount.h"
+#include "queues/messageattributes.h"
 #include "queues/sqs/sqslocation.h"
 #include "text/jsonvalues.h"
 #include "text/quotedtext.h"
@@ -43,16 +44,8 @@ constexpr int CallTimeoutMs = 20000;
 // A receive of ten messages of 256 KiB, each character escaped in JSON at worst.
 constexpr qint64 MaxResponseBodyBytes = 32 * 1024 * 1024;
 
-namespace attribute {
-const QString Id = QStringLiteral("once-id");
-const QString Redrives = QStringLiteral("once-redrives");
-const QString EnqueuedAt = QStringLiteral("once-enqueued-at");
-const QString VisibleAt = QStringLiteral("once-visible-at");
-const QString BodyEncoding = QStringLiteral("once-body-encoding");
-const QString Hold = QStringLiteral("once-hold");
-const QString Receives = QStringLiteral("once-receives");
-const QString DeadLetter = QStringLiteral("once-dead-letter");
-} // namespace attribute
+// SQS only: a payload SQS could not carry as text travels as base64.
+const QString BodyEncodingAttribute = QStringLiteral("once-body-encoding");
 
 QJsonObject stringAttribute(const QString &value)
 {
@@ -85,7 +78,7 @@ QJsonObject messageEntry(const QByteArray &payload, QJsonObject attributes)
 {
     if (travelsAsText(payload))
         return {{QStringLiteral("MessageBody"), QString::fromUtf8(payload)}, {QStringLiteral("MessageAttributes"), attributes}};
-    attributes.insert(attribute::BodyEncoding, stringAttribute(QStringLiteral("base64")));
+    attributes.insert(BodyEncodingAttribute, stringAttribute(QStringLiteral("base64")));
     return {{QStringLiteral("MessageBody"), QString::fromLatin1(payload.toBase64())}, {QStringLiteral("MessageAttributes"), attributes}};
 }
 
@@ -96,7 +89,7 @@ QJsonObject messageEntry(const QByteArray &payload, QJsonObject attributes)
 // received more than twice and SQS's redrive policy never counts a wait.
 QJsonObject delayedCopy(const QByteArray &payload, QJsonObject attributes, qint64 visibleAtMs, int receives, qint64 now)
 {
-    attributes.remove(attribute::BodyEncoding); // messageEntry() says it again if need be
+    attributes.remove(BodyEncodingAttribute); // messageEntry() says it again if need be
     attributes.insert(attribute::VisibleAt, numberAttribute(visibleAtMs));
     attributes.insert(attribute::Hold, stringAttribute(QStringLiteral("1")));
     if (receives > 0)
@@ -375,7 +368,7 @@ std::optional<QList<SqsQueue::Received>> SqsQueue::receive(const QString &url, i
         if (message.id.isEmpty())
             message.id = one.sqsMessageId; // sent by a producer of the team's own
         message.payload = row.value(QLatin1String("Body")).toString().toUtf8();
-        if (attributeText(one.attributes, attribute::BodyEncoding) == QLatin1String("base64"))
+        if (attributeText(one.attributes, BodyEncodingAttribute) == QLatin1String("base64"))
             message.payload = QByteArray::fromBase64(message.payload);
         // SQS's receive count of this copy, less the early receive that hid a delayed copy,
         // plus the deliveries of the copies before it.
