@@ -1,6 +1,7 @@
 // The store against a real database: schema, queue leases and settlements, the claim
 // ledger, operator operations and the inspector. One suite for every kind of store:
 // SQLite by default, PostgreSQL as tst_store_postgres (see teststores.h).
+#include "store/migrations.h"
 #include "store/store.h"
 #include "teststores.h"
 
@@ -169,6 +170,7 @@ private slots:
 
     // Inspector and retention
     void statsCountEachKeyOnce();
+    void upgradeCountsTheLedgerAlreadyThere();
     void eventsFilterAndPage();
     void purgeFinishedRemovesOldAppliedKeysOnly();
 
@@ -181,6 +183,9 @@ private:
                 const QString &holderMessage = QString(), int holderDelivery = 0);
     QString stateOf(const QByteArray &key);
     QVariant scalar(const QString &sql, const QVariantList &values = {});
+    // Where the counts the store keeps (ledger_totals) differ from counting the ledger's
+    // rows, in words; empty when they agree.
+    QString totalsDisagreeWithLedger();
     QList<Attempt> attemptsOf(const QByteArray &key);
     // Leases the one ready message, settles it as dead with the given info.
     bool buryOne(const DeadLetterInfo &info, QueueMessage *buried);
@@ -211,6 +216,13 @@ void TestStore::init()
 
 void TestStore::cleanup()
 {
+    // Whatever wrote the ledger in the test (claims, outcomes, takeovers, operators'
+    // actions, retention, a test's own SQL), the counts the store keeps must still agree
+    // with the rows.
+    if (m_store && !QTest::currentTestFailed()) {
+        const QString differences = totalsDisagreeWithLedger();
+        QVERIFY2(differences.isEmpty(), qPrintable(differences));
+    }
     m_store.reset();
 }
 
@@ -274,6 +286,25 @@ QVariant TestStore::scalar(const QString &sql, const QVariantList &values)
     if (!query.next())
         return QStringLiteral("<no row>");
     return query.value(0);
+}
+
+QString TestStore::totalsDisagreeWithLedger()
+{
+    QStringList differences;
+    const auto compare = [&](const QString &counter, const QString &countSql) {
+        const qint64 kept =
+            scalar(QStringLiteral("SELECT COALESCE(SUM(n), 0) FROM ledger_totals WHERE counter = ?"), {counter}).toLongLong();
+        const qint64 counted = scalar(countSql).toLongLong();
+        if (kept != counted)
+            differences << QStringLiteral("%1: kept %2, counted %3").arg(counter).arg(kept).arg(counted);
+    };
+    for (const QLatin1String state : {LedgerState::Claimed, LedgerState::Retrying, LedgerState::Applied,
+                                      LedgerState::InDoubt, LedgerState::Dead})
+        compare(QStringLiteral("state:") + state,
+                QStringLiteral("SELECT COUNT(*) FROM ledger WHERE state = '%1'").arg(state));
+    compare(QStringLiteral("duplicate_keys"), QStringLiteral("SELECT COUNT(*) FROM ledger WHERE duplicates > 0"));
+    compare(QStringLiteral("duplicate_deliveries"), QStringLiteral("SELECT COALESCE(SUM(duplicates), 0) FROM ledger"));
+    return differences.join(QLatin1String("; "));
 }
 
 QList<Attempt> TestStore::attemptsOf(const QByteArray &key)
@@ -1836,6 +1867,52 @@ void TestStore::statsCountEachKeyOnce()
     QCOMPARE(json.value(QStringLiteral("acked")).toInt(), 1);
     QCOMPARE(json.value(QStringLiteral("duplicate_deliveries")).toInt(), 2);
     QCOMPARE(json.value(QStringLiteral("ready")).toInt(), 1);
+}
+
+void TestStore::upgradeCountsTheLedgerAlreadyThere()
+{
+    // A store of schema 9 with events in every state, upgraded: the counts start from its rows.
+    const Reminder applied = makeReminder(QStringLiteral("u"), QStringLiteral("applied"));
+    const Reminder doubt = makeReminder(QStringLiteral("u"), QStringLiteral("doubt"));
+    const Reminder live = makeReminder(QStringLiteral("u"), QStringLiteral("live"));
+    for (const Reminder *r : {&applied, &doubt, &live})
+        QCOMPARE(claim(*m_store, claimRequest(*r, QStringLiteral("m-") + r->reminderId)).outcome,
+                 ClaimResult::Outcome::Claimed);
+    QVERIFY(record(*m_store, applied.sendKey, LedgerState::Applied, true, 200));
+    QVERIFY(record(*m_store, doubt.sendKey, LedgerState::InDoubt, true, 0, QStringLiteral("in-doubt")));
+    QCOMPARE(claim(*m_store, claimRequest(applied, QStringLiteral("m-copy"))).outcome, ClaimResult::Outcome::Duplicate);
+    QString error;
+    const QStringList downgrade = m_stores.isPostgres()
+                                      ? QStringList{QStringLiteral("DROP TABLE ledger_totals"),
+                                                    QStringLiteral("DROP FUNCTION ledger_totals_on_insert() CASCADE"),
+                                                    QStringLiteral("DROP FUNCTION ledger_totals_on_update() CASCADE"),
+                                                    QStringLiteral("DROP FUNCTION ledger_totals_on_delete() CASCADE"),
+                                                    QStringLiteral("DROP FUNCTION ledger_totals_add(TEXT[], BIGINT[])")}
+                                      : QStringList{QStringLiteral("DROP TRIGGER ledger_totals_insert"),
+                                                    QStringLiteral("DROP TRIGGER ledger_totals_state"),
+                                                    QStringLiteral("DROP TRIGGER ledger_totals_duplicates"),
+                                                    QStringLiteral("DROP TRIGGER ledger_totals_delete"),
+                                                    QStringLiteral("DROP TABLE ledger_totals")};
+    for (const QString &statement : downgrade)
+        QVERIFY2(m_store->database().exec(statement, &error), qPrintable(error));
+    QVERIFY2(m_store->database().exec(QStringLiteral("UPDATE schema_version SET version = 9"), &error), qPrintable(error));
+    m_store.reset();
+
+    m_store = openStore(&error);
+    QVERIFY2(m_store, qPrintable(error));
+    QCOMPARE(m_store->database().schemaVersion(), latestSchemaVersion());
+    const auto stats = m_store->inspector().stats(&error);
+    QVERIFY2(stats, qPrintable(error));
+    QCOMPARE(stats->acked, qint64(1));
+    QCOMPARE(stats->inDoubt, qint64(1));
+    QCOMPARE(stats->claimed, qint64(1));
+    QCOMPARE(stats->duplicatesSuppressed, qint64(1));
+    QCOMPARE(stats->duplicateDeliveries, qint64(1));
+    // And the triggers are back: a new claim counts.
+    QCOMPARE(claim(*m_store, claimRequest(makeReminder(QStringLiteral("u"), QStringLiteral("after")), QStringLiteral("m-after")))
+                 .outcome,
+             ClaimResult::Outcome::Claimed);
+    QCOMPARE(m_store->inspector().stats(&error)->claimed, qint64(2));
 }
 
 void TestStore::eventsFilterAndPage()

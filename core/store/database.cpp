@@ -6,6 +6,7 @@
 #include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
+#include <QRegularExpression>
 #include <QLoggingCategory>
 #include <QSqlDriver>
 #include <QSqlError>
@@ -413,7 +414,12 @@ bool Database::migrate(QString *error)
     const bool upgrading = version < LatestVersion;
     for (; version < LatestVersion; ++version) {
         const char *script = migrationScript(version, isPostgres());
-        const auto statements = QString::fromLatin1(script).split(QLatin1Char(';'), Qt::SkipEmptyParts);
+        // A script with trigger bodies, which hold semicolons, separates its statements with
+        // lines holding a lone "/".
+        const QString text = QString::fromLatin1(script);
+        const QRegularExpression slashLine(QStringLiteral("\\n/\\n"));
+        const auto statements = text.contains(slashLine) ? text.split(slashLine, Qt::SkipEmptyParts)
+                                                         : text.split(QLatin1Char(';'), Qt::SkipEmptyParts);
         for (const auto &statement : statements) {
             if (statement.trimmed().isEmpty())
                 continue;
