@@ -22,6 +22,7 @@
 #include <QUrl>
 
 #include <latch>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -1974,24 +1975,57 @@ void TestStore::eventsFilterAndPage()
     filter.text = QStringLiteral("alice");
     QVERIFY(check(filter, 3));
 
-    // Pages of two over alice's five events: no overlap, nothing missing, count unaffected.
+    // Pages of two over alice's five events, each below the last row of the page before
+    // (keyset paging): no overlap, nothing missing, count unaffected, newest first.
     filter = EventFilter();
     filter.text = QStringLiteral("alice");
     filter.limit = 2;
     QSet<QByteArray> seen;
-    for (int offset = 0; offset < 6; offset += 2) {
-        filter.offset = offset;
-        const auto page = m_store->inspector().events(filter, &error);
-        QVERIFY2(page, qPrintable(error));
-        QCOMPARE(page->size(), offset < 4 ? 2 : 1);
-        const auto keys = keysOf(*page);
+    qint64 lastPosition = std::numeric_limits<qint64>::max();
+    for (int page = 0; page < 3; ++page) {
+        const auto rows = m_store->inspector().events(filter, &error);
+        QVERIFY2(rows, qPrintable(error));
+        QCOMPARE(rows->size(), page < 2 ? 2 : 1);
+        for (const EventRow &row : *rows) {
+            QVERIFY2(row.listPosition < lastPosition, "each row sits below the one before");
+            lastPosition = row.listPosition;
+            QVERIFY(row.payload.isEmpty()); // a list never reads payloads
+        }
+        const auto keys = keysOf(*rows);
         QVERIFY(!seen.intersects(keys));
         seen.unite(keys);
         QCOMPARE(*m_store->inspector().countEvents(filter, &error), qint64(5));
+        filter.below = rows->constLast().listPosition;
     }
     QCOMPARE(seen.size(), 5);
-    filter.offset = 10;
     QVERIFY(m_store->inspector().events(filter, &error)->isEmpty());
+    // A row written since sits above every page already read, never below.
+    const Reminder later = makeReminder(QStringLiteral("alice"), QStringLiteral("a-later"));
+    QCOMPARE(claim(*m_store, claimRequest(later, QStringLiteral("m-later"))).outcome, ClaimResult::Outcome::Claimed);
+    QVERIFY(m_store->inspector().events(filter, &error)->isEmpty());
+    filter.below = 0;
+    QCOMPARE(m_store->inspector().events(filter, &error)->constFirst().sendKey, later.sendKey);
+
+    // A message still waiting in the queue comes first, then the ledger's rows: one at a
+    // time, every row once.
+    const Reminder waiting = makeReminder(QStringLiteral("alice"), QStringLiteral("a-waiting"));
+    QVERIFY2(m_store->queue().enqueue({outgoing(waiting)}, &error), qPrintable(error));
+    filter.limit = 1;
+    QList<QByteArray> order;
+    for (;;) {
+        const auto rows = m_store->inspector().events(filter, &error);
+        QVERIFY2(rows, qPrintable(error));
+        if (rows->isEmpty())
+            break;
+        QCOMPARE(rows->size(), 1);
+        order.append(rows->constFirst().sendKey);
+        filter.below = rows->constFirst().listPosition;
+        QVERIFY(order.size() <= 7);
+    }
+    QCOMPARE(order.size(), 7);
+    QCOMPARE(order.constFirst(), waiting.sendKey);
+    QCOMPARE(order.at(1), later.sendKey);
+    QCOMPARE(QSet<QByteArray>(order.cbegin(), order.cend()).size(), 7);
 }
 
 void TestStore::purgeFinishedRemovesOldAppliedKeysOnly()

@@ -90,10 +90,10 @@ void EventsModel::reset(const EventFilter &filter)
     beginResetModel();
     m_filter = filter;
     m_filter.limit = PageSize;
-    m_filter.offset = 0;
+    m_filter.below = 0;
     m_rows.clear();
     m_index.clear();
-    m_nextOffset = 0;
+    m_nextBelow = 0;
     m_atEnd = false;
     m_pageFailed = false;
     m_loaded = false;
@@ -128,7 +128,7 @@ void EventsModel::ensureLoaded()
 void EventsModel::requestPage()
 {
     EventFilter page = m_filter;
-    page.offset = m_nextOffset;
+    page.below = m_nextBelow;
     page.limit = PageSize;
     m_pageToken = m_session->loadEvents(page);
     emit loadingChanged(true);
@@ -160,10 +160,12 @@ void EventsModel::refreshRows(int first, int last)
         first = 0;
         last = PageSize - 1;
     }
+    first = std::clamp(first, 0, int(m_rows.size()));
     EventFilter window = m_filter;
-    window.offset = std::max(0, first);
-    window.limit = std::clamp(last - window.offset + 1, 1, 2 * PageSize);
+    window.below = first == 0 ? 0 : m_rows.at(first - 1).listPosition;
+    window.limit = std::clamp(last - first + 1, 1, 2 * PageSize);
     m_refreshLimit = window.limit;
+    m_refreshFromTop = first == 0;
     m_refreshToken = m_session->loadEvents(window);
     m_refreshClock.start();
 }
@@ -177,18 +179,18 @@ void EventsModel::updateEvent(const EventRow &event)
     emit dataChanged(index(row, 0), index(row, Count - 1));
 }
 
-void EventsModel::onEventsLoaded(quint64 token, const QList<EventRow> &rows, int offset)
+void EventsModel::onEventsLoaded(quint64 token, const QList<EventRow> &rows)
 {
     if (token == 0)
         return;
     if (token == m_pageToken) {
         m_pageToken = 0;
-        appendPage(rows, offset);
+        appendPage(rows);
         emit loadingChanged(false);
     } else if (token == m_refreshToken) {
         m_refreshToken = 0;
         m_refreshCostMs = m_refreshClock.restart();
-        applyRefresh(rows, offset, m_refreshLimit);
+        applyRefresh(rows, m_refreshFromTop, m_refreshLimit);
     }
 }
 
@@ -229,7 +231,7 @@ void EventsModel::setError(const QString &error)
     emit errorOccurred(error);
 }
 
-void EventsModel::appendPage(const QList<EventRow> &rows, int offset)
+void EventsModel::appendPage(const QList<EventRow> &rows)
 {
     // Newer events pushed into the order since the page was asked for can repeat rows
     // already shown; the send key is unique, so skip those.
@@ -239,10 +241,13 @@ void EventsModel::appendPage(const QList<EventRow> &rows, int offset)
         if (!m_index.contains(row.sendKey))
             fresh.append(withoutPayload(row));
     }
-    // Never past what this answer saw: a later page may repeat rows, but never skips any.
-    m_nextOffset = offset + int(rows.size());
+    // Below the last row this answer saw: rows written since sit above it, where a
+    // refresh from the top brings them, so a page never skips one.
+    if (!rows.isEmpty())
+        m_nextBelow = rows.constLast().listPosition;
     m_atEnd = rows.size() < PageSize;
     const bool first = !m_loaded;
+    const int offset = int(m_rows.size());
     m_loaded = true;
     m_error.clear();
     if (!fresh.isEmpty()) {
@@ -261,7 +266,7 @@ void EventsModel::appendPage(const QList<EventRow> &rows, int offset)
 // never change), so between two rows this model already has, it is the truth: rows the
 // model has there and the answer lacks left the filter (or were purged), and rows the
 // answer has there and the model lacks joined it.
-void EventsModel::applyRefresh(const QList<EventRow> &rows, int offset, int limit)
+void EventsModel::applyRefresh(const QList<EventRow> &rows, bool fromTop, int limit)
 {
     QList<int> modelRows(rows.size(), -1);
     int firstKnown = -1;
@@ -285,7 +290,7 @@ void EventsModel::applyRefresh(const QList<EventRow> &rows, int offset, int limi
     const bool reachedEnd = rows.size() < limit;
 
     if (firstKnown < 0) {
-        if (offset != 0 || (rows.isEmpty() && m_rows.isEmpty()))
+        if (!fromTop || (rows.isEmpty() && m_rows.isEmpty()))
             return; // an unknown stretch somewhere below: the next scroll or search brings it
         // Everything loaded at the top was overtaken (or left the filter): start over from here.
         beginResetModel();
@@ -293,16 +298,16 @@ void EventsModel::applyRefresh(const QList<EventRow> &rows, int offset, int limi
         for (const EventRow &row : rows)
             m_rows.append(withoutPayload(row));
         rebuildIndex();
-        m_nextOffset = int(rows.size());
+        m_nextBelow = m_rows.isEmpty() ? 0 : m_rows.constLast().listPosition;
         m_atEnd = reachedEnd;
         endResetModel();
         emit pageLoaded(0, int(rows.size()));
         return;
     }
 
-    const int begin = offset == 0 ? 0 : firstKnown;
+    const int begin = fromTop ? 0 : firstKnown;
     const int end = reachedEnd ? int(rows.size()) - 1 : lastKnown;
-    int position = offset == 0 ? 0 : modelRows.at(firstKnown);
+    int position = fromTop ? 0 : modelRows.at(firstKnown);
     int shift = 0; // rows inserted minus rows removed so far, all above the current position
     for (int i = begin; i <= end; ++i) {
         if (modelRows.at(i) < 0) {
@@ -338,9 +343,8 @@ void EventsModel::applyRefresh(const QList<EventRow> &rows, int offset, int limi
     }
     if (shift != 0 || reachedEnd)
         rebuildIndex();
-    m_nextOffset = std::max(0, m_nextOffset + shift);
     if (reachedEnd)
-        m_nextOffset = offset + int(rows.size());
+        m_nextBelow = m_rows.isEmpty() ? 0 : m_rows.constLast().listPosition;
 }
 
 void EventsModel::rebuildIndex()

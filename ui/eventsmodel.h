@@ -87,11 +87,11 @@ private:
     void reset(const once::EventFilter &filter);
     void requestPage();
     void requestCount();
-    void onEventsLoaded(quint64 token, const QList<once::EventRow> &rows, int offset);
+    void onEventsLoaded(quint64 token, const QList<once::EventRow> &rows);
     void onEventsCounted(quint64 token, qint64 count);
     void onFailed(quint64 token, const QString &error);
-    void appendPage(const QList<once::EventRow> &rows, int offset);
-    void applyRefresh(const QList<once::EventRow> &rows, int offset, int limit);
+    void appendPage(const QList<once::EventRow> &rows);
+    void applyRefresh(const QList<once::EventRow> &rows, bool fromTop, int limit);
     void rebuildIndex();
     void setError(const QString &error);
 
@@ -100,7 +100,7 @@ private:
     once::EventFilter m_filter;
     QList<once::EventRow> m_rows;
     QHash<QByteArray, int> m_index; // send key -> row
-    int m_nextOffset = 0;           // where the next page starts in the store's order
+    qint64 m_nextBelow = 0;         // the next page starts below this list position (0: the top)
     bool m_atEnd = false;
     bool m_pageFailed = false;
     bool m_loaded = false;
@@ -110,6 +110,7 @@ private:
     quint64 m_countToken = 0;
     quint64 m_refreshToken = 0;
     int m_refreshLimit = 0;
+    bool m_refreshFromTop = false;
     QElapsedTimer m_refreshClock; // since the last reload was asked for, then since it was answered
     qint64 m_refreshCostMs = 0;   // how long the store took to answer the last reload
 };

@@ -679,6 +679,8 @@ void EventsPage::updateCount()
         text = QString();
     else if (total < 0)
         text = tr("Counting…");
+    else if (total > EventFilter::CountLimit && m_model->filter().countIsBounded())
+        text = tr("more than %1 events").arg(formatCount(EventFilter::CountLimit));
     else
         text = formatQuantity(total, tr("event"), tr("events"));
     if (m_model->isLoading() && !text.isEmpty())

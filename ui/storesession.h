@@ -79,7 +79,7 @@ public:
 signals:
     void opened(bool ok, const QString &error);
     void overviewLoaded(quint64 token, const once::DeliveryStats &stats, const once::MetricSeries &series);
-    void eventsLoaded(quint64 token, const QList<once::EventRow> &rows, int offset);
+    void eventsLoaded(quint64 token, const QList<once::EventRow> &rows);
     void eventsCounted(quint64 token, qint64 count);
     void historyLoaded(quint64 token, const once::EventRow &event, const QList<once::Attempt> &attempts);
     void deadLettersLoaded(quint64 token, const QList<once::DeadLetter> &letters);

@@ -16,12 +16,18 @@ namespace once {
 
 namespace {
 
-const QString EventColumns = QStringLiteral(
-    "send_key, event_id, user_id, reminder_id, destination, channel, state, scheduled_at, created_at, updated_at, "
-    "first_sent_at, applied_at, sends, duplicates, redrives, last_http_status, last_error_class, last_error, "
-    "provider_request_id, payload, owner_worker, claimed_at, claim_expires_at");
+// An event's columns; a list leaves the payload out (nobody reads it there, and one may
+// be 256 KiB), the last column is the row's place in the list's order.
+QString eventColumns(bool postgres, bool withPayload)
+{
+    return QStringLiteral(
+               "send_key, event_id, user_id, reminder_id, destination, channel, state, scheduled_at, created_at, "
+               "updated_at, first_sent_at, applied_at, sends, duplicates, redrives, last_http_status, last_error_class, "
+               "last_error, provider_request_id, owner_worker, claimed_at, claim_expires_at, ")
+        + (postgres ? QStringLiteral("seq") : QStringLiteral("rowid")) + (withPayload ? QStringLiteral(", payload") : QString());
+}
 
-EventRow readEvent(const QSqlQuery &query)
+EventRow readEvent(const QSqlQuery &query, bool withPayload)
 {
     EventRow row;
     row.sendKey = query.value(0).toString().toLatin1();
@@ -43,10 +49,12 @@ EventRow readEvent(const QSqlQuery &query)
     row.lastErrorClass = query.value(16).toString();
     row.lastError = query.value(17).toString();
     row.providerRequestId = query.value(18).toString();
-    row.payload = query.value(19).toByteArray();
-    row.claimedBy = query.value(20).toString();
-    row.claimedAtMs = query.value(21).toLongLong();
-    row.claimExpiresAtMs = query.value(22).toLongLong();
+    row.claimedBy = query.value(19).toString();
+    row.claimedAtMs = query.value(20).toLongLong();
+    row.claimExpiresAtMs = query.value(21).toLongLong();
+    row.listPosition = query.value(22).toLongLong();
+    if (withPayload)
+        row.payload = query.value(23).toByteArray();
     return row;
 }
 
@@ -158,7 +166,7 @@ QString queuedWhere(const EventFilter &filter, bool postgres, QVariantList *valu
     return QStringLiteral(" WHERE ") + conditions.join(QLatin1String(" AND "));
 }
 
-const QString QueuedColumns = QStringLiteral("payload, send_key, event_id, enqueued_at, visible_at");
+const QString QueuedColumns = QStringLiteral("payload, send_key, event_id, enqueued_at, visible_at, id");
 
 EventRow readQueued(const QSqlQuery &query)
 {
@@ -169,6 +177,7 @@ EventRow readQueued(const QSqlQuery &query)
     row.createdAtMs = query.value(3).toLongLong();
     row.updatedAtMs = row.createdAtMs;
     row.dueAtMs = query.value(4).toLongLong();
+    row.listPosition = EventRow::QueuedPositions + query.value(5).toLongLong();
     row.state = EventState::Queued;
     if (const auto reminder = parseReminder(row.payload).reminder) {
         row.userId = reminder->userId;
@@ -361,7 +370,7 @@ std::optional<EventRow> Inspector::event(const QString &keyOrEventId, QString *e
 {
     // The ledger row holds the first delivery's event id; a later delivery of the same
     // reminder (a duplicate) is found through its history row.
-    auto &query = m_db.prepared(QStringLiteral("SELECT ") + EventColumns
+    auto &query = m_db.prepared(QStringLiteral("SELECT ") + eventColumns(m_db.isPostgres(), true)
                                 + QStringLiteral(" FROM ledger WHERE send_key = ? OR event_id = ? OR send_key = "
                                                  "(SELECT send_key FROM attempts WHERE event_id = ? LIMIT 1) LIMIT 1"));
     for (int i = 0; i < 3; ++i)
@@ -386,7 +395,7 @@ std::optional<EventRow> Inspector::event(const QString &keyOrEventId, QString *e
         *error = QStringLiteral("no event with send key or event id \"%1\"").arg(keyOrEventId);
         return std::nullopt;
     }
-    EventRow row = readEvent(query);
+    EventRow row = readEvent(query, true);
     query.finish();
     // Workers register the partner they send to; the latest send's worker names it.
     auto &partner = m_db.prepared(QStringLiteral(
@@ -432,57 +441,56 @@ std::optional<QList<Attempt>> Inspector::attempts(const QByteArray &sendKey, QSt
 
 std::optional<QList<EventRow>> Inspector::events(const EventFilter &filter, QString *error)
 {
+    // Keyset paging: each page starts below the last row of the one before (its
+    // listPosition), found through an index, so that page 5,000 costs what page 1 does.
+    // Messages waiting in the queue come first (newest first), then the ledger's rows in
+    // the order they were written, newest first.
     const int limit = filter.limit < 0 ? std::numeric_limits<int>::max() : filter.limit;
+    const bool pastQueue = filter.below > 0 && filter.below <= EventRow::QueuedPositions;
     QList<EventRow> rows;
-    // Queued messages come first, then the ledger: the ledger's page starts after them.
-    qint64 queuedCount = 0;
-    if (listsQueued(filter)) {
-        // Counting scans the queue's payloads: the first page does without, since a short
-        // one holds every queued match and a full one needs no ledger rows after it.
-        if (filter.offset > 0) {
-            const auto count = countQueued(filter, error);
-            if (!count)
-                return std::nullopt;
-            queuedCount = *count;
+    if (listsQueued(filter) && !pastQueue) {
+        QVariantList values;
+        QString where = queuedWhere(filter, m_db.isPostgres(), &values);
+        if (filter.below > EventRow::QueuedPositions) {
+            where += QStringLiteral(" AND id < ?");
+            values.append(filter.below - EventRow::QueuedPositions);
         }
-        if (filter.offset == 0 || filter.offset < queuedCount) {
-            QVariantList values;
-            const QString where = queuedWhere(filter, m_db.isPostgres(), &values);
-            QSqlQuery query(m_db.connection());
-            query.setForwardOnly(true);
-            query.prepare(QStringLiteral("SELECT ") + QueuedColumns + QStringLiteral(" FROM queue") + where
-                          + QStringLiteral(" ORDER BY id DESC LIMIT ? OFFSET ?"));
-            for (const auto &value : std::as_const(values))
-                query.addBindValue(value);
-            query.addBindValue(limit);
-            query.addBindValue(filter.offset);
-            if (!m_db.exec(query, error))
-                return std::nullopt;
-            while (query.next())
-                rows.append(readQueued(query));
+        QSqlQuery query(m_db.connection());
+        query.setForwardOnly(true);
+        query.prepare(QStringLiteral("SELECT ") + QueuedColumns + QStringLiteral(" FROM queue") + where
+                      + QStringLiteral(" ORDER BY id DESC LIMIT ?"));
+        for (const auto &value : std::as_const(values))
+            query.addBindValue(value);
+        query.addBindValue(limit);
+        if (!m_db.exec(query, error))
+            return std::nullopt;
+        while (query.next()) {
+            rows.append(readQueued(query));
+            rows.last().payload.clear();
         }
-        if (filter.offset == 0)
-            queuedCount = rows.size();
     }
     if (filter.state == EventState::Queued || rows.size() >= limit)
         return rows;
 
     QVariantList values;
-    const QString where = eventWhere(filter, m_db.isPostgres(), &values);
+    QString where = eventWhere(filter, m_db.isPostgres(), &values);
+    const QString position = m_db.isPostgres() ? QStringLiteral("seq") : QStringLiteral("rowid");
+    if (pastQueue) {
+        where += (where.isEmpty() ? QStringLiteral(" WHERE ") : QStringLiteral(" AND ")) + position
+                 + QStringLiteral(" < ?");
+        values.append(filter.below);
+    }
     QSqlQuery query(m_db.connection());
     query.setForwardOnly(true);
-    query.prepare(QStringLiteral("SELECT ") + EventColumns + QStringLiteral(" FROM ledger") + where
-                  // The insertion order, newest first: SQLite's rowid, PostgreSQL's seq column.
-                  + (m_db.isPostgres() ? QStringLiteral(" ORDER BY seq DESC LIMIT ? OFFSET ?")
-                                       : QStringLiteral(" ORDER BY rowid DESC LIMIT ? OFFSET ?")));
+    query.prepare(QStringLiteral("SELECT ") + eventColumns(m_db.isPostgres(), false) + QStringLiteral(" FROM ledger")
+                  + where + QStringLiteral(" ORDER BY ") + position + QStringLiteral(" DESC LIMIT ?"));
     for (const auto &value : std::as_const(values))
         query.addBindValue(value);
     query.addBindValue(limit - int(rows.size()));
-    query.addBindValue(std::max<qint64>(0, filter.offset - queuedCount));
     if (!m_db.exec(query, error))
         return std::nullopt;
     while (query.next())
-        rows.append(readEvent(query));
+        rows.append(readEvent(query, false));
     return rows;
 }
 
@@ -510,12 +518,28 @@ std::optional<qint64> Inspector::countEvents(const EventFilter &filter, QString 
     }
     if (filter.state == EventState::Queued)
         return queued;
+    if (!filter.countIsBounded()) {
+        // The whole ledger, or one state of it: the counts the store keeps.
+        auto &totals = m_db.prepared(QStringLiteral("SELECT COALESCE(SUM(n), 0) FROM ledger_totals WHERE counter ")
+                                     + (filter.state.isEmpty() ? QStringLiteral("LIKE 'state:%'") : QStringLiteral("= ?")));
+        if (!filter.state.isEmpty())
+            totals.addBindValue(QString(QStringLiteral("state:") + filter.state));
+        if (!m_db.exec(totals, error) || !totals.next())
+            return std::nullopt;
+        const qint64 count = totals.value(0).toLongLong();
+        totals.finish();
+        return queued + count;
+    }
+    // A search counts no further than the list would ever be scrolled, so that a search
+    // matching millions does not keep the reader from the next page for seconds.
     QVariantList values;
     const QString where = eventWhere(filter, m_db.isPostgres(), &values);
     QSqlQuery query(m_db.connection());
-    query.prepare(QStringLiteral("SELECT COUNT(*) FROM ledger") + where);
+    query.prepare(QStringLiteral("SELECT COUNT(*) FROM (SELECT 1 FROM ledger") + where
+                  + QStringLiteral(" LIMIT ?) matches"));
     for (const auto &value : std::as_const(values))
         query.addBindValue(value);
+    query.addBindValue(EventFilter::CountLimit + 1);
     if (!m_db.exec(query, error) || !query.next())
         return std::nullopt;
     return queued + query.value(0).toLongLong();

@@ -70,6 +70,11 @@ struct EventRow
     // of the event's latest send and whether it honours Idempotency-Key, as recorded.
     QString partner;
     KeyHonouring partnerHonoursKey = KeyHonouring::Unknown;
+    // Where the row sits in the events list's order, newest first: a message waiting in the
+    // queue at QueuedPositions + its queue id, above every ledger row (at its seq). A
+    // list's next page starts below the last row's position (EventFilter::below).
+    qint64 listPosition = 0;
+    static constexpr qint64 QueuedPositions = qint64(1) << 62;
 
     QJsonObject toJson() const;
     // For an event in doubt: what is known of its last send, in one line ("claimed by W at
@@ -87,7 +92,13 @@ struct EventFilter
     QString state;  // a LedgerState, EventState::Queued, or empty for all
     qint64 auditId = 0; // only the events this audit log row's action touched (0: any)
     int limit = 100;
-    int offset = 0;
+    // Only rows below this list position (EventRow::listPosition of the last row of the
+    // page before); 0: from the top.
+    qint64 below = 0;
+    // A search (text, user or audit row) is counted up to one more than this: more reads
+    // "more than CountLimit". The whole ledger and its states are counted exactly.
+    static constexpr qint64 CountLimit = 100000;
+    bool countIsBounded() const { return !text.trimmed().isEmpty() || !userId.isEmpty() || auditId > 0; }
 };
 
 // What the search box's text asks for.

@@ -283,7 +283,7 @@ void StoreReader::loadEvents(quint64 token, const EventFilter &filter)
         return;
     QString error;
     if (const auto rows = m_store->inspector().events(filter, &error))
-        emit eventsLoaded(token, *rows, filter.offset);
+        emit eventsLoaded(token, *rows);
     else
         fail(token, error);
 }
