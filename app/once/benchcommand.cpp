@@ -128,7 +128,7 @@ std::optional<QJsonObject> partnerStats(const QUrl &url)
 
 // GET /stats at the partner's origin. With --partner-url the bench reads these two counts
 // there if the partner offers them, {"posts": N, "keys": M}: the POSTs it received and the
-// distinct Idempotency-Key values it applied (once partner-sim does).
+// distinct Idempotency-Key values it applied (once partner-sim and scripts/peer/sink.js do).
 QUrl statsUrlOf(const QUrl &partner)
 {
     QUrl url = partner.adjusted(QUrl::RemoveQuery | QUrl::RemoveFragment | QUrl::RemoveUserInfo);
