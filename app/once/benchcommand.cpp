@@ -21,6 +21,7 @@
 #include <QThread>
 #include <QTimeZone>
 #include <QTimer>
+#include <QUrl>
 
 #include <csignal>
 #include <cstdio>
@@ -107,14 +108,15 @@ qint64 percentile(const std::vector<qint64> &sorted, double p)
     return sorted[std::min(sorted.size() - 1, size_t(double(sorted.size()) * p))];
 }
 
-std::optional<QJsonObject> partnerStats(quint16 port)
+std::optional<QJsonObject> partnerStats(const QUrl &url)
 {
     HttpClient client(1);
     QEventLoop loop;
     std::optional<QJsonObject> stats;
     HttpRequest request;
-    request.url = QUrl(QStringLiteral("http://127.0.0.1:%1/stats").arg(port));
+    request.url = url;
     request.method = "GET";
+    request.timeoutMs = 5000;
     client.send(request, &loop, [&](const HttpResult &result) {
         if (result.status == HttpResult::Status::Response && result.httpStatus == 200)
             stats = QJsonDocument::fromJson(result.body).object();
@@ -122,6 +124,31 @@ std::optional<QJsonObject> partnerStats(quint16 port)
     });
     loop.exec();
     return stats;
+}
+
+// GET /stats at the partner's origin. With --partner-url the bench reads these two counts
+// there if the partner offers them, {"posts": N, "keys": M}: the POSTs it received and the
+// distinct Idempotency-Key values it applied (once partner-sim and scripts/peer/sink.js do).
+QUrl statsUrlOf(const QUrl &partner)
+{
+    QUrl url = partner.adjusted(QUrl::RemoveQuery | QUrl::RemoveFragment | QUrl::RemoveUserInfo);
+    url.setPath(QStringLiteral("/stats"));
+    return url;
+}
+
+struct PostCounts
+{
+    qint64 posts = 0;
+    qint64 keys = 0;
+};
+
+std::optional<PostCounts> postCounts(const QUrl &statsUrl)
+{
+    const auto stats = partnerStats(statsUrl);
+    if (!stats || !stats->value(QLatin1String("posts")).isDouble() || !stats->value(QLatin1String("keys")).isDouble())
+        return std::nullopt;
+    return PostCounts{qint64(stats->value(QLatin1String("posts")).toDouble()),
+                      qint64(stats->value(QLatin1String("keys")).toDouble())};
 }
 
 // A port free now on 127.0.0.1, for a worker's --metrics-listen: the bench must know it
@@ -305,9 +332,9 @@ double percentileMs(const std::vector<qint64> &sortedUs, double p)
 int runBench(const QStringList &arguments)
 {
     Command command(QStringLiteral("bench"),
-                    QStringLiteral("Starts the partner simulator and --workers worker processes on one store, "
-                                   "delivers reminders and reports reminders/s, enqueue-to-ack latency and peak "
-                                   "memory. Without --rate: enqueue --count reminders first, then drain them. With "
+                    QStringLiteral("Starts the partner simulator (or sends to --partner-url) and --workers worker "
+                                   "processes on one store, delivers reminders and reports reminders/s, "
+                                   "enqueue-to-ack latency and peak memory. Without --rate: enqueue --count reminders first, then drain them. With "
                                    "--rate: feed that many per second for --duration seconds (open loop) and report "
                                    "the latency at that rate. With --via-serve the reminders are published over HTTP "
                                    "to a once serve process on the store, while the workers drain it. Without "
@@ -323,6 +350,7 @@ int runBench(const QStringList &arguments)
         {QStringLiteral("workers"), QStringLiteral("Worker processes on the store (0 with --via-serve: publish only)."), QStringLiteral("N"), QStringLiteral("1")},
         {QStringLiteral("concurrency"), QStringLiteral("Sends in flight per worker."), QStringLiteral("N"), QStringLiteral("256")},
         {QStringLiteral("partner-latency-ms"), QStringLiteral("Simulated partner latency."), QStringLiteral("MS"), QStringLiteral("0")},
+        {QStringLiteral("partner-url"), QStringLiteral("Send to this partner endpoint instead of starting the simulator, e.g. http://127.0.0.1:8080/reminders. Its effects are counted only if GET /stats at its origin answers {\"posts\": N, \"keys\": M}."), QStringLiteral("URL")},
         {QStringLiteral("in-doubt"), QStringLiteral("The workers' in-doubt policy: resend or hold (hold claims no further ahead than it sends)."), QStringLiteral("POLICY"), QStringLiteral("resend")},
         {QStringLiteral("scrape-metrics"), QStringLiteral("Run the workers with --metrics-listen and scrape each one's /metrics every second, as Prometheus would: compare with a run without it for the scrapes' cost.")},
         {QStringLiteral("via-serve"), QStringLiteral("Publish over HTTP/1.1 keep-alive to a once serve process on the store (each publish committed before its 200), reporting publishes/s and publish latency.")},
@@ -350,6 +378,16 @@ int runBench(const QStringList &arguments)
         return command.usageError(QStringLiteral("--workers 0 goes with --via-serve (publish only)"));
     if (viaServe && !command.queueUrl().isEmpty())
         return command.usageError(QStringLiteral("--via-serve publishes to the store's own queue: it takes no --queue"));
+    const bool externalPartner = parser.isSet(QStringLiteral("partner-url"));
+    QUrl partnerUrl;
+    if (externalPartner) {
+        if (parser.isSet(QStringLiteral("partner-latency-ms")))
+            return command.usageError(QStringLiteral("--partner-latency-ms is the simulator's: the partner at --partner-url answers at its own pace"));
+        partnerUrl = QUrl(parser.value(QStringLiteral("partner-url")), QUrl::StrictMode);
+        if (!partnerUrl.isValid() || partnerUrl.host().isEmpty()
+            || (partnerUrl.scheme() != QLatin1String("http") && partnerUrl.scheme() != QLatin1String("https")))
+            return command.usageError(QStringLiteral("--partner-url must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080/reminders"));
+    }
     const QString inDoubtPolicy = parser.value(QStringLiteral("in-doubt"));
     if (inDoubtPolicy != QLatin1String("resend") && inDoubtPolicy != QLatin1String("hold"))
         return command.usageError(QStringLiteral("--in-doubt must be resend or hold"));
@@ -377,18 +415,26 @@ int runBench(const QStringList &arguments)
     MessageQueue &queue = broker ? static_cast<MessageQueue &>(*broker) : store->queue();
     const QString nonce = QString::number(QRandomGenerator::global()->bounded(1u << 30), 36);
 
-    // The partner runs in its own process, as a real one would.
     QProcess simulator;
-    simulator.setProcessChannelMode(QProcess::ForwardedErrorChannel);
-    simulator.start(QCoreApplication::applicationFilePath(),
-                    {QStringLiteral("partner-sim"), QStringLiteral("--port"), QStringLiteral("0"),
-                     QStringLiteral("--latency-ms"), QString::number(*latency)});
-    if (!simulator.waitForStarted() || !simulator.waitForReadyRead(10000))
-        return failure(QStringLiteral("the partner simulator did not start"));
-    const QByteArray banner = simulator.readLine();
-    const quint16 port = quint16(banner.mid(banner.lastIndexOf(':') + 1).split('/').value(0).toUInt());
-    if (!port)
-        return failure(QStringLiteral("cannot read the simulator's port from \"%1\"").arg(QString::fromUtf8(banner.trimmed())));
+    std::optional<PostCounts> postsBefore;
+    if (externalPartner) {
+        // Its counts so far, so that the run's share can be told: the partner may have
+        // served others before.
+        postsBefore = postCounts(statsUrlOf(partnerUrl));
+    } else {
+        // The partner runs in its own process, as a real one would.
+        simulator.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        simulator.start(QCoreApplication::applicationFilePath(),
+                        {QStringLiteral("partner-sim"), QStringLiteral("--port"), QStringLiteral("0"),
+                         QStringLiteral("--latency-ms"), QString::number(*latency)});
+        if (!simulator.waitForStarted() || !simulator.waitForReadyRead(10000))
+            return failure(QStringLiteral("the partner simulator did not start"));
+        const QByteArray banner = simulator.readLine();
+        const quint16 port = quint16(banner.mid(banner.lastIndexOf(':') + 1).split('/').value(0).toUInt());
+        if (!port)
+            return failure(QStringLiteral("cannot read the simulator's port from \"%1\"").arg(QString::fromUtf8(banner.trimmed())));
+        partnerUrl = QUrl(QStringLiteral("http://127.0.0.1:%1/reminders").arg(port));
+    }
 
     // Workers and once serve are separate processes, as in production. The store URL goes
     // through the environment, not the command line, where `ps` would show a password.
@@ -444,7 +490,7 @@ int runBench(const QStringList &arguments)
         process->setProcessEnvironment(environment);
         process->setProcessChannelMode(QProcess::ForwardedErrorChannel);
         QStringList workerArguments{QStringLiteral("worker"), QStringLiteral("--partner"),
-                                    QStringLiteral("http://127.0.0.1:%1/reminders").arg(port),
+                                    partnerUrl.toString(QUrl::FullyEncoded),
                                     QStringLiteral("--concurrency"), QString::number(*concurrency),
                                     QStringLiteral("--in-doubt"), inDoubtPolicy, QStringLiteral("--worker-id"),
                                     QStringLiteral("bench-%1-%2").arg(nonce, QString::number(i + 1))};
@@ -526,9 +572,15 @@ int runBench(const QStringList &arguments)
             return failure(producer->error());
         published = producer->produced();
     }
-    const auto stats = partnerStats(port);
-    simulator.terminate();
-    simulator.waitForFinished(5000);
+    std::optional<QJsonObject> stats;
+    std::optional<PostCounts> postsAfter;
+    if (externalPartner) {
+        postsAfter = postCounts(statsUrlOf(partnerUrl));
+    } else {
+        stats = partnerStats(statsUrlOf(partnerUrl));
+        simulator.terminate();
+        simulator.waitForFinished(5000);
+    }
     if (!cleanExit)
         return failure(QStringLiteral("a worker stopped with an error (see its messages above)"));
 
@@ -575,9 +627,10 @@ int runBench(const QStringList &arguments)
     std::printf("mode                   %s\n", *rate ? qPrintable(QStringLiteral("open loop at %1/s for %2 s").arg(*rate).arg(*duration))
                                                    : publisher ? "closed loop (publish all while the workers drain)"
                                                                : "closed loop (enqueue all, then drain)");
-    std::printf("workers                %lld processes, %lld sends in flight each, partner latency %lld ms, "
-                "in doubt: %s\n",
-                *workers, *concurrency, *latency, qPrintable(inDoubtPolicy));
+    const QString partner = externalPartner ? partnerUrl.toDisplayString()
+                                            : QStringLiteral("simulator, latency %1 ms").arg(*latency);
+    std::printf("workers                %lld processes, %lld sends in flight each, partner %s, in doubt: %s\n",
+                *workers, *concurrency, qPrintable(partner), qPrintable(inDoubtPolicy));
     std::printf("reminders applied      %lld of %lld published messages\n", run->applied, published);
     std::printf("applied per worker     %s\n", qPrintable(perWorker.join(QLatin1String(" / "))));
     std::printf("elapsed                %.2f s (workers started to last outcome recorded)\n", seconds);
@@ -589,9 +642,17 @@ int runBench(const QStringList &arguments)
                     scraper.failed(),
                     scraper.failed() ? qPrintable(QStringLiteral(", the last: ") + scraper.lastError()) : "");
     std::printf("%s %.1f MiB\n", serve ? "peak RSS (worker/serve)" : "peak RSS (worker)      ", double(usage.ru_maxrss) / 1024.0);
-    std::printf("partner effects        %lld (duplicate effects %lld)\n",
-                stats ? qint64(stats->value(QLatin1String("effects")).toDouble()) : -1,
-                stats ? qint64(stats->value(QLatin1String("duplicate_effects")).toDouble()) : -1);
+    if (!externalPartner) {
+        std::printf("partner effects        %lld (duplicate effects %lld)\n",
+                    stats ? qint64(stats->value(QLatin1String("effects")).toDouble()) : -1,
+                    stats ? qint64(stats->value(QLatin1String("duplicate_effects")).toDouble()) : -1);
+    } else if (postsBefore && postsAfter) {
+        std::printf("partner POSTs          %lld, %lld distinct Idempotency-Keys (the partner's /stats, during the run)\n",
+                    postsAfter->posts - postsBefore->posts, postsAfter->keys - postsBefore->keys);
+    } else {
+        std::printf("partner effects        not counted here: %s does not answer {\"posts\": N, \"keys\": M}\n",
+                    qPrintable(statsUrlOf(partnerUrl).toDisplayString()));
+    }
     std::printf("durability             %s\n", qPrintable(durabilityOf(store->database())));
     return Ok;
 }

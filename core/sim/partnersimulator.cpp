@@ -539,6 +539,9 @@ QByteArray PartnerSimulator::Private::statsJson() const
     o.insert(QLatin1String("dropped"), s.dropped);
     o.insert(QLatin1String("peak_held"), s.peakHeld);
     o.insert(QLatin1String("hostile"), s.hostile);
+    // The two counts once bench --partner-url reads from any partner that offers them.
+    o.insert(QLatin1String("posts"), s.requests);
+    o.insert(QLatin1String("keys"), qint64(q->m_effectsByKey.size()));
     return QJsonDocument(o).toJson(QJsonDocument::Compact);
 }
 

@@ -45,7 +45,9 @@ struct PartnerStats
 // POST /reminders applies one effect per Idempotency-Key and answers a repeated key with
 // a replay of the first successful response (a 409 while the first is still in progress,
 // a 422 when the body differs). GET /stats returns PartnerStats as JSON
-// (requests, effects, duplicate_requests, duplicate_effects, dropped, peak_held, hostile);
+// (requests, effects, duplicate_requests, duplicate_effects, dropped, peak_held, hostile,
+// and as any partner may offer them to once bench --partner-url: posts, the requests
+// again, and keys, the distinct Idempotency-Key values applied);
 // GET /effects returns {"<key>": count, ...}. Serves many connections at once.
 class PartnerSimulator final : public QObject
 {

@@ -54,42 +54,39 @@ ensure_packages() {
     apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# ensure_test_producers: Node.js and the npm packages of tests/producers, the amqplib and
-# ioredis clients that the broker tests publish reminders with. Node and npm are not in
-# ONCE_PACKAGES because of how Debian and NodeSource split them: Debian's nodejs comes
-# without npm, which is its own package, while NodeSource's nodejs bundles npm and
-# conflicts with Debian's npm package, so asking for npm on such a machine would fail.
-# So nodejs as usual, and the npm package only where no npm command came with it. Then
-# `npm ci` installs exactly what package-lock.json pins, again whenever the lockfile is
-# newer than node_modules. The time of node_modules is that of a stamp written after a
-# whole install (npm ci deletes node_modules first), so an interrupted one is redone.
-ensure_test_producers() {
+# ensure_npm_ci DIR WHAT: Node.js, then the npm packages of DIR, exactly as its committed
+# package-lock.json pins them. Node and npm are not in ONCE_PACKAGES because of how Debian
+# and NodeSource split them: Debian's nodejs comes without npm, which is its own package,
+# while NodeSource's nodejs bundles npm and conflicts with Debian's npm package, so asking
+# for npm on such a machine would fail. So nodejs as usual, and the npm package only where
+# no npm command came with it. Then `npm ci` installs what package-lock.json pins, again
+# whenever the lockfile is newer than node_modules. The time of node_modules is that of a
+# stamp written after a whole install (npm ci deletes node_modules first), so an
+# interrupted one is redone.
+ensure_npm_ci() {
+    local dir=$1 what=$2
     ensure_packages nodejs
     command -v npm >/dev/null 2>&1 || ensure_packages npm
-    local producers=$ONCE_ROOT/tests/producers
-    local stamp=$producers/node_modules/.once-installed
-    if [ ! -e "$stamp" ] || [ "$producers/package-lock.json" -nt "$stamp" ]; then
-        echo "once: installing the test producers' npm packages" >&2
-        (cd "$producers" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    local stamp=$dir/node_modules/.once-installed
+    if [ ! -e "$stamp" ] || [ "$dir/package-lock.json" -nt "$stamp" ]; then
+        echo "once: installing $what npm packages" >&2
+        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
         touch "$stamp"
     fi
+}
+
+# ensure_test_producers: the npm packages of tests/producers, the amqplib and ioredis
+# clients that the broker tests publish reminders with.
+ensure_test_producers() {
+    ensure_npm_ci "$ONCE_ROOT/tests/producers" "the test producers'"
 }
 
 # ensure_sqs_emulators: the npm packages of tests/sqs-emulators, the Amazon SQS emulators
 # (fauxqs, local-aws-sqs) that scripts/sqs-server runs for the SQS queue tests. Kept apart
 # from tests/producers because they bring a web framework and the AWS SDK, which the
-# producers do not need. Installed as ensure_test_producers installs those: `npm ci` from
-# the committed lockfile, again whenever it is newer than the stamp of the last whole install.
+# producers do not need.
 ensure_sqs_emulators() {
-    ensure_packages nodejs
-    command -v npm >/dev/null 2>&1 || ensure_packages npm
-    local emulators=$ONCE_ROOT/tests/sqs-emulators
-    local stamp=$emulators/node_modules/.once-installed
-    if [ ! -e "$stamp" ] || [ "$emulators/package-lock.json" -nt "$stamp" ]; then
-        echo "once: installing the SQS emulators' npm packages" >&2
-        (cd "$emulators" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-        touch "$stamp"
-    fi
+    ensure_npm_ci "$ONCE_ROOT/tests/sqs-emulators" "the SQS emulators'"
 }
 
 # build_once [TARGET...]: configures once, then builds the targets (default: all).
