@@ -137,6 +137,7 @@ private slots:
     void staleAckIsIgnored();
     void retryDelaysMessageThenMakesItReady();
     void deadLetterKeepsItsInfo();
+    void deadLettersPageByKeysetWithoutPayloads();
     void countsReflectQueueState();
     void concurrentLeasesNeverShareAMessage();
 
@@ -915,6 +916,104 @@ void TestStore::deadLetterKeepsItsInfo()
     DeadLetterFilter since;
     since.sinceMs = nowMs() + 60000;
     QCOMPARE(m_store->inspector().deadLetters(since, &error)->size(), 0);
+}
+
+// A list of dead letters pages by keyset in (dead_at, id) order, either way: pages of two
+// neither repeat nor miss a letter, also among letters that died in the same millisecond.
+// Lists leave payloads out; the one letter loaded by id has it. The counts by class come
+// from the store, whatever a page holds.
+void TestStore::deadLettersPageByKeysetWithoutPayloads()
+{
+    QString error;
+    const QList<qint64> deadAt{1000, 1000, 1000, 2000, 2000, 3000, 4000};
+    QStringList buriedIds;
+    for (int i = 0; i < deadAt.size(); ++i) {
+        const Reminder reminder = makeReminder(QStringLiteral("u%1").arg(i), QStringLiteral("r"));
+        QVERIFY2(m_store->queue().enqueue({outgoing(reminder)}, &error), qPrintable(error));
+        const DeadLetterInfo info{i % 3 == 0 ? QStringLiteral("rejected") : QStringLiteral("http-5xx"),
+                                  QStringLiteral("error %1").arg(i), 2, i < 2 ? qint64(500) : qint64(5000), 6000,
+                                  reminder.sendKey, reminder.eventId};
+        QueueMessage buried;
+        QVERIFY(buryOne(info, &buried));
+        buriedIds << buried.id;
+        QSqlQuery update(m_store->database().connection());
+        QVERIFY(update.prepare(QStringLiteral("UPDATE dead_letters SET dead_at = ?, redrive_count = ? WHERE id = ?")));
+        update.addBindValue(deadAt.at(i));
+        update.addBindValue(i == 4 ? 1 : 0);
+        update.addBindValue(buried.id);
+        QVERIFY2(update.exec(), qPrintable(update.lastError().text()));
+    }
+
+    for (const bool newestFirst : {false, true}) {
+        DeadLetterFilter all;
+        all.newestFirst = newestFirst;
+        const auto whole = m_store->inspector().deadLetters(all, &error);
+        QVERIFY2(whole && whole->size() == deadAt.size(), qPrintable(error));
+        for (int i = 1; i < whole->size(); ++i)
+            QVERIFY(all.listsBefore(whole->at(i - 1), whole->at(i)));
+
+        DeadLetterFilter page;
+        page.newestFirst = newestFirst;
+        page.limit = 2;
+        page.withPayload = false;
+        QStringList paged;
+        for (int round = 0; round < 10; ++round) {
+            const auto letters = m_store->inspector().deadLetters(page, &error);
+            QVERIFY2(letters, qPrintable(error));
+            for (const DeadLetter &letter : *letters) {
+                paged << letter.id;
+                QVERIFY(letter.payload.isEmpty());
+                QVERIFY(!letter.sendKey.isEmpty());
+            }
+            if (letters->size() < page.limit)
+                break;
+            page.continueAfter(letters->constLast());
+        }
+        QStringList expected;
+        for (const DeadLetter &letter : *whole)
+            expected << letter.id;
+        QCOMPARE(paged, expected);
+        // The same page cut from the letters in memory (a broker's), in any order.
+        QList<DeadLetter> shuffled = *whole;
+        std::reverse(shuffled.begin(), shuffled.end());
+        DeadLetterFilter second = page;
+        second.afterId.clear();
+        second.continueAfter(whole->at(1));
+        QStringList inMemory;
+        for (const DeadLetter &letter : deadLetterPage(shuffled, second))
+            inMemory << letter.id;
+        QCOMPARE(inMemory, expected.mid(2, 2));
+    }
+
+    // One letter, payload and all; a letter that is gone is an error that says so.
+    const auto one = m_store->inspector().deadLetter(buriedIds.at(3), &error);
+    QVERIFY2(one, qPrintable(error));
+    QCOMPARE(one->payload, makeReminder(QStringLiteral("u3"), QStringLiteral("r")).payload);
+    QCOMPARE(one->lastError, QStringLiteral("error 3"));
+    QVERIFY(!m_store->inspector().deadLetter(QStringLiteral("no-such-id"), &error));
+    QVERIFY2(error.contains(QLatin1String("no-such-id")), qPrintable(error));
+
+    // Counts by class: of the time filter, a class apart, the redriven and those first sent
+    // before a moment.
+    DeadLetterFilter since;
+    since.sinceMs = 2000;
+    const auto counts = m_store->inspector().countDeadLetters(since, 1000, &error);
+    QVERIFY2(counts, qPrintable(error));
+    QCOMPARE(counts->byClass.keys(), (QList<QString>{QStringLiteral("http-5xx"), QStringLiteral("rejected")}));
+    QCOMPARE(counts->tally().letters, qint64(4));
+    QCOMPARE(counts->tally(QStringLiteral("rejected")).letters, qint64(2));  // letters 3 and 6
+    QCOMPARE(counts->tally(QStringLiteral("http-5xx")).letters, qint64(2));  // letters 4 and 5
+    QCOMPARE(counts->tally(QStringLiteral("http-5xx")).redrivenBefore, qint64(1));
+    QCOMPARE(counts->tally().firstSentBefore, qint64(0));
+    const auto everything = m_store->inspector().countDeadLetters({}, 1000, &error);
+    QVERIFY2(everything, qPrintable(error));
+    QCOMPARE(everything->tally().letters, qint64(deadAt.size()));
+    QCOMPARE(everything->tally().firstSentBefore, qint64(2));
+    // In memory, the same numbers.
+    const auto listed = m_store->inspector().deadLetters({}, &error);
+    const DeadLetterCounts fromList = countDeadLetters(*listed, since, 1000);
+    QCOMPARE(fromList.tally(QStringLiteral("rejected")).letters, qint64(2));
+    QCOMPARE(fromList.tally().redrivenBefore, qint64(1));
 }
 
 void TestStore::countsReflectQueueState()

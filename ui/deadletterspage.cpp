@@ -86,12 +86,13 @@ DeadLettersPage::~DeadLettersPage()
 
 void DeadLettersPage::buildUi()
 {
+    // The store filters and orders the letters (by class, time and dead_at, through its
+    // indexes) and the model loads them a page at a time: no proxy over loaded rows.
     m_model = new DeadLettersModel(this);
-    m_proxy = new QSortFilterProxyModel(this);
-    m_proxy->setSourceModel(m_model);
-    m_proxy->setSortRole(DeadLettersModel::RawRole);
-    m_proxy->setFilterRole(DeadLettersModel::RawRole);
-    m_proxy->setFilterKeyColumn(DeadLettersModel::ErrorClass);
+    connect(m_model, &DeadLettersModel::pageLoaded, this, &DeadLettersPage::onPageLoaded);
+    connect(m_model, &DeadLettersModel::errorOccurred, this, [this](const QString &error) {
+        setStatus(tr("Cannot load the dead letters: %1").arg(error), true);
+    });
 
     // Filters.
     m_classCombo = new QComboBox;
@@ -193,10 +194,12 @@ void DeadLettersPage::buildUi()
     // The table.
     m_table = new QTableView;
     m_table->setObjectName(QStringLiteral("deadLetters"));
-    m_table->setModel(m_proxy);
+    m_table->setModel(m_model);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
-    m_table->setSortingEnabled(true);
+    // The store orders the list by when the letters died, either way (a click on "Dead
+    // at"); sorting the loaded rows by another column would pretend to sort them all.
+    m_table->setSortingEnabled(false);
     m_table->setAlternatingRowColors(true);
     m_table->setWordWrap(false);
     m_table->setTextElideMode(Qt::ElideRight);
@@ -225,11 +228,11 @@ void DeadLettersPage::buildUi()
         m_table->setColumnWidth(DeadLettersModel::DeadAt, digits);
         m_table->setColumnWidth(DeadLettersModel::SendKey, 300);
         m_table->setColumnWidth(DeadLettersModel::EventId, 110);
-        m_table->sortByColumn(DeadLettersModel::DeadAt, Qt::DescendingOrder);
-    } else {
-        // The restored indicator alone does not sort the rows.
-        m_table->sortByColumn(header->sortIndicatorSection(), header->sortIndicatorOrder());
     }
+    header->setSortIndicatorShown(true);
+    header->setSectionsClickable(true);
+    header->setSortIndicator(DeadLettersModel::DeadAt, Qt::DescendingOrder);
+    connect(header, &QHeaderView::sectionClicked, this, &DeadLettersPage::onSortClicked);
     connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
         updateActions();
         updateCounts();
@@ -296,10 +299,9 @@ void DeadLettersPage::buildUi()
     layout->addWidget(m_stack, 1);
     layout->addLayout(statusRow);
 
-    connect(m_proxy, &QAbstractItemModel::rowsInserted, this, &DeadLettersPage::updateEmptyState);
-    connect(m_proxy, &QAbstractItemModel::rowsRemoved, this, &DeadLettersPage::updateEmptyState);
-    connect(m_proxy, &QAbstractItemModel::modelReset, this, &DeadLettersPage::updateEmptyState);
-    connect(m_proxy, &QAbstractItemModel::layoutChanged, this, &DeadLettersPage::updateEmptyState);
+    connect(m_model, &QAbstractItemModel::rowsInserted, this, &DeadLettersPage::updateEmptyState);
+    connect(m_model, &QAbstractItemModel::rowsRemoved, this, &DeadLettersPage::updateEmptyState);
+    connect(m_model, &QAbstractItemModel::modelReset, this, &DeadLettersPage::updateEmptyState);
 }
 
 void DeadLettersPage::setSession(StoreSession *session)
@@ -307,10 +309,14 @@ void DeadLettersPage::setSession(StoreSession *session)
     if (m_session)
         disconnect(m_session, nullptr, this, nullptr);
     m_session = session;
-    m_loadToken = 0;
-    m_loadPending = false;
     m_loaded = false;
-    m_truncated = false;
+    m_counts = {};
+    m_countsKnown = false;
+    m_countsToken = 0;
+    m_detailsId.clear();
+    m_detailsToken = 0;
+    m_previewCountsToken = 0;
+    m_previewSampleToken = 0;
     m_matchingToken = 0;
     m_readinessToken = 0;
     m_letterToShow.clear();
@@ -320,10 +326,13 @@ void DeadLettersPage::setSession(StoreSession *session)
     m_cancelButton->hide();
     if (m_redriveDialog)
         m_redriveDialog->reject();
-    m_model->setLetters({});
+    // Nothing is read until the page is refreshed (shown): a hidden page keeps no store busy.
+    m_model->setSession(session);
     setStatus(QString());
     if (session) {
         connect(session, &StoreSession::deadLettersLoaded, this, &DeadLettersPage::onLoaded);
+        connect(session, &StoreSession::deadLettersCounted, this, &DeadLettersPage::onCounted);
+        connect(session, &StoreSession::deadLetterLoaded, this, &DeadLettersPage::onLetterLoaded);
         connect(session, &StoreSession::failed, this, &DeadLettersPage::onFailed);
         connect(session, &StoreSession::redriveProgress, this, &DeadLettersPage::onRedriveProgress);
         connect(session, &StoreSession::redriveFinished, this, &DeadLettersPage::onRedriveFinished);
@@ -360,9 +369,15 @@ QString DeadLettersPage::auditDetail(const QString &selection) const
 
 void DeadLettersPage::refresh()
 {
-    // On a slow store, requests would pile up behind each other: one at a time.
-    if (!m_loadPending)
+    // In place: the rows at the top are reloaded keeping the selection and the scroll
+    // position, and the counts anew. One request of each at a time, on a slow store.
+    if (!m_loaded && !m_model->isLoading()) {
         reload();
+    } else {
+        m_model->refresh();
+        if (m_countsToken == 0)
+            requestCounts();
+    }
     // The preview tells who would send the letters; a worker started meanwhile shows up.
     if (m_redriveDialog && m_readinessToken == 0)
         m_readinessToken = m_session->loadReadiness(ReadinessWindowMs);
@@ -377,17 +392,44 @@ void DeadLettersPage::reload()
         setStatus(tr("The range ends before it starts: choose a “to” after the “from”."), true);
         return;
     }
-    m_loadToken = m_session->loadDeadLetters(displayFilter());
-    m_loadPending = true;
+    m_loaded = false;
+    m_model->setFilter(displayFilter());
+    requestCounts();
+    updateActions();
+    updateCounts();
+    updateDetails();
+    updateEmptyState();
+}
+
+void DeadLettersPage::requestCounts()
+{
+    if (!m_session)
+        return;
+    // Every class of the list's time filter (the same bounds as its rows): the class list
+    // offers each, with its count.
+    DeadLetterFilter filter;
+    filter.sinceMs = m_model->filter().sinceMs;
+    filter.untilMs = m_model->filter().untilMs;
+    m_countsToken = m_session->countDeadLetters(filter);
 }
 
 void DeadLettersPage::onTimeFilterChanged()
 {
     // A new question: the answer to the old one no longer counts.
-    m_loadPending = false;
     setStatus(QString());
     reload();
-    updateEmptyState();
+}
+
+void DeadLettersPage::onSortClicked(int section)
+{
+    QHeaderView *header = m_table->horizontalHeader();
+    if (section != DeadLettersModel::DeadAt) {
+        // Only the store's order is offered; the indicator stays where the order is.
+        header->setSortIndicator(DeadLettersModel::DeadAt,
+                                 m_model->filter().newestFirst ? Qt::DescendingOrder : Qt::AscendingOrder);
+        return;
+    }
+    reload();
 }
 
 bool DeadLettersPage::customRange() const
@@ -424,10 +466,10 @@ void DeadLettersPage::setTimeRange(const QDateTime &from, const QDateTime &to)
 DeadLetterFilter DeadLettersPage::displayFilter() const
 {
     DeadLetterFilter filter;
-    // The error class is filtered here rather than in the store, so that the class list
-    // keeps every class that is dead and the operator can switch between them.
+    filter.errorClass = selectedErrorClass();
     applyTimeFilter(&filter);
-    filter.limit = DisplayLimit;
+    filter.newestFirst = m_table->horizontalHeader()->sortIndicatorOrder() == Qt::DescendingOrder;
+    filter.withPayload = false;
     return filter;
 }
 
@@ -437,7 +479,13 @@ DeadLetterFilter DeadLettersPage::matchingFilter() const
     filter.errorClass = selectedErrorClass();
     applyTimeFilter(&filter);
     filter.limit = -1;
+    filter.withPayload = false;
     return filter;
+}
+
+qint64 DeadLettersPage::idempotencyWindowStartMs()
+{
+    return QDateTime::currentMSecsSinceEpoch() - qint64(Settings().idempotencyWindowHours()) * 3600 * 1000;
 }
 
 QString DeadLettersPage::selectedErrorClass() const
@@ -452,28 +500,20 @@ qint64 DeadLettersPage::timeWindowMs() const
 
 void DeadLettersPage::onLoaded(quint64 token, const QList<DeadLetter> &letters)
 {
-    if (token == m_matchingToken) {
+    if (token == m_previewSampleToken) {
+        m_previewSampleToken = 0;
+        m_previewSample = letters;
+        openMatchingRedriveDialog();
+    } else if (token == m_matchingToken) {
         m_matchingToken = 0;
         updateActions();
-        if (m_matchingUse == MatchingUse::Export) {
-            finishExport(letters);
-            return;
-        }
-        if (letters.isEmpty()) {
-            setStatus(tr("No dead letters match the filters now."));
-            return;
-        }
-        setStatus(QString());
-        openRedriveDialog(letters, m_matchingDetail);
-        return;
+        finishExport(letters);
     }
-    if (token != m_loadToken)
-        return;
-    m_loadPending = false;
+}
+
+void DeadLettersPage::onPageLoaded()
+{
     m_loaded = true;
-    m_truncated = letters.size() >= DisplayLimit;
-    m_model->setLetters(letters);
-    rebuildClassCombo();
     updateActions();
     updateCounts();
     updateDetails();
@@ -481,20 +521,54 @@ void DeadLettersPage::onLoaded(quint64 token, const QList<DeadLetter> &letters)
     selectLetterToShow();
 }
 
+void DeadLettersPage::onCounted(quint64 token, const DeadLetterCounts &counts)
+{
+    if (token == m_previewCountsToken) {
+        m_previewCountsToken = 0;
+        m_previewCounts = counts;
+        openMatchingRedriveDialog();
+        return;
+    }
+    if (token != m_countsToken)
+        return;
+    m_countsToken = 0;
+    m_counts = counts;
+    m_countsKnown = true;
+    rebuildClassCombo();
+    updateActions();
+    updateCounts();
+    updateEmptyState();
+}
+
+void DeadLettersPage::onLetterLoaded(quint64 token, const DeadLetter &letter)
+{
+    // An answer for a letter selected before is dropped: the token is the latest only.
+    if (token != m_detailsToken || letter.id != m_detailsId)
+        return;
+    m_detailsToken = 0;
+    m_details->setPlaceholderText(tr("Select a dead letter to see its payload"));
+    m_details->setPlainText(prettyPayload(letter.payload));
+}
+
 void DeadLettersPage::onFailed(quint64 token, const QString &error)
 {
-    if (token == m_loadToken) {
-        m_loadPending = false;
-        setStatus(tr("Cannot load the dead letters: %1").arg(error), true);
+    if (token == m_countsToken) {
+        m_countsToken = 0;
+        setStatus(tr("Cannot count the dead letters: %1").arg(error), true);
+    } else if (token == m_detailsToken) {
+        m_detailsToken = 0;
+        m_details->clear();
+        m_details->setPlaceholderText(tr("Cannot load its payload: %1").arg(error));
+    } else if (token == m_previewCountsToken || token == m_previewSampleToken) {
+        m_previewCountsToken = 0;
+        m_previewSampleToken = 0;
+        updateActions();
+        setStatus(tr("Cannot collect the matching dead letters: %1").arg(error), true);
     } else if (token == m_matchingToken) {
         m_matchingToken = 0;
         updateActions();
-        if (m_matchingUse == MatchingUse::Export) {
-            setStatus(tr("Cannot export the dead letters: %1").arg(error), true);
-            emit exportFinished(m_exportPath, 0, error);
-        } else {
-            setStatus(tr("Cannot collect the matching dead letters: %1").arg(error), true);
-        }
+        setStatus(tr("Cannot export the dead letters: %1").arg(error), true);
+        emit exportFinished(m_exportPath, 0, error);
     } else if (token == m_readinessToken) {
         m_readinessToken = 0;
         if (m_redriveDialog)
@@ -515,18 +589,20 @@ QList<DeadLetter> DeadLettersPage::selectedLetters() const
               [](const QModelIndex &a, const QModelIndex &b) { return a.row() < b.row(); });
     letters.reserve(rows.size());
     for (const QModelIndex &row : std::as_const(rows))
-        letters.append(m_model->letter(m_proxy->mapToSource(row).row()));
+        letters.append(m_model->letter(row.row()));
     return letters;
 }
 
 void DeadLettersPage::rebuildClassCombo()
 {
-    const QMap<QString, int> counts = m_model->errorClassCounts();
+    const QMap<QString, DeadLetterTally> &counts = m_counts.byClass;
     const QString current = selectedErrorClass();
     QList<QPair<QString, QString>> items{
-        {tr("All error classes (%1)").arg(QLocale().toString(m_model->rowCount())), QString()}};
+        {m_countsKnown ? tr("All error classes (%1)").arg(QLocale().toString(m_counts.tally().letters))
+                       : tr("All error classes"),
+         QString()}};
     for (auto it = counts.cbegin(); it != counts.cend(); ++it)
-        items.append({QStringLiteral("%1 (%2)").arg(it.key(), QLocale().toString(it.value())), it.key()});
+        items.append({QStringLiteral("%1 (%2)").arg(it.key(), QLocale().toString(it->letters)), it.key()});
     // A class the operator chose stays chosen when its last letter goes (all redriven):
     // the filter should not widen by itself.
     if (!current.isEmpty() && !counts.contains(current))
@@ -546,14 +622,10 @@ void DeadLettersPage::rebuildClassCombo()
 
 void DeadLettersPage::applyClassFilter()
 {
-    const QString errorClass = selectedErrorClass();
-    m_proxy->setFilterRegularExpression(errorClass.isEmpty() ? QRegularExpression()
-                                                             : QRegularExpression(QStringLiteral("^%1$").arg(
-                                                                   QRegularExpression::escape(errorClass))));
-    updateActions();
-    updateCounts();
-    updateDetails();
-    updateEmptyState();
+    // The store filters by class (through its index): a class of a few letters among a
+    // hundred thousand lists at once.
+    setStatus(QString());
+    reload();
 }
 
 void DeadLettersPage::updateActions()
@@ -562,13 +634,14 @@ void DeadLettersPage::updateActions()
     const bool anySelected = m_table->selectionModel()->hasSelection();
     const QString readOnly = m_session ? m_session->readOnlyReason() : QString();
     enableUnlessReadOnly(m_redriveSelectedAction, idle && anySelected, readOnly);
-    enableUnlessReadOnly(m_redriveAllAction, idle && m_matchingToken == 0 && m_proxy->rowCount() > 0, readOnly);
+    const bool collecting = m_previewCountsToken != 0 || m_previewSampleToken != 0;
+    enableUnlessReadOnly(m_redriveAllAction, idle && !collecting && m_model->rowCount() > 0, readOnly);
     enableUnlessReadOnly(m_discardAction, idle && anySelected && m_discardToken == 0, readOnly);
     m_copyKeysAction->setEnabled(anySelected);
     m_exportAction->setEnabled(m_session && m_matchingToken == 0 && m_loaded);
     // One letter with a key: a message that was never a reminder has no event.
-    const QList<DeadLetter> selected = selectedLetters();
-    m_openStoryAction->setEnabled(selected.size() == 1 && !selected.constFirst().sendKey.isEmpty());
+    const QModelIndexList selected = m_table->selectionModel()->selectedRows();
+    m_openStoryAction->setEnabled(selected.size() == 1 && !m_model->letter(selected.constFirst().row()).sendKey.isEmpty());
 }
 
 void DeadLettersPage::openStory()
@@ -581,14 +654,9 @@ void DeadLettersPage::openStory()
 void DeadLettersPage::updateCounts()
 {
     const QLocale locale;
-    const int shown = m_proxy->rowCount();
-    const int loaded = m_model->rowCount();
-    QString text = loaded == 1 ? tr("1 dead letter") : tr("%1 dead letters").arg(locale.toString(loaded));
-    if (shown != loaded)
-        text = tr("%1 of %2").arg(locale.toString(shown), text);
-    if (m_truncated)
-        text += tr(" (the oldest %1 are shown; “Redrive all matching” takes every one)")
-                    .arg(locale.toString(DisplayLimit));
+    // The store's count of all that match, however few of them are loaded yet.
+    const qint64 matching = m_countsKnown ? m_counts.tally(selectedErrorClass()).letters : m_model->rowCount();
+    QString text = matching == 1 ? tr("1 dead letter") : tr("%1 dead letters").arg(locale.toString(matching));
     if (const auto selected = m_table->selectionModel()->selectedRows().size(); selected > 0)
         text += tr("  ·  %1 selected").arg(locale.toString(selected));
     m_countLabel->setText(text);
@@ -604,9 +672,11 @@ void DeadLettersPage::updateDetails()
     if (!current.isValid()) {
         m_detailsHeader->clear();
         m_details->clear();
+        m_detailsId.clear();
+        m_detailsToken = 0;
         return;
     }
-    const DeadLetter &letter = m_model->letter(m_proxy->mapToSource(current).row());
+    const DeadLetter &letter = m_model->letter(current.row());
     const QLocale locale;
     QStringList lines;
     lines << tr("<b>%1</b> — %2")
@@ -620,21 +690,32 @@ void DeadLettersPage::updateDetails()
                  .arg(locale.toString(letter.attempts), locale.toString(letter.receiveCount),
                       locale.toString(letter.redriveCount), formatDisplayTime(letter.enqueuedAtMs));
     m_detailsHeader->setText(lines.join(QStringLiteral("<br>")));
-    m_details->setPlainText(prettyPayload(letter.payload));
+    if (letter.id == m_detailsId)
+        return; // shown, or on its way
+    // The list leaves payloads out: the header shows at once, the payload when it comes.
+    m_detailsId = letter.id;
+    m_details->clear();
+    if (!letter.payload.isEmpty() || !m_session) {
+        m_detailsToken = 0;
+        m_details->setPlainText(prettyPayload(letter.payload));
+        return;
+    }
+    m_details->setPlaceholderText(tr("Loading its payload…"));
+    m_detailsToken = m_session->loadDeadLetter(letter.id);
 }
 
 void DeadLettersPage::updateEmptyState()
 {
-    if (m_proxy->rowCount() > 0) {
+    // Until the first page comes the table stays, empty, with its headers: a page of a
+    // fast store arrives before a placeholder would be read.
+    if (m_model->rowCount() > 0 || (m_session && !m_loaded)) {
         m_stack->setCurrentIndex(0);
         return;
     }
     QString text;
     if (!m_session)
         text = tr("No store is open");
-    else if (!m_loaded)
-        text = tr("Loading…");
-    else if (m_model->rowCount() > 0)
+    else if (!selectedErrorClass().isEmpty())
         text = tr("No dead letters of class %1").arg(selectedErrorClass().toHtmlEscaped());
     else if (customRange())
         text = tr("No dead letters that died between %1 and %2")
@@ -667,16 +748,43 @@ void DeadLettersPage::redriveSelected()
 
 void DeadLettersPage::redriveAllMatching()
 {
-    if (!m_session || m_matchingToken != 0)
+    if (!m_session || m_previewCountsToken != 0 || m_previewSampleToken != 0)
         return;
-    // The table may show only part of them, or be a refresh behind: ask the store for
-    // every letter that matches now.
-    const DeadLetterFilter filter = matchingFilter();
-    m_matchingDetail = auditDetail(describeFilter(filter));
-    m_matchingUse = MatchingUse::Redrive;
-    m_matchingToken = m_session->loadDeadLetters(filter);
+    // The table may show only part of them, or be a refresh behind: the store counts
+    // every letter that matches now, and gives the first few for the preview. The reader
+    // walks them all itself when the operator confirms.
+    m_previewFilter = matchingFilter();
+    m_matchingDetail = auditDetail(describeFilter(m_previewFilter));
+    m_previewCounts.reset();
+    m_previewSample.reset();
+    m_previewCountsToken = m_session->countDeadLetters(m_previewFilter, idempotencyWindowStartMs());
+    DeadLetterFilter sample = m_previewFilter;
+    sample.limit = RedriveDialog::SampleSize;
+    m_previewSampleToken = m_session->loadDeadLetters(sample);
     updateActions();
-    setStatus(tr("Collecting the matching dead letters…"));
+    setStatus(tr("Counting the matching dead letters…"));
+}
+
+void DeadLettersPage::openMatchingRedriveDialog()
+{
+    if (!m_previewCounts || !m_previewSample)
+        return;
+    const RedrivePreview preview =
+        RedrivePreview::of(*std::exchange(m_previewCounts, std::nullopt), m_previewFilter.errorClass,
+                           *std::exchange(m_previewSample, std::nullopt));
+    updateActions();
+    if (preview.count == 0) {
+        setStatus(tr("No dead letters match the filters now."));
+        return;
+    }
+    setStatus(QString());
+    if (m_redriveDialog) {
+        m_redriveDialog->raise();
+        return;
+    }
+    const Settings settings;
+    showDialog(new RedriveDialog(preview, m_matchingDetail, settings.idempotencyWindowHours(), settings.redriveRate(),
+                                 this));
 }
 
 void DeadLettersPage::openRedriveDialog(const QList<DeadLetter> &letters, const QString &auditDetail)
@@ -686,14 +794,19 @@ void DeadLettersPage::openRedriveDialog(const QList<DeadLetter> &letters, const 
         return;
     }
     const Settings settings;
-    auto *dialog = new RedriveDialog(letters, auditDetail, settings.idempotencyWindowHours(),
-                                     settings.redriveRate(), this);
+    showDialog(new RedriveDialog(letters, auditDetail, settings.idempotencyWindowHours(), settings.redriveRate(),
+                                 this));
+}
+
+void DeadLettersPage::showDialog(RedriveDialog *dialog)
+{
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     if (m_session && m_session->hasBrokerQueue())
         dialog->setQueueDescription(queuePlace(m_session->queueUrl()));
     m_redriveDialog = dialog;
     connect(dialog, &QDialog::accepted, this, [this, dialog] {
-        startRedrive(dialog->letters(), dialog->ratePerSecond(), dialog->auditDetail(), dialog->reason());
+        startRedrive(dialog->letters(), dialog->letterCount(), dialog->ratePerSecond(), dialog->auditDetail(),
+                     dialog->reason());
     });
     if (m_session)
         m_readinessToken = m_session->loadReadiness(ReadinessWindowMs);
@@ -711,13 +824,18 @@ void DeadLettersPage::onReadinessLoaded(quint64 token, const QList<WorkerRecord>
         m_redriveDialog->setReadiness(assessRedriveReadiness(workers, partner, nowMs()));
 }
 
-void DeadLettersPage::startRedrive(const QList<DeadLetter> &letters, int ratePerSecond,
+void DeadLettersPage::startRedrive(const QList<DeadLetter> &letters, int total, int ratePerSecond,
                                    const QString &auditDetail, const QString &reason)
 {
     if (!m_session || m_redriveToken != 0)
         return;
-    m_redriveTotal = int(letters.size());
-    m_redriveToken = m_session->redrive(letters, ratePerSecond, auditDetail, reason);
+    m_redriveTotal = total;
+    m_redrivePicked.clear();
+    for (const DeadLetter &letter : letters)
+        m_redrivePicked << letter.id;
+    m_redriveToken = letters.isEmpty()
+                         ? m_session->redriveMatching(m_previewFilter, ratePerSecond, auditDetail, reason)
+                         : m_session->redrive(letters, ratePerSecond, auditDetail, reason);
     m_progress->setRange(0, m_redriveTotal);
     m_progress->setValue(0);
     m_progress->show();
@@ -742,6 +860,7 @@ void DeadLettersPage::onRedriveProgress(quint64 token, int done, int total)
 {
     if (token != m_redriveToken)
         return;
+    m_redriveTotal = total;
     m_progress->setRange(0, total);
     m_progress->setValue(done);
 }
@@ -769,8 +888,15 @@ void DeadLettersPage::onRedriveFinished(quint64 token, int moved, bool cancelled
         setStatus(text);
     }
     updateActions();
-    m_loadPending = false;
-    reload();
+    if (m_redrivePicked.isEmpty()) {
+        // All that matched went (or most): start the list over.
+        reload();
+    } else {
+        // The picked ones went: the rest stay where the operator left them.
+        m_model->removeLetters(std::exchange(m_redrivePicked, {}));
+        m_model->refresh();
+        requestCounts();
+    }
 }
 
 void DeadLettersPage::discardSelected()
@@ -792,6 +918,9 @@ void DeadLettersPage::discardSelected()
         if (!m_session)
             return;
         m_discardCount = count;
+        m_discarded.clear();
+        for (const DeadLetter &letter : letters)
+            m_discarded << letter.id;
         m_discardToken = m_session->discard(letters, auditDetail(describeLetters(letters)), dialog->reason());
         setStatus(tr("Discarding %1…").arg(lettersText(count)));
         updateActions();
@@ -809,8 +938,10 @@ void DeadLettersPage::onOperationFinished(quint64 token, bool ok, const QString 
     else
         setStatus(tr("Discarding %1 failed: %2").arg(lettersText(m_discardCount), message), true);
     updateActions();
-    m_loadPending = false;
-    reload();
+    if (ok)
+        m_model->removeLetters(std::exchange(m_discarded, {}));
+    m_model->refresh();
+    requestCounts();
 }
 
 void DeadLettersPage::showLetter(const QByteArray &sendKey)
@@ -820,31 +951,30 @@ void DeadLettersPage::showLetter(const QByteArray &sendKey)
     m_classCombo->setCurrentIndex(0);
     m_timeCombo->setCurrentIndex(0);
     setStatus(tr("Looking for the dead letter of %1…").arg(QString::fromLatin1(sendKey)));
-    m_loadPending = false;
     reload();
 }
 
 void DeadLettersPage::selectLetterToShow()
 {
-    if (m_letterToShow.isEmpty())
+    if (m_letterToShow.isEmpty() || !m_loaded)
         return;
-    const QByteArray key = std::exchange(m_letterToShow, QByteArray());
-    for (int row = 0; row < m_proxy->rowCount(); ++row) {
-        const QModelIndex index = m_proxy->index(row, DeadLettersModel::SendKey);
-        if (index.data(DeadLettersModel::RawRole).toByteArray() == key) {
-            m_table->selectionModel()->setCurrentIndex(
-                index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-            m_table->scrollTo(index, QAbstractItemView::PositionAtCenter);
-            m_table->setFocus(Qt::OtherFocusReason);
-            setStatus(QString());
-            return;
-        }
+    const int row = m_model->rowOfKey(m_letterToShow);
+    if (row < 0 && m_model->canFetchMore({})) {
+        // Not among the pages loaded: the next page, as scrolling down would.
+        m_model->fetchMore({});
+        return;
     }
-    setStatus(m_truncated ? tr("The dead letter of %1 is not among the %2 shown.")
-                                .arg(QString::fromLatin1(key), QLocale().toString(DisplayLimit))
-                          : tr("No dead letter has send key %1 now: it was redriven or discarded since, as its "
-                               "story says.")
-                                .arg(QString::fromLatin1(key)));
+    const QByteArray key = std::exchange(m_letterToShow, QByteArray());
+    if (row < 0) {
+        setStatus(tr("No dead letter has send key %1 now: it was redriven or discarded since, as its story says.")
+                      .arg(QString::fromLatin1(key)));
+        return;
+    }
+    const QModelIndex index = m_model->index(row, DeadLettersModel::SendKey);
+    m_table->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    m_table->scrollTo(index, QAbstractItemView::PositionAtCenter);
+    m_table->setFocus(Qt::OtherFocusReason);
+    setStatus(QString());
 }
 
 void DeadLettersPage::chooseExport()
@@ -873,7 +1003,8 @@ void DeadLettersPage::exportTo(const QString &path)
         emit exportFinished(path, 0, tr("another export or redrive is collecting dead letters"));
         return;
     }
-    // The table holds at most DisplayLimit and may be a refresh behind: ask the store.
+    // The table holds the pages scrolled to and may be a refresh behind: ask the store
+    // (without payloads, which the file leaves out).
     DeadLetterFilter filter;
     if (!applyTimeFilter(&filter)) {
         setStatus(tr("The range ends before it starts: choose a “to” after the “from”."), true);
@@ -881,7 +1012,6 @@ void DeadLettersPage::exportTo(const QString &path)
         return;
     }
     m_exportPath = path;
-    m_matchingUse = MatchingUse::Export;
     m_matchingToken = m_session->loadDeadLetters(matchingFilter());
     setStatus(tr("Collecting the dead letters to export…"));
     updateActions();

@@ -7,6 +7,8 @@
 
 #include <QPointer>
 
+#include <optional>
+
 class QAction;
 class QComboBox;
 class QDateTimeEdit;
@@ -14,7 +16,6 @@ class QLabel;
 class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
-class QSortFilterProxyModel;
 class QStackedWidget;
 class QTableView;
 
@@ -64,16 +65,23 @@ private:
     static constexpr qint64 CustomRange = -1;
     // The redrive preview reads the partner's answers over this window.
     static constexpr qint64 ReadinessWindowMs = 60 * 1000;
-    // A table of more than this many rows helps nobody; "Redrive all matching" still takes every one.
-    static constexpr int DisplayLimit = 10000;
 
     void buildUi();
+    // Starts the list over for the filters now chosen, and counts anew.
     void reload();
+    void requestCounts();
     void onLoaded(quint64 token, const QList<once::DeadLetter> &letters);
+    void onPageLoaded();
+    void onCounted(quint64 token, const once::DeadLetterCounts &counts);
+    void onLetterLoaded(quint64 token, const once::DeadLetter &letter);
     void onFailed(quint64 token, const QString &error);
+    void onSortClicked(int section);
+    // The table's filter: the class and time chosen, in the order chosen.
     once::DeadLetterFilter displayFilter() const;
     // Every letter that matches the filters, for redrive all matching and the export.
     once::DeadLetterFilter matchingFilter() const;
+    // The start of the idempotency window the preview warns about.
+    static qint64 idempotencyWindowStartMs();
     QString selectedErrorClass() const;
     qint64 timeWindowMs() const;
     bool customRange() const;
@@ -97,10 +105,14 @@ private:
     void redriveSelected();
     void redriveAllMatching();
     void openRedriveDialog(const QList<once::DeadLetter> &letters, const QString &auditDetail);
+    // "All matching": the store's counts and a sample, not every letter.
+    void openMatchingRedriveDialog();
+    void showDialog(RedriveDialog *dialog);
     void onReadinessLoaded(quint64 token, const QList<once::WorkerRecord> &workers,
                            const once::PartnerActivity &partner);
-    void startRedrive(const QList<once::DeadLetter> &letters, int ratePerSecond, const QString &auditDetail,
-                      const QString &reason);
+    // letters empty: every letter that matches m_previewFilter.
+    void startRedrive(const QList<once::DeadLetter> &letters, int total, int ratePerSecond,
+                      const QString &auditDetail, const QString &reason);
     void cancelRedrive();
     void onRedriveProgress(quint64 token, int done, int total);
     void onRedriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
@@ -114,7 +126,6 @@ private:
     QPointer<StoreSession> m_session;
 
     DeadLettersModel *m_model = nullptr;
-    QSortFilterProxyModel *m_proxy = nullptr;
     QTableView *m_table = nullptr;
     QComboBox *m_classCombo = nullptr;
     QComboBox *m_timeCombo = nullptr;
@@ -138,22 +149,32 @@ private:
     QAction *m_exportAction = nullptr;
     QPointer<RedriveDialog> m_redriveDialog;
 
-    quint64 m_loadToken = 0;
-    bool m_loadPending = false;
-    bool m_loaded = false;       // at least one answer since the session was set
-    bool m_truncated = false;    // the last load hit DisplayLimit
-    // "Redrive all matching" and the export: the full load one of them waits for.
-    enum class MatchingUse { Redrive, Export };
-    quint64 m_matchingToken = 0;
-    MatchingUse m_matchingUse = MatchingUse::Redrive;
+    bool m_loaded = false;       // at least one page since the session or the filters were set
+    // The letters the filters take, by class, from the store (the class list and the count).
+    once::DeadLetterCounts m_counts;
+    bool m_countsKnown = false;
+    quint64 m_countsToken = 0;
+    // The selected letter's payload, which lists leave out: asked for on selection.
+    QString m_detailsId;
+    quint64 m_detailsToken = 0;
+    // "Redrive all matching": the counts and the sample its preview waits for.
+    once::DeadLetterFilter m_previewFilter;
+    quint64 m_previewCountsToken = 0;
+    quint64 m_previewSampleToken = 0;
+    std::optional<once::DeadLetterCounts> m_previewCounts;
+    std::optional<QList<once::DeadLetter>> m_previewSample;
     QString m_matchingDetail;
+    // The export: the load it waits for.
+    quint64 m_matchingToken = 0;
     QString m_exportPath;
     quint64 m_readinessToken = 0; // workers and partner, for the open redrive preview
     QByteArray m_letterToShow;    // showLetter(): selected when the next load arrives
     quint64 m_redriveToken = 0; // the redrive running now, 0 when none
     int m_redriveTotal = 0;
+    QStringList m_redrivePicked; // the letters a redrive of picked ones takes (empty: all matching)
     quint64 m_discardToken = 0;
     int m_discardCount = 0;
+    QStringList m_discarded;
 };
 
 } // namespace once::ui

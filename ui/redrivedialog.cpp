@@ -39,22 +39,61 @@ QLabel *wrappingLabel(const QString &text = QString())
 
 } // namespace
 
+RedrivePreview RedrivePreview::of(const QList<DeadLetter> &letters, qint64 windowStartMs)
+{
+    RedrivePreview preview;
+    preview.count = letters.size();
+    for (const DeadLetter &letter : letters) {
+        if (letter.redriveCount > 0)
+            ++preview.redrivenBefore;
+        // Never sent (an invalid message): no key at the partner to forget.
+        if (letter.firstAttemptAtMs > 0 && letter.firstAttemptAtMs < windowStartMs)
+            ++preview.outsideWindow;
+        ++preview.byClass[letter.errorClass];
+    }
+    preview.sample = letters.mid(0, RedriveDialog::SampleSize);
+    return preview;
+}
+
+RedrivePreview RedrivePreview::of(const DeadLetterCounts &counts, const QString &errorClass,
+                                  const QList<DeadLetter> &sample)
+{
+    RedrivePreview preview;
+    const DeadLetterTally tally = counts.tally(errorClass);
+    preview.count = tally.letters;
+    preview.redrivenBefore = tally.redrivenBefore;
+    preview.outsideWindow = tally.firstSentBefore;
+    for (auto it = counts.byClass.cbegin(); it != counts.byClass.cend(); ++it) {
+        if (errorClass.isEmpty() || it.key() == errorClass)
+            preview.byClass.insert(it.key(), it->letters);
+    }
+    preview.sample = sample.mid(0, RedriveDialog::SampleSize);
+    return preview;
+}
+
 RedriveDialog::RedriveDialog(const QList<DeadLetter> &letters, const QString &auditDetail,
                              int idempotencyWindowHours, int defaultRatePerSecond, QWidget *parent)
-    : QDialog(parent), m_letters(letters), m_auditDetail(auditDetail)
+    : QDialog(parent), m_letters(letters),
+      m_preview(RedrivePreview::of(
+          letters, QDateTime::currentMSecsSinceEpoch() - qint64(idempotencyWindowHours) * 3600 * 1000)),
+      m_auditDetail(auditDetail)
+{
+    buildUi(idempotencyWindowHours, defaultRatePerSecond);
+}
+
+RedriveDialog::RedriveDialog(const RedrivePreview &preview, const QString &auditDetail, int idempotencyWindowHours,
+                             int defaultRatePerSecond, QWidget *parent)
+    : QDialog(parent), m_preview(preview), m_auditDetail(auditDetail)
+{
+    buildUi(idempotencyWindowHours, defaultRatePerSecond);
+}
+
+void RedriveDialog::buildUi(int idempotencyWindowHours, int defaultRatePerSecond)
 {
     setWindowTitle(tr("Redrive dead letters"));
-    const qint64 windowStart =
-        QDateTime::currentMSecsSinceEpoch() - qint64(idempotencyWindowHours) * 3600 * 1000;
-    QMap<QString, int> classes;
-    for (const DeadLetter &letter : m_letters) {
-        if (letter.redriveCount > 0)
-            ++m_redrivenBefore;
-        // Never sent (an invalid message): no key at the partner to forget.
-        if (letter.firstAttemptAtMs > 0 && letter.firstAttemptAtMs < windowStart)
-            ++m_outsideWindow;
-        ++classes[letter.errorClass];
-    }
+    const QMap<QString, qint64> &classes = m_preview.byClass;
+    const int redrivenBefore = redrivenBeforeCount();
+    const int outsideWindow = outsideIdempotencyWindowCount();
     const QLocale locale;
     const int count = letterCount();
 
@@ -88,17 +127,17 @@ RedriveDialog::RedriveDialog(const QList<DeadLetter> &letters, const QString &au
     facts->addRow(tr("Dead letters:"), new QLabel(locale.toString(count)));
     facts->addRow(tr("By error class:"), wrappingLabel(classText.join(QStringLiteral(" · "))));
     auto *redriven =
-        new QLabel(m_redrivenBefore == 0 ? tr("none")
-                   : m_redrivenBefore == 1
+        new QLabel(redrivenBefore == 0 ? tr("none")
+                   : redrivenBefore == 1
                        ? tr("1 was redriven before and died again")
-                       : tr("%1 were redriven before and died again").arg(locale.toString(m_redrivenBefore)));
+                       : tr("%1 were redriven before and died again").arg(locale.toString(redrivenBefore)));
     redriven->setObjectName(QStringLiteral("redrivenBefore"));
-    if (m_redrivenBefore > 0)
+    if (redrivenBefore > 0)
         redriven->setStyleSheet(QStringLiteral("color: #a15c00; font-weight: bold"));
     facts->addRow(tr("Redriven before:"), redriven);
     // These failed on the partner's or the producer's side for good: without a fix there,
     // they die again at once.
-    int permanent = 0;
+    qint64 permanent = 0;
     for (const QString &errorClass :
          {QStringLiteral("rejected"), QStringLiteral("payload-changed"), QStringLiteral("invalid-message")})
         permanent += classes.value(errorClass);
@@ -124,13 +163,13 @@ RedriveDialog::RedriveDialog(const QList<DeadLetter> &letters, const QString &au
         tr("<b>%1 of them were first sent more than %2 ago,</b> longer than the partner keeps idempotency "
            "keys. "
            "The partner may have forgotten their keys: a resend of an in-doubt event could duplicate.")
-            .arg(locale.toString(m_outsideWindow),
+            .arg(locale.toString(outsideWindow),
                  idempotencyWindowHours == 1 ? tr("1 hour") : tr("%1 hours").arg(idempotencyWindowHours)));
     m_windowWarning->setObjectName(QStringLiteral("idempotencyWarning"));
     m_windowWarning->setTextFormat(Qt::RichText);
     m_windowWarning->setStyleSheet(QStringLiteral("QLabel { background: #fff4ce; color: #3b2f00; border: 1px "
                                                   "solid #e0b400; border-radius: 3px; padding: 6px; }"));
-    m_windowWarning->setVisible(m_outsideWindow > 0);
+    m_windowWarning->setVisible(outsideWindow > 0);
 
     m_readinessWarning = wrappingLabel();
     m_readinessWarning->setObjectName(QStringLiteral("readinessWarning"));
@@ -143,7 +182,7 @@ RedriveDialog::RedriveDialog(const QList<DeadLetter> &letters, const QString &au
     m_sample->setUniformRowHeights(true);
     m_sample->setSelectionMode(QAbstractItemView::NoSelection);
     m_sample->setHeaderLabels({tr("Send key"), tr("Error class"), tr("Last error")});
-    for (const DeadLetter &letter : m_letters.mid(0, SampleSize)) {
+    for (const DeadLetter &letter : std::as_const(m_preview.sample)) {
         auto *item = new QTreeWidgetItem(
             m_sample, {QString::fromLatin1(letter.sendKey), letter.errorClass,
                        QString(letter.lastError).replace(QLatin1Char('\n'), QLatin1Char(' '))});

@@ -4,6 +4,7 @@
 #include "redrivereadiness.h"
 
 #include <QDialog>
+#include <QMap>
 
 class QFormLayout;
 class QLabel;
@@ -13,6 +14,21 @@ class QSpinBox;
 class QTreeWidget;
 
 namespace once::ui {
+
+// What the preview shows about the letters a redrive takes: counted by the store for
+// "all matching" (however many), or from the letters themselves when picked one by one.
+struct RedrivePreview
+{
+    qint64 count = 0;
+    QMap<QString, qint64> byClass;
+    qint64 redrivenBefore = 0;
+    qint64 outsideWindow = 0;         // first sent before the idempotency window began
+    QList<once::DeadLetter> sample;   // the first few, in the order they go
+
+    static RedrivePreview of(const QList<once::DeadLetter> &letters, qint64 windowStartMs);
+    static RedrivePreview of(const once::DeadLetterCounts &counts, const QString &errorClass,
+                             const QList<once::DeadLetter> &sample);
+};
 
 // The preview and confirmation of a redrive: how many dead letters go back on the queue,
 // a sample of them, how many already died again after an earlier redrive, a warning for
@@ -31,16 +47,20 @@ public:
     // auditDetail is what the audit log will say about the selection ("selected 12").
     RedriveDialog(const QList<once::DeadLetter> &letters, const QString &auditDetail,
                   int idempotencyWindowHours, int defaultRatePerSecond, QWidget *parent = nullptr);
+    // Letters that are not all at hand (every one that matches a filter): the preview
+    // only. letters() is then empty, and the page redrives by the filter.
+    RedriveDialog(const RedrivePreview &preview, const QString &auditDetail, int idempotencyWindowHours,
+                  int defaultRatePerSecond, QWidget *parent = nullptr);
     ~RedriveDialog() override;
 
     const QList<once::DeadLetter> &letters() const { return m_letters; }
     QString auditDetail() const { return m_auditDetail; }
-    int letterCount() const { return int(m_letters.size()); }
+    int letterCount() const { return int(m_preview.count); }
     int sampleCount() const;
     // Letters that were redriven before and died again.
-    int redrivenBeforeCount() const { return m_redrivenBefore; }
+    int redrivenBeforeCount() const { return int(m_preview.redrivenBefore); }
     // Letters first sent longer ago than the partner keeps idempotency keys.
-    int outsideIdempotencyWindowCount() const { return m_outsideWindow; }
+    int outsideIdempotencyWindowCount() const { return int(m_preview.outsideWindow); }
     bool showsIdempotencyWarning() const;
     // Names the queue they go back on, when it is a broker's ("RabbitMQ queue reminders").
     void setQueueDescription(const QString &queue);
@@ -61,12 +81,12 @@ public:
     QPushButton *redriveButton() const { return m_redriveButton; }
 
 private:
+    void buildUi(int idempotencyWindowHours, int defaultRatePerSecond);
     void updateEstimate();
 
     QList<once::DeadLetter> m_letters;
+    RedrivePreview m_preview;
     QString m_auditDetail;
-    int m_redrivenBefore = 0;
-    int m_outsideWindow = 0;
     QLabel *m_headline = nullptr;
     QLabel *m_queue = nullptr;
     QFormLayout *m_facts = nullptr;

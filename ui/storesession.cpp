@@ -39,6 +39,8 @@ StoreSession::StoreSession(const QString &storeUrl, const QString &queueUrl, Sto
     connect(m_reader, &StoreReader::eventsCounted, this, &StoreSession::eventsCounted);
     connect(m_reader, &StoreReader::historyLoaded, this, &StoreSession::historyLoaded);
     connect(m_reader, &StoreReader::deadLettersLoaded, this, &StoreSession::deadLettersLoaded);
+    connect(m_reader, &StoreReader::deadLetterLoaded, this, &StoreSession::deadLetterLoaded);
+    connect(m_reader, &StoreReader::deadLettersCounted, this, &StoreSession::deadLettersCounted);
     connect(m_reader, &StoreReader::inDoubtLoaded, this, &StoreSession::inDoubtLoaded);
     connect(m_reader, &StoreReader::auditLoaded, this, &StoreSession::auditLoaded);
     connect(m_reader, &StoreReader::workersLoaded, this, &StoreSession::workersLoaded);
@@ -116,6 +118,24 @@ quint64 StoreSession::loadDeadLetters(const DeadLetterFilter &filter)
     return token;
 }
 
+quint64 StoreSession::loadDeadLetter(const QString &id)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(m_reader, [reader = m_reader, token, id] { reader->loadDeadLetter(token, id); },
+                              Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::countDeadLetters(const DeadLetterFilter &filter, qint64 firstSentBeforeMs)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(
+        m_reader,
+        [reader = m_reader, token, filter, firstSentBeforeMs] { reader->countDeadLetters(token, filter, firstSentBeforeMs); },
+        Qt::QueuedConnection);
+    return token;
+}
+
 quint64 StoreSession::loadInDoubt()
 {
     const quint64 token = nextToken();
@@ -154,6 +174,19 @@ quint64 StoreSession::redrive(const QList<DeadLetter> &letters, int ratePerSecon
         m_reader,
         [reader = m_reader, token, letters, ratePerSecond, detail, reason] {
             reader->redrive(token, letters, ratePerSecond, detail, reason);
+        },
+        Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::redriveMatching(const DeadLetterFilter &filter, int ratePerSecond, const QString &detail,
+                                      const QString &reason)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(
+        m_reader,
+        [reader = m_reader, token, filter, ratePerSecond, detail, reason] {
+            reader->redriveMatching(token, filter, ratePerSecond, detail, reason);
         },
         Qt::QueuedConnection);
     return token;

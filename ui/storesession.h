@@ -62,6 +62,10 @@ public:
     quint64 countEvents(const once::EventFilter &filter);
     quint64 loadHistory(const QString &keyOrEventId);
     quint64 loadDeadLetters(const once::DeadLetterFilter &filter);
+    // One letter with its payload (deadLetterLoaded, or failed when it is gone).
+    quint64 loadDeadLetter(const QString &id);
+    // The letters a filter takes, by class; firstSentBeforeMs for the preview's warning.
+    quint64 countDeadLetters(const once::DeadLetterFilter &filter, qint64 firstSentBeforeMs = 0);
     quint64 loadInDoubt();
     quint64 loadAudit(int limit = 500);
     quint64 loadWorkers();
@@ -70,6 +74,9 @@ public:
     // reason: what the operator typed for the audit log, or empty.
     quint64 redrive(const QList<once::DeadLetter> &letters, int ratePerSecond, const QString &detail,
                     const QString &reason = QString());
+    // Every letter the filter takes, walked and moved by the reader in batches.
+    quint64 redriveMatching(const once::DeadLetterFilter &filter, int ratePerSecond, const QString &detail,
+                            const QString &reason = QString());
     void cancelRedrive(quint64 token);
     quint64 discard(const QList<once::DeadLetter> &letters, const QString &detail, const QString &reason = QString());
     quint64 resolve(const QByteArray &sendKey, bool resend, const QString &reason = QString());
@@ -83,6 +90,8 @@ signals:
     void eventsCounted(quint64 token, qint64 count);
     void historyLoaded(quint64 token, const once::EventRow &event, const QList<once::Attempt> &attempts);
     void deadLettersLoaded(quint64 token, const QList<once::DeadLetter> &letters);
+    void deadLetterLoaded(quint64 token, const once::DeadLetter &letter);
+    void deadLettersCounted(quint64 token, const once::DeadLetterCounts &counts);
     void inDoubtLoaded(quint64 token, const QList<once::EventRow> &rows);
     void auditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
     void workersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);

@@ -2,6 +2,8 @@
 
 #include "text/jsonvalues.h"
 
+#include <algorithm>
+
 namespace once {
 
 QJsonObject DeadLetter::toJson() const
@@ -25,7 +27,66 @@ QJsonObject DeadLetter::toJson() const
 bool DeadLetterFilter::matches(const DeadLetter &letter) const
 {
     return (errorClass.isEmpty() || letter.errorClass == errorClass) && letter.deadAtMs >= sinceMs
-           && (untilMs <= 0 || letter.deadAtMs <= untilMs) && (sendKeys.isEmpty() || sendKeys.contains(letter.sendKey));
+           && (untilMs <= 0 || letter.deadAtMs <= untilMs) && (sendKeys.isEmpty() || sendKeys.contains(letter.sendKey))
+           && (ids.isEmpty() || ids.contains(letter.id));
+}
+
+bool DeadLetterFilter::listsBefore(const DeadLetter &a, const DeadLetter &b) const
+{
+    const bool earlier = a.deadAtMs != b.deadAtMs ? a.deadAtMs < b.deadAtMs : a.id < b.id;
+    const bool same = a.deadAtMs == b.deadAtMs && a.id == b.id;
+    return newestFirst ? !earlier && !same : earlier;
+}
+
+bool DeadLetterFilter::isAfterCursor(const DeadLetter &letter) const
+{
+    if (afterId.isEmpty())
+        return true;
+    DeadLetter cursor;
+    cursor.deadAtMs = afterDeadAtMs;
+    cursor.id = afterId;
+    return listsBefore(cursor, letter);
+}
+
+DeadLetterTally DeadLetterCounts::tally(const QString &errorClass) const
+{
+    if (!errorClass.isEmpty())
+        return byClass.value(errorClass);
+    DeadLetterTally all;
+    for (const DeadLetterTally &each : byClass)
+        all += each;
+    return all;
+}
+
+QList<DeadLetter> deadLetterPage(QList<DeadLetter> letters, const DeadLetterFilter &filter)
+{
+    letters.removeIf([&filter](const DeadLetter &letter) { return !filter.matches(letter) || !filter.isAfterCursor(letter); });
+    std::sort(letters.begin(), letters.end(),
+              [&filter](const DeadLetter &a, const DeadLetter &b) { return filter.listsBefore(a, b); });
+    if (filter.limit >= 0 && letters.size() > filter.limit)
+        letters.resize(filter.limit);
+    if (!filter.withPayload) {
+        for (DeadLetter &letter : letters)
+            letter.payload = QByteArray();
+    }
+    return letters;
+}
+
+DeadLetterCounts countDeadLetters(const QList<DeadLetter> &letters, const DeadLetterFilter &filter,
+                                  qint64 firstSentBeforeMs)
+{
+    DeadLetterCounts counts;
+    for (const DeadLetter &letter : letters) {
+        if (!filter.matches(letter))
+            continue;
+        DeadLetterTally &tally = counts.byClass[letter.errorClass];
+        ++tally.letters;
+        if (letter.redriveCount > 0)
+            ++tally.redrivenBefore;
+        if (letter.firstAttemptAtMs > 0 && letter.firstAttemptAtMs < firstSentBeforeMs)
+            ++tally.firstSentBefore;
+    }
+    return counts;
 }
 
 } // namespace once

@@ -3,7 +3,9 @@
 #include <QByteArray>
 #include <QJsonObject>
 #include <QList>
+#include <QMap>
 #include <QString>
+#include <QStringList>
 
 namespace once {
 
@@ -36,10 +38,63 @@ struct DeadLetterFilter
     qint64 sinceMs = 0;           // dead at or after
     qint64 untilMs = 0;           // dead at or before (0: no end)
     QList<QByteArray> sendKeys;   // empty: any
+    QStringList ids;              // message ids; empty: any
     int limit = -1;
+    // The list's order is dead_at, then id: oldest first, or newest first.
+    bool newestFirst = false;
+    // Keyset paging: only letters after this one in the list's order (the last letter of
+    // the page before; afterId empty: from the start). A page found through the dead_at
+    // index, so that page 200 costs what page 1 does.
+    qint64 afterDeadAtMs = 0;
+    QString afterId;
+    // A list shown to people leaves the payloads out (one may be 256 KiB); the one letter
+    // an operator selects, a redrive and the API's list read them.
+    bool withPayload = true;
 
-    // For dead letters listed without SQL (at a broker).
+    // Continues after this letter (the last of a page).
+    void continueAfter(const DeadLetter &letter)
+    {
+        afterDeadAtMs = letter.deadAtMs;
+        afterId = letter.id;
+    }
+    // For dead letters listed without SQL (at a broker); the cursor is not a condition.
     bool matches(const DeadLetter &letter) const;
+    // Whether a comes before b in the list's order.
+    bool listsBefore(const DeadLetter &a, const DeadLetter &b) const;
+    // Whether a letter lies after the cursor (always, without one).
+    bool isAfterCursor(const DeadLetter &letter) const;
 };
+
+// What is known about a set of dead letters without listing them: for a class combo, a
+// count label and a redrive's preview.
+struct DeadLetterTally
+{
+    qint64 letters = 0;
+    qint64 redrivenBefore = 0;  // redriven before and died again
+    qint64 firstSentBefore = 0; // first sent before the moment asked about (never sent: not counted)
+
+    DeadLetterTally &operator+=(const DeadLetterTally &other)
+    {
+        letters += other.letters;
+        redrivenBefore += other.redrivenBefore;
+        firstSentBefore += other.firstSentBefore;
+        return *this;
+    }
+};
+
+struct DeadLetterCounts
+{
+    QMap<QString, DeadLetterTally> byClass;
+
+    // Of one class, or of all (errorClass empty).
+    DeadLetterTally tally(const QString &errorClass = QString()) const;
+};
+
+// The same questions answered over letters in memory (a broker's, which filters nothing
+// itself), so that a broker's queue pages and counts like the store: the filter's page
+// (its order, cursor and limit), and its counts by class.
+QList<DeadLetter> deadLetterPage(QList<DeadLetter> letters, const DeadLetterFilter &filter);
+DeadLetterCounts countDeadLetters(const QList<DeadLetter> &letters, const DeadLetterFilter &filter,
+                                  qint64 firstSentBeforeMs);
 
 } // namespace once

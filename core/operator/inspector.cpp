@@ -559,37 +559,89 @@ EventSearch EventSearch::parse(const QString &text)
     return {Kind::Exact, trimmed};
 }
 
-std::optional<QList<DeadLetter>> Inspector::deadLetters(const DeadLetterFilter &filter, QString *error)
+namespace {
+
+// The conditions of a dead letter filter and their bound values, without the cursor:
+// shared by the list and the counts.
+QStringList deadLetterConditions(const DeadLetterFilter &filter, QVariantList *values)
 {
     QStringList conditions;
-    QVariantList values;
     if (!filter.errorClass.isEmpty()) {
         conditions << QStringLiteral("error_class = ?");
-        values << filter.errorClass;
+        values->append(filter.errorClass);
     }
     if (filter.sinceMs > 0) {
         conditions << QStringLiteral("dead_at >= ?");
-        values << filter.sinceMs;
+        values->append(filter.sinceMs);
     }
     if (filter.untilMs > 0) {
         conditions << QStringLiteral("dead_at <= ?");
-        values << filter.untilMs;
+        values->append(filter.untilMs);
     }
-    if (!filter.sendKeys.isEmpty()) {
+    const auto oneOf = [values](const QString &column, const auto &list, const auto &toValue) {
         QStringList marks;
-        for (const auto &key : filter.sendKeys) {
+        for (const auto &each : list) {
             marks << QStringLiteral("?");
-            values << QString::fromLatin1(key);
+            values->append(toValue(each));
         }
-        conditions << QStringLiteral("send_key IN (%1)").arg(marks.join(QLatin1Char(',')));
+        return QStringLiteral("%1 IN (%2)").arg(column, marks.join(QLatin1Char(',')));
+    };
+    if (!filter.sendKeys.isEmpty())
+        conditions << oneOf(QStringLiteral("send_key"), filter.sendKeys,
+                            [](const QByteArray &key) { return QString::fromLatin1(key); });
+    if (!filter.ids.isEmpty())
+        conditions << oneOf(QStringLiteral("id"), filter.ids, [](const QString &id) { return id; });
+    return conditions;
+}
+
+QString deadLetterColumns(bool withPayload)
+{
+    return QStringLiteral("id, send_key, event_id, error_class, last_error, attempts, receive_count, redrive_count, "
+                          "first_attempt_at, last_attempt_at, dead_at, enqueued_at")
+        + (withPayload ? QStringLiteral(", payload") : QString());
+}
+
+DeadLetter readDeadLetter(const QSqlQuery &query, bool withPayload)
+{
+    DeadLetter letter;
+    letter.id = query.value(0).toString();
+    letter.sendKey = query.value(1).toString().toLatin1();
+    letter.eventId = query.value(2).toString();
+    letter.errorClass = query.value(3).toString();
+    letter.lastError = query.value(4).toString();
+    letter.attempts = query.value(5).toInt();
+    letter.receiveCount = query.value(6).toInt();
+    letter.redriveCount = query.value(7).toInt();
+    letter.firstAttemptAtMs = query.value(8).toLongLong();
+    letter.lastAttemptAtMs = query.value(9).toLongLong();
+    letter.deadAtMs = query.value(10).toLongLong();
+    letter.enqueuedAtMs = query.value(11).toLongLong();
+    if (withPayload)
+        letter.payload = query.value(12).toByteArray();
+    return letter;
+}
+
+} // namespace
+
+std::optional<QList<DeadLetter>> Inspector::deadLetters(const DeadLetterFilter &filter, QString *error)
+{
+    QVariantList values;
+    QStringList conditions = deadLetterConditions(filter, &values);
+    if (!filter.afterId.isEmpty()) {
+        // Keyset paging: after the last letter of the page before, in (dead_at, id) order.
+        // The first condition alone is what the dead_at index answers; the second settles
+        // letters that died in the same millisecond.
+        conditions << (filter.newestFirst ? QStringLiteral("dead_at <= ? AND (dead_at < ? OR id < ?)")
+                                          : QStringLiteral("dead_at >= ? AND (dead_at > ? OR id > ?)"));
+        values << filter.afterDeadAtMs << filter.afterDeadAtMs << filter.afterId;
     }
+    const QString direction = filter.newestFirst ? QStringLiteral(" DESC") : QString();
     QSqlQuery query(m_db.connection());
     query.setForwardOnly(true);
-    query.prepare(QStringLiteral("SELECT id, payload, send_key, event_id, error_class, last_error, attempts, "
-                                 "receive_count, redrive_count, first_attempt_at, last_attempt_at, dead_at, enqueued_at "
-                                 "FROM dead_letters")
+    query.prepare(QStringLiteral("SELECT ") + deadLetterColumns(filter.withPayload) + QStringLiteral(" FROM dead_letters")
                   + (conditions.isEmpty() ? QString() : QStringLiteral(" WHERE ") + conditions.join(QLatin1String(" AND ")))
-                  + QStringLiteral(" ORDER BY dead_at, id LIMIT ?"));
+                  + QStringLiteral(" ORDER BY dead_at") + direction + QStringLiteral(", id") + direction
+                  + QStringLiteral(" LIMIT ?"));
     for (const auto &value : std::as_const(values))
         query.addBindValue(value);
     // PostgreSQL refuses a negative LIMIT, which SQLite reads as none.
@@ -597,24 +649,51 @@ std::optional<QList<DeadLetter>> Inspector::deadLetters(const DeadLetterFilter &
     if (!m_db.exec(query, error))
         return std::nullopt;
     QList<DeadLetter> letters;
-    while (query.next()) {
-        DeadLetter letter;
-        letter.id = query.value(0).toString();
-        letter.payload = query.value(1).toByteArray();
-        letter.sendKey = query.value(2).toString().toLatin1();
-        letter.eventId = query.value(3).toString();
-        letter.errorClass = query.value(4).toString();
-        letter.lastError = query.value(5).toString();
-        letter.attempts = query.value(6).toInt();
-        letter.receiveCount = query.value(7).toInt();
-        letter.redriveCount = query.value(8).toInt();
-        letter.firstAttemptAtMs = query.value(9).toLongLong();
-        letter.lastAttemptAtMs = query.value(10).toLongLong();
-        letter.deadAtMs = query.value(11).toLongLong();
-        letter.enqueuedAtMs = query.value(12).toLongLong();
-        letters.append(std::move(letter));
-    }
+    while (query.next())
+        letters.append(readDeadLetter(query, filter.withPayload));
     return letters;
+}
+
+std::optional<DeadLetter> Inspector::deadLetter(const QString &id, QString *error)
+{
+    auto &query = m_db.prepared(QStringLiteral("SELECT ") + deadLetterColumns(true)
+                                + QStringLiteral(" FROM dead_letters WHERE id = ?"));
+    query.addBindValue(id);
+    if (!m_db.exec(query, error))
+        return std::nullopt;
+    if (!query.next()) {
+        *error = QStringLiteral("no dead letter with message id \"%1\" now: it was redriven or discarded").arg(id);
+        return std::nullopt;
+    }
+    DeadLetter letter = readDeadLetter(query, true);
+    query.finish();
+    return letter;
+}
+
+std::optional<DeadLetterCounts> Inspector::countDeadLetters(const DeadLetterFilter &filter, qint64 firstSentBeforeMs,
+                                                            QString *error)
+{
+    // One pass over the letters the filter takes, grouped by class: the class list, the
+    // count and a redrive preview's numbers from one query, however many letters.
+    QVariantList values{firstSentBeforeMs};
+    const QStringList conditions = deadLetterConditions(filter, &values);
+    QSqlQuery query(m_db.connection());
+    query.setForwardOnly(true);
+    query.prepare(QStringLiteral("SELECT error_class, COUNT(*), SUM(CASE WHEN redrive_count > 0 THEN 1 ELSE 0 END), "
+                                 "SUM(CASE WHEN first_attempt_at > 0 AND first_attempt_at < ? THEN 1 ELSE 0 END) "
+                                 "FROM dead_letters")
+                  + (conditions.isEmpty() ? QString() : QStringLiteral(" WHERE ") + conditions.join(QLatin1String(" AND ")))
+                  + QStringLiteral(" GROUP BY error_class"));
+    for (const auto &value : std::as_const(values))
+        query.addBindValue(value);
+    if (!m_db.exec(query, error))
+        return std::nullopt;
+    DeadLetterCounts counts;
+    while (query.next())
+        counts.byClass.insert(query.value(0).toString(), DeadLetterTally{query.value(1).toLongLong(),
+                                                                         query.value(2).toLongLong(),
+                                                                         query.value(3).toLongLong()});
+    return counts;
 }
 
 std::optional<QList<EventRow>> Inspector::inDoubt(QString *error)

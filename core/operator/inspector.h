@@ -153,7 +153,14 @@ public:
     std::optional<qint64> countEvents(const EventFilter &filter, QString *error);
     // Messages in the store's queue that a filter lists (no worker has claimed their key).
     std::optional<qint64> countQueued(const EventFilter &filter, QString *error);
+    // A page of dead letters (the filter's order, cursor and limit).
     std::optional<QList<DeadLetter>> deadLetters(const DeadLetterFilter &filter, QString *error);
+    // One letter with its payload, by message id (an error when it is gone).
+    std::optional<DeadLetter> deadLetter(const QString &id, QString *error);
+    // The letters a filter takes (its cursor and limit aside), counted by error class;
+    // firstSentBeforeMs: the moment DeadLetterTally::firstSentBefore counts up to.
+    std::optional<DeadLetterCounts> countDeadLetters(const DeadLetterFilter &filter, qint64 firstSentBeforeMs,
+                                                     QString *error);
     std::optional<QList<EventRow>> inDoubt(QString *error);
     std::optional<QList<AuditEntry>> auditLog(int limit, QString *error);
     // Every partner the store knows: those with a recorded policy and those workers send to.

@@ -20,6 +20,9 @@ namespace once {
 namespace {
 constexpr int RedriveTickMs = 100;
 constexpr int UnpacedRedriveBatch = 500; // letters a tick without a rate
+// The most letters a redrive reads and moves at once, whatever the rate: a faster rate
+// moves several batches a tick, one after the other.
+constexpr int MaxRedriveBatch = 500;
 // However many notifications arrive, views refresh at most this often because of them.
 constexpr int MinChangeIntervalMs = 1000;
 // The longest window the console charts.
@@ -38,6 +41,8 @@ StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, IfMis
     qRegisterMetaType<QList<once::EventRow>>();
     qRegisterMetaType<QList<once::Attempt>>();
     qRegisterMetaType<QList<once::DeadLetter>>();
+    qRegisterMetaType<once::DeadLetter>();
+    qRegisterMetaType<once::DeadLetterCounts>();
     qRegisterMetaType<QList<once::AuditEntry>>();
     qRegisterMetaType<once::WorkerRecord>();
     qRegisterMetaType<QList<once::WorkerRecord>>();
@@ -187,18 +192,23 @@ std::optional<QString> StoreReader::refusalToWrite() const
 
 std::optional<QList<DeadLetter>> StoreReader::brokerDeadLetters(const DeadLetterFilter &filter, QString *error)
 {
-    // Without a condition the broker's order (oldest first) gives the limit's letters at
-    // once; with one, every letter has to be looked at.
-    const bool filtered = !filter.errorClass.isEmpty() || filter.sinceMs > 0 || !filter.sendKeys.isEmpty();
-    const int fetch = filtered || filter.limit < 0 ? std::numeric_limits<int>::max() : filter.limit;
-    auto letters = m_broker->deadLetters(fetch, error);
+    // The broker lists its letters in its own order and filters nothing: every letter is
+    // looked at, and the page is cut from them the way the store's query would.
+    auto letters = m_broker->deadLetters(std::numeric_limits<int>::max(), error);
     if (!letters)
         return std::nullopt;
-    if (filtered)
-        letters->removeIf([&filter](const DeadLetter &letter) { return !filter.matches(letter); });
-    if (filter.limit >= 0 && letters->size() > filter.limit)
-        letters->resize(filter.limit);
-    return letters;
+    return deadLetterPage(std::move(*letters), filter);
+}
+
+std::optional<DeadLetterCounts> StoreReader::readDeadLetterCounts(const DeadLetterFilter &filter,
+                                                                  qint64 firstSentBeforeMs, QString *error)
+{
+    if (!m_broker)
+        return m_store->inspector().countDeadLetters(filter, firstSentBeforeMs, error);
+    const auto letters = m_broker->deadLetters(std::numeric_limits<int>::max(), error);
+    if (!letters)
+        return std::nullopt;
+    return once::countDeadLetters(*letters, filter, firstSentBeforeMs);
 }
 
 std::optional<DeliveryStats> StoreReader::readStats(QString *error)
@@ -324,6 +334,40 @@ void StoreReader::loadDeadLetters(quint64 token, const DeadLetterFilter &filter)
         fail(token, error);
 }
 
+void StoreReader::loadDeadLetter(quint64 token, const QString &id)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    std::optional<DeadLetter> letter;
+    if (m_broker) {
+        DeadLetterFilter byId;
+        byId.ids = {id};
+        const auto letters = brokerDeadLetters(byId, &error);
+        if (letters && !letters->isEmpty())
+            letter = letters->constFirst();
+        else if (letters)
+            error = QStringLiteral("no dead letter with message id \"%1\" now: it was redriven or discarded").arg(id);
+    } else {
+        letter = m_store->inspector().deadLetter(id, &error);
+    }
+    if (letter)
+        emit deadLetterLoaded(token, *letter);
+    else
+        fail(token, error);
+}
+
+void StoreReader::countDeadLetters(quint64 token, const DeadLetterFilter &filter, qint64 firstSentBeforeMs)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    if (const auto counts = readDeadLetterCounts(filter, firstSentBeforeMs, &error))
+        emit deadLettersCounted(token, *counts);
+    else
+        fail(token, error);
+}
+
 void StoreReader::loadInDoubt(quint64 token)
 {
     if (!ensureOpen(token))
@@ -373,6 +417,19 @@ void StoreReader::loadReadiness(quint64 token, qint64 windowMs)
 void StoreReader::redrive(quint64 token, const QList<DeadLetter> &letters, int ratePerSecond, const QString &detail,
                           const QString &reason)
 {
+    startRedrive(token, letters, std::nullopt, ratePerSecond, detail, reason);
+}
+
+void StoreReader::redriveMatching(quint64 token, const DeadLetterFilter &filter, int ratePerSecond,
+                                  const QString &detail, const QString &reason)
+{
+    startRedrive(token, {}, filter, ratePerSecond, detail, reason);
+}
+
+void StoreReader::startRedrive(quint64 token, const QList<DeadLetter> &letters,
+                               const std::optional<DeadLetterFilter> &matching, int ratePerSecond,
+                               const QString &detail, const QString &reason)
+{
     if (!ensureOpen(token))
         return;
     if (const auto refusal = refusalToWrite()) {
@@ -384,13 +441,38 @@ void StoreReader::redrive(quint64 token, const QList<DeadLetter> &letters, int r
         return;
     }
     QString error;
+    auto run = std::make_unique<Redrive>();
+    run->token = token;
+    run->letters = letters;
+    run->ratePerSecond = ratePerSecond;
+    run->total = int(letters.size());
+    if (matching) {
+        // The letters that match now: one that dies while the run goes on (a redriven
+        // letter dying again, say) waits for the operator's next look, rather than coming
+        // round again in this run.
+        DeadLetterFilter walk = *matching;
+        const qint64 now = nowMs();
+        walk.untilMs = walk.untilMs > 0 ? std::min(walk.untilMs, now) : now;
+        walk.afterId.clear();
+        walk.afterDeadAtMs = 0;
+        walk.newestFirst = false;
+        walk.limit = -1;
+        const auto counts = readDeadLetterCounts(walk, 0, &error);
+        if (!counts) {
+            emit redriveFinished(token, 0, false, withoutSecrets(error));
+            return;
+        }
+        run->total = int(std::min<qint64>(counts->tally(walk.errorClass).letters, std::numeric_limits<int>::max()));
+        run->matching = walk;
+    }
     const auto auditId =
         m_store->operations().beginAudit({QStringLiteral("redrive"), detail, ratePerSecond, reason}, &error);
     if (!auditId) {
         emit redriveFinished(token, 0, false, withoutSecrets(error));
         return;
     }
-    m_redrive = std::make_unique<Redrive>(Redrive{token, letters, ratePerSecond, {}, 0, 0, *auditId, false});
+    run->auditId = *auditId;
+    m_redrive = std::move(run);
     m_redrive->started.start();
     redriveNextBatch();
     if (m_redrive)
@@ -405,33 +487,64 @@ void StoreReader::cancelRedrive(quint64 token)
         m_redrive->cancelled = true;
 }
 
+std::optional<QList<DeadLetter>> StoreReader::nextRedriveBatch(int count, QString *error)
+{
+    Redrive &run = *m_redrive;
+    if (run.matching) {
+        DeadLetterFilter page = *run.matching;
+        page.limit = count;
+        // A broker moves its own messages; only the store's queue is given the payloads.
+        page.withPayload = !m_broker;
+        auto letters = m_broker ? brokerDeadLetters(page, error) : m_store->inspector().deadLetters(page, error);
+        if (letters && !letters->isEmpty())
+            run.matching->continueAfter(letters->constLast());
+        return letters;
+    }
+    const QList<DeadLetter> picked = run.letters.mid(run.next, count);
+    if (m_broker)
+        return picked;
+    // The table lists letters without payloads: read them now, a batch at a time. A letter
+    // gone meanwhile (another operator) is not found, and so skipped.
+    DeadLetterFilter byId;
+    for (const DeadLetter &letter : picked)
+        byId.ids.append(letter.id);
+    return m_store->inspector().deadLetters(byId, error);
+}
+
 // Each tick moves what has fallen due since the start: letter k at (k + 1) / rate
 // seconds, so N letters take N / rate seconds at any rate, without bursts, and a late tick
 // catches up rather than slowing the run. (A fixed share per tick rounded a rate below
 // ten per second up to one letter a tick.) Between ticks the thread answers other
 // requests. At a broker, each batch reopens its keys in the ledger first, then has the
-// broker move the messages (Operations).
+// broker move the messages (Operations). No batch is larger than MaxRedriveBatch, so
+// that memory stays flat however many letters match.
 void StoreReader::redriveNextBatch()
 {
     if (!m_redrive)
         return;
     Redrive &run = *m_redrive;
     QString error;
-    const int total = int(run.letters.size());
     const qint64 due = run.ratePerSecond > 0 ? qint64(run.ratePerSecond) * run.started.elapsed() / 1000
                                              : run.next + UnpacedRedriveBatch;
-    const int batch = int(std::min<qint64>(due, total) - run.next);
-    if (!run.cancelled && batch > 0) {
-        const QList<DeadLetter> letters = run.letters.mid(run.next, batch);
-        const auto moved = m_broker ? m_store->operations().redrive(*m_broker, letters, run.auditId, &error)
-                                    : m_store->operations().redrive(letters, run.auditId, &error);
-        if (moved) {
-            run.moved += *moved;
-            run.next += batch;
-            emit redriveProgress(run.token, std::min(run.next, total), total);
-        }
+    while (!run.cancelled && error.isEmpty() && run.next < run.total && run.next < due) {
+        const int batch = int(std::min<qint64>({due - run.next, qint64(run.total - run.next), MaxRedriveBatch}));
+        const auto letters = nextRedriveBatch(batch, &error);
+        if (!letters)
+            break;
+        const auto moved = letters->isEmpty() ? std::optional<int>(0)
+                           : m_broker         ? m_store->operations().redrive(*m_broker, *letters, run.auditId, &error)
+                                              : m_store->operations().redrive(*letters, run.auditId, &error);
+        if (!moved)
+            break;
+        run.moved += *moved;
+        run.next += batch;
+        // Fewer letters match than were counted (redriven or discarded elsewhere meanwhile):
+        // the walk is at its end.
+        if (run.matching && letters->size() < batch)
+            run.next = run.total;
+        emit redriveProgress(run.token, run.next, run.total);
     }
-    const bool done = !error.isEmpty() || run.cancelled || run.next >= total;
+    const bool done = !error.isEmpty() || run.cancelled || run.next >= run.total;
     if (!done)
         return;
     m_redriveTimer.stop();

@@ -61,7 +61,12 @@ public slots:
     void loadEvents(quint64 token, const once::EventFilter &filter);
     void countEvents(quint64 token, const once::EventFilter &filter);
     void loadHistory(quint64 token, const QString &keyOrEventId);
+    // A page of dead letters (the filter's order, cursor and limit), at the store or the broker.
     void loadDeadLetters(quint64 token, const once::DeadLetterFilter &filter);
+    // One letter with its payload, for the operator's selection.
+    void loadDeadLetter(quint64 token, const QString &id);
+    // The letters the filter takes, counted by class (see Inspector::countDeadLetters).
+    void countDeadLetters(quint64 token, const once::DeadLetterFilter &filter, qint64 firstSentBeforeMs);
     void loadInDoubt(quint64 token);
     void loadAudit(quint64 token, int limit);
     // Every worker registered on the store, live or not.
@@ -73,8 +78,14 @@ public slots:
     // limit), reporting progress; the thread stays free for other requests meanwhile.
     // The audit row (detail, rate, reason) is written before the first batch and counts
     // every batch as it commits.
+    // The letters need no payloads: the reader reads them, a batch at a time.
     void redrive(quint64 token, const QList<once::DeadLetter> &letters, int ratePerSecond, const QString &detail,
                  const QString &reason);
+    // The same for every letter the filter takes (its cursor and limit aside) that died
+    // by now: the reader walks them itself in batches, so that however many there are, it
+    // holds one batch at a time. Progress counts against the letters counted at the start.
+    void redriveMatching(quint64 token, const once::DeadLetterFilter &filter, int ratePerSecond, const QString &detail,
+                         const QString &reason);
     void cancelRedrive(quint64 token);
     void discard(quint64 token, const QList<once::DeadLetter> &letters, const QString &detail, const QString &reason);
     void resolve(quint64 token, const QByteArray &sendKey, bool resend, const QString &reason);
@@ -99,6 +110,8 @@ signals:
     void eventsCounted(quint64 token, qint64 count);
     void historyLoaded(quint64 token, const once::EventRow &event, const QList<once::Attempt> &attempts);
     void deadLettersLoaded(quint64 token, const QList<once::DeadLetter> &letters);
+    void deadLetterLoaded(quint64 token, const once::DeadLetter &letter);
+    void deadLettersCounted(quint64 token, const once::DeadLetterCounts &counts);
     void inDoubtLoaded(quint64 token, const QList<once::EventRow> &rows);
     void auditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
     void workersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);
@@ -113,6 +126,10 @@ signals:
 
 private:
     void redriveNextBatch();
+    void startRedrive(quint64 token, const QList<DeadLetter> &letters, const std::optional<DeadLetterFilter> &matching,
+                      int ratePerSecond, const QString &detail, const QString &reason);
+    // The next count letters of a redrive, with the payloads the store's queue needs.
+    std::optional<QList<DeadLetter>> nextRedriveBatch(int count, QString *error);
     std::optional<DeliveryStats> readStats(QString *error);
     // Queue depth and age where no worker sampled them (none runs): this reader's own
     // readings, kept for the session (workers keep theirs in the store).
@@ -124,6 +141,8 @@ private:
     bool ensureWritable(quint64 token);
     // The dead letters that match, from the broker (which filters nothing itself).
     std::optional<QList<DeadLetter>> brokerDeadLetters(const DeadLetterFilter &filter, QString *error);
+    std::optional<DeadLetterCounts> readDeadLetterCounts(const DeadLetterFilter &filter, qint64 firstSentBeforeMs,
+                                                          QString *error);
     // Errors leave this thread without the broker's or the store's password.
     QString withoutSecrets(QString error) const;
     void fail(quint64 token, const QString &error);
@@ -139,13 +158,18 @@ private:
     std::unique_ptr<BrokerQueue> m_broker; // null: the store's own queue
     QString m_openError;                   // why open() failed, without secrets
 
+    // A redrive under way: of letters picked one by one (letters), or of those a filter
+    // takes, walked by its cursor (matching). Either way each batch is read when it falls
+    // due, payloads and all, and let go once it is moved.
     struct Redrive
     {
         quint64 token = 0;
         QList<DeadLetter> letters;
+        std::optional<DeadLetterFilter> matching;
+        int total = 0;
         int ratePerSecond = 0;
         QElapsedTimer started; // the rate is kept over the whole run, not per tick
-        int next = 0;
+        int next = 0;          // letters taken so far, moved or found gone
         int moved = 0;
         qint64 auditId = 0;
         bool cancelled = false;
@@ -171,6 +195,7 @@ Q_DECLARE_METATYPE(once::DeliveryStats)
 Q_DECLARE_METATYPE(once::MetricSeries)
 Q_DECLARE_METATYPE(once::EventRow)
 Q_DECLARE_METATYPE(once::DeadLetter)
+Q_DECLARE_METATYPE(once::DeadLetterCounts)
 Q_DECLARE_METATYPE(once::Attempt)
 Q_DECLARE_METATYPE(once::AuditEntry)
 Q_DECLARE_METATYPE(once::WorkerRecord)
