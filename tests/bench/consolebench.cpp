@@ -56,7 +56,6 @@ bool ConsoleBench::run()
         redriveAllMatching();
     // Last: scrolling keeps every row it passes, which the memory figures would carry on.
     scroll();
-    pagesByOffset();
     printValue(QStringLiteral("peak resident memory"), peakResidentMiB(), QStringLiteral("MiB"), MemoryTargetMiB);
     std::printf("load average at the end %s\n", qPrintable(loadAverage()));
     return m_complete;
@@ -324,53 +323,17 @@ void ConsoleBench::scroll()
     printMemory(QStringLiteral("scrolling"));
 }
 
-// What a page deep in the list costs today, without scrolling there: the request the
-// model makes at that depth, asked for directly.
-void ConsoleBench::pagesByOffset()
-{
-    for (const qint64 depth : Depths) {
-        if (depth >= m_events)
-            break;
-        EventFilter filter;
-        filter.limit = ui::EventsModel::PageSize;
-        filter.offset = int(depth);
-        QList<double> runs;
-        for (int run = 0; run < m_options.repeats; ++run) {
-            const auto loaded = timeUntil(m_session.get(), &ui::StoreSession::eventsLoaded,
-                                          [&] { m_session->loadEvents(filter); });
-            if (!loaded)
-                break;
-            runs << *loaded;
-            if (*loaded > m_options.slowPageMs)
-                break; // once is enough to tell
-        }
-        printFigure(QStringLiteral("events: page at offset %1 (one request)").arg(thousands(depth)), runs, FirstPageTargetMs);
-    }
-}
-
-// "Redrive all matching" with no filter: every dead letter collected, then moved back to
-// the queue at the rate asked, for a while, then cancelled. This changes the store.
+// "Redrive all matching" with no filter: the reader moves every dead letter back to the
+// queue at the rate asked, for a while, then is cancelled. This changes the store.
 void ConsoleBench::redriveAllMatching()
 {
-    QList<DeadLetter> letters;
-    const auto collect = QObject::connect(m_session.get(), &ui::StoreSession::deadLettersLoaded, m_session.get(),
-                                          [&letters](quint64, const QList<DeadLetter> &loaded) { letters = loaded; });
-    DeadLetterFilter every;
-    every.limit = -1;
-    const auto collected = timeUntil(m_session.get(), &ui::StoreSession::deadLettersLoaded,
-                                     [&] { m_session->loadDeadLetters(every); });
-    QObject::disconnect(collect);
-    printFigure(QStringLiteral("redrive: every matching letter collected"), collected ? QList<double>{*collected} : QList<double>{},
-                std::nullopt, QStringLiteral("%1 letters").arg(thousands(letters.size())));
-    printMemory(QStringLiteral("collecting the letters"));
-    if (letters.isEmpty())
-        return;
-
     int moved = 0;
     QString error;
     bool finished = false;
-    const quint64 token = m_session->redrive(letters, m_options.redriveRate, QStringLiteral("every dead letter (benchmark)"),
-                                             QStringLiteral("once-console-bench"));
+    // The reader walks the matching letters itself, a batch at a time.
+    const quint64 token = m_session->redriveMatching(DeadLetterFilter(), m_options.redriveRate,
+                                                     QStringLiteral("every dead letter (benchmark)"),
+                                                     QStringLiteral("once-console-bench"));
     const auto progress = QObject::connect(m_session.get(), &ui::StoreSession::redriveProgress, m_session.get(),
                                            [&](quint64 from, int done, int) {
                                                if (from == token)

@@ -46,7 +46,6 @@ private:
     void deadLettersPage();
     void inDoubtPage();
     void scroll();
-    void pagesByOffset();
     void redriveAllMatching();
 
     Options m_options;
