@@ -23,6 +23,8 @@ constexpr int MaxLeaseBatch = 256;
 constexpr int StoreRetryMs = 250;
 // How long an outcome may wait for a turn while claimed deliveries keep the sends busy.
 constexpr qint64 MaxWriteWaitMs = 25;
+// The most a worker claims ahead of its sends, in send slots' worth (see leaseAhead()).
+constexpr int MaxClaimAheadRounds = 3;
 // Smaller turns run on one connection: splitting them saves the server less time than
 // the second thread and backend cost when workers share the CPU with the database.
 constexpr int MinSplitTurnHalf = 32;
@@ -88,7 +90,8 @@ void Engine::start()
     m_lastLeasedAtMs = nowMs();
     QString error;
     if (!openSide(&m_storeSide, &m_storeThread, QStringLiteral("once-engine-store"), m_config.queueUrl,
-                  m_config.concurrency + leaseAhead(), EngineStore::Notifications::Listen, &error)) {
+                  m_config.concurrency + (claimsAhead() ? MaxClaimAheadRounds * m_config.concurrency : 0),
+                  EngineStore::Notifications::Listen, &error)) {
         fail(error);
         return;
     }
@@ -276,6 +279,7 @@ void Engine::onTurnDone(TurnResult result)
     const std::unique_ptr<Turn> turn = std::move(m_turn);
     if (!m_running || !turn)
         return;
+    adjustClaimAhead(*turn);
     const TurnRequest &request = turn->request;
     if (!result.leased.isEmpty())
         m_idleTurns = 0;
@@ -433,11 +437,34 @@ void Engine::onNotification(const QString &channel)
 // harmless when the partner dedupes by key and the policy resends, so only then. And only
 // when the lease outlasts a wait for a slot (at most one request timeout) and the send
 // itself: a claim that expired mid-send would be taken over and resent by another worker.
-int Engine::leaseAhead() const
+//
+// One claim ahead per send slot is enough while a turn commits before the slots have
+// sent what it claimed. With a fast partner it is not: at 50 slots, a turn carrying 50
+// outcomes and 50 claims took longer than the slots needed to send the claimed ones, and
+// they idled until it committed. So when a slot frees up during a turn with nothing
+// claimed to take, the next turns claim up to twice what the sends got through during
+// that one, at most MaxClaimAheadRounds slots' worth; while the slots never wait, the
+// depth eases back. A partner that stalls leaves the extra claims waiting, and one that
+// could no longer outlast its send is released unsent (claimOutlastsSend), never sent late.
+bool Engine::claimsAhead() const
 {
     const bool resending = m_config.inDoubtPolicy == InDoubtPolicy::Resend;
     const bool leaseCoversWaitAndSend = m_config.leaseMs > 2 * qint64(m_config.requestTimeoutMs);
-    return resending && leaseCoversWaitAndSend ? m_config.concurrency : 0;
+    return resending && leaseCoversWaitAndSend;
+}
+
+int Engine::leaseAhead() const
+{
+    return claimsAhead() ? std::max(m_config.concurrency, m_claimAhead) : 0;
+}
+
+void Engine::adjustClaimAhead(const Turn &turn)
+{
+    const int least = m_config.concurrency;
+    if (turn.slotWaited)
+        m_claimAhead = std::max(m_claimAhead, std::min(2 * turn.sendsFinished, MaxClaimAheadRounds * least));
+    else if (m_claimAhead > least)
+        m_claimAhead -= std::max(1, (m_claimAhead - least) / 8);
 }
 
 // A turn costs the store about the same for one outcome as for ten: while enough claimed
@@ -469,10 +496,14 @@ void Engine::sendReady()
         m_sender->send(delivery.reminder.sendKey, delivery.reminder.payload, this,
                        [this, delivery, sentAt](const SendOutcome &outcome) {
                            --m_sending;
+                           if (m_turn)
+                               ++m_turn->sendsFinished;
                            onSent(delivery, outcome, sentAt);
                            sendReady();
                        });
     }
+    if (m_turn && m_sending < m_config.concurrency && m_readyToSend.empty())
+        m_turn->slotWaited = true;
 }
 
 // A lease is a promise that expires. A worker stopped (SIGSTOP, a VM pause, swapping)

@@ -127,6 +127,7 @@ private:
     void sendReady();
     bool claimOutlastsSend(const Delivery &delivery, qint64 now) const;
     void releaseUnsent(const Delivery &delivery, qint64 now);
+    bool claimsAhead() const;
     int leaseAhead() const;
     bool turnCanWait(qint64 now, bool consuming) const;
     void onSent(const Delivery &delivery, const SendOutcome &outcome, qint64 sentAtMs);
@@ -151,12 +152,15 @@ private:
         int settling = 0;
         bool consuming = false;
         int partsRunning = 0;
+        int sendsFinished = 0;   // while the turn ran
+        bool slotWaited = false; // a send slot was free with nothing claimed to send
         TurnResult result; // the parts' results, merged
     };
     enum class TurnPart { Whole, Writes, Claims };
     void runTurnPart(EngineStore *side, const TurnRequest &request, TurnPart part);
     void onTurnPartDone(const TurnResult &result, TurnPart part);
     void onTurnDone(TurnResult result);
+    void adjustClaimAhead(const Turn &turn);
     bool noteStoreFailure(const TurnResult &result);
     void settled(const Turn &turn, qint64 committedAtMs);
     // Runs a store call on the store's thread and waits for it.
@@ -200,6 +204,7 @@ private:
 
     int m_inFlight = 0; // leased and not yet settled
     int m_sending = 0;  // at the partner now, at most the configured concurrency
+    int m_claimAhead = 0; // how far ahead of the free slots turns claim (see leaseAhead())
     // Claimed and waiting for a free send slot (see leaseAhead()).
     std::deque<Delivery> m_readyToSend;
     // Written by the next cycle, in one transaction; waiting since m_writesWaitingSinceMs.
