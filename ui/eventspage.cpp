@@ -253,6 +253,11 @@ EventsPage::EventsPage(QWidget *parent)
         const int row = m_model->rowOfKey(m_storyKey);
         if (row >= from.row() && row <= to.row() && !m_storyLoaded)
             showFacts(m_model->event(row));
+        // A row selected while its page was on its way.
+        const QModelIndexList selected = m_table->selectionModel()->selectedRows();
+        const int source = selected.isEmpty() ? -1 : m_proxy->mapToSource(selected.constFirst()).row();
+        if (source >= from.row() && source <= to.row() && m_model->event(source).sendKey != m_storyKey)
+            onSelectionChanged();
     });
 
     closeStory();
@@ -514,7 +519,11 @@ void EventsPage::onSelectionChanged()
     const QModelIndex source = m_proxy->mapToSource(rows.constFirst());
     if (!source.isValid())
         return;
-    openStory(m_model->event(source.row()).sendKey);
+    // A row whose page is still on its way has no key yet: its story opens when the page
+    // comes (dataChanged).
+    const QByteArray sendKey = m_model->event(source.row()).sendKey;
+    if (!sendKey.isEmpty())
+        openStory(sendKey);
 }
 
 void EventsPage::openStory(const QByteArray &sendKey)
