@@ -129,6 +129,7 @@ private slots:
     void aRefreshAtTheTopAfterEvictionBringsNewEvents();
     void aRefreshAcrossAnEvictedPageOnlyUpdates();
     void manyNewEventsAtTheTopStartTheListOver();
+    void aPageOnItsWayWhenTheListStartsOverIsDropped();
     void aViewScrolledFarAndBackShowsItsRows();
     void aRowSelectedWhileItsPageLoadsOpensItsStory();
 
@@ -421,6 +422,35 @@ void TestUiEventsPaging::manyNewEventsAtTheTopStartTheListOver()
     QVERIFY(model.canFetchMore({}));
     QVERIFY(scrollToEnd(model));
     QCOMPARE(model.rowCount(), Events + 3 * PageSize);
+    QCOMPARE(keysOf(model), referenceKeys(session));
+}
+
+// The view asked for the next page just as the first page came back overtaken: that page
+// continued the old list, from far below the new one's end, and would leave a gap.
+void TestUiEventsPaging::aPageOnItsWayWhenTheListStartsOverIsDropped()
+{
+    StoreSession session(m_url);
+    EventsModel model;
+    model.setResidentPageLimit(2);
+    model.setSession(&session);
+    model.ensureLoaded();
+    QVERIFY(QTest::qWaitFor([&] {
+        if (!model.isLoading())
+            model.fetchMore({});
+        return model.rowCount() >= 10 * PageSize;
+    }));
+    QTRY_VERIFY(!model.isLoading());
+    QVERIFY(!model.isResident(0));
+    QVERIFY(insertEvents(Events, 3 * PageSize));
+    QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
+    QSignalSpy asked(&session, &StoreSession::eventsLoaded);
+    model.index(0, 0).data();
+    QCoreApplication::processEvents(); // the first page is asked for again: answered first
+    model.fetchMore({});
+    QTRY_COMPARE(asked.count(), 2);
+    QCOMPARE(reset.count(), 1);
+    QCOMPARE(model.rowCount(), 2 * PageSize); // what the first page's reload read, no more
+    QVERIFY(scrollToEnd(model));
     QCOMPARE(keysOf(model), referenceKeys(session));
 }
 

@@ -302,6 +302,9 @@ void EventsModel::appendPage(const QList<EventRow> &rows)
 // these rows, its first page.
 void EventsModel::startOver(const QList<EventRow> &rows, bool atEnd)
 {
+    // A next page on its way continues the old list, from far below this one's end.
+    const bool wasLoading = isLoading();
+    m_pageToken = 0;
     beginResetModel();
     m_pages.clear();
     m_reloads.clear();
@@ -311,6 +314,8 @@ void EventsModel::startOver(const QList<EventRow> &rows, bool atEnd)
     m_nextBelow = rows.isEmpty() ? 0 : rows.constLast().listPosition;
     m_atEnd = atEnd;
     endResetModel();
+    if (wasLoading)
+        emit loadingChanged(false);
     emit pageLoaded(0, m_pages.rowCount());
 }
 
