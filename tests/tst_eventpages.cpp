@@ -53,6 +53,7 @@ private slots:
     void positionsFindTheirPage_data();
     void positionsFindTheirPage();
     void leastRecentlyUsedSparesWhatWasShown();
+    void aSplitPageStandsForTheSameRows();
 };
 
 void TestEventPages::rowsAreFoundAcrossPages()
@@ -191,6 +192,37 @@ void TestEventPages::leastRecentlyUsedSparesWhatWasShown()
     QCOMPARE(pages.leastRecentlyUsed(2, 100), -1);
     pages.evict(2);
     QCOMPARE(pages.leastRecentlyUsed(-1, 200), 1); // shown at 120, before the first at 130
+}
+
+void TestEventPages::aSplitPageStandsForTheSameRows()
+{
+    EventPages pages = threePages();
+    pages.evict(2);
+    pages.split(0, 4);
+    QCOMPARE(pages.pageCount(), 4);
+    QCOMPARE(pages.rowCount(), 30);
+    QCOMPARE(pages.residentRows(), 20);
+    QCOMPARE(pages.page(0).count, 4);
+    QCOMPARE(pages.page(1).count, 6);
+    // Its stretch of the order: below the first part's last row, down to the next page.
+    QCOMPARE(pages.page(1).above, qint64(997));
+    QCOMPARE(pages.floorOf(0), qint64(997));
+    QCOMPARE(pages.floorOf(1), qint64(991));
+    QCOMPARE(pages.pageOfPosition(997), 0);
+    QCOMPARE(pages.pageOfPosition(996), 1);
+    QCOMPARE(pages.pageOfRow(3), 0);
+    QCOMPARE(pages.pageOfRow(4), 1);
+    QCOMPARE(keyAt(pages, 4), QByteArray("k996"));
+    QCOMPARE(pages.rowOfKey("k996"), 4);
+    QCOMPARE(pages.rowOfKey("k981"), 19);
+    // The pages below moved one down, the evicted one too.
+    QVERIFY(pages.page(2).resident);
+    QVERIFY(!pages.page(3).resident);
+    QCOMPARE(pages.page(3).above, qint64(981));
+    pages.evict(1);
+    QCOMPARE(pages.residentRows(), 14);
+    QCOMPARE(pages.row(5), nullptr);
+    QCOMPARE(keyAt(pages, 10), QByteArray("k990"));
 }
 
 QTEST_MAIN(TestEventPages)

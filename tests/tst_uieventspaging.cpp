@@ -130,6 +130,7 @@ private slots:
     void aRefreshAcrossAnEvictedPageOnlyUpdates();
     void manyNewEventsAtTheTopStartTheListOver();
     void aPageOnItsWayWhenTheListStartsOverIsDropped();
+    void aFirstPageGrownByRefreshesIsReadAgainInPieces();
     void aViewScrolledFarAndBackShowsItsRows();
     void aRowSelectedWhileItsPageLoadsOpensItsStory();
 
@@ -451,6 +452,36 @@ void TestUiEventsPaging::aPageOnItsWayWhenTheListStartsOverIsDropped()
     QCOMPARE(reset.count(), 1);
     QCOMPARE(model.rowCount(), 2 * PageSize); // what the first page's reload read, no more
     QVERIFY(scrollToEnd(model));
+    QCOMPARE(keysOf(model), referenceKeys(session));
+}
+
+// An operator watching the top for a while: every refresh adds the new events to the first
+// page. Let go, it must not come back as one query for everything that came meanwhile.
+void TestUiEventsPaging::aFirstPageGrownByRefreshesIsReadAgainInPieces()
+{
+    StoreSession session(m_url);
+    EventsModel model; // no model tester: it would fetch every page at once
+    model.setResidentPageLimit(2);
+    model.setSession(&session);
+    model.ensureLoaded();
+    QTRY_COMPARE(model.rowCount(), PageSize);
+    for (int round = 0; round < 3; ++round) {
+        QVERIFY(insertEvents(Events + round * 150, 150));
+        QVERIFY(QTest::qWaitFor([&] {
+            model.refreshRows(0, 2 * PageSize - 1);
+            return model.rowCount() == PageSize + (round + 1) * 150;
+        }));
+    }
+    QCOMPARE(model.event(0).eventId, QStringLiteral("evt-%1").arg(Events + 449, 6, 10, QLatin1Char('0')));
+    QVERIFY(scrollToEnd(model));
+    letGoOfShownPages(model);
+    QVERIFY(!model.isResident(0));
+    QSignalSpy answers(&session, &StoreSession::eventsLoaded);
+    QVERIFY(waitForRow(model, 0));
+    QTRY_VERIFY(!answers.isEmpty());
+    const auto rows = answers.constFirst().at(1).value<QList<EventRow>>();
+    // The first page's rows and a page more, not the 650 rows it had grown to.
+    QVERIFY2(rows.size() <= 3 * PageSize, qPrintable(QString::number(rows.size())));
     QCOMPARE(keysOf(model), referenceKeys(session));
 }
 

@@ -225,6 +225,29 @@ void EventPages::remove(int first, int count)
     }
 }
 
+void EventPages::split(int page, int at)
+{
+    Page &first = m_pages[page];
+    Q_ASSERT(first.resident && at > 0 && at < first.count);
+    Page second;
+    second.above = first.rows.at(at - 1).listPosition;
+    second.rows = first.rows.mid(at);
+    second.count = int(second.rows.size());
+    second.resident = true;
+    second.lastUse = first.lastUse;
+    second.shownAtMs = first.shownAtMs;
+    first.rows.resize(at);
+    first.count = at;
+    m_pages.insert(page + 1, std::move(second));
+    for (int &resident : m_resident) {
+        if (resident > page)
+            ++resident;
+    }
+    m_resident.append(page + 1);
+    // No row moves: the index stays right.
+    m_firstsValid = std::min(m_firstsValid, page + 1);
+}
+
 void EventPages::countChanged(int page, int delta)
 {
     m_rowCount += delta;

@@ -76,6 +76,10 @@ public:
     void insert(int page, int offset, EventRow row);
     // Rows first..first+count-1, across pages; an evicted page only counts fewer.
     void remove(int first, int count);
+    // A resident page's rows from offset at on become a page of their own just below it
+    // (the pages below move one down): a page that grew, as new events came in at the
+    // top, is let go and loaded again in pieces of a usual size.
+    void split(int page, int at);
 
 private:
     void countChanged(int page, int delta);

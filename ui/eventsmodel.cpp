@@ -439,6 +439,7 @@ void EventsModel::applyRefresh(const QList<EventRow> &rows, bool fromTop, int li
         const EventRow *lastRow = m_pages.row(m_pages.rowCount() - 1);
         m_nextBelow = lastRow ? lastRow->listPosition : 0;
     }
+    splitLongPages();
 }
 
 int EventsModel::rowCount(const QModelIndex &parent) const

@@ -124,6 +124,7 @@ private:
     void requestReload(int page);
     void onPageReloaded(int page, const QList<once::EventRow> &rows);
     void evictBeyondLimit(int keep);
+    void splitLongPages();
     void setError(const QString &error);
 
     StoreSession *m_session = nullptr;

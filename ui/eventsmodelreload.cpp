@@ -110,7 +110,27 @@ void EventsModel::onPageReloaded(int page, const QList<EventRow> &rows)
         endInsertRows();
     }
     m_pages.touch(page, m_clock.elapsed());
+    splitLongPages();
     evictBeyondLimit(page);
+}
+
+void EventsModel::splitLongPages()
+{
+    for (int page = 0; page < m_pages.pageCount(); ++page) {
+        const EventPages::Page &grown = m_pages.page(page);
+        if (!grown.resident || grown.count <= 2 * PageSize)
+            continue;
+        m_pages.split(page, PageSize);
+        // The pages below moved one down.
+        for (int &reloading : m_reloads) {
+            if (reloading > page)
+                ++reloading;
+        }
+        for (int &wanted : m_wanted) {
+            if (wanted > page)
+                ++wanted;
+        }
+    }
 }
 
 void EventsModel::evictBeyondLimit(int keep)
