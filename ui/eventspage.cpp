@@ -254,10 +254,12 @@ EventsPage::EventsPage(QWidget *parent)
         if (row >= from.row() && row <= to.row() && !m_storyLoaded)
             showFacts(m_model->event(row));
         // A row selected while its page was on its way.
-        const QModelIndexList selected = m_table->selectionModel()->selectedRows();
-        const int source = selected.isEmpty() ? -1 : m_proxy->mapToSource(selected.constFirst()).row();
-        if (source >= from.row() && source <= to.row() && m_model->event(source).sendKey != m_storyKey)
-            onSelectionChanged();
+        if (m_selectedLoading) {
+            const QModelIndexList selected = m_table->selectionModel()->selectedRows();
+            const int source = selected.isEmpty() ? -1 : m_proxy->mapToSource(selected.constFirst()).row();
+            if (source >= from.row() && source <= to.row())
+                onSelectionChanged();
+        }
     });
 
     closeStory();
@@ -512,6 +514,7 @@ std::pair<int, int> EventsPage::visibleSourceRows() const
 
 void EventsPage::onSelectionChanged()
 {
+    m_selectedLoading = false;
     const QModelIndexList rows = m_table->selectionModel()->selectedRows();
     // An empty selection (rows that left the filter in a refresh) keeps the story open.
     if (rows.isEmpty())
@@ -522,7 +525,8 @@ void EventsPage::onSelectionChanged()
     // A row whose page is still on its way has no key yet: its story opens when the page
     // comes (dataChanged).
     const QByteArray sendKey = m_model->event(source.row()).sendKey;
-    if (!sendKey.isEmpty())
+    m_selectedLoading = sendKey.isEmpty();
+    if (!m_selectedLoading)
         openStory(sendKey);
 }
 
