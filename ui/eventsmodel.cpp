@@ -381,11 +381,10 @@ void EventsModel::applyRefresh(const QList<EventRow> &rows, bool fromTop, int li
             firstKnown = i;
         lastKnown = i;
     }
-    const bool topResident = m_pages.rowCount() == 0 || m_pages.page(m_pages.pageOfRow(0)).resident;
     if (inOrder && firstKnown >= 0)
         inOrder = allResident(fromTop ? 0 : modelRows.at(firstKnown), modelRows.at(lastKnown));
     else if (inOrder && fromTop)
-        inOrder = topResident;
+        inOrder = allResident(0, 0); // no row known: overtaken, unless the first rows were let go
     if (!inOrder) {
         // Not the order the slice was loaded in, or pages let go: update in place only.
         for (const EventRow &event : rows)
