@@ -7,6 +7,9 @@
 
 #include <QFontDatabase>
 
+#include <algorithm>
+#include <utility>
+
 namespace once::ui {
 
 namespace {
@@ -25,13 +28,6 @@ bool sameContent(const EventRow &a, const EventRow &b)
         && a.lastError == b.lastError && a.providerRequestId == b.providerRequestId && a.appliedAtMs == b.appliedAtMs;
 }
 
-// The table never shows a payload, and one may be 256 KiB: keep only what is shown.
-EventRow withoutPayload(EventRow row)
-{
-    row.payload = QByteArray();
-    return row;
-}
-
 QString lastErrorText(const EventRow &row)
 {
     if (row.lastErrorClass.isEmpty())
@@ -46,6 +42,10 @@ QString lastErrorText(const EventRow &row)
 EventsModel::EventsModel(QObject *parent) : QAbstractTableModel(parent)
 {
     m_filter.limit = PageSize;
+    m_clock.start();
+    m_wantedTimer.setSingleShot(true);
+    m_wantedTimer.setInterval(0);
+    connect(&m_wantedTimer, &QTimer::timeout, this, &EventsModel::loadWantedPages);
     connect(&DisplayTime::instance(), &DisplayTime::changed, this, [this] {
         emit headerDataChanged(Qt::Horizontal, 0, Count - 1);
         if (rowCount() > 0)
@@ -91,9 +91,11 @@ void EventsModel::reset(const EventFilter &filter)
     m_filter = filter;
     m_filter.limit = PageSize;
     m_filter.below = 0;
-    m_rows.clear();
-    m_index.clear();
+    m_pages.clear();
+    m_reloads.clear();
+    m_wanted.clear();
     m_nextBelow = 0;
+    m_pageBelow = 0;
     m_atEnd = false;
     m_pageFailed = false;
     m_loaded = false;
@@ -130,6 +132,7 @@ void EventsModel::requestPage()
     EventFilter page = m_filter;
     page.below = m_nextBelow;
     page.limit = PageSize;
+    m_pageBelow = m_nextBelow;
     m_pageToken = m_session->loadEvents(page);
     emit loadingChanged(true);
 }
@@ -155,14 +158,31 @@ void EventsModel::refreshRows(int first, int last)
     if (m_refreshCostMs > SlowReloadMs && m_refreshClock.isValid()
         && m_refreshClock.elapsed() < m_refreshCostMs * SlowReloadPause)
         return;
+    // A page that failed to load again is tried again with the rest.
+    for (int page = 0; page < m_pages.pageCount(); ++page)
+        m_pages.page(page).reloadFailed = false;
     if (last < first) {
         // Nothing on screen (no rows yet): look at the top for events that arrived since.
         first = 0;
         last = PageSize - 1;
     }
-    first = std::clamp(first, 0, int(m_rows.size()));
+    first = std::clamp(first, 0, m_pages.rowCount());
+    // What is on screen is resident; a page still on its way brings fresh rows itself.
+    qint64 below = 0;
+    if (first > 0) {
+        const int page = m_pages.pageOfRow(first < m_pages.rowCount() ? first : first - 1);
+        const EventRow *above = m_pages.row(first - 1);
+        if (!m_pages.page(page).resident) {
+            requestReload(page);
+            return;
+        }
+        below = first == m_pages.firstRow(page) ? m_pages.page(page).above : above->listPosition;
+    } else if (m_pages.rowCount() > 0 && !m_pages.page(m_pages.pageOfRow(0)).resident) {
+        requestReload(m_pages.pageOfRow(0));
+        return;
+    }
     EventFilter window = m_filter;
-    window.below = first == 0 ? 0 : m_rows.at(first - 1).listPosition;
+    window.below = below;
     window.limit = std::clamp(last - first + 1, 1, 2 * PageSize);
     m_refreshLimit = window.limit;
     m_refreshFromTop = first == 0;
@@ -173,9 +193,10 @@ void EventsModel::refreshRows(int first, int last)
 void EventsModel::updateEvent(const EventRow &event)
 {
     const int row = rowOfKey(event.sendKey);
-    if (row < 0 || sameContent(m_rows.at(row), event))
+    const EventRow *held = m_pages.row(row);
+    if (!held || sameContent(*held, event))
         return;
-    m_rows[row] = withoutPayload(event);
+    m_pages.replace(row, event);
     emit dataChanged(index(row, 0), index(row, Count - 1));
 }
 
@@ -191,6 +212,10 @@ void EventsModel::onEventsLoaded(quint64 token, const QList<EventRow> &rows)
         m_refreshToken = 0;
         m_refreshCostMs = m_refreshClock.restart();
         applyRefresh(rows, m_refreshFromTop, m_refreshLimit);
+    } else if (const auto reload = m_reloads.constFind(token); reload != m_reloads.cend()) {
+        const int page = reload.value();
+        m_reloads.erase(reload);
+        onPageReloaded(page, rows);
     }
 }
 
@@ -222,6 +247,14 @@ void EventsModel::onFailed(quint64 token, const QString &error)
     } else if (token == m_refreshToken) {
         m_refreshToken = 0;
         setError(error);
+    } else if (const auto reload = m_reloads.constFind(token); reload != m_reloads.cend()) {
+        // Not asked again at every repaint: the next refresh tries again.
+        EventPages::Page &page = m_pages.page(reload.value());
+        m_reloads.erase(reload);
+        page.reloadToken = 0;
+        page.reloadFailed = true;
+        page.incoming.clear();
+        setError(error);
     }
 }
 
@@ -233,13 +266,16 @@ void EventsModel::setError(const QString &error)
 
 void EventsModel::appendPage(const QList<EventRow> &rows)
 {
+    // Before any signal: a view told of the new rows may ask for the next page at once.
+    const qint64 above = m_pageBelow;
     // Newer events pushed into the order since the page was asked for can repeat rows
-    // already shown; the send key is unique, so skip those.
+    // already shown (a queued message now in the ledger); the send key is unique, so skip
+    // those that are resident. One on an evicted page leaves when that page comes back.
     QList<EventRow> fresh;
     fresh.reserve(rows.size());
     for (const EventRow &row : rows) {
-        if (!m_index.contains(row.sendKey))
-            fresh.append(withoutPayload(row));
+        if (m_pages.rowOfKey(row.sendKey) < 0)
+            fresh.append(row);
     }
     // Below the last row this answer saw: rows written since sit above it, where a
     // refresh from the top brings them, so a page never skips one.
@@ -247,39 +283,97 @@ void EventsModel::appendPage(const QList<EventRow> &rows)
         m_nextBelow = rows.constLast().listPosition;
     m_atEnd = rows.size() < PageSize;
     const bool first = !m_loaded;
-    const int offset = int(m_rows.size());
+    const int offset = m_pages.rowCount();
     m_loaded = true;
     m_error.clear();
-    if (!fresh.isEmpty()) {
-        const int start = int(m_rows.size());
-        beginInsertRows(QModelIndex(), start, start + int(fresh.size()) - 1);
-        for (EventRow &row : fresh) {
-            m_index.insert(row.sendKey, int(m_rows.size()));
-            m_rows.append(std::move(row));
-        }
-        endInsertRows();
+    if (!rows.isEmpty()) {
+        // A page even when every row was a repeat: it stands for its stretch of the order.
+        if (!fresh.isEmpty())
+            beginInsertRows(QModelIndex(), offset, offset + int(fresh.size()) - 1);
+        const int page = m_pages.append(above, std::move(fresh));
+        if (m_pages.page(page).count > 0)
+            endInsertRows();
+        evictBeyondLimit(page);
     }
-    emit pageLoaded(first ? 0 : offset, int(fresh.size()));
+    emit pageLoaded(first ? 0 : offset, m_pages.rowCount() - offset);
+}
+
+// Everything at the top was overtaken (or left the filter): the list starts over with
+// these rows, its first page.
+void EventsModel::startOver(const QList<EventRow> &rows, bool atEnd)
+{
+    // A next page on its way continues the old list, from far below this one's end.
+    const bool wasLoading = isLoading();
+    m_pageToken = 0;
+    beginResetModel();
+    m_pages.clear();
+    m_reloads.clear();
+    m_wanted.clear();
+    if (!rows.isEmpty())
+        m_pages.append(0, rows);
+    m_nextBelow = rows.isEmpty() ? 0 : rows.constLast().listPosition;
+    m_atEnd = atEnd;
+    endResetModel();
+    if (wasLoading)
+        emit loadingChanged(false);
+    emit pageLoaded(0, m_pages.rowCount());
+}
+
+bool EventsModel::allResident(int firstRow, int lastRow) const
+{
+    if (firstRow > lastRow)
+        return true;
+    const int lastPage = m_pages.pageOfRow(lastRow);
+    for (int page = m_pages.pageOfRow(firstRow); page >= 0 && page <= lastPage; ++page) {
+        if (!m_pages.page(page).resident && m_pages.page(page).count > 0)
+            return false;
+    }
+    return true;
+}
+
+// A row a refresh found between rows this model has goes on the page whose stretch of
+// the order holds its position, which is one of the pages around that place.
+bool EventsModel::insertRow(int position, const EventRow &row)
+{
+    const int before = position > 0 ? m_pages.pageOfRow(position - 1) : -1;
+    const int at = m_pages.pageOfRow(position);
+    int page = m_pages.pageOfPosition(row.listPosition);
+    const auto fits = [&](int candidate) {
+        if (candidate < 0 || !m_pages.page(candidate).resident)
+            return false;
+        const int offset = position - m_pages.firstRow(candidate);
+        return offset >= 0 && offset <= m_pages.page(candidate).count;
+    };
+    if (!fits(page))
+        page = fits(before) ? before : fits(at) ? at : -1;
+    if (page < 0 && m_pages.pageCount() > 0 && position == 0 && m_pages.page(0).resident)
+        page = 0;
+    if (page < 0)
+        return false;
+    beginInsertRows(QModelIndex(), position, position);
+    m_pages.insert(page, position - m_pages.firstRow(page), row);
+    endInsertRows();
+    return true;
 }
 
 // The answer is a contiguous slice of the store's order (created_at, then send key, which
 // never change), so between two rows this model already has, it is the truth: rows the
 // model has there and the answer lacks left the filter (or were purged), and rows the
-// answer has there and the model lacks joined it.
+// answer has there and the model lacks joined it. That holds only where every row in
+// between is resident: a page let go since the request leaves the answer to updates.
 void EventsModel::applyRefresh(const QList<EventRow> &rows, bool fromTop, int limit)
 {
     QList<int> modelRows(rows.size(), -1);
     int firstKnown = -1;
     int lastKnown = -1;
+    bool inOrder = true;
     for (int i = 0, previous = -1; i < rows.size(); ++i) {
-        const int row = m_index.value(rows.at(i).sendKey, -1);
+        const int row = m_pages.rowOfKey(rows.at(i).sendKey);
         if (row < 0)
             continue;
         if (row <= previous) {
-            // Not the order the slice was loaded in: update in place, change nothing else.
-            for (const EventRow &event : rows)
-                updateEvent(event);
-            return;
+            inOrder = false;
+            break;
         }
         previous = row;
         modelRows[i] = row;
@@ -287,21 +381,24 @@ void EventsModel::applyRefresh(const QList<EventRow> &rows, bool fromTop, int li
             firstKnown = i;
         lastKnown = i;
     }
-    const bool reachedEnd = rows.size() < limit;
+    if (inOrder && firstKnown >= 0)
+        inOrder = allResident(fromTop ? 0 : modelRows.at(firstKnown), modelRows.at(lastKnown));
+    else if (inOrder && fromTop)
+        inOrder = allResident(0, 0); // no row known: overtaken, unless the first rows were let go
+    if (!inOrder) {
+        // Not the order the slice was loaded in, or pages let go: update in place only.
+        for (const EventRow &event : rows)
+            updateEvent(event);
+        return;
+    }
+    // The end of the list, as far as this model knows it, only if it holds every row to it.
+    const bool reachedEnd = rows.size() < limit
+        && (firstKnown < 0 || allResident(modelRows.at(lastKnown), m_pages.rowCount() - 1));
 
     if (firstKnown < 0) {
-        if (!fromTop || (rows.isEmpty() && m_rows.isEmpty()))
+        if (!fromTop || (rows.isEmpty() && m_pages.rowCount() == 0))
             return; // an unknown stretch somewhere below: the next scroll or search brings it
-        // Everything loaded at the top was overtaken (or left the filter): start over from here.
-        beginResetModel();
-        m_rows.clear();
-        for (const EventRow &row : rows)
-            m_rows.append(withoutPayload(row));
-        rebuildIndex();
-        m_nextBelow = m_rows.isEmpty() ? 0 : m_rows.constLast().listPosition;
-        m_atEnd = reachedEnd;
-        endResetModel();
-        emit pageLoaded(0, int(rows.size()));
+        startOver(rows, rows.size() < limit);
         return;
     }
 
@@ -311,53 +408,42 @@ void EventsModel::applyRefresh(const QList<EventRow> &rows, bool fromTop, int li
     int shift = 0; // rows inserted minus rows removed so far, all above the current position
     for (int i = begin; i <= end; ++i) {
         if (modelRows.at(i) < 0) {
-            beginInsertRows(QModelIndex(), position, position);
-            m_rows.insert(position, withoutPayload(rows.at(i)));
-            endInsertRows();
-            ++position;
-            ++shift;
+            if (insertRow(position, rows.at(i))) {
+                ++position;
+                ++shift;
+            }
             continue;
         }
         const int current = modelRows.at(i) + shift;
         if (current > position) {
             beginRemoveRows(QModelIndex(), position, current - 1);
-            m_rows.remove(position, current - position);
+            m_pages.remove(position, current - position);
             endRemoveRows();
             shift -= current - position;
         }
-        if (!sameContent(m_rows.at(position), rows.at(i))) {
-            m_rows[position] = withoutPayload(rows.at(i));
+        if (!sameContent(*m_pages.row(position), rows.at(i))) {
+            m_pages.replace(position, rows.at(i));
             emit dataChanged(index(position, 0), index(position, Count - 1));
         }
         ++position;
     }
     if (reachedEnd) {
-        if (position < m_rows.size()) {
-            const int last = int(m_rows.size()) - 1;
+        if (position < m_pages.rowCount()) {
+            const int last = m_pages.rowCount() - 1;
             beginRemoveRows(QModelIndex(), position, last);
-            m_rows.remove(position, last - position + 1);
+            m_pages.remove(position, last - position + 1);
             endRemoveRows();
-            shift -= last - position + 1;
         }
         m_atEnd = true;
+        const EventRow *lastRow = m_pages.row(m_pages.rowCount() - 1);
+        m_nextBelow = lastRow ? lastRow->listPosition : 0;
     }
-    if (shift != 0 || reachedEnd)
-        rebuildIndex();
-    if (reachedEnd)
-        m_nextBelow = m_rows.isEmpty() ? 0 : m_rows.constLast().listPosition;
-}
-
-void EventsModel::rebuildIndex()
-{
-    m_index.clear();
-    m_index.reserve(m_rows.size());
-    for (int row = 0; row < m_rows.size(); ++row)
-        m_index.insert(m_rows.at(row).sendKey, row);
+    splitLongPages();
 }
 
 int EventsModel::rowCount(const QModelIndex &parent) const
 {
-    return parent.isValid() ? 0 : int(m_rows.size());
+    return parent.isValid() ? 0 : m_pages.rowCount();
 }
 
 int EventsModel::columnCount(const QModelIndex &parent) const
@@ -384,8 +470,18 @@ QVariant EventsModel::data(const QModelIndex &index, int role) const
 {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
         return {};
-    const EventRow &row = m_rows.at(index.row());
     const auto column = Column(index.column());
+    const EventRow *held = m_pages.row(index.row());
+    if (!held) {
+        // Its page was let go: asked for again, and shown when it comes (dataChanged).
+        if (role != Qt::DisplayRole)
+            return {};
+        wantPage(index.row());
+        return column == State ? tr("loading…") : QVariant();
+    }
+    const EventRow &row = *held;
+    if (role == Qt::DisplayRole)
+        m_pages.touch(m_pages.pageOfRow(index.row()), m_clock.elapsed());
 
     if (role == SendKeyRole)
         return QString::fromLatin1(row.sendKey);

@@ -1,11 +1,13 @@
 #pragma once
 
+#include "eventpages.h"
 #include "operator/inspector.h"
 
 #include <QAbstractTableModel>
 #include <QElapsedTimer>
 #include <QHash>
 #include <QMetaObject>
+#include <QTimer>
 
 namespace once::ui {
 
@@ -15,6 +17,14 @@ class StoreSession;
 // scrolls (canFetchMore/fetchMore): a store holds millions of events and the console must
 // never read them all. Rows only ever arrive through StoreSession answers; an answer to a
 // request this model has since replaced (a new filter) is dropped by its token.
+//
+// Nor does it keep every row scrolled past: beyond a few pages (residentPageLimit), the
+// pages used longest ago let their rows go (EventPages) and stand for them by count, so
+// rowCount() still grows with fetchMore() as a view scrolls. A view that comes back to
+// such a row gets "loading…" in its first column and nothing else; its page is loaded
+// again by its list position, without waiting, and dataChanged() repaints it. A page
+// that comes back with fewer or more rows (purged, or left or joined the filter
+// meanwhile) shrinks or grows in place: the rows below keep their own pages.
 class EventsModel final : public QAbstractTableModel
 {
     Q_OBJECT
@@ -42,6 +52,11 @@ public:
         SendKeyRole,                // the row's send key (QString), on every column
     };
     static constexpr int PageSize = 200;
+    // 4,000 rows (about 4 MB): a full-screen view and a good stretch of scrolling back
+    // up or down around it without a reload.
+    static constexpr int DefaultResidentPages = 20;
+    // A page a view showed this recently is on screen, or was a moment ago: it stays.
+    static constexpr qint64 ShownKeepMs = 2000;
 
     explicit EventsModel(QObject *parent = nullptr);
     ~EventsModel() override;
@@ -61,8 +76,16 @@ public:
     // Takes a fresher copy of one event (from its history), if that event is loaded.
     void updateEvent(const once::EventRow &event);
 
-    const once::EventRow &event(int row) const { return m_rows.at(row); }
-    int rowOfKey(const QByteArray &sendKey) const { return m_index.value(sendKey, -1); }
+    // An empty row while the row's page is evicted.
+    const once::EventRow &event(int row) const;
+    // Resident rows only: -1 for a row whose page was let go.
+    int rowOfKey(const QByteArray &sendKey) const { return m_pages.rowOfKey(sendKey); }
+    bool isResident(int row) const { return m_pages.row(row) != nullptr; }
+    // At most this many pages' worth of rows (PageSize each) stay resident, besides the
+    // pages a view showed in the last ShownKeepMs (what is on screen is never let go).
+    void setResidentPageLimit(int pages);
+    int residentPageLimit() const { return m_residentPageLimit; }
+    int residentRows() const { return m_pages.residentRows(); }
     qint64 total() const { return m_total; } // -1 until counted
     bool isLoading() const { return m_pageToken != 0; }
     // The first page of the current filter has arrived (possibly empty).
@@ -91,16 +114,30 @@ private:
     void onEventsCounted(quint64 token, qint64 count);
     void onFailed(quint64 token, const QString &error);
     void appendPage(const QList<once::EventRow> &rows);
+    void startOver(const QList<once::EventRow> &rows, bool atEnd);
     void applyRefresh(const QList<once::EventRow> &rows, bool fromTop, int limit);
-    void rebuildIndex();
+    bool allResident(int firstRow, int lastRow) const;
+    bool insertRow(int position, const once::EventRow &row);
+    // Evicted pages a view asked for, loaded again by their list position.
+    void wantPage(int row) const;
+    void loadWantedPages();
+    void requestReload(int page);
+    void onPageReloaded(int page, const QList<once::EventRow> &rows);
+    void evictBeyondLimit(int keep);
+    void splitLongPages();
     void setError(const QString &error);
 
     StoreSession *m_session = nullptr;
     QList<QMetaObject::Connection> m_connections;
     once::EventFilter m_filter;
-    QList<once::EventRow> m_rows;
-    QHash<QByteArray, int> m_index; // send key -> row
+    EventPages m_pages;
+    int m_residentPageLimit = DefaultResidentPages;
+    QElapsedTimer m_clock;          // for when a page was last shown
+    QHash<quint64, int> m_reloads;  // token -> page
+    mutable QList<int> m_wanted;    // evicted pages data() was asked for
+    mutable QTimer m_wantedTimer;   // loads them once data() has returned
     qint64 m_nextBelow = 0;         // the next page starts below this list position (0: the top)
+    qint64 m_pageBelow = 0;         // the page on its way starts below this one
     bool m_atEnd = false;
     bool m_pageFailed = false;
     bool m_loaded = false;

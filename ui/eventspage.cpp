@@ -253,6 +253,13 @@ EventsPage::EventsPage(QWidget *parent)
         const int row = m_model->rowOfKey(m_storyKey);
         if (row >= from.row() && row <= to.row() && !m_storyLoaded)
             showFacts(m_model->event(row));
+        // A row selected while its page was on its way.
+        if (m_selectedLoading) {
+            const QModelIndexList selected = m_table->selectionModel()->selectedRows();
+            const int source = selected.isEmpty() ? -1 : m_proxy->mapToSource(selected.constFirst()).row();
+            if (source >= from.row() && source <= to.row())
+                onSelectionChanged();
+        }
     });
 
     closeStory();
@@ -507,6 +514,7 @@ std::pair<int, int> EventsPage::visibleSourceRows() const
 
 void EventsPage::onSelectionChanged()
 {
+    m_selectedLoading = false;
     const QModelIndexList rows = m_table->selectionModel()->selectedRows();
     // An empty selection (rows that left the filter in a refresh) keeps the story open.
     if (rows.isEmpty())
@@ -514,7 +522,12 @@ void EventsPage::onSelectionChanged()
     const QModelIndex source = m_proxy->mapToSource(rows.constFirst());
     if (!source.isValid())
         return;
-    openStory(m_model->event(source.row()).sendKey);
+    // A row whose page is still on its way has no key yet: its story opens when the page
+    // comes (dataChanged).
+    const QByteArray sendKey = m_model->event(source.row()).sendKey;
+    m_selectedLoading = sendKey.isEmpty();
+    if (!m_selectedLoading)
+        openStory(sendKey);
 }
 
 void EventsPage::openStory(const QByteArray &sendKey)

@@ -127,6 +127,7 @@ private:
     QByteArray m_storyKey;
     once::EventRow m_storyEvent;
     bool m_storyLoaded = false;
+    bool m_selectedLoading = false; // the selected row's page is on its way: its story opens when it comes
     QString m_storyError;
     quint64 m_historyToken = 0;
 };

@@ -54,7 +54,8 @@ bool ConsoleBench::run()
     printMemory(QStringLiteral("every page once"));
     if (m_options.redriveSeconds > 0)
         redriveAllMatching();
-    // Last: scrolling keeps every row it passes, which the memory figures would carry on.
+    // Last, the longest step. The model keeps a window of pages, not every row it passes
+    // (EventsModel::DefaultResidentPages): its memory figure is what a deep scroll holds.
     scroll();
     printValue(QStringLiteral("peak resident memory"), peakResidentMiB(), QStringLiteral("MiB"), MemoryTargetMiB);
     std::printf("load average at the end %s\n", qPrintable(loadAverage()));
