@@ -185,9 +185,6 @@ private:
                 const QString &holderMessage = QString(), int holderDelivery = 0);
     QString stateOf(const QByteArray &key);
     QVariant scalar(const QString &sql, const QVariantList &values = {});
-    // Where the counts the store keeps (ledger_totals) differ from counting the ledger's
-    // rows, in words; empty when they agree.
-    QString totalsDisagreeWithLedger();
     QList<Attempt> attemptsOf(const QByteArray &key);
     // Leases the one ready message, settles it as dead with the given info.
     bool buryOne(const DeadLetterInfo &info, QueueMessage *buried);
@@ -222,7 +219,7 @@ void TestStore::cleanup()
     // actions, retention, a test's own SQL), the counts the store keeps must still agree
     // with the rows.
     if (m_store && !QTest::currentTestFailed()) {
-        const QString differences = totalsDisagreeWithLedger();
+        const QString differences = TestStores::totalsDisagreeWithLedger(m_store->database().connection());
         QVERIFY2(differences.isEmpty(), qPrintable(differences));
     }
     m_store.reset();
@@ -288,25 +285,6 @@ QVariant TestStore::scalar(const QString &sql, const QVariantList &values)
     if (!query.next())
         return QStringLiteral("<no row>");
     return query.value(0);
-}
-
-QString TestStore::totalsDisagreeWithLedger()
-{
-    QStringList differences;
-    const auto compare = [&](const QString &counter, const QString &countSql) {
-        const qint64 kept =
-            scalar(QStringLiteral("SELECT COALESCE(SUM(n), 0) FROM ledger_totals WHERE counter = ?"), {counter}).toLongLong();
-        const qint64 counted = scalar(countSql).toLongLong();
-        if (kept != counted)
-            differences << QStringLiteral("%1: kept %2, counted %3").arg(counter).arg(kept).arg(counted);
-    };
-    for (const QLatin1String state : {LedgerState::Claimed, LedgerState::Retrying, LedgerState::Applied,
-                                      LedgerState::InDoubt, LedgerState::Dead})
-        compare(QStringLiteral("state:") + state,
-                QStringLiteral("SELECT COUNT(*) FROM ledger WHERE state = '%1'").arg(state));
-    compare(QStringLiteral("duplicate_keys"), QStringLiteral("SELECT COUNT(*) FROM ledger WHERE duplicates > 0"));
-    compare(QStringLiteral("duplicate_deliveries"), QStringLiteral("SELECT COALESCE(SUM(duplicates), 0) FROM ledger"));
-    return differences.join(QLatin1String("; "));
 }
 
 QList<Attempt> TestStore::attemptsOf(const QByteArray &key)
