@@ -1,5 +1,6 @@
 #include "operator/storereader.h"
 
+#include "operator/deadletterexport.h"
 #include "queues/brokerqueue.h"
 #include "store/database.h"
 #include "store/store.h"
@@ -27,6 +28,21 @@ constexpr int MaxRedriveBatch = 500;
 constexpr int MinChangeIntervalMs = 1000;
 // The longest window the console charts.
 constexpr qint64 OwnReadingsKeptMs = 24LL * 3600 * 1000;
+
+// The letters a filter takes that died by now, walked from the start in the list's order
+// by a redrive or an export: one that dies while the walk goes on (a redriven letter dying
+// again, say) waits for the operator's next look, rather than coming round again.
+DeadLetterFilter walkUntilNow(const DeadLetterFilter &matching)
+{
+    DeadLetterFilter walk = matching;
+    const qint64 now = nowMs();
+    walk.untilMs = walk.untilMs > 0 ? std::min(walk.untilMs, now) : now;
+    walk.afterId.clear();
+    walk.afterDeadAtMs = 0;
+    walk.newestFirst = false;
+    walk.limit = -1;
+    return walk;
+}
 }
 
 StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, IfMissing ifMissing,
@@ -49,6 +65,8 @@ StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, IfMis
     qRegisterMetaType<once::PartnerActivity>();
     m_redriveTimer.setInterval(RedriveTickMs);
     connect(&m_redriveTimer, &QTimer::timeout, this, &StoreReader::redriveNextBatch);
+    m_exportTimer.setInterval(0);
+    connect(&m_exportTimer, &QTimer::timeout, this, &StoreReader::exportNextBatch);
     m_changeTimer.setSingleShot(true);
     connect(&m_changeTimer, &QTimer::timeout, this, &StoreReader::announceChange);
 }
@@ -108,8 +126,10 @@ void StoreReader::open()
 void StoreReader::close()
 {
     m_redriveTimer.stop();
+    m_exportTimer.stop();
     m_changeTimer.stop();
     m_redrive.reset();
+    m_export.reset(); // its temporary file goes with it
     m_broker.reset();
     m_store.reset();
 }
@@ -447,16 +467,7 @@ void StoreReader::startRedrive(quint64 token, const QList<DeadLetter> &letters,
     run->ratePerSecond = ratePerSecond;
     run->total = int(letters.size());
     if (matching) {
-        // The letters that match now: one that dies while the run goes on (a redriven
-        // letter dying again, say) waits for the operator's next look, rather than coming
-        // round again in this run.
-        DeadLetterFilter walk = *matching;
-        const qint64 now = nowMs();
-        walk.untilMs = walk.untilMs > 0 ? std::min(walk.untilMs, now) : now;
-        walk.afterId.clear();
-        walk.afterDeadAtMs = 0;
-        walk.newestFirst = false;
-        walk.limit = -1;
+        const DeadLetterFilter walk = walkUntilNow(*matching);
         const auto counts = readDeadLetterCounts(walk, 0, &error);
         if (!counts) {
             emit redriveFinished(token, 0, false, withoutSecrets(error));
@@ -558,6 +569,65 @@ void StoreReader::redriveNextBatch()
     const auto finished = std::move(m_redrive);
     emit redriveFinished(finished->token, finished->moved, finished->cancelled,
                          withoutSecrets(error.isEmpty() ? auditError : error));
+}
+
+void StoreReader::exportDeadLetters(quint64 token, const DeadLetterFilter &filter, const QString &path)
+{
+    if (!ensureOpen(token))
+        return;
+    if (m_export) {
+        emit exportFinished(token, 0, false, QStringLiteral("another export is still running"));
+        return;
+    }
+    QString error;
+    const DeadLetterFilter walk = walkUntilNow(filter);
+    const auto counts = readDeadLetterCounts(walk, 0, &error);
+    if (!counts) {
+        emit exportFinished(token, 0, false, withoutSecrets(error));
+        return;
+    }
+    const int total = int(std::min<qint64>(counts->tally(walk.errorClass).letters, std::numeric_limits<int>::max()));
+    auto job = std::make_unique<DeadLetterExport>(token, path, walk, total);
+    if (!job->open(&error)) {
+        emit exportFinished(token, 0, false, error);
+        return;
+    }
+    m_export = std::move(job);
+    m_exportTimer.start();
+}
+
+void StoreReader::cancelExport(quint64 token)
+{
+    if (m_export && m_export->token() == token)
+        m_export->cancel();
+}
+
+// One batch a turn: a request that arrives meanwhile (the table's next page, a refresh)
+// waits for one batch, not for the whole file.
+void StoreReader::exportNextBatch()
+{
+    if (!m_export) {
+        m_exportTimer.stop();
+        return;
+    }
+    DeadLetterExport &run = *m_export;
+    QString error;
+    auto step = DeadLetterExport::Step::Failed;
+    if (!run.isCancelled()) {
+        step = run.step(
+            [this](const DeadLetterFilter &page, QString *pageError) {
+                return m_broker ? brokerDeadLetters(page, pageError) : m_store->inspector().deadLetters(page, pageError);
+            },
+            &error);
+        if (step != DeadLetterExport::Step::Failed)
+            emit exportProgress(run.token(), run.written(), std::max(run.total(), run.written()));
+    }
+    if (step == DeadLetterExport::Step::More)
+        return;
+    m_exportTimer.stop();
+    const auto finished = std::move(m_export); // a file not complete goes with it
+    emit exportFinished(finished->token(), step == DeadLetterExport::Step::Done ? finished->written() : 0,
+                        finished->isCancelled(), withoutSecrets(error));
 }
 
 void StoreReader::discard(quint64 token, const QList<DeadLetter> &letters, const QString &detail,
