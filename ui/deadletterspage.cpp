@@ -763,10 +763,12 @@ void DeadLettersPage::redriveAllMatching()
     m_matchingDetail = auditDetail(describeFilter(m_previewFilter));
     m_previewCounts.reset();
     m_previewSample.reset();
-    m_previewCountsToken = m_session->countDeadLetters(m_previewFilter, idempotencyWindowStartMs());
+    // The sample first: at a broker it lists the letters afresh, and the counts are cut
+    // from the same listing.
     DeadLetterFilter sample = m_previewFilter;
     sample.limit = RedriveDialog::SampleSize;
     m_previewSampleToken = m_session->loadDeadLetters(sample);
+    m_previewCountsToken = m_session->countDeadLetters(m_previewFilter, idempotencyWindowStartMs());
     updateActions();
     setStatus(tr("Counting the matching dead letters…"));
 }

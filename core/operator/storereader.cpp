@@ -1,5 +1,6 @@
 #include "operator/storereader.h"
 
+#include "operator/brokerdeadletters.h"
 #include "operator/deadletterexport.h"
 #include "queues/brokerqueue.h"
 #include "store/database.h"
@@ -115,6 +116,7 @@ void StoreReader::open()
             emit opened(false, m_openError, false);
             return;
         }
+        m_brokerLetters = std::make_unique<BrokerDeadLetters>(*m_broker);
         emit queueOpened(true, m_broker->location().displayName(), m_broker->location().brokerName());
     }
     m_openError.clear();
@@ -130,6 +132,7 @@ void StoreReader::close()
     m_changeTimer.stop();
     m_redrive.reset();
     m_export.reset(); // its temporary file goes with it
+    m_brokerLetters.reset();
     m_broker.reset();
     m_store.reset();
 }
@@ -210,25 +213,19 @@ std::optional<QString> StoreReader::refusalToWrite() const
         .arg(withoutSecrets(m_store->database().readOnlyReason()));
 }
 
-std::optional<QList<DeadLetter>> StoreReader::brokerDeadLetters(const DeadLetterFilter &filter, QString *error)
+std::optional<QList<DeadLetter>> StoreReader::readDeadLetterPage(const DeadLetterFilter &filter, QString *error)
 {
-    // The broker lists its letters in its own order and filters nothing: every letter is
-    // looked at, and the page is cut from them the way the store's query would.
-    auto letters = m_broker->deadLetters(std::numeric_limits<int>::max(), error);
-    if (!letters)
-        return std::nullopt;
-    return deadLetterPage(std::move(*letters), filter);
+    // The broker lists its letters in its own order and filters nothing: the page is cut
+    // from its listing the way the store's query would, and the pages after it from the
+    // same listing (BrokerDeadLetters).
+    return m_broker ? m_brokerLetters->page(filter, error) : m_store->inspector().deadLetters(filter, error);
 }
 
 std::optional<DeadLetterCounts> StoreReader::readDeadLetterCounts(const DeadLetterFilter &filter,
                                                                   qint64 firstSentBeforeMs, QString *error)
 {
-    if (!m_broker)
-        return m_store->inspector().countDeadLetters(filter, firstSentBeforeMs, error);
-    const auto letters = m_broker->deadLetters(std::numeric_limits<int>::max(), error);
-    if (!letters)
-        return std::nullopt;
-    return once::countDeadLetters(*letters, filter, firstSentBeforeMs);
+    return m_broker ? m_brokerLetters->counts(filter, firstSentBeforeMs, error)
+                    : m_store->inspector().countDeadLetters(filter, firstSentBeforeMs, error);
 }
 
 std::optional<DeliveryStats> StoreReader::readStats(QString *error)
@@ -347,8 +344,7 @@ void StoreReader::loadDeadLetters(quint64 token, const DeadLetterFilter &filter)
     if (!ensureOpen(token))
         return;
     QString error;
-    const auto letters = m_broker ? brokerDeadLetters(filter, &error) : m_store->inspector().deadLetters(filter, &error);
-    if (letters)
+    if (const auto letters = readDeadLetterPage(filter, &error))
         emit deadLettersLoaded(token, *letters);
     else
         fail(token, error);
@@ -359,18 +355,7 @@ void StoreReader::loadDeadLetter(quint64 token, const QString &id)
     if (!ensureOpen(token))
         return;
     QString error;
-    std::optional<DeadLetter> letter;
-    if (m_broker) {
-        DeadLetterFilter byId;
-        byId.ids = {id};
-        const auto letters = brokerDeadLetters(byId, &error);
-        if (letters && !letters->isEmpty())
-            letter = letters->constFirst();
-        else if (letters)
-            error = QStringLiteral("no dead letter with message id \"%1\" now: it was redriven or discarded").arg(id);
-    } else {
-        letter = m_store->inspector().deadLetter(id, &error);
-    }
+    const auto letter = m_broker ? m_brokerLetters->letter(id, &error) : m_store->inspector().deadLetter(id, &error);
     if (letter)
         emit deadLetterLoaded(token, *letter);
     else
@@ -468,6 +453,9 @@ void StoreReader::startRedrive(quint64 token, const QList<DeadLetter> &letters,
     run->total = int(letters.size());
     if (matching) {
         const DeadLetterFilter walk = walkUntilNow(*matching);
+        // The run counts what is at a broker now, not at the last refresh.
+        if (m_brokerLetters)
+            m_brokerLetters->forget();
         const auto counts = readDeadLetterCounts(walk, 0, &error);
         if (!counts) {
             emit redriveFinished(token, 0, false, withoutSecrets(error));
@@ -506,7 +494,7 @@ std::optional<QList<DeadLetter>> StoreReader::nextRedriveBatch(int count, QStrin
         page.limit = count;
         // A broker moves its own messages; only the store's queue is given the payloads.
         page.withPayload = !m_broker;
-        auto letters = m_broker ? brokerDeadLetters(page, error) : m_store->inspector().deadLetters(page, error);
+        auto letters = readDeadLetterPage(page, error);
         if (letters && !letters->isEmpty())
             run.matching->continueAfter(letters->constLast());
         return letters;
@@ -559,6 +547,9 @@ void StoreReader::redriveNextBatch()
     if (!done)
         return;
     m_redriveTimer.stop();
+    // The walk cut its batches from one listing; what is at the broker now is another.
+    if (m_brokerLetters)
+        m_brokerLetters->forget();
     // The batches counted themselves into the audit row; it says how the run ended. An
     // error's own text may name the store, so the row says only that one stopped it.
     QString auditError;
@@ -581,6 +572,8 @@ void StoreReader::exportDeadLetters(quint64 token, const DeadLetterFilter &filte
     }
     QString error;
     const DeadLetterFilter walk = walkUntilNow(filter);
+    if (m_brokerLetters)
+        m_brokerLetters->forget();
     const auto counts = readDeadLetterCounts(walk, 0, &error);
     if (!counts) {
         emit exportFinished(token, 0, false, withoutSecrets(error));
@@ -615,9 +608,7 @@ void StoreReader::exportNextBatch()
     auto step = DeadLetterExport::Step::Failed;
     if (!run.isCancelled()) {
         step = run.step(
-            [this](const DeadLetterFilter &page, QString *pageError) {
-                return m_broker ? brokerDeadLetters(page, pageError) : m_store->inspector().deadLetters(page, pageError);
-            },
+            [this](const DeadLetterFilter &page, QString *pageError) { return readDeadLetterPage(page, pageError); },
             &error);
         if (step != DeadLetterExport::Step::Failed)
             emit exportProgress(run.token(), run.written(), std::max(run.total(), run.written()));
@@ -643,6 +634,7 @@ void StoreReader::discard(quint64 token, const QList<DeadLetter> &letters, const
         // over the network): the audit row comes first and counts those that left.
         if (const auto auditId = operations.beginAudit({QStringLiteral("discard"), detail, 0, reason}, &error))
             removed = operations.discard(*m_broker, letters, *auditId, &error);
+        m_brokerLetters->forget();
     } else {
         // The store's own letters go with their audit row, or nothing happens.
         Transaction transaction(m_store->database());

@@ -13,6 +13,7 @@
 
 namespace once {
 
+class BrokerDeadLetters;
 class BrokerQueue;
 class DeadLetterExport;
 class Store;
@@ -153,8 +154,8 @@ private:
     std::optional<QString> refusalToWrite() const;
     // ensureOpen(), and refuses an operation (operationFinished) while the store is read-only.
     bool ensureWritable(quint64 token);
-    // The dead letters that match, from the broker (which filters nothing itself).
-    std::optional<QList<DeadLetter>> brokerDeadLetters(const DeadLetterFilter &filter, QString *error);
+    // A page of the dead letters, at the store or the broker.
+    std::optional<QList<DeadLetter>> readDeadLetterPage(const DeadLetterFilter &filter, QString *error);
     std::optional<DeadLetterCounts> readDeadLetterCounts(const DeadLetterFilter &filter, qint64 firstSentBeforeMs,
                                                           QString *error);
     // Errors leave this thread without the broker's or the store's password.
@@ -170,6 +171,8 @@ private:
     Database::Access m_access = Database::Access::AsPermitted;
     std::unique_ptr<Store> m_store;
     std::unique_ptr<BrokerQueue> m_broker; // null: the store's own queue
+    // The broker's dead letters, listed once a refresh (with m_broker only).
+    std::unique_ptr<BrokerDeadLetters> m_brokerLetters;
     QString m_openError;                   // why open() failed, without secrets
 
     // A redrive under way: of letters picked one by one (letters), or of those a filter
