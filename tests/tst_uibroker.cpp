@@ -45,6 +45,7 @@
 #include <QLineEdit>
 #include <QLoggingCategory>
 #include <QMessageBox>
+#include <QProcess>
 #include <QPushButton>
 #include <QSet>
 #include <QSettings>
@@ -229,6 +230,7 @@ private slots:
     void cleanup();
     void deadLettersAtTheQueueAreRedrivenFromTheConsole();
     void deadLetterPagesAtTheBrokerAreCutFromOneListing();
+    void consoleListsARedisQueueOnceARefresh();
     void unreachableManagementApiReadsNotAvailable();
     void silentManagementApiHoldsNothingUp();
     void brokerThatCannotBeOpenedIsNamedWithoutItsPassword();
@@ -424,6 +426,86 @@ void TestUiBroker::deadLetterPagesAtTheBrokerAreCutFromOneListing()
     letters.forget();
     QCOMPARE(letters.counts({}, 0, &error)->tally().letters, qint64(Count - 1));
     QCOMPARE(counting.listings(), 3);
+}
+
+// The same through the console's reader, counted by the broker itself: Redis counts the
+// XRANGE calls that list its dead-letter stream (INFO commandstats). The table's first
+// page, the pages below it, the counts and the selected letter's payload cost one.
+void TestUiBroker::consoleListsARedisQueueOnceARefresh()
+{
+    if (m_queues.kind() != QLatin1String("redis"))
+        QSKIP("Redis counts its commands; the listings at every broker are counted above");
+    const QString storeUrl = m_stores.newUrl();
+    const QString queueUrl = m_queues.newUrl();
+    OnceRunner runner(m_onceBin, storeUrl, queueUrl);
+    PartnerSimulator partner;
+    QString error;
+    QVERIFY2(partner.listen(QHostAddress::LocalHost, 0, &error), qPrintable(error));
+    QList<ReminderSpec> reminders;
+    buryAtTheQueue(runner, 12, partner, &reminders);
+    if (QTest::currentTestFailed())
+        return;
+
+    const QUrl server(queueUrl, QUrl::StrictMode);
+    const auto listings = [&server]() -> qint64 {
+        QProcess cli;
+        cli.start(QStringLiteral("redis-cli"), {QStringLiteral("-h"), server.host(), QStringLiteral("-p"),
+                                               QString::number(server.port(6379)), QStringLiteral("--no-auth-warning"),
+                                               QStringLiteral("-a"), server.password(), QStringLiteral("INFO"),
+                                               QStringLiteral("commandstats")});
+        if (!cli.waitForFinished(10000) || cli.exitCode() != 0)
+            return -1;
+        // cmdstat_xrange:calls=N,usec=…
+        const QByteArray out = cli.readAllStandardOutput();
+        const qsizetype at = out.indexOf("cmdstat_xrange:calls=");
+        if (at < 0)
+            return 0;
+        const qsizetype from = at + qsizetype(qstrlen("cmdstat_xrange:calls="));
+        return out.mid(from, out.indexOf(',', from) - from).toLongLong();
+    };
+
+    StoreSession session(storeUrl, queueUrl);
+    QSignalSpy opened(&session, &StoreSession::opened);
+    QVERIFY(opened.wait(30000));
+    QVERIFY2(opened.constFirst().at(0).toBool(), qPrintable(opened.constFirst().at(1).toString()));
+    QSignalSpy pages(&session, &StoreSession::deadLettersLoaded);
+    QSignalSpy counted(&session, &StoreSession::deadLettersCounted);
+    QSignalSpy letter(&session, &StoreSession::deadLetterLoaded);
+    QSignalSpy failed(&session, &StoreSession::failed);
+    const auto firstFailure = [&failed] { return failed.isEmpty() ? QString() : failed.constFirst().at(1).toString(); };
+    const qint64 before = listings();
+    QVERIFY(before >= 0);
+
+    DeadLetterFilter page;
+    page.newestFirst = true;
+    page.limit = 5;
+    page.withPayload = false;
+    QStringList ids;
+    for (int round = 0; round < 3; ++round) {
+        session.loadDeadLetters(page);
+        QTRY_COMPARE_WITH_TIMEOUT(pages.size() + failed.size(), round + 1, 20000);
+        QVERIFY2(failed.isEmpty(), qPrintable(firstFailure()));
+        const auto letters = pages.last().at(1).value<QList<DeadLetter>>();
+        for (const DeadLetter &each : letters)
+            ids << each.id;
+        if (!letters.isEmpty())
+            page.continueAfter(letters.constLast());
+    }
+    QCOMPARE(ids.size(), 12);
+    session.countDeadLetters({});
+    QTRY_COMPARE_WITH_TIMEOUT(counted.size(), 1, 20000);
+    QCOMPARE(counted.constFirst().at(1).value<DeadLetterCounts>().tally().letters, qint64(12));
+    session.loadDeadLetter(ids.at(6));
+    QTRY_COMPARE_WITH_TIMEOUT(letter.size(), 1, 20000);
+    QVERIFY(!letter.constFirst().at(1).value<DeadLetter>().payload.isEmpty());
+    QVERIFY2(failed.isEmpty(), qPrintable(firstFailure()));
+    QCOMPARE(listings() - before, qint64(1));
+
+    // A refresh (the first page again) lists afresh.
+    page.afterId.clear();
+    session.loadDeadLetters(page);
+    QTRY_COMPARE_WITH_TIMEOUT(pages.size(), 4, 20000);
+    QCOMPARE(listings() - before, qint64(2));
 }
 
 void TestUiBroker::deadLettersAtTheQueueAreRedrivenFromTheConsole()
