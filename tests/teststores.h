@@ -4,6 +4,8 @@
 // fixture runs the private server of scripts/postgres-cluster).
 #pragma once
 
+#include "store/ledger.h"
+
 #include <QCoreApplication>
 #include <QDir>
 #include <QFile>
@@ -15,6 +17,7 @@
 #include <QStringList>
 #include <QTemporaryDir>
 #include <QUrl>
+#include <QVariant>
 
 class TestStores final
 {
@@ -116,6 +119,57 @@ public:
         }
         db.open(); // the caller checks isOpen() and lastError()
         return db;
+    }
+
+    // Where the counts a store keeps (ledger_totals, schema 10: kept by triggers as ledger
+    // rows change) differ from counting the ledger's rows, in words; empty when they agree.
+    // db: any open connection to the store (the store's own, or openRaw()'s). A query that
+    // fails is a difference too, so that a store the check cannot read never passes.
+    static QString totalsDisagreeWithLedger(const QSqlDatabase &db)
+    {
+        QStringList differences;
+        const auto scalar = [&db, &differences](const QString &sql, const QVariantList &values) -> qint64 {
+            QSqlQuery query(db);
+            bool ok = query.prepare(sql);
+            for (const QVariant &value : values)
+                query.addBindValue(value);
+            ok = ok && query.exec() && query.next();
+            if (!ok)
+                differences << QStringLiteral("cannot run %1: %2").arg(sql, query.lastError().text());
+            return ok ? query.value(0).toLongLong() : -1;
+        };
+        const auto compare = [&](const QString &counter, const QString &countSql) {
+            const qint64 kept =
+                scalar(QStringLiteral("SELECT COALESCE(SUM(n), 0) FROM ledger_totals WHERE counter = ?"), {counter});
+            const qint64 counted = scalar(countSql, {});
+            if (kept != counted)
+                differences << QStringLiteral("%1: kept %2, counted %3")
+                                   .arg(counter, QString::number(kept), QString::number(counted));
+        };
+        for (const QLatin1String state : {once::LedgerState::Claimed, once::LedgerState::Retrying,
+                                          once::LedgerState::Applied, once::LedgerState::InDoubt,
+                                          once::LedgerState::Dead})
+            compare(QStringLiteral("state:") + state,
+                    QStringLiteral("SELECT COUNT(*) FROM ledger WHERE state = '%1'").arg(state));
+        compare(QStringLiteral("duplicate_keys"), QStringLiteral("SELECT COUNT(*) FROM ledger WHERE duplicates > 0"));
+        compare(QStringLiteral("duplicate_deliveries"), QStringLiteral("SELECT COALESCE(SUM(duplicates), 0) FROM ledger"));
+        return differences.join(QLatin1String("; "));
+    }
+
+    // The same for the store at storeUrl, through a connection of the check's own
+    // (openRaw()), closed before it returns.
+    QString totalsDisagreeWithLedger(const QString &storeUrl) const
+    {
+        static const QString Connection = QStringLiteral("teststores-totals");
+        QString differences;
+        {
+            QSqlDatabase db = openRaw(storeUrl, Connection);
+            differences = db.isOpen() ? totalsDisagreeWithLedger(db)
+                                      : QStringLiteral("cannot open the store to check its counts: ") + db.lastError().text();
+            db.close();
+        }
+        QSqlDatabase::removeDatabase(Connection);
+        return differences;
     }
 
     // A path in this object's private folder, which goes when it does.

@@ -2,7 +2,8 @@
 // running worker, a full disk, a corrupt file, a read-only disk or database, a store held
 // locked, two processes creating one store together, and the signals that stop a worker
 // meanwhile. Effects are counted at the in-process partner simulator: whatever the store
-// does, no reminder is lost or applied twice, and every stop is one clear line.
+// does, no reminder is lost or applied twice, every stop is one clear line, and the counts a
+// store keeps (ledger_totals) agree with its rows afterwards.
 //
 // Runs on SQLite and on PostgreSQL (STORES in tests/CMakeLists.txt); the disk tests need
 // root to mount a small tmpfs of their own, and skip without it.
@@ -192,6 +193,10 @@ void FailingStoreTest::storeFileGoneStopsTheWorker()
     const auto rest = m_once->run(workerArgs({QStringLiteral("--until-idle")}), {}, WorkerTimeoutMs);
     QVERIFY2(rest.exitedWith(0), rest.describe().constData());
     VERIFY_NO_PROBLEMS(exactlyOnceProblems(before + after));
+    // The counts each store keeps agree with its rows: the new one's, and the old file's,
+    // which the worker wrote until it noticed.
+    VERIFY_NO_PROBLEMS(m_stores.totalsDisagreeWithLedger(m_storeUrl));
+    VERIFY_NO_PROBLEMS(m_stores.totalsDisagreeWithLedger(m_storeUrl + QStringLiteral(".old")));
 }
 
 void FailingStoreTest::fullDiskStopsTheWorkerAndLosesNothing()
@@ -242,6 +247,8 @@ void FailingStoreTest::fullDiskStopsTheWorkerAndLosesNothing()
                                              {QStringLiteral("ready"), 0},
                                              {QStringLiteral("in_flight"), 0},
                                              {QStringLiteral("claimed"), 0}}));
+    // Transactions cut short by the full disk rolled their counts back with their rows.
+    VERIFY_NO_PROBLEMS(m_stores.totalsDisagreeWithLedger(store));
 }
 
 void FailingStoreTest::corruptStoreIsNeverReady()
@@ -344,6 +351,8 @@ void FailingStoreTest::readingCommandsWorkOnAReadOnlyDisk()
         QVERIFY2(result.exitedWith(0), result.describe().constData());
     }
     QVERIFY(acked() >= 5); // read from the write-ahead log the killed worker left
+    // The killed worker's last transactions left counts and rows alike.
+    VERIFY_NO_PROBLEMS(m_stores.totalsDisagreeWithLedger(store));
     // Writing commands say why they cannot, in one line.
     const auto enqueueing = m_once->run({QStringLiteral("enqueue"), QStringLiteral("--store"), store,
                                          m_dir->filePath(QStringLiteral("ro.jsonl"))});
@@ -382,6 +391,7 @@ void FailingStoreTest::readOnlyDatabaseStopsTheWorker()
     QVERIFY2(stopped.err.contains("stopping: the store") && stopped.err.contains("read-only transaction"),
              stopped.err.constData());
     QVERIFY2(clock.elapsed() < 40000, "the worker took too long to give up");
+    VERIFY_NO_PROBLEMS(m_stores.totalsDisagreeWithLedger(m_storeUrl));
 }
 
 // A role that may only read (support staff, a reporting job) can look at everything.
@@ -468,6 +478,8 @@ void FailingStoreTest::sigtermEndsWithinTheGraceWhileTheStoreIsLocked()
     const auto rest = m_once->run(workerArgs({QStringLiteral("--until-idle")}), {}, WorkerTimeoutMs);
     QVERIFY2(rest.exitedWith(0), rest.describe().constData());
     VERIFY_NO_PROBLEMS(exactlyOnceProblems(keys));
+    // The worker cut off mid-transaction and the one after it kept the counts with the rows.
+    VERIFY_NO_PROBLEMS(m_stores.totalsDisagreeWithLedger(m_storeUrl));
 }
 
 // Two processes opening a new store at once (two `once init`, init and enqueue) both

@@ -10,7 +10,7 @@
 #include "auditmodel.h"
 #include "auditpage.h"
 #include "attemptsmodel.h"
-#include "csvtext.h"
+#include "text/csvtext.h"
 #include "deadlettersmodel.h"
 #include "deadletterspage.h"
 #include "decisiondialog.h"

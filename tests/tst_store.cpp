@@ -138,6 +138,7 @@ private slots:
     void retryDelaysMessageThenMakesItReady();
     void deadLetterKeepsItsInfo();
     void deadLettersPageByKeysetWithoutPayloads();
+    void deadLetterPagesWalkTheIndexOfTheirOrder();
     void countsReflectQueueState();
     void concurrentLeasesNeverShareAMessage();
 
@@ -185,9 +186,6 @@ private:
                 const QString &holderMessage = QString(), int holderDelivery = 0);
     QString stateOf(const QByteArray &key);
     QVariant scalar(const QString &sql, const QVariantList &values = {});
-    // Where the counts the store keeps (ledger_totals) differ from counting the ledger's
-    // rows, in words; empty when they agree.
-    QString totalsDisagreeWithLedger();
     QList<Attempt> attemptsOf(const QByteArray &key);
     // Leases the one ready message, settles it as dead with the given info.
     bool buryOne(const DeadLetterInfo &info, QueueMessage *buried);
@@ -222,7 +220,7 @@ void TestStore::cleanup()
     // actions, retention, a test's own SQL), the counts the store keeps must still agree
     // with the rows.
     if (m_store && !QTest::currentTestFailed()) {
-        const QString differences = totalsDisagreeWithLedger();
+        const QString differences = TestStores::totalsDisagreeWithLedger(m_store->database().connection());
         QVERIFY2(differences.isEmpty(), qPrintable(differences));
     }
     m_store.reset();
@@ -288,25 +286,6 @@ QVariant TestStore::scalar(const QString &sql, const QVariantList &values)
     if (!query.next())
         return QStringLiteral("<no row>");
     return query.value(0);
-}
-
-QString TestStore::totalsDisagreeWithLedger()
-{
-    QStringList differences;
-    const auto compare = [&](const QString &counter, const QString &countSql) {
-        const qint64 kept =
-            scalar(QStringLiteral("SELECT COALESCE(SUM(n), 0) FROM ledger_totals WHERE counter = ?"), {counter}).toLongLong();
-        const qint64 counted = scalar(countSql).toLongLong();
-        if (kept != counted)
-            differences << QStringLiteral("%1: kept %2, counted %3").arg(counter).arg(kept).arg(counted);
-    };
-    for (const QLatin1String state : {LedgerState::Claimed, LedgerState::Retrying, LedgerState::Applied,
-                                      LedgerState::InDoubt, LedgerState::Dead})
-        compare(QStringLiteral("state:") + state,
-                QStringLiteral("SELECT COUNT(*) FROM ledger WHERE state = '%1'").arg(state));
-    compare(QStringLiteral("duplicate_keys"), QStringLiteral("SELECT COUNT(*) FROM ledger WHERE duplicates > 0"));
-    compare(QStringLiteral("duplicate_deliveries"), QStringLiteral("SELECT COALESCE(SUM(duplicates), 0) FROM ledger"));
-    return differences.join(QLatin1String("; "));
 }
 
 QList<Attempt> TestStore::attemptsOf(const QByteArray &key)
@@ -1014,6 +993,92 @@ void TestStore::deadLettersPageByKeysetWithoutPayloads()
     const DeadLetterCounts fromList = countDeadLetters(*listed, since, 1000);
     QCOMPARE(fromList.tally(QStringLiteral("rejected")).letters, qint64(2));
     QCOMPARE(fromList.tally().redrivenBefore, qint64(1));
+}
+
+// A page of dead letters reads its rows in order from the index of (dead_at, id), or of
+// (error_class, dead_at, id) for one class, either way and from wherever its cursor is:
+// no sort of every letter in the span first, so that a page among a hundred thousand costs
+// what the first does. The plan of the query Inspector::deadLetters runs, on either store.
+void TestStore::deadLetterPagesWalkTheIndexOfTheirOrder()
+{
+    QString error;
+    Database &db = m_store->database();
+    for (int i = 0; i < 300; ++i) {
+        QSqlQuery insert(db.connection());
+        QVERIFY(insert.prepare(QStringLiteral("INSERT INTO dead_letters (id, payload, error_class, dead_at) VALUES (?, ?, ?, ?)")));
+        insert.addBindValue(QStringLiteral("m-%1").arg(i, 4, 10, QLatin1Char('0')));
+        insert.addBindValue(QByteArray("{}"));
+        insert.addBindValue(i % 3 == 0 ? QStringLiteral("rejected") : QStringLiteral("http-5xx"));
+        insert.addBindValue(qint64(1000 + i / 4));
+        QVERIFY2(insert.exec(), qPrintable(insert.lastError().text()));
+    }
+    // PostgreSQL plans a table this small as a scan and a sort, whatever its indexes: with
+    // both costed out of reach, the plan shows whether an index gives the order at all.
+    const QStringList postgresSettings{QStringLiteral("enable_seqscan"), QStringLiteral("enable_sort"),
+                                       QStringLiteral("enable_incremental_sort"), QStringLiteral("enable_bitmapscan")};
+    if (m_stores.isPostgres()) {
+        QVERIFY2(db.exec(QStringLiteral("ANALYZE dead_letters"), &error), qPrintable(error));
+        for (const QString &setting : postgresSettings)
+            QVERIFY2(db.exec(QStringLiteral("SET ") + setting + QStringLiteral(" = off"), &error), qPrintable(error));
+    }
+    const auto planOf = [&](const DeadLetterFilter &filter) {
+        QVariantList values;
+        QString sql = deadLetterPageSql(filter, &values);
+        // EXPLAIN cannot be prepared on PostgreSQL: the values go in as literals.
+        for (const QVariant &value : std::as_const(values)) {
+            const QString literal = value.typeId() == QMetaType::QString
+                                        ? QLatin1Char('\'') + value.toString().replace(QLatin1Char('\''), QLatin1String("''"))
+                                              + QLatin1Char('\'')
+                                        : QString::number(value.toLongLong());
+            sql.replace(sql.indexOf(QLatin1Char('?')), 1, literal);
+        }
+        QSqlQuery explain(db.connection());
+        const bool ok = explain.exec((m_stores.isPostgres() ? QStringLiteral("EXPLAIN ") : QStringLiteral("EXPLAIN QUERY PLAN "))
+                                     + sql);
+        QStringList plan;
+        while (ok && explain.next())
+            plan << explain.value(m_stores.isPostgres() ? 0 : 3).toString();
+        return ok ? plan.join(QLatin1Char('\n')) : QStringLiteral("EXPLAIN failed: ") + explain.lastError().text();
+    };
+    for (const bool newestFirst : {false, true}) {
+        for (const QString &errorClass : {QString(), QStringLiteral("rejected")}) {
+            for (const bool cursor : {false, true}) {
+                for (const bool window : {false, true}) {
+                    DeadLetterFilter filter;
+                    filter.newestFirst = newestFirst;
+                    filter.errorClass = errorClass;
+                    filter.withPayload = false;
+                    filter.limit = 20;
+                    if (cursor) {
+                        filter.afterDeadAtMs = 1030;
+                        filter.afterId = QStringLiteral("m-0121");
+                    }
+                    if (window) {
+                        filter.sinceMs = 1010;
+                        filter.untilMs = 1060;
+                    }
+                    const QString plan = planOf(filter);
+                    const QString what = QStringLiteral("newest first %1, class '%2', cursor %3, window %4:\n")
+                                             .arg(QVariant(newestFirst).toString(), errorClass, QVariant(cursor).toString(),
+                                                  QVariant(window).toString())
+                                         + plan;
+                    // SQLite takes the class's own index for a class; PostgreSQL may find
+                    // the other as cheap on so few rows. Either gives the order.
+                    const bool classIndex = plan.contains(QLatin1String("dead_letters_class_dead_at_id"));
+                    const bool timeIndex = plan.contains(QLatin1String("dead_letters_dead_at_id"));
+                    QVERIFY2(m_stores.isPostgres() ? classIndex || timeIndex
+                                                   : (errorClass.isEmpty() ? timeIndex : classIndex),
+                             qPrintable(what));
+                    QVERIFY2(!plan.contains(QLatin1String("TEMP B-TREE")) && !plan.contains(QLatin1String("Sort")),
+                             qPrintable(what));
+                }
+            }
+        }
+    }
+    if (m_stores.isPostgres()) {
+        for (const QString &setting : postgresSettings)
+            QVERIFY2(db.exec(QStringLiteral("RESET ") + setting, &error), qPrintable(error));
+    }
 }
 
 void TestStore::countsReflectQueueState()

@@ -26,6 +26,8 @@
 #include "tile.h"
 
 #include "deliveryharness.h"
+#include "operator/brokerdeadletters.h"
+#include "queues/brokerqueue.h"
 #include "queues/queuebackend.h"
 #include "queues/queuelocation.h"
 #include "sim/partnersimulator.h"
@@ -43,6 +45,7 @@
 #include <QLineEdit>
 #include <QLoggingCategory>
 #include <QMessageBox>
+#include <QProcess>
 #include <QPushButton>
 #include <QSet>
 #include <QSettings>
@@ -131,6 +134,21 @@ bool runWorkerUntilDrained(OnceRunner &runner, const QStringList &worker, QStrin
     return left == 0;
 }
 
+// A worker that tries each reminder once, sending to partner, until the queue is drained.
+QStringList workerArgs(const PartnerSimulator &partner)
+{
+    return {QStringLiteral("worker"),
+            QStringLiteral("--partner"),
+            QStringLiteral("http://127.0.0.1:%1/reminders").arg(partner.port()),
+            QStringLiteral("--until-idle"),
+            QStringLiteral("--max-attempts"),
+            QStringLiteral("1"),
+            QStringLiteral("--concurrency"),
+            QStringLiteral("4"),
+            QStringLiteral("--worker-id"),
+            QStringLiteral("ui-broker-worker")};
+}
+
 // The queue URL with another management API address in place of the test server's.
 QString withManagement(const QString &queueUrl, const QString &management)
 {
@@ -153,6 +171,53 @@ QLabel *label(QWidget *parent, const char *name)
     return parent->findChild<QLabel *>(QString::fromLatin1(name));
 }
 
+// A broker's queue that counts the listings of its dead letters, and otherwise is the
+// broker's.
+class CountingBrokerQueue final : public BrokerQueue
+{
+public:
+    explicit CountingBrokerQueue(BrokerQueue &broker) : BrokerQueue(broker.location()), m_broker(broker) {}
+
+    int listings() const { return m_listings; }
+
+    bool enqueue(const QList<OutgoingMessage> &messages, QString *error) override
+    {
+        return m_broker.enqueue(messages, error);
+    }
+    QList<QueueMessage> lease(int max, qint64 leaseMs, const QString &workerId, QString *error) override
+    {
+        return m_broker.lease(max, leaseMs, workerId, error);
+    }
+    bool settle(const QList<Settlement> &settlements, QString *error) override
+    {
+        return m_broker.settle(settlements, error);
+    }
+    std::optional<QueueCounts> counts(QString *error) override { return m_broker.counts(error); }
+    bool declareTopology(const QueueTopology &topology, QString *error) override
+    {
+        return m_broker.declareTopology(topology, error);
+    }
+    std::optional<QList<DeadLetter>> deadLetters(int limit, QString *error) override
+    {
+        ++m_listings;
+        return m_broker.deadLetters(limit, error);
+    }
+    std::optional<QList<DeadLetter>> redrive(int max, const std::function<bool(const DeadLetter &)> &select,
+                                             QString *error) override
+    {
+        return m_broker.redrive(max, select, error);
+    }
+    std::optional<QList<DeadLetter>> discard(int max, const std::function<bool(const DeadLetter &)> &select,
+                                             QString *error) override
+    {
+        return m_broker.discard(max, select, error);
+    }
+
+private:
+    BrokerQueue &m_broker;
+    int m_listings = 0;
+};
+
 } // namespace
 
 class TestUiBroker final : public QObject
@@ -164,6 +229,8 @@ private slots:
     void init();
     void cleanup();
     void deadLettersAtTheQueueAreRedrivenFromTheConsole();
+    void deadLetterPagesAtTheBrokerAreCutFromOneListing();
+    void consoleListsARedisQueueOnceARefresh();
     void unreachableManagementApiReadsNotAvailable();
     void silentManagementApiHoldsNothingUp();
     void brokerThatCannotBeOpenedIsNamedWithoutItsPassword();
@@ -175,6 +242,10 @@ private:
                                             bool expectOpen);
     // The store's numbers as the console reads them, through its session.
     std::optional<DeliveryStats> consoleStats(MainWindow &window);
+    // The producer's part and an outage, with real processes: the topology at the queue,
+    // count reminders through it, and a worker whose one attempt at each fails, so that
+    // every one dies there (partner: failing from now on). The reminders into *reminders.
+    void buryAtTheQueue(OnceRunner &runner, int count, PartnerSimulator &partner, QList<ReminderSpec> *reminders);
 
     TestStores m_stores;
     TestQueues m_queues;
@@ -244,23 +315,15 @@ std::optional<DeliveryStats> TestUiBroker::consoleStats(MainWindow &window)
     return answer();
 }
 
-void TestUiBroker::deadLettersAtTheQueueAreRedrivenFromTheConsole()
+void TestUiBroker::buryAtTheQueue(OnceRunner &runner, int count, PartnerSimulator &partner,
+                                  QList<ReminderSpec> *reminders)
 {
-    constexpr int Count = 6;
-    const QString storeUrl = m_stores.newUrl();
-    // For RabbitMQ, with the test server's management API (TestQueues adds it).
-    const QString queueUrl = m_queues.newUrl();
-    const bool broker = !queueUrl.isEmpty();
-    OnceRunner runner(m_onceBin, storeUrl, queueUrl);
-
-    // The producer's part: the topology at the broker, then reminders through it.
     auto result = runner.run({QStringLiteral("init")});
     QVERIFY2(result.exitedWith(0), result.describe().constData());
-    QList<ReminderSpec> reminders;
     QByteArray lines;
-    for (int i = 0; i < Count; ++i) {
-        reminders << makeReminder(QStringLiteral("ui-broker"), i);
-        lines += reminders.last().line + '\n';
+    for (int i = 0; i < count; ++i) {
+        *reminders << makeReminder(QStringLiteral("ui-broker"), i);
+        lines += reminders->last().line + '\n';
     }
     const QString input =
         m_stores.filePath(QStringLiteral("reminders-%1.jsonl").arg(QCoreApplication::applicationPid()));
@@ -272,26 +335,196 @@ void TestUiBroker::deadLettersAtTheQueueAreRedrivenFromTheConsole()
     result = runner.run({QStringLiteral("enqueue"), input});
     QVERIFY2(result.exitedWith(0), result.describe().constData());
 
-    // The outage: each reminder's one attempt fails, and it dies at the broker.
     PartnerProfile outage;
     outage.failRate = 1.0;
-    PartnerSimulator partner(outage);
+    partner.setProfile(outage);
     QString error;
-    QVERIFY2(partner.listen(QHostAddress::LocalHost, 0, &error), qPrintable(error));
-    const QStringList worker{QStringLiteral("worker"),
-                             QStringLiteral("--partner"),
-                             QStringLiteral("http://127.0.0.1:%1/reminders").arg(partner.port()),
-                             QStringLiteral("--until-idle"),
-                             QStringLiteral("--max-attempts"),
-                             QStringLiteral("1"),
-                             QStringLiteral("--concurrency"),
-                             QStringLiteral("4"),
-                             QStringLiteral("--worker-id"),
-                             QStringLiteral("ui-broker-worker")};
-    QVERIFY2(runWorkerUntilDrained(runner, worker, &error), qPrintable(error));
+    QVERIFY2(runWorkerUntilDrained(runner, workerArgs(partner), &error), qPrintable(error));
     QCOMPARE(partner.stats().effects, qint64(0));
     VERIFY_NO_PROBLEMS(
-        statsProblems(runner.stats(), {{QStringLiteral("dead"), Count}, {QStringLiteral("acked"), 0}}));
+        statsProblems(runner.stats(), {{QStringLiteral("dead"), count}, {QStringLiteral("acked"), 0}}));
+}
+
+// A broker lists its whole dead-letter queue at every look. The console's pages, counts
+// and selected letter are cut from one listing a refresh: scrolling down lists nothing
+// more, a page from the start (a refresh) lists afresh and sees what changed, and so does
+// the first look after this reader changed the letters.
+void TestUiBroker::deadLetterPagesAtTheBrokerAreCutFromOneListing()
+{
+    if (!m_queues.isBroker())
+        QSKIP("the store's own queue pages in SQL");
+    constexpr int Count = 12;
+    const QString storeUrl = m_stores.newUrl();
+    const QString queueUrl = m_queues.newUrl();
+    OnceRunner runner(m_onceBin, storeUrl, queueUrl);
+    PartnerSimulator partner;
+    QString error;
+    QVERIFY2(partner.listen(QHostAddress::LocalHost, 0, &error), qPrintable(error));
+    QList<ReminderSpec> reminders;
+    buryAtTheQueue(runner, Count, partner, &reminders);
+    if (QTest::currentTestFailed())
+        return;
+
+    const auto location = QueueLocation::parse(queueUrl, &error);
+    QVERIFY2(location, qPrintable(error));
+    const std::unique_ptr<BrokerQueue> broker = openBrokerQueue(*location, {}, 1, &error);
+    QVERIFY2(broker, qPrintable(error));
+    CountingBrokerQueue counting(*broker);
+    BrokerDeadLetters letters(counting);
+
+    DeadLetterFilter filter;
+    filter.newestFirst = true;
+    filter.limit = 5;
+    filter.withPayload = false;
+    QStringList paged;
+    DeadLetterFilter page = filter;
+    for (int round = 0; round < 4; ++round) {
+        const auto some = letters.page(page, &error);
+        QVERIFY2(some, qPrintable(error));
+        for (const DeadLetter &letter : *some) {
+            paged << letter.id;
+            QVERIFY(letter.payload.isEmpty());
+        }
+        if (some->size() < page.limit)
+            break;
+        page.continueAfter(some->constLast());
+    }
+    QCOMPARE(paged.size(), Count);
+    QCOMPARE(QSet<QString>(paged.cbegin(), paged.cend()).size(), Count);
+    const auto counts = letters.counts({}, 0, &error);
+    QVERIFY2(counts, qPrintable(error));
+    QCOMPARE(counts->tally().letters, qint64(Count));
+    const auto selected = letters.letter(paged.at(7), &error);
+    QVERIFY2(selected, qPrintable(error));
+    QVERIFY(!selected->payload.isEmpty());
+    QCOMPARE(counting.listings(), 1);
+    // The same pages as a listing cut whole: the broker's order is not the list's.
+    const auto whole = broker->deadLetters(Count + 10, &error);
+    QVERIFY2(whole, qPrintable(error));
+    QStringList expected;
+    for (const DeadLetter &letter : deadLetterPage(*whole, [&] {
+             DeadLetterFilter all = filter;
+             all.limit = -1;
+             return all;
+         }()))
+        expected << letter.id;
+    QCOMPARE(paged, expected);
+
+    // A letter goes elsewhere (another console); the next refresh lists afresh and sees it.
+    const auto taken = broker->discard(Count, [&](const DeadLetter &letter) { return letter.id == paged.at(0); }, &error);
+    QVERIFY2(taken && taken->size() == 1, qPrintable(error));
+    page = filter;
+    const auto refreshed = letters.page(page, &error);
+    QVERIFY2(refreshed, qPrintable(error));
+    QCOMPARE(counting.listings(), 2);
+    QCOMPARE(refreshed->constFirst().id, paged.at(1));
+    QCOMPARE(letters.counts({}, 0, &error)->tally().letters, qint64(Count - 1));
+    QVERIFY(!letters.letter(paged.at(0), &error));
+    QVERIFY2(error.contains(QLatin1String("redriven or discarded")), qPrintable(error));
+    QCOMPARE(counting.listings(), 2);
+    // After this reader's own redrive or discard, the next look lists afresh.
+    letters.forget();
+    QCOMPARE(letters.counts({}, 0, &error)->tally().letters, qint64(Count - 1));
+    QCOMPARE(counting.listings(), 3);
+}
+
+// The same through the console's reader, counted by the broker itself: Redis counts the
+// XRANGE calls that list its dead-letter stream (INFO commandstats). The table's first
+// page, the pages below it, the counts and the selected letter's payload cost one.
+void TestUiBroker::consoleListsARedisQueueOnceARefresh()
+{
+    if (m_queues.kind() != QLatin1String("redis"))
+        QSKIP("Redis counts its commands; the listings at every broker are counted above");
+    const QString storeUrl = m_stores.newUrl();
+    const QString queueUrl = m_queues.newUrl();
+    OnceRunner runner(m_onceBin, storeUrl, queueUrl);
+    PartnerSimulator partner;
+    QString error;
+    QVERIFY2(partner.listen(QHostAddress::LocalHost, 0, &error), qPrintable(error));
+    QList<ReminderSpec> reminders;
+    buryAtTheQueue(runner, 12, partner, &reminders);
+    if (QTest::currentTestFailed())
+        return;
+
+    const QUrl server(queueUrl, QUrl::StrictMode);
+    const auto listings = [&server]() -> qint64 {
+        QProcess cli;
+        cli.start(QStringLiteral("redis-cli"), {QStringLiteral("-h"), server.host(), QStringLiteral("-p"),
+                                               QString::number(server.port(6379)), QStringLiteral("--no-auth-warning"),
+                                               QStringLiteral("-a"), server.password(), QStringLiteral("INFO"),
+                                               QStringLiteral("commandstats")});
+        if (!cli.waitForFinished(10000) || cli.exitCode() != 0)
+            return -1;
+        // cmdstat_xrange:calls=N,usec=…
+        const QByteArray out = cli.readAllStandardOutput();
+        const qsizetype at = out.indexOf("cmdstat_xrange:calls=");
+        if (at < 0)
+            return 0;
+        const qsizetype from = at + qsizetype(qstrlen("cmdstat_xrange:calls="));
+        return out.mid(from, out.indexOf(',', from) - from).toLongLong();
+    };
+
+    StoreSession session(storeUrl, queueUrl);
+    QSignalSpy opened(&session, &StoreSession::opened);
+    QVERIFY(opened.wait(30000));
+    QVERIFY2(opened.constFirst().at(0).toBool(), qPrintable(opened.constFirst().at(1).toString()));
+    QSignalSpy pages(&session, &StoreSession::deadLettersLoaded);
+    QSignalSpy counted(&session, &StoreSession::deadLettersCounted);
+    QSignalSpy letter(&session, &StoreSession::deadLetterLoaded);
+    QSignalSpy failed(&session, &StoreSession::failed);
+    const auto firstFailure = [&failed] { return failed.isEmpty() ? QString() : failed.constFirst().at(1).toString(); };
+    const qint64 before = listings();
+    QVERIFY(before >= 0);
+
+    DeadLetterFilter page;
+    page.newestFirst = true;
+    page.limit = 5;
+    page.withPayload = false;
+    QStringList ids;
+    for (int round = 0; round < 3; ++round) {
+        session.loadDeadLetters(page);
+        QTRY_COMPARE_WITH_TIMEOUT(pages.size() + failed.size(), round + 1, 20000);
+        QVERIFY2(failed.isEmpty(), qPrintable(firstFailure()));
+        const auto letters = pages.last().at(1).value<QList<DeadLetter>>();
+        for (const DeadLetter &each : letters)
+            ids << each.id;
+        if (!letters.isEmpty())
+            page.continueAfter(letters.constLast());
+    }
+    QCOMPARE(ids.size(), 12);
+    session.countDeadLetters({});
+    QTRY_COMPARE_WITH_TIMEOUT(counted.size(), 1, 20000);
+    QCOMPARE(counted.constFirst().at(1).value<DeadLetterCounts>().tally().letters, qint64(12));
+    session.loadDeadLetter(ids.at(6));
+    QTRY_COMPARE_WITH_TIMEOUT(letter.size(), 1, 20000);
+    QVERIFY(!letter.constFirst().at(1).value<DeadLetter>().payload.isEmpty());
+    QVERIFY2(failed.isEmpty(), qPrintable(firstFailure()));
+    QCOMPARE(listings() - before, qint64(1));
+
+    // A refresh (the first page again) lists afresh.
+    page.afterId.clear();
+    session.loadDeadLetters(page);
+    QTRY_COMPARE_WITH_TIMEOUT(pages.size(), 4, 20000);
+    QCOMPARE(listings() - before, qint64(2));
+}
+
+void TestUiBroker::deadLettersAtTheQueueAreRedrivenFromTheConsole()
+{
+    constexpr int Count = 6;
+    const QString storeUrl = m_stores.newUrl();
+    // For RabbitMQ, with the test server's management API (TestQueues adds it).
+    const QString queueUrl = m_queues.newUrl();
+    const bool broker = !queueUrl.isEmpty();
+    OnceRunner runner(m_onceBin, storeUrl, queueUrl);
+
+    PartnerSimulator partner;
+    QString error;
+    QVERIFY2(partner.listen(QHostAddress::LocalHost, 0, &error), qPrintable(error));
+    const QStringList worker = workerArgs(partner);
+    QList<ReminderSpec> reminders;
+    buryAtTheQueue(runner, Count, partner, &reminders);
+    if (QTest::currentTestFailed())
+        return;
 
     // The console on the store and the queue.
     const auto window = openConsole(storeUrl, queueUrl, true);

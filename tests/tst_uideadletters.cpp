@@ -9,6 +9,7 @@
 #include "indoubtmodel.h"
 #include "indoubtpage.h"
 #include "mainwindow.h"
+#include "operator/deadletterfile.h"
 #include "redrivedialog.h"
 #include "settings.h"
 #include "storesession.h"
@@ -19,16 +20,20 @@
 #include <QAction>
 #include <QApplication>
 #include <QComboBox>
+#include <QDir>
 #include <QElapsedTimer>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
 #include <QLoggingCategory>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRandomGenerator>
+#include <QScopeGuard>
 #include <QSet>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
@@ -43,6 +48,8 @@
 
 #include <functional>
 #include <memory>
+
+#include <unistd.h>
 
 using namespace once;
 using namespace once::ui;
@@ -105,6 +112,10 @@ private slots:
     void pageFiltersByErrorClassAndTime();
     void pageShowsPayloadOfSelection();
     void pageListsManyLettersAPageAtATime();
+    void exportFileReadsAsOneDocument();
+    void exportWritesManyLettersInTheBackground();
+    void cancelledExportLeavesNoFile();
+    void exportThatCannotWriteSaysWhyAndLeavesNoFile();
     void redriveDialogCountsAndWarns();
     void redriveSelectedFromPage();
     void redriveAllMatchingTakesTheFilter();
@@ -122,6 +133,9 @@ private:
     void bury(const Reminder &reminder, const QString &errorClass, qint64 firstAttemptAtMs, int redrives = 0);
     void makeInDoubt(const Reminder &reminder);
     void fillStandardSet();
+    // count letters straight into the store, letter i dying (1000 + i) ms before now
+    // (newest first by i), one in six of class rejected.
+    void insertManyLetters(int count);
     std::unique_ptr<StoreSession> openSession();
     QList<DeadLetter> storeLetters(const DeadLetterFilter &filter = {});
     QList<AuditEntry> audit();
@@ -484,33 +498,36 @@ void TestUiDeadLetters::pageShowsPayloadOfSelection()
 // More letters than a page: the table loads them a page at a time as it scrolls, without
 // payloads; the details load the selected letter's payload; "Redrive all matching" puts
 // every one back, the reader walking them in batches no larger than one page.
+void TestUiDeadLetters::insertManyLetters(int count)
+{
+    const qint64 now = nowMs();
+    QSqlDatabase db = m_store->database().connection();
+    QVERIFY(db.transaction());
+    QSqlQuery insert(db);
+    QVERIFY(insert.prepare(QStringLiteral(
+        "INSERT INTO dead_letters (id, payload, send_key, event_id, error_class, last_error, attempts, "
+        "first_attempt_at, last_attempt_at, dead_at, enqueued_at) VALUES (?, ?, ?, ?, ?, ?, 2, ?, ?, ?, ?)")));
+    for (int i = 0; i < count; ++i) {
+        const Reminder reminder = makeReminder(QStringLiteral("many-%1").arg(i), QStringLiteral("r"));
+        insert.addBindValue(QStringLiteral("m-%1").arg(i, 5, 10, QLatin1Char('0')));
+        insert.addBindValue(reminder.payload);
+        insert.addBindValue(QString::fromLatin1(reminder.sendKey));
+        insert.addBindValue(reminder.eventId);
+        insert.addBindValue(i % 6 == 0 ? QStringLiteral("rejected") : QStringLiteral("http-5xx"));
+        insert.addBindValue(QStringLiteral("HTTP 503 (%1)").arg(i));
+        insert.addBindValue(now - Hour);
+        insert.addBindValue(now - 2000 - i);
+        insert.addBindValue(now - 1000 - i);
+        insert.addBindValue(now - 2 * Hour);
+        QVERIFY2(insert.exec(), qPrintable(insert.lastError().text()));
+    }
+    QVERIFY(db.commit());
+}
+
 void TestUiDeadLetters::pageListsManyLettersAPageAtATime()
 {
     constexpr int Letters = 1200;
-    const qint64 now = nowMs();
-    {
-        QSqlDatabase db = m_store->database().connection();
-        QVERIFY(db.transaction());
-        QSqlQuery insert(db);
-        QVERIFY(insert.prepare(QStringLiteral(
-            "INSERT INTO dead_letters (id, payload, send_key, event_id, error_class, last_error, attempts, "
-            "first_attempt_at, last_attempt_at, dead_at, enqueued_at) VALUES (?, ?, ?, ?, ?, ?, 2, ?, ?, ?, ?)")));
-        for (int i = 0; i < Letters; ++i) {
-            const Reminder reminder = makeReminder(QStringLiteral("many-%1").arg(i), QStringLiteral("r"));
-            insert.addBindValue(QStringLiteral("m-%1").arg(i, 5, 10, QLatin1Char('0')));
-            insert.addBindValue(reminder.payload);
-            insert.addBindValue(QString::fromLatin1(reminder.sendKey));
-            insert.addBindValue(reminder.eventId);
-            insert.addBindValue(i % 6 == 0 ? QStringLiteral("rejected") : QStringLiteral("http-5xx"));
-            insert.addBindValue(QStringLiteral("HTTP 503 (%1)").arg(i));
-            insert.addBindValue(now - Hour);
-            insert.addBindValue(now - 2000 - i);
-            insert.addBindValue(now - 1000 - i);
-            insert.addBindValue(now - 2 * Hour);
-            QVERIFY2(insert.exec(), qPrintable(insert.lastError().text()));
-        }
-        QVERIFY(db.commit());
-    }
+    insertManyLetters(Letters);
     auto session = openSession();
     DeadLettersPage page;
     page.setSession(session.get());
@@ -598,6 +615,220 @@ void TestUiDeadLetters::pageListsManyLettersAPageAtATime()
     QCOMPARE(audit().constFirst().count, qint64(Letters));
     QCOMPARE(audit().constFirst().detail, QStringLiteral("all"));
     QTRY_COMPARE(model->rowCount(), 0);
+}
+
+// --- export ------------------------------------------------------------------------------
+
+// Written in batches, the file is byte for byte the one document the console wrote whole
+// before: QJsonDocument's indented array, or the CSV with its header, formula cells
+// neutralised and fields quoted.
+void TestUiDeadLetters::exportFileReadsAsOneDocument()
+{
+    QList<DeadLetter> letters;
+    for (int i = 0; i < 3; ++i) {
+        DeadLetter each = letter(QStringLiteral("m-%1").arg(i), QStringLiteral("http-5xx"), 1765000000000 + i);
+        each.eventId = QStringLiteral("evt-%1").arg(i);
+        each.firstAttemptAtMs = 1764990000000;
+        letters << each;
+    }
+    letters[0].lastError = QStringLiteral("=HYPERLINK(\"x\"), two\nlines, \u00e9t\u00e9 \"quoted\" \\ back");
+    letters[1].sendKey.clear(); // an invalid message's: null in JSON
+    letters[2].eventId = QStringLiteral("+cmd|' /C calc'!A0");
+    for (const qsizetype count : {0, 1, 3}) {
+        const QList<DeadLetter> some = letters.mid(0, count);
+        QJsonArray array;
+        for (const DeadLetter &each : some)
+            array.append(each.toJson());
+        QCOMPARE(DeadLetterFile::render(some, DeadLetterFile::Format::Json),
+                 QJsonDocument(array).toJson(QJsonDocument::Indented));
+    }
+    const QString csv = QString::fromUtf8(DeadLetterFile::render(letters, DeadLetterFile::Format::Csv));
+    const QStringList lines = csv.split(QStringLiteral("\r\n"));
+    QCOMPARE(lines.constFirst(), QStringLiteral("message_id,key,event_id,error_class,last_error,attempts,deliveries,"
+                                                "redrives,first_attempt_at,last_attempt_at,dead_at,enqueued_at"));
+    QVERIFY2(csv.contains(QStringLiteral("\"'=HYPERLINK(\"\"x\"\"), two\nlines, \u00e9t\u00e9 \"\"quoted\"\" \\ back\"")),
+             qPrintable(csv));
+    QVERIFY2(csv.contains(QStringLiteral(",'+cmd|' /C calc'!A0,")), qPrintable(csv));
+    QVERIFY(csv.endsWith(QStringLiteral("\r\n")));
+    QCOMPARE(DeadLetterFile::formatFor(QStringLiteral("/x/Letters.CSV")), DeadLetterFile::Format::Csv);
+    QCOMPARE(DeadLetterFile::formatFor(QStringLiteral("/x/letters.json")), DeadLetterFile::Format::Json);
+}
+
+// The export of thousands of letters is the reader's: exportTo returns before anything is
+// written, the reader walks the letters in batches of at most 500 and reports each, and
+// the file holds every letter once, oldest first.
+void TestUiDeadLetters::exportWritesManyLettersInTheBackground()
+{
+    constexpr int Letters = 5000;
+    insertManyLetters(Letters);
+    auto session = openSession();
+    DeadLettersPage page;
+    page.setSession(session.get());
+    page.resize(1200, 700);
+    page.show();
+    page.refresh();
+    auto *exportAction = page.findChild<QAction *>(QStringLiteral("exportDeadLetters"));
+    QTRY_VERIFY(exportAction->isEnabled());
+    auto *bar = page.findChild<QProgressBar *>(QStringLiteral("exportProgress"));
+    auto *cancel = page.findChild<QPushButton *>(QStringLiteral("cancelExport"));
+    QList<std::pair<int, int>> progress;
+    connect(session.get(), &StoreSession::exportProgress, this,
+            [&](quint64, int written, int total) { progress.append({written, total}); });
+    QSignalSpy finished(&page, &DeadLettersPage::exportFinished);
+
+    for (const QString &name : {QStringLiteral("many.csv"), QStringLiteral("many.json")}) {
+        progress.clear();
+        finished.clear();
+        const QString path = m_dir.filePath(name);
+        page.exportTo(path);
+        // Nothing written on this thread: the page shows the export under way, and offers
+        // to cancel it.
+        QVERIFY(bar->isVisible());
+        QVERIFY(cancel->isVisible() && cancel->isEnabled());
+        QVERIFY(!exportAction->isEnabled());
+        QVERIFY(finished.wait(60000));
+        QCOMPARE(finished.constFirst().at(0).toString(), path);
+        QVERIFY2(finished.constFirst().at(2).toString().isEmpty(), qPrintable(finished.constFirst().at(2).toString()));
+        QCOMPARE(finished.constFirst().at(1).toInt(), Letters);
+        QVERIFY(!bar->isVisible());
+        QVERIFY(!cancel->isVisible());
+        QVERIFY(exportAction->isEnabled());
+        auto *status = page.findChild<QLabel *>(QStringLiteral("status"));
+        QVERIFY2(status->text().startsWith(QLatin1String("Exported 5,000 dead letters to")), qPrintable(status->text()));
+
+        // A batch at a time, each reported against the letters counted at the start.
+        QVERIFY2(progress.size() >= Letters / 500, qPrintable(QString::number(progress.size())));
+        int before = 0;
+        for (const auto &[written, total] : std::as_const(progress)) {
+            QCOMPARE(total, Letters);
+            QVERIFY2(written - before >= 0 && written - before <= 500, qPrintable(QString::number(written - before)));
+            before = written;
+        }
+        QCOMPARE(before, Letters);
+
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QByteArray bytes = file.readAll();
+        QStringList written;
+        if (name.endsWith(QLatin1String(".csv"))) {
+            const QList<QByteArray> lines = bytes.split('\n');
+            QCOMPARE(lines.size(), Letters + 2); // the header, the letters, and nothing after the last CRLF
+            for (const QByteArray &line : lines.mid(1, Letters))
+                written << QString::fromUtf8(line.left(line.indexOf(',')));
+        } else {
+            QJsonParseError error;
+            const QJsonArray array = QJsonDocument::fromJson(bytes, &error).array();
+            QCOMPARE(error.error, QJsonParseError::NoError);
+            for (const QJsonValue &value : array)
+                written << value.toObject().value(QStringLiteral("message_id")).toString();
+        }
+        QCOMPARE(written.size(), Letters);
+        // Oldest first: letter i died (1000 + i) ms ago.
+        QCOMPARE(written.constFirst(), QStringLiteral("m-%1").arg(Letters - 1, 5, 10, QLatin1Char('0')));
+        QCOMPARE(written.constLast(), QStringLiteral("m-00000"));
+        QCOMPARE(QSet<QString>(written.cbegin(), written.cend()).size(), Letters);
+    }
+}
+
+// A cancel stops the reader between batches and drops the temporary file: the name keeps
+// what was there before, and nothing else is left in the folder.
+void TestUiDeadLetters::cancelledExportLeavesNoFile()
+{
+    insertManyLetters(10000);
+    auto session = openSession();
+    DeadLettersPage page;
+    page.setSession(session.get());
+    page.show();
+    page.refresh();
+    QTRY_VERIFY(page.findChild<QAction *>(QStringLiteral("exportDeadLetters"))->isEnabled());
+    QTemporaryDir folder;
+    QVERIFY(folder.isValid());
+    const QString path = folder.filePath(QStringLiteral("letters.csv"));
+    {
+        QFile before(path);
+        QVERIFY(before.open(QIODevice::WriteOnly));
+        before.write("what was here before\n");
+    }
+    QSignalSpy finished(&page, &DeadLettersPage::exportFinished);
+    QSignalSpy readerFinished(session.get(), &StoreSession::exportFinished);
+    // The reader busy first (every letter, payloads and all), so that the export and its
+    // cancel queue up behind it: the cancel comes before the export's second batch,
+    // however slowly this thread runs.
+    session->loadDeadLetters({});
+    page.exportTo(path);
+    auto *cancel = page.findChild<QPushButton *>(QStringLiteral("cancelExport"));
+    QVERIFY(cancel->isVisible());
+    cancel->click();
+    QVERIFY(!cancel->isEnabled());
+    QVERIFY(finished.wait(60000));
+    QCOMPARE(finished.constFirst().at(1).toInt(), 0);
+    QCOMPARE(finished.constFirst().at(2).toString(), QStringLiteral("cancelled"));
+    QCOMPARE(readerFinished.size(), 1);
+    QVERIFY(readerFinished.constFirst().at(2).toBool()); // cancelled, not finished first
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QCOMPARE(file.readAll(), QByteArray("what was here before\n"));
+    QCOMPARE(QDir(folder.path()).entryList(QDir::Files | QDir::Hidden | QDir::NoDotAndDotDot),
+             QStringList{QStringLiteral("letters.csv")});
+    auto *status = page.findChild<QLabel *>(QStringLiteral("status"));
+    QVERIFY2(status->text().startsWith(QLatin1String("Export cancelled")), qPrintable(status->text()));
+    QVERIFY(!page.findChild<QProgressBar *>(QStringLiteral("exportProgress"))->isVisible());
+}
+
+// A path that cannot be written (its folder is a file), and a disk that fills half way:
+// one line that says why, and no file, whole or half, under the name.
+void TestUiDeadLetters::exportThatCannotWriteSaysWhyAndLeavesNoFile()
+{
+    insertManyLetters(3000);
+    auto session = openSession();
+    DeadLettersPage page;
+    page.setSession(session.get());
+    page.show();
+    page.refresh();
+    QTRY_VERIFY(page.findChild<QAction *>(QStringLiteral("exportDeadLetters"))->isEnabled());
+    auto *status = page.findChild<QLabel *>(QStringLiteral("status"));
+    QSignalSpy finished(&page, &DeadLettersPage::exportFinished);
+
+    const QString notAFolder = m_dir.filePath(QStringLiteral("not-a-folder"));
+    {
+        QFile file(notAFolder);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+    }
+    const QString path = notAFolder + QStringLiteral("/letters.csv");
+    page.exportTo(path);
+    QVERIFY(finished.wait(30000));
+    QCOMPARE(finished.constFirst().at(1).toInt(), 0);
+    const QString error = finished.constFirst().at(2).toString();
+    QVERIFY(!error.isEmpty());
+    QVERIFY2(!error.contains(QLatin1Char('\n')), qPrintable(error));
+    QVERIFY2(status->text().startsWith(QStringLiteral("Cannot export the dead letters to %1: ").arg(path)),
+             qPrintable(status->text()));
+    QVERIFY2(!status->text().contains(QLatin1Char('\n')), qPrintable(status->text()));
+    QVERIFY(!QFile::exists(path));
+    QVERIFY(!page.findChild<QProgressBar *>(QStringLiteral("exportProgress"))->isVisible());
+
+    // A disk with room for a few batches: the error is the disk's, and the disk is empty
+    // again (the temporary file went).
+    if (::geteuid() != 0)
+        QSKIP("mounting a small tmpfs needs root");
+    QTemporaryDir mountPoint;
+    QVERIFY(mountPoint.isValid());
+    if (QProcess::execute(QStringLiteral("mount"), {QStringLiteral("-t"), QStringLiteral("tmpfs"), QStringLiteral("-o"),
+                                                    QStringLiteral("size=64k"), QStringLiteral("tmpfs"), mountPoint.path()})
+        != 0)
+        QSKIP("cannot mount a tmpfs here");
+    const auto unmount = qScopeGuard(
+        [&] { QProcess::execute(QStringLiteral("umount"), {QStringLiteral("-l"), mountPoint.path()}); });
+    finished.clear();
+    const QString full = mountPoint.filePath(QStringLiteral("letters.json"));
+    page.exportTo(full);
+    QVERIFY(finished.wait(30000));
+    QCOMPARE(finished.constFirst().at(1).toInt(), 0);
+    QVERIFY2(finished.constFirst().at(2).toString().contains(QLatin1String("No space left on device")),
+             qPrintable(finished.constFirst().at(2).toString()));
+    QVERIFY2(status->text().startsWith(QStringLiteral("Cannot export the dead letters to %1: ").arg(full)),
+             qPrintable(status->text()));
+    QCOMPARE(QDir(mountPoint.path()).entryList(QDir::Files | QDir::Hidden | QDir::NoDotAndDotDot), QStringList());
 }
 
 void TestUiDeadLetters::redriveDialogCountsAndWarns()

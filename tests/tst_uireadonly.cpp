@@ -233,11 +233,8 @@ void TestUiReadOnly::makeOlderStore()
         QSqlQuery query(db);
         QVERIFY(query.exec(QStringLiteral("CREATE TABLE schema_version (version INTEGER NOT NULL)")));
         for (int version = 0; version < older; ++version) {
-            const auto statements = QString::fromLatin1(migrationScript(version, postgres)).split(QLatin1Char(';'));
-            for (const QString &statement : statements) {
-                if (!statement.trimmed().isEmpty())
-                    QVERIFY2(query.exec(statement), qPrintable(query.lastError().text() + statement));
-            }
+            for (const QString &statement : migrationStatements(version, postgres))
+                QVERIFY2(query.exec(statement), qPrintable(query.lastError().text() + statement));
         }
         QVERIFY(query.exec(QStringLiteral("INSERT INTO schema_version (version) VALUES (%1)").arg(older)));
         db.close();

@@ -1,6 +1,5 @@
 #include "deadletterspage.h"
 
-#include "deadletterexport.h"
 #include "deadlettersmodel.h"
 #include "decisiondialog.h"
 #include "redrivedialog.h"
@@ -284,6 +283,14 @@ void DeadLettersPage::buildUi()
     m_cancelButton->setObjectName(QStringLiteral("cancelRedrive"));
     m_cancelButton->hide();
     connect(m_cancelButton, &QPushButton::clicked, this, &DeadLettersPage::cancelRedrive);
+    // The export under way, beside a redrive's: each has its own bar and its own cancel.
+    m_exportProgress = new QProgressBar;
+    m_exportProgress->setObjectName(QStringLiteral("exportProgress"));
+    m_exportProgress->hide();
+    m_cancelExportButton = new QPushButton(tr("Cancel export"));
+    m_cancelExportButton->setObjectName(QStringLiteral("cancelExport"));
+    m_cancelExportButton->hide();
+    connect(m_cancelExportButton, &QPushButton::clicked, this, &DeadLettersPage::cancelExport);
     m_statusLabel = new QLabel;
     m_statusLabel->setObjectName(QStringLiteral("status"));
     m_statusLabel->setWordWrap(true);
@@ -292,6 +299,8 @@ void DeadLettersPage::buildUi()
     statusRow->addWidget(m_statusLabel, 1);
     statusRow->addWidget(m_progress, 1);
     statusRow->addWidget(m_cancelButton);
+    statusRow->addWidget(m_exportProgress, 1);
+    statusRow->addWidget(m_cancelExportButton);
 
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(m_placeLabel);
@@ -317,13 +326,15 @@ void DeadLettersPage::setSession(StoreSession *session)
     m_detailsToken = 0;
     m_previewCountsToken = 0;
     m_previewSampleToken = 0;
-    m_matchingToken = 0;
+    m_exportToken = 0;
     m_readinessToken = 0;
     m_letterToShow.clear();
     m_redriveToken = 0;
     m_discardToken = 0;
     m_progress->hide();
     m_cancelButton->hide();
+    m_exportProgress->hide();
+    m_cancelExportButton->hide();
     if (m_redriveDialog)
         m_redriveDialog->reject();
     // Nothing is read until the page is refreshed (shown): a hidden page keeps no store busy.
@@ -336,6 +347,8 @@ void DeadLettersPage::setSession(StoreSession *session)
         connect(session, &StoreSession::failed, this, &DeadLettersPage::onFailed);
         connect(session, &StoreSession::redriveProgress, this, &DeadLettersPage::onRedriveProgress);
         connect(session, &StoreSession::redriveFinished, this, &DeadLettersPage::onRedriveFinished);
+        connect(session, &StoreSession::exportProgress, this, &DeadLettersPage::onExportProgress);
+        connect(session, &StoreSession::exportFinished, this, &DeadLettersPage::onExportFinished);
         connect(session, &StoreSession::operationFinished, this, &DeadLettersPage::onOperationFinished);
         // Whether the store may be written is known once it is open.
         connect(session, &StoreSession::opened, this, &DeadLettersPage::updateActions);
@@ -504,10 +517,6 @@ void DeadLettersPage::onLoaded(quint64 token, const QList<DeadLetter> &letters)
         m_previewSampleToken = 0;
         m_previewSample = letters;
         openMatchingRedriveDialog();
-    } else if (token == m_matchingToken) {
-        m_matchingToken = 0;
-        updateActions();
-        finishExport(letters);
     }
 }
 
@@ -564,11 +573,8 @@ void DeadLettersPage::onFailed(quint64 token, const QString &error)
         m_previewSampleToken = 0;
         updateActions();
         setStatus(tr("Cannot collect the matching dead letters: %1").arg(error), true);
-    } else if (token == m_matchingToken) {
-        m_matchingToken = 0;
-        updateActions();
-        setStatus(tr("Cannot export the dead letters: %1").arg(error), true);
-        emit exportFinished(m_exportPath, 0, error);
+    } else if (token == m_exportToken) {
+        onExportFinished(token, 0, false, error);
     } else if (token == m_readinessToken) {
         m_readinessToken = 0;
         if (m_redriveDialog)
@@ -638,7 +644,7 @@ void DeadLettersPage::updateActions()
     enableUnlessReadOnly(m_redriveAllAction, idle && !collecting && m_model->rowCount() > 0, readOnly);
     enableUnlessReadOnly(m_discardAction, idle && anySelected && m_discardToken == 0, readOnly);
     m_copyKeysAction->setEnabled(anySelected);
-    m_exportAction->setEnabled(m_session && m_matchingToken == 0 && m_loaded);
+    m_exportAction->setEnabled(m_session && m_exportToken == 0 && m_loaded);
     // One letter with a key: a message that was never a reminder has no event.
     const QModelIndexList selected = m_table->selectionModel()->selectedRows();
     m_openStoryAction->setEnabled(selected.size() == 1 && !m_model->letter(selected.constFirst().row()).sendKey.isEmpty());
@@ -757,10 +763,12 @@ void DeadLettersPage::redriveAllMatching()
     m_matchingDetail = auditDetail(describeFilter(m_previewFilter));
     m_previewCounts.reset();
     m_previewSample.reset();
-    m_previewCountsToken = m_session->countDeadLetters(m_previewFilter, idempotencyWindowStartMs());
+    // The sample first: at a broker it lists the letters afresh, and the counts are cut
+    // from the same listing.
     DeadLetterFilter sample = m_previewFilter;
     sample.limit = RedriveDialog::SampleSize;
     m_previewSampleToken = m_session->loadDeadLetters(sample);
+    m_previewCountsToken = m_session->countDeadLetters(m_previewFilter, idempotencyWindowStartMs());
     updateActions();
     setStatus(tr("Counting the matching dead letters…"));
 }
@@ -979,7 +987,7 @@ void DeadLettersPage::selectLetterToShow()
 
 void DeadLettersPage::chooseExport()
 {
-    if (!m_session || m_matchingToken != 0)
+    if (!m_session || m_exportToken != 0)
         return;
     const QString csvFilter = tr("CSV (*.csv)");
     const QString jsonFilter = tr("JSON (*.json)");
@@ -999,12 +1007,12 @@ void DeadLettersPage::chooseExport()
 
 void DeadLettersPage::exportTo(const QString &path)
 {
-    if (!m_session || m_matchingToken != 0) {
-        emit exportFinished(path, 0, tr("another export or redrive is collecting dead letters"));
+    if (!m_session || m_exportToken != 0) {
+        emit exportFinished(path, 0, tr("another export is still running"));
         return;
     }
-    // The table holds the pages scrolled to and may be a refresh behind: ask the store
-    // (without payloads, which the file leaves out).
+    // The table holds the pages scrolled to and may be a refresh behind: the store's reader
+    // walks every letter that matches and writes them as they come, off this thread.
     DeadLetterFilter filter;
     if (!applyTimeFilter(&filter)) {
         setStatus(tr("The range ends before it starts: choose a “to” after the “from”."), true);
@@ -1012,22 +1020,55 @@ void DeadLettersPage::exportTo(const QString &path)
         return;
     }
     m_exportPath = path;
-    m_matchingToken = m_session->loadDeadLetters(matchingFilter());
-    setStatus(tr("Collecting the dead letters to export…"));
+    m_exportToken = m_session->exportDeadLetters(matchingFilter(), path);
+    // Busy until the reader has counted them.
+    m_exportProgress->setRange(0, 0);
+    m_exportProgress->show();
+    m_cancelExportButton->setEnabled(true);
+    m_cancelExportButton->setText(tr("Cancel export"));
+    m_cancelExportButton->show();
+    setStatus(tr("Exporting the dead letters to %1…").arg(QDir::toNativeSeparators(path)));
     updateActions();
 }
 
-void DeadLettersPage::finishExport(const QList<DeadLetter> &letters)
+void DeadLettersPage::cancelExport()
 {
-    QString error;
+    if (!m_session || m_exportToken == 0)
+        return;
+    m_session->cancelExport(m_exportToken);
+    m_cancelExportButton->setEnabled(false);
+    m_cancelExportButton->setText(tr("Cancelling…"));
+}
+
+void DeadLettersPage::onExportProgress(quint64 token, int written, int total)
+{
+    if (token != m_exportToken)
+        return;
+    m_exportProgress->setRange(0, total);
+    m_exportProgress->setValue(written);
+    const QLocale locale;
+    m_exportProgress->setFormat(tr("Exported %1 of %2").arg(locale.toString(written), locale.toString(total)));
+}
+
+void DeadLettersPage::onExportFinished(quint64 token, int written, bool cancelled, const QString &error)
+{
+    if (token != m_exportToken)
+        return;
+    m_exportToken = 0;
+    m_exportProgress->hide();
+    m_cancelExportButton->hide();
+    updateActions();
     const QString shown = QDir::toNativeSeparators(m_exportPath);
-    if (!writeDeadLetters(m_exportPath, letters, &error)) {
+    if (!error.isEmpty()) {
         setStatus(tr("Cannot export the dead letters to %1: %2").arg(shown, error), true);
         emit exportFinished(m_exportPath, 0, error);
-        return;
+    } else if (cancelled) {
+        setStatus(tr("Export cancelled: nothing was written to %1.").arg(shown));
+        emit exportFinished(m_exportPath, 0, tr("cancelled"));
+    } else {
+        setStatus(tr("Exported %1 to %2.").arg(lettersText(written), shown));
+        emit exportFinished(m_exportPath, written, QString());
     }
-    setStatus(tr("Exported %1 to %2.").arg(lettersText(int(letters.size())), shown));
-    emit exportFinished(m_exportPath, int(letters.size()), QString());
 }
 
 void DeadLettersPage::copySendKeys()

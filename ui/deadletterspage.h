@@ -47,7 +47,9 @@ public:
     // or says that there is none now (from an event's story).
     void showLetter(const QByteArray &sendKey);
     // Writes every dead letter that matches the filters (not only the rows shown) to path:
-    // CSV for a .csv name, JSON otherwise. Asks the store first; exportFinished follows.
+    // CSV for a .csv name, JSON otherwise. The store's reader writes it in the background,
+    // a batch at a time, while the page shows its progress and offers to cancel;
+    // exportFinished follows.
     void exportTo(const QString &path);
     // The died-between filter: from and to, in local time, to the second (both included).
     void setTimeRange(const QDateTime &from, const QDateTime &to);
@@ -55,7 +57,8 @@ public:
 signals:
     // Open Event Story (or a double-click) on a letter with a send key: its event's story.
     void storyRequested(const QByteArray &sendKey);
-    // count letters written to path, or error says why none were.
+    // count letters written to path, or error says why none were ("cancelled" for a cancel);
+    // either way nothing but a complete file is ever under the name.
     void exportFinished(const QString &path, int count, const QString &error);
 
 private:
@@ -121,7 +124,9 @@ private:
     void copySendKeys();
     void openStory();
     void chooseExport();
-    void finishExport(const QList<once::DeadLetter> &letters);
+    void cancelExport();
+    void onExportProgress(quint64 token, int written, int total);
+    void onExportFinished(quint64 token, int written, bool cancelled, const QString &error);
 
     QPointer<StoreSession> m_session;
 
@@ -140,6 +145,8 @@ private:
     QPlainTextEdit *m_details = nullptr;
     QProgressBar *m_progress = nullptr;
     QPushButton *m_cancelButton = nullptr;
+    QProgressBar *m_exportProgress = nullptr;
+    QPushButton *m_cancelExportButton = nullptr;
     QLabel *m_statusLabel = nullptr;
     QAction *m_redriveSelectedAction = nullptr;
     QAction *m_redriveAllAction = nullptr;
@@ -164,8 +171,8 @@ private:
     std::optional<once::DeadLetterCounts> m_previewCounts;
     std::optional<QList<once::DeadLetter>> m_previewSample;
     QString m_matchingDetail;
-    // The export: the load it waits for.
-    quint64 m_matchingToken = 0;
+    // The export under way, 0 when none, and its file.
+    quint64 m_exportToken = 0;
     QString m_exportPath;
     quint64 m_readinessToken = 0; // workers and partner, for the open redrive preview
     QByteArray m_letterToShow;    // showLetter(): selected when the next load arrives

@@ -1,6 +1,6 @@
 #include "historyexport.h"
 
-#include "csvtext.h"
+#include "text/csvtext.h"
 #include "eventstory.h"
 
 #include <QJsonArray>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "csvtext.h"
+#include "text/csvtext.h"
 #include "operator/inspector.h"
 
 #include <QByteArray>

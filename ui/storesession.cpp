@@ -53,6 +53,8 @@ StoreSession::StoreSession(const QString &storeUrl, const QString &queueUrl, Sto
         emit redriveFinished(token, moved, cancelled, error);
         emit storeChanged();
     });
+    connect(m_reader, &StoreReader::exportProgress, this, &StoreSession::exportProgress);
+    connect(m_reader, &StoreReader::exportFinished, this, &StoreSession::exportFinished);
     connect(m_reader, &StoreReader::operationFinished, this, [this](quint64 token, bool ok, const QString &message) {
         emit operationFinished(token, ok, message);
         emit storeChanged();
@@ -195,6 +197,20 @@ quint64 StoreSession::redriveMatching(const DeadLetterFilter &filter, int ratePe
 void StoreSession::cancelRedrive(quint64 token)
 {
     QMetaObject::invokeMethod(m_reader, [reader = m_reader, token] { reader->cancelRedrive(token); }, Qt::QueuedConnection);
+}
+
+quint64 StoreSession::exportDeadLetters(const DeadLetterFilter &filter, const QString &path)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(
+        m_reader, [reader = m_reader, token, filter, path] { reader->exportDeadLetters(token, filter, path); },
+        Qt::QueuedConnection);
+    return token;
+}
+
+void StoreSession::cancelExport(quint64 token)
+{
+    QMetaObject::invokeMethod(m_reader, [reader = m_reader, token] { reader->cancelExport(token); }, Qt::QueuedConnection);
 }
 
 quint64 StoreSession::discard(const QList<DeadLetter> &letters, const QString &detail, const QString &reason)

@@ -78,6 +78,10 @@ public:
     quint64 redriveMatching(const once::DeadLetterFilter &filter, int ratePerSecond, const QString &detail,
                             const QString &reason = QString());
     void cancelRedrive(quint64 token);
+    // Every letter the filter takes, written to path (CSV for a .csv name, JSON otherwise)
+    // by the reader a batch at a time: exportProgress, then exportFinished.
+    quint64 exportDeadLetters(const once::DeadLetterFilter &filter, const QString &path);
+    void cancelExport(quint64 token);
     quint64 discard(const QList<once::DeadLetter> &letters, const QString &detail, const QString &reason = QString());
     quint64 resolve(const QByteArray &sendKey, bool resend, const QString &reason = QString());
     // Records for every reader of the store whether a partner honours Idempotency-Key.
@@ -99,6 +103,8 @@ signals:
     void healthLoaded(quint64 token, const once::DeliveryStats &stats, const QList<once::WorkerRecord> &workers);
     void redriveProgress(quint64 token, int moved, int total);
     void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
+    void exportProgress(quint64 token, int written, int total);
+    void exportFinished(quint64 token, int written, bool cancelled, const QString &error);
     void operationFinished(quint64 token, bool ok, const QString &message);
     void failed(quint64 token, const QString &error);
     // The store changed, through an operator action here or (with live updates) a

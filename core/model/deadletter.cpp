@@ -3,6 +3,7 @@
 #include "text/jsonvalues.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace once {
 
@@ -58,18 +59,26 @@ DeadLetterTally DeadLetterCounts::tally(const QString &errorClass) const
     return all;
 }
 
-QList<DeadLetter> deadLetterPage(QList<DeadLetter> letters, const DeadLetterFilter &filter)
+QList<DeadLetter> deadLetterPage(const QList<DeadLetter> &letters, const DeadLetterFilter &filter)
 {
-    letters.removeIf([&filter](const DeadLetter &letter) { return !filter.matches(letter) || !filter.isAfterCursor(letter); });
-    std::sort(letters.begin(), letters.end(),
-              [&filter](const DeadLetter &a, const DeadLetter &b) { return filter.listsBefore(a, b); });
-    if (filter.limit >= 0 && letters.size() > filter.limit)
-        letters.resize(filter.limit);
-    if (!filter.withPayload) {
-        for (DeadLetter &letter : letters)
-            letter.payload = QByteArray();
+    // The page's letters found and ordered through pointers: a page of 500 out of a
+    // hundred thousand copies 500 letters and sorts no more than it needs.
+    std::vector<const DeadLetter *> taken;
+    for (const DeadLetter &letter : letters) {
+        if (filter.matches(letter) && filter.isAfterCursor(letter))
+            taken.push_back(&letter);
     }
-    return letters;
+    const size_t count = filter.limit >= 0 ? std::min(taken.size(), size_t(filter.limit)) : taken.size();
+    std::partial_sort(taken.begin(), taken.begin() + qsizetype(count), taken.end(),
+                      [&filter](const DeadLetter *a, const DeadLetter *b) { return filter.listsBefore(*a, *b); });
+    QList<DeadLetter> page;
+    page.reserve(qsizetype(count));
+    for (size_t i = 0; i < count; ++i) {
+        page.append(*taken[i]);
+        if (!filter.withPayload)
+            page.last().payload = QByteArray();
+    }
+    return page;
 }
 
 DeadLetterCounts countDeadLetters(const QList<DeadLetter> &letters, const DeadLetterFilter &filter,

@@ -93,7 +93,7 @@ struct DeadLetterCounts
 // The same questions answered over letters in memory (a broker's, which filters nothing
 // itself), so that a broker's queue pages and counts like the store: the filter's page
 // (its order, cursor and limit), and its counts by class.
-QList<DeadLetter> deadLetterPage(QList<DeadLetter> letters, const DeadLetterFilter &filter);
+QList<DeadLetter> deadLetterPage(const QList<DeadLetter> &letters, const DeadLetterFilter &filter);
 DeadLetterCounts countDeadLetters(const QList<DeadLetter> &letters, const DeadLetterFilter &filter,
                                   qint64 firstSentBeforeMs);
 

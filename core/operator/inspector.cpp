@@ -630,29 +630,36 @@ DeadLetter readDeadLetter(const QSqlQuery &query, bool withPayload)
 
 } // namespace
 
-std::optional<QList<DeadLetter>> Inspector::deadLetters(const DeadLetterFilter &filter, QString *error)
+QString deadLetterPageSql(const DeadLetterFilter &filter, QVariantList *values)
 {
-    QVariantList values;
-    QStringList conditions = deadLetterConditions(filter, &values);
+    QStringList conditions = deadLetterConditions(filter, values);
     if (!filter.afterId.isEmpty()) {
         // Keyset paging: after the last letter of the page before, in (dead_at, id) order.
-        // The first condition alone is what the dead_at index answers; the second settles
+        // The first condition is the index's range; the second settles
         // letters that died in the same millisecond.
         conditions << (filter.newestFirst ? QStringLiteral("dead_at <= ? AND (dead_at < ? OR id < ?)")
                                           : QStringLiteral("dead_at >= ? AND (dead_at > ? OR id > ?)"));
-        values << filter.afterDeadAtMs << filter.afterDeadAtMs << filter.afterId;
+        *values << filter.afterDeadAtMs << filter.afterDeadAtMs << filter.afterId;
     }
+    // PostgreSQL refuses a negative LIMIT, which SQLite reads as none.
+    *values << (filter.limit < 0 ? std::numeric_limits<int>::max() : filter.limit);
+    // The (dead_at, id) index, or (error_class, dead_at, id) for a class, gives the rows in
+    // this order: a page reads its rows and stops.
     const QString direction = filter.newestFirst ? QStringLiteral(" DESC") : QString();
+    return QStringLiteral("SELECT ") + deadLetterColumns(filter.withPayload) + QStringLiteral(" FROM dead_letters")
+           + (conditions.isEmpty() ? QString() : QStringLiteral(" WHERE ") + conditions.join(QLatin1String(" AND ")))
+           + QStringLiteral(" ORDER BY dead_at") + direction + QStringLiteral(", id") + direction
+           + QStringLiteral(" LIMIT ?");
+}
+
+std::optional<QList<DeadLetter>> Inspector::deadLetters(const DeadLetterFilter &filter, QString *error)
+{
+    QVariantList values;
     QSqlQuery query(m_db.connection());
     query.setForwardOnly(true);
-    query.prepare(QStringLiteral("SELECT ") + deadLetterColumns(filter.withPayload) + QStringLiteral(" FROM dead_letters")
-                  + (conditions.isEmpty() ? QString() : QStringLiteral(" WHERE ") + conditions.join(QLatin1String(" AND ")))
-                  + QStringLiteral(" ORDER BY dead_at") + direction + QStringLiteral(", id") + direction
-                  + QStringLiteral(" LIMIT ?"));
+    query.prepare(deadLetterPageSql(filter, &values));
     for (const auto &value : std::as_const(values))
         query.addBindValue(value);
-    // PostgreSQL refuses a negative LIMIT, which SQLite reads as none.
-    query.addBindValue(filter.limit < 0 ? std::numeric_limits<int>::max() : filter.limit);
     if (!m_db.exec(query, error))
         return std::nullopt;
     QList<DeadLetter> letters;

@@ -138,6 +138,11 @@ struct PartnerActivity
 
 QJsonObject attemptToJson(const Attempt &attempt);
 
+// The query of a page of dead letters (Inspector::deadLetters), with the values to bind
+// in order, the limit last: one place for it, so that a test can ask the store for its
+// plan (which index it walks).
+QString deadLetterPageSql(const DeadLetterFilter &filter, QVariantList *values);
+
 // Read-only questions about a store, for `once stats`, `history`, `events`, `dlq`,
 // `in-doubt` and the console. Never writes.
 class Inspector final

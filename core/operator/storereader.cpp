@@ -1,5 +1,7 @@
 #include "operator/storereader.h"
 
+#include "operator/brokerdeadletters.h"
+#include "operator/deadletterexport.h"
 #include "queues/brokerqueue.h"
 #include "store/database.h"
 #include "store/store.h"
@@ -27,6 +29,21 @@ constexpr int MaxRedriveBatch = 500;
 constexpr int MinChangeIntervalMs = 1000;
 // The longest window the console charts.
 constexpr qint64 OwnReadingsKeptMs = 24LL * 3600 * 1000;
+
+// The letters a filter takes that died by now, walked from the start in the list's order
+// by a redrive or an export: one that dies while the walk goes on (a redriven letter dying
+// again, say) waits for the operator's next look, rather than coming round again.
+DeadLetterFilter walkUntilNow(const DeadLetterFilter &matching)
+{
+    DeadLetterFilter walk = matching;
+    const qint64 now = nowMs();
+    walk.untilMs = walk.untilMs > 0 ? std::min(walk.untilMs, now) : now;
+    walk.afterId.clear();
+    walk.afterDeadAtMs = 0;
+    walk.newestFirst = false;
+    walk.limit = -1;
+    return walk;
+}
 }
 
 StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, IfMissing ifMissing,
@@ -49,6 +66,8 @@ StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, IfMis
     qRegisterMetaType<once::PartnerActivity>();
     m_redriveTimer.setInterval(RedriveTickMs);
     connect(&m_redriveTimer, &QTimer::timeout, this, &StoreReader::redriveNextBatch);
+    m_exportTimer.setInterval(0);
+    connect(&m_exportTimer, &QTimer::timeout, this, &StoreReader::exportNextBatch);
     m_changeTimer.setSingleShot(true);
     connect(&m_changeTimer, &QTimer::timeout, this, &StoreReader::announceChange);
 }
@@ -97,6 +116,7 @@ void StoreReader::open()
             emit opened(false, m_openError, false);
             return;
         }
+        m_brokerLetters = std::make_unique<BrokerDeadLetters>(*m_broker);
         emit queueOpened(true, m_broker->location().displayName(), m_broker->location().brokerName());
     }
     m_openError.clear();
@@ -108,8 +128,11 @@ void StoreReader::open()
 void StoreReader::close()
 {
     m_redriveTimer.stop();
+    m_exportTimer.stop();
     m_changeTimer.stop();
     m_redrive.reset();
+    m_export.reset(); // its temporary file goes with it
+    m_brokerLetters.reset();
     m_broker.reset();
     m_store.reset();
 }
@@ -190,25 +213,19 @@ std::optional<QString> StoreReader::refusalToWrite() const
         .arg(withoutSecrets(m_store->database().readOnlyReason()));
 }
 
-std::optional<QList<DeadLetter>> StoreReader::brokerDeadLetters(const DeadLetterFilter &filter, QString *error)
+std::optional<QList<DeadLetter>> StoreReader::readDeadLetterPage(const DeadLetterFilter &filter, QString *error)
 {
-    // The broker lists its letters in its own order and filters nothing: every letter is
-    // looked at, and the page is cut from them the way the store's query would.
-    auto letters = m_broker->deadLetters(std::numeric_limits<int>::max(), error);
-    if (!letters)
-        return std::nullopt;
-    return deadLetterPage(std::move(*letters), filter);
+    // The broker lists its letters in its own order and filters nothing: the page is cut
+    // from its listing the way the store's query would, and the pages after it from the
+    // same listing (BrokerDeadLetters).
+    return m_broker ? m_brokerLetters->page(filter, error) : m_store->inspector().deadLetters(filter, error);
 }
 
 std::optional<DeadLetterCounts> StoreReader::readDeadLetterCounts(const DeadLetterFilter &filter,
                                                                   qint64 firstSentBeforeMs, QString *error)
 {
-    if (!m_broker)
-        return m_store->inspector().countDeadLetters(filter, firstSentBeforeMs, error);
-    const auto letters = m_broker->deadLetters(std::numeric_limits<int>::max(), error);
-    if (!letters)
-        return std::nullopt;
-    return once::countDeadLetters(*letters, filter, firstSentBeforeMs);
+    return m_broker ? m_brokerLetters->counts(filter, firstSentBeforeMs, error)
+                    : m_store->inspector().countDeadLetters(filter, firstSentBeforeMs, error);
 }
 
 std::optional<DeliveryStats> StoreReader::readStats(QString *error)
@@ -327,8 +344,7 @@ void StoreReader::loadDeadLetters(quint64 token, const DeadLetterFilter &filter)
     if (!ensureOpen(token))
         return;
     QString error;
-    const auto letters = m_broker ? brokerDeadLetters(filter, &error) : m_store->inspector().deadLetters(filter, &error);
-    if (letters)
+    if (const auto letters = readDeadLetterPage(filter, &error))
         emit deadLettersLoaded(token, *letters);
     else
         fail(token, error);
@@ -339,18 +355,7 @@ void StoreReader::loadDeadLetter(quint64 token, const QString &id)
     if (!ensureOpen(token))
         return;
     QString error;
-    std::optional<DeadLetter> letter;
-    if (m_broker) {
-        DeadLetterFilter byId;
-        byId.ids = {id};
-        const auto letters = brokerDeadLetters(byId, &error);
-        if (letters && !letters->isEmpty())
-            letter = letters->constFirst();
-        else if (letters)
-            error = QStringLiteral("no dead letter with message id \"%1\" now: it was redriven or discarded").arg(id);
-    } else {
-        letter = m_store->inspector().deadLetter(id, &error);
-    }
+    const auto letter = m_broker ? m_brokerLetters->letter(id, &error) : m_store->inspector().deadLetter(id, &error);
     if (letter)
         emit deadLetterLoaded(token, *letter);
     else
@@ -447,16 +452,10 @@ void StoreReader::startRedrive(quint64 token, const QList<DeadLetter> &letters,
     run->ratePerSecond = ratePerSecond;
     run->total = int(letters.size());
     if (matching) {
-        // The letters that match now: one that dies while the run goes on (a redriven
-        // letter dying again, say) waits for the operator's next look, rather than coming
-        // round again in this run.
-        DeadLetterFilter walk = *matching;
-        const qint64 now = nowMs();
-        walk.untilMs = walk.untilMs > 0 ? std::min(walk.untilMs, now) : now;
-        walk.afterId.clear();
-        walk.afterDeadAtMs = 0;
-        walk.newestFirst = false;
-        walk.limit = -1;
+        const DeadLetterFilter walk = walkUntilNow(*matching);
+        // The run counts what is at a broker now, not at the last refresh.
+        if (m_brokerLetters)
+            m_brokerLetters->forget();
         const auto counts = readDeadLetterCounts(walk, 0, &error);
         if (!counts) {
             emit redriveFinished(token, 0, false, withoutSecrets(error));
@@ -495,7 +494,7 @@ std::optional<QList<DeadLetter>> StoreReader::nextRedriveBatch(int count, QStrin
         page.limit = count;
         // A broker moves its own messages; only the store's queue is given the payloads.
         page.withPayload = !m_broker;
-        auto letters = m_broker ? brokerDeadLetters(page, error) : m_store->inspector().deadLetters(page, error);
+        auto letters = readDeadLetterPage(page, error);
         if (letters && !letters->isEmpty())
             run.matching->continueAfter(letters->constLast());
         return letters;
@@ -548,6 +547,9 @@ void StoreReader::redriveNextBatch()
     if (!done)
         return;
     m_redriveTimer.stop();
+    // The walk cut its batches from one listing; what is at the broker now is another.
+    if (m_brokerLetters)
+        m_brokerLetters->forget();
     // The batches counted themselves into the audit row; it says how the run ended. An
     // error's own text may name the store, so the row says only that one stopped it.
     QString auditError;
@@ -558,6 +560,65 @@ void StoreReader::redriveNextBatch()
     const auto finished = std::move(m_redrive);
     emit redriveFinished(finished->token, finished->moved, finished->cancelled,
                          withoutSecrets(error.isEmpty() ? auditError : error));
+}
+
+void StoreReader::exportDeadLetters(quint64 token, const DeadLetterFilter &filter, const QString &path)
+{
+    if (!ensureOpen(token))
+        return;
+    if (m_export) {
+        emit exportFinished(token, 0, false, QStringLiteral("another export is still running"));
+        return;
+    }
+    QString error;
+    const DeadLetterFilter walk = walkUntilNow(filter);
+    if (m_brokerLetters)
+        m_brokerLetters->forget();
+    const auto counts = readDeadLetterCounts(walk, 0, &error);
+    if (!counts) {
+        emit exportFinished(token, 0, false, withoutSecrets(error));
+        return;
+    }
+    const int total = int(std::min<qint64>(counts->tally(walk.errorClass).letters, std::numeric_limits<int>::max()));
+    auto job = std::make_unique<DeadLetterExport>(token, path, walk, total);
+    if (!job->open(&error)) {
+        emit exportFinished(token, 0, false, error);
+        return;
+    }
+    m_export = std::move(job);
+    m_exportTimer.start();
+}
+
+void StoreReader::cancelExport(quint64 token)
+{
+    if (m_export && m_export->token() == token)
+        m_export->cancel();
+}
+
+// One batch a turn: a request that arrives meanwhile (the table's next page, a refresh)
+// waits for one batch, not for the whole file.
+void StoreReader::exportNextBatch()
+{
+    if (!m_export) {
+        m_exportTimer.stop();
+        return;
+    }
+    DeadLetterExport &run = *m_export;
+    QString error;
+    auto step = DeadLetterExport::Step::Failed;
+    if (!run.isCancelled()) {
+        step = run.step(
+            [this](const DeadLetterFilter &page, QString *pageError) { return readDeadLetterPage(page, pageError); },
+            &error);
+        if (step != DeadLetterExport::Step::Failed)
+            emit exportProgress(run.token(), run.written(), std::max(run.total(), run.written()));
+    }
+    if (step == DeadLetterExport::Step::More)
+        return;
+    m_exportTimer.stop();
+    const auto finished = std::move(m_export); // a file not complete goes with it
+    emit exportFinished(finished->token(), step == DeadLetterExport::Step::Done ? finished->written() : 0,
+                        finished->isCancelled(), withoutSecrets(error));
 }
 
 void StoreReader::discard(quint64 token, const QList<DeadLetter> &letters, const QString &detail,
@@ -573,6 +634,7 @@ void StoreReader::discard(quint64 token, const QList<DeadLetter> &letters, const
         // over the network): the audit row comes first and counts those that left.
         if (const auto auditId = operations.beginAudit({QStringLiteral("discard"), detail, 0, reason}, &error))
             removed = operations.discard(*m_broker, letters, *auditId, &error);
+        m_brokerLetters->forget();
     } else {
         // The store's own letters go with their audit row, or nothing happens.
         Transaction transaction(m_store->database());

@@ -13,7 +13,9 @@
 
 namespace once {
 
+class BrokerDeadLetters;
 class BrokerQueue;
+class DeadLetterExport;
 class Store;
 
 // The console's window on a store: a worker object that lives on its own thread, opens
@@ -87,6 +89,14 @@ public slots:
     void redriveMatching(quint64 token, const once::DeadLetterFilter &filter, int ratePerSecond, const QString &detail,
                          const QString &reason);
     void cancelRedrive(quint64 token);
+    // Writes every letter the filter takes (its cursor and limit aside) that died by now to
+    // path, CSV or JSON by its name (DeadLetterFile): walked in batches like a redrive of
+    // all matching, one batch a turn of this thread, each written as it comes, so that
+    // memory stays flat and other requests are answered between batches. Progress counts
+    // against the letters counted at the start. The file takes its name only when it is
+    // complete: a cancel or an error leaves nothing under it.
+    void exportDeadLetters(quint64 token, const once::DeadLetterFilter &filter, const QString &path);
+    void cancelExport(quint64 token);
     void discard(quint64 token, const QList<once::DeadLetter> &letters, const QString &detail, const QString &reason);
     void resolve(quint64 token, const QByteArray &sendKey, bool resend, const QString &reason);
     void setPartnerPolicy(quint64 token, const QString &partner, once::KeyHonouring honoursKey);
@@ -119,6 +129,10 @@ signals:
     void healthLoaded(quint64 token, const once::DeliveryStats &stats, const QList<once::WorkerRecord> &workers);
     void redriveProgress(quint64 token, int moved, int total);
     void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
+    void exportProgress(quint64 token, int written, int total);
+    // written: the letters in the file, 0 unless it is complete. error: in one line, empty
+    // when it went well or was cancelled.
+    void exportFinished(quint64 token, int written, bool cancelled, const QString &error);
     void operationFinished(quint64 token, bool ok, const QString &message);
     void failed(quint64 token, const QString &error);
     // Another process (or this one) changed the store: at most one a second.
@@ -126,6 +140,7 @@ signals:
 
 private:
     void redriveNextBatch();
+    void exportNextBatch();
     void startRedrive(quint64 token, const QList<DeadLetter> &letters, const std::optional<DeadLetterFilter> &matching,
                       int ratePerSecond, const QString &detail, const QString &reason);
     // The next count letters of a redrive, with the payloads the store's queue needs.
@@ -139,8 +154,8 @@ private:
     std::optional<QString> refusalToWrite() const;
     // ensureOpen(), and refuses an operation (operationFinished) while the store is read-only.
     bool ensureWritable(quint64 token);
-    // The dead letters that match, from the broker (which filters nothing itself).
-    std::optional<QList<DeadLetter>> brokerDeadLetters(const DeadLetterFilter &filter, QString *error);
+    // A page of the dead letters, at the store or the broker.
+    std::optional<QList<DeadLetter>> readDeadLetterPage(const DeadLetterFilter &filter, QString *error);
     std::optional<DeadLetterCounts> readDeadLetterCounts(const DeadLetterFilter &filter, qint64 firstSentBeforeMs,
                                                           QString *error);
     // Errors leave this thread without the broker's or the store's password.
@@ -156,6 +171,8 @@ private:
     Database::Access m_access = Database::Access::AsPermitted;
     std::unique_ptr<Store> m_store;
     std::unique_ptr<BrokerQueue> m_broker; // null: the store's own queue
+    // The broker's dead letters, listed once a refresh (with m_broker only).
+    std::unique_ptr<BrokerDeadLetters> m_brokerLetters;
     QString m_openError;                   // why open() failed, without secrets
 
     // A redrive under way: of letters picked one by one (letters), or of those a filter
@@ -176,6 +193,8 @@ private:
     };
     std::unique_ptr<Redrive> m_redrive;
     QTimer m_redriveTimer{this}; // a child, so that moveToThread() takes it along
+    std::unique_ptr<DeadLetterExport> m_export;
+    QTimer m_exportTimer{this}; // the next batch, at the thread's next turn
     QTimer m_changeTimer{this};  // the next storeChanged(), while one is due
     QElapsedTimer m_sinceChange; // since the last storeChanged()
     struct QueueReading

@@ -6,7 +6,6 @@
 #include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
-#include <QRegularExpression>
 #include <QLoggingCategory>
 #include <QSqlDriver>
 #include <QSqlError>
@@ -417,16 +416,7 @@ bool Database::migrate(QString *error)
         return newer();
     const bool upgrading = version < LatestVersion;
     for (; version < LatestVersion; ++version) {
-        const char *script = migrationScript(version, isPostgres());
-        // A script with trigger bodies, which hold semicolons, separates its statements with
-        // lines holding a lone "/".
-        const QString text = QString::fromLatin1(script);
-        const QRegularExpression slashLine(QStringLiteral("\\n/\\n"));
-        const auto statements = text.contains(slashLine) ? text.split(slashLine, Qt::SkipEmptyParts)
-                                                         : text.split(QLatin1Char(';'), Qt::SkipEmptyParts);
-        for (const auto &statement : statements) {
-            if (statement.trimmed().isEmpty())
-                continue;
+        for (const QString &statement : migrationStatements(version, isPostgres())) {
             if (!exec(statement, error))
                 return false;
         }

@@ -8,9 +8,12 @@
 #include "storesession.h"
 #include "store/store.h"
 
+#include <QElapsedTimer>
+#include <QFileInfo>
 #include <QProcess>
 #include <QSqlError>
 #include <QSqlQuery>
+#include <QTemporaryDir>
 #include <QTimer>
 
 #include <cstdio>
@@ -51,6 +54,7 @@ bool ConsoleBench::run()
     onceStats();
     deadLettersPage();
     inDoubtPage();
+    exportDeadLetters();
     printMemory(QStringLiteral("every page once"));
     if (m_options.redriveSeconds > 0)
         redriveAllMatching();
@@ -322,6 +326,43 @@ void ConsoleBench::scroll()
                    .arg(lastPageMs, 0, 'f', 1)
                    .arg(stopped.isEmpty() ? QString() : QStringLiteral("; ") + stopped));
     printMemory(QStringLiteral("scrolling"));
+}
+
+// Export on the Dead letters page with no filter: the reader writes every letter to a CSV
+// file a batch at a time; the time it takes, and the memory while it runs.
+void ConsoleBench::exportDeadLetters()
+{
+    QTemporaryDir folder;
+    const QString path = folder.filePath(QStringLiteral("dead-letters.csv"));
+    int written = 0;
+    QString error;
+    bool finished = false;
+    const quint64 token = m_session->exportDeadLetters(DeadLetterFilter(), path);
+    const auto end = QObject::connect(m_session.get(), &ui::StoreSession::exportFinished, m_session.get(),
+                                      [&](quint64 from, int letters, bool, const QString &why) {
+                                          if (from != token)
+                                              return;
+                                          written = letters;
+                                          error = why;
+                                          finished = true;
+                                      });
+    QElapsedTimer clock;
+    clock.start();
+    double highestMiB = residentMiB();
+    QTimer sampler;
+    QObject::connect(&sampler, &QTimer::timeout, [&highestMiB] { highestMiB = std::max(highestMiB, residentMiB()); });
+    sampler.start(100);
+    if (!runUntil([&] { return finished; }, 10 * MinuteMs))
+        error = QStringLiteral("not finished after 10 minutes");
+    const double seconds = double(clock.elapsed()) / 1000;
+    QObject::disconnect(end);
+    if (!error.isEmpty())
+        m_complete = false;
+    printValue(QStringLiteral("dead letters: export all as CSV"), seconds, QStringLiteral("s"), std::nullopt,
+               QStringLiteral("%1 letters, %2 MiB written%3")
+                   .arg(thousands(written), QString::number(double(QFileInfo(path).size()) / 1048576, 'f', 1),
+                        error.isEmpty() ? QString() : QStringLiteral("; ") + error));
+    printValue(QStringLiteral("export: highest resident memory"), highestMiB, QStringLiteral("MiB"), MemoryTargetMiB);
 }
 
 // "Redrive all matching" with no filter: the reader moves every dead letter back to the

@@ -45,6 +45,7 @@ private:
     void onceStats();
     void deadLettersPage();
     void inDoubtPage();
+    void exportDeadLetters();
     void scroll();
     void redriveAllMatching();
 

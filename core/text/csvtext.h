@@ -4,9 +4,9 @@
 #include <QString>
 #include <QStringList>
 
-namespace once::ui {
+namespace once {
 
-// CSV as the console writes it for spreadsheets (an event's history, the dead letters).
+// CSV as once writes it for spreadsheets (an event's history, the dead letters).
 
 // RFC 4180: quoted when it holds a comma, a quote or a line break (or starts or ends with a
 // space, which spreadsheets would trim); inner quotes doubled. A value a spreadsheet would
@@ -21,4 +21,4 @@ bool isCsvPath(const QString &path);
 // Writes the whole file or nothing (QSaveFile); *error says why not.
 bool writeWholeFile(const QString &path, const QByteArray &bytes, QString *error);
 
-} // namespace once::ui
+} // namespace once

@@ -1,8 +1,8 @@
-#include "csvtext.h"
+#include "text/csvtext.h"
 
 #include <QSaveFile>
 
-namespace once::ui {
+namespace once {
 
 QString csvField(const QString &text)
 {
@@ -49,4 +49,4 @@ bool writeWholeFile(const QString &path, const QByteArray &bytes, QString *error
     return true;
 }
 
-} // namespace once::ui
+} // namespace once
