@@ -357,8 +357,13 @@ std::optional<DeliveryStats> Inspector::stats(QString *error)
     auto &lateness = m_db.prepared(QStringLiteral(
         "SELECT a.at + COALESCE(a.latency_ms, 0) - l.scheduled_at FROM attempts a JOIN ledger l "
         "ON l.send_key = a.send_key WHERE a.at >= ? AND a.step = 'send' AND a.outcome = 'applied' "
-        "ORDER BY a.at DESC LIMIT 20000"));
+        "ORDER BY a.at DESC LIMIT ?"));
+    // Each value is a look-up of its ledger row: 20,000 of them made `once stats` 225 ms
+    // on a store of ten million events. The latest 5,000 give the same percentiles within
+    // what a person reads from them.
+    constexpr int LatenessSample = 5000;
     lateness.addBindValue(now - 3600 * 1000);
+    lateness.addBindValue(LatenessSample);
     if (!m_db.exec(lateness, error))
         return std::nullopt;
     std::vector<qint64> values;
@@ -774,7 +779,7 @@ std::optional<QList<PartnerPolicy>> Inspector::partners(QString *error)
 
 std::optional<PartnerActivity> Inspector::partnerActivity(qint64 sinceMs, QString *error)
 {
-    // All on attempts_at: the window's counts, and the latest send and accepted send of
+    // All on attempts_at_step_outcome, the index alone: the window's counts, and the latest send and accepted send of
     // the last day, each found walking the index down from its newest end (MAX() with a
     // condition would read every row).
     const qint64 dayAgo = nowMs() - 24 * 3600 * 1000;

@@ -28,7 +28,7 @@ struct DeliveryStats
     qint64 appliedLast5Min = 0;
     qint64 sendsLast5Min = 0;
     qint64 failedSendsLast5Min = 0;
-    std::optional<qint64> latenessP50Ms; // accepted send's end - scheduled_at, over the last hour
+    std::optional<qint64> latenessP50Ms; // accepted send's end - scheduled_at, the last hour's latest 5,000
     std::optional<qint64> latenessP95Ms;
 
     QJsonObject toJson() const;

@@ -42,10 +42,7 @@ std::optional<MetricSeries> Metrics::series(qint64 fromMs, qint64 toMs, qint64 b
     }
     samples.finish();
 
-    auto &sends = m_db.prepared(QStringLiteral(
-        "SELECT at / ? AS bucket, SUM(CASE WHEN outcome = 'applied' THEN 1 ELSE 0 END), "
-        "SUM(CASE WHEN outcome <> 'applied' THEN 1 ELSE 0 END) FROM attempts "
-        "WHERE at >= ? AND at < ? AND step = 'send' GROUP BY bucket ORDER BY bucket"));
+    auto &sends = m_db.prepared(sendsPerBucketSql());
     sends.addBindValue(width);
     sends.addBindValue(from);
     sends.addBindValue(toMs);
@@ -58,6 +55,13 @@ std::optional<MetricSeries> Metrics::series(qint64 fromMs, qint64 toMs, qint64 b
     }
     sends.finish();
     return series;
+}
+
+QString Metrics::sendsPerBucketSql()
+{
+    return QStringLiteral("SELECT at / ? AS bucket, SUM(CASE WHEN outcome = 'applied' THEN 1 ELSE 0 END), "
+                          "SUM(CASE WHEN outcome <> 'applied' THEN 1 ELSE 0 END) FROM attempts "
+                          "WHERE at >= ? AND at < ? AND step = 'send' GROUP BY bucket ORDER BY bucket");
 }
 
 bool Metrics::purgeBefore(qint64 beforeMs, QString *error)

@@ -37,6 +37,9 @@ public:
     std::optional<MetricSeries> series(qint64 fromMs, qint64 toMs, qint64 bucketMs, QString *error);
     bool purgeBefore(qint64 beforeMs, QString *error);
 
+    // The sends of each bucket, as series() reads them; its values: bucket width, from, to.
+    static QString sendsPerBucketSql();
+
 private:
     Database &m_db;
 };

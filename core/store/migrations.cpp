@@ -188,6 +188,12 @@ DROP INDEX IF EXISTS dead_letters_dead_at;
 DROP INDEX IF EXISTS dead_letters_class;
 )sql";
 
+// The same text in both dialects.
+const char *const AttemptsWindowIndex = R"sql(
+CREATE INDEX IF NOT EXISTS attempts_at_step_outcome ON attempts(at, step, outcome);
+DROP INDEX IF EXISTS attempts_at;
+)sql";
+
 const Migration Migrations[] = {
     // 1: queue, ledger, history, dead letters, audit log.
     {
@@ -476,6 +482,12 @@ CREATE INDEX publish_keys_created ON publish_keys(created_at);
     // index it extends. IF [NOT] EXISTS: a store made at schema 11 and set back to an older
     // version by a test already has them.
     {DeadLettersKeysetIndexes, DeadLettersKeysetIndexes},
+    // 12: the Overview's sends per bucket over a day, `once stats` and the partner's
+    // activity count attempts in a window by step and outcome. With those two columns in
+    // the index of the window's times the count reads the index alone: at ten million
+    // events a day held 436,000 attempts, and looking each row up for its step and
+    // outcome made the Overview's day 273 ms. It supersedes the index of times alone.
+    {AttemptsWindowIndex, AttemptsWindowIndex},
 };
 
 } // namespace
