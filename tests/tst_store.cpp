@@ -189,6 +189,9 @@ private:
     QString stateOf(const QByteArray &key);
     QVariant scalar(const QString &sql, const QVariantList &values = {});
     QList<Attempt> attemptsOf(const QByteArray &key);
+    // The store's plan of a query, one line per step; its values go in as literals, as
+    // EXPLAIN cannot be prepared on PostgreSQL. "EXPLAIN failed: ..." when it fails.
+    QString planOf(QString sql, const QVariantList &values = {});
     // Leases the one ready message, settles it as dead with the given info.
     bool buryOne(const DeadLetterInfo &info, QueueMessage *buried);
 
@@ -274,6 +277,24 @@ QString TestStore::stateOf(const QByteArray &key)
     QString error;
     const auto row = m_store->inspector().event(QString::fromLatin1(key), &error);
     return row ? row->state : QStringLiteral("<%1>").arg(error);
+}
+
+QString TestStore::planOf(QString sql, const QVariantList &values)
+{
+    for (const QVariant &value : values) {
+        const QString literal = value.typeId() == QMetaType::QString
+                                    ? QLatin1Char('\'') + value.toString().replace(QLatin1Char('\''), QLatin1String("''"))
+                                          + QLatin1Char('\'')
+                                    : QString::number(value.toLongLong());
+        sql.replace(sql.indexOf(QLatin1Char('?')), 1, literal);
+    }
+    QSqlQuery explain(m_store->database().connection());
+    const bool ok = explain.exec((m_stores.isPostgres() ? QStringLiteral("EXPLAIN ") : QStringLiteral("EXPLAIN QUERY PLAN "))
+                                 + sql);
+    QStringList plan;
+    while (ok && explain.next())
+        plan << explain.value(m_stores.isPostgres() ? 0 : 3).toString();
+    return ok ? plan.join(QLatin1Char('\n')) : QStringLiteral("EXPLAIN failed: ") + explain.lastError().text();
 }
 
 QVariant TestStore::scalar(const QString &sql, const QVariantList &values)
@@ -1004,26 +1025,17 @@ void TestStore::sendsPerBucketReadTheIndexAlone()
 {
     QString error;
     Database &db = m_store->database();
-    QString sql = Metrics::sendsPerBucketSql();
-    for (const qint64 value : {qint64(60000), qint64(1000), qint64(90000000)})
-        sql.replace(sql.indexOf(QLatin1Char('?')), 1, QString::number(value));
     if (m_stores.isPostgres()) {
         // A table this small is planned as a scan whatever its indexes: cost that out.
         QVERIFY2(db.exec(QStringLiteral("SET enable_seqscan = off"), &error), qPrintable(error));
         QVERIFY2(db.exec(QStringLiteral("SET enable_bitmapscan = off"), &error), qPrintable(error));
     }
-    QSqlQuery explain(db.connection());
-    const bool ok = explain.exec((m_stores.isPostgres() ? QStringLiteral("EXPLAIN ") : QStringLiteral("EXPLAIN QUERY PLAN "))
-                                 + sql);
-    QStringList plan;
-    while (ok && explain.next())
-        plan << explain.value(m_stores.isPostgres() ? 0 : 3).toString();
+    const QString shown = planOf(Metrics::sendsPerBucketSql(), {qint64(60000), qint64(1000), qint64(90000000)});
     if (m_stores.isPostgres()) {
         QVERIFY2(db.exec(QStringLiteral("RESET enable_seqscan"), &error), qPrintable(error));
         QVERIFY2(db.exec(QStringLiteral("RESET enable_bitmapscan"), &error), qPrintable(error));
     }
-    QVERIFY2(ok, qPrintable(explain.lastError().text()));
-    const QString shown = plan.join(QLatin1Char('\n'));
+    QVERIFY2(!shown.startsWith(QLatin1String("EXPLAIN failed")), qPrintable(shown));
     // PostgreSQL reads the heap too until a vacuum has marked its pages all-visible; the
     // index it walks is the one that holds step and outcome.
     QVERIFY2(shown.contains(m_stores.isPostgres() ? QLatin1String("attempts_at_step_outcome")
@@ -1057,24 +1069,10 @@ void TestStore::deadLetterPagesWalkTheIndexOfTheirOrder()
         for (const QString &setting : postgresSettings)
             QVERIFY2(db.exec(QStringLiteral("SET ") + setting + QStringLiteral(" = off"), &error), qPrintable(error));
     }
-    const auto planOf = [&](const DeadLetterFilter &filter) {
+    const auto pagePlan = [&](const DeadLetterFilter &filter) {
         QVariantList values;
-        QString sql = deadLetterPageSql(filter, &values);
-        // EXPLAIN cannot be prepared on PostgreSQL: the values go in as literals.
-        for (const QVariant &value : std::as_const(values)) {
-            const QString literal = value.typeId() == QMetaType::QString
-                                        ? QLatin1Char('\'') + value.toString().replace(QLatin1Char('\''), QLatin1String("''"))
-                                              + QLatin1Char('\'')
-                                        : QString::number(value.toLongLong());
-            sql.replace(sql.indexOf(QLatin1Char('?')), 1, literal);
-        }
-        QSqlQuery explain(db.connection());
-        const bool ok = explain.exec((m_stores.isPostgres() ? QStringLiteral("EXPLAIN ") : QStringLiteral("EXPLAIN QUERY PLAN "))
-                                     + sql);
-        QStringList plan;
-        while (ok && explain.next())
-            plan << explain.value(m_stores.isPostgres() ? 0 : 3).toString();
-        return ok ? plan.join(QLatin1Char('\n')) : QStringLiteral("EXPLAIN failed: ") + explain.lastError().text();
+        const QString sql = deadLetterPageSql(filter, &values);
+        return planOf(sql, values);
     };
     for (const bool newestFirst : {false, true}) {
         for (const QString &errorClass : {QString(), QStringLiteral("rejected")}) {
@@ -1093,7 +1091,7 @@ void TestStore::deadLetterPagesWalkTheIndexOfTheirOrder()
                         filter.sinceMs = 1010;
                         filter.untilMs = 1060;
                     }
-                    const QString plan = planOf(filter);
+                    const QString plan = pagePlan(filter);
                     const QString what = QStringLiteral("newest first %1, class '%2', cursor %3, window %4:\n")
                                              .arg(QVariant(newestFirst).toString(), errorClass, QVariant(cursor).toString(),
                                                   QVariant(window).toString())
