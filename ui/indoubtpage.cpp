@@ -168,6 +168,7 @@ void InDoubtPage::setSession(StoreSession *session)
     m_loadToken = 0;
     m_loadPending = false;
     m_loaded = false;
+    m_arriving.clear();
     m_pending.clear();
     m_model->setEvents({});
     setStatus(QString());
@@ -175,12 +176,20 @@ void InDoubtPage::setSession(StoreSession *session)
         // Whether the store may be written is known once it is open.
         connect(session, &StoreSession::opened, this, &InDoubtPage::updateActions);
         connect(session, &StoreSession::inDoubtLoaded, this,
-                [this](quint64 token, const QList<EventRow> &rows) {
+                [this](quint64 token, const QList<EventRow> &rows, bool complete) {
                     if (token != m_loadToken)
                         return;
-                    m_loadPending = false;
-                    m_loaded = true;
-                    m_model->setEvents(rows);
+                    m_arriving.append(rows);
+                    // The first load shows each page as it comes; a reload keeps the rows
+                    // shown until it has them all, so that none vanishes meanwhile.
+                    if (!complete && m_loaded)
+                        return;
+                    m_model->setEvents(m_arriving);
+                    if (complete) {
+                        m_arriving.clear();
+                        m_loadPending = false;
+                        m_loaded = true;
+                    }
                     updateActions();
                     updateCounts();
                     updateEmptyState();
@@ -216,6 +225,7 @@ void InDoubtPage::reload()
 {
     if (!m_session)
         return;
+    m_arriving.clear();
     m_loadToken = m_session->loadInDoubt();
     m_loadPending = true;
 }
@@ -335,6 +345,8 @@ void InDoubtPage::updateCounts()
     const int count = m_model->rowCount();
     QString text =
         formatQuantity(count, tr("event in doubt"), tr("events in doubt"));
+    if (!m_loaded && m_loadPending && count > 0)
+        text += tr(", more loading…");
     if (const auto selected = m_table->selectionModel()->selectedRows().size(); selected > 0)
         text += tr("  ·  %1 selected").arg(QLocale().toString(selected));
     m_countLabel->setText(text);

@@ -2,6 +2,8 @@
 
 #include "page.h"
 
+#include "operator/inspector.h"
+
 #include <QHash>
 #include <QPointer>
 
@@ -62,6 +64,7 @@ private:
     quint64 m_loadToken = 0;
     bool m_loadPending = false;
     bool m_loaded = false;
+    QList<once::EventRow> m_arriving; // the pages of the load under way
     // The decision being carried out: one request per key, by token.
     QHash<quint64, QByteArray> m_pending;
     bool m_pendingResend = false;

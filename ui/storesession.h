@@ -66,6 +66,7 @@ public:
     quint64 loadDeadLetter(const QString &id);
     // The letters a filter takes, by class; firstSentBeforeMs for the preview's warning.
     quint64 countDeadLetters(const once::DeadLetterFilter &filter, qint64 firstSentBeforeMs = 0);
+    // Every event in doubt, a page at a time: inDoubtLoaded(), `complete` with the last.
     quint64 loadInDoubt();
     quint64 loadAudit(int limit = 500);
     quint64 loadWorkers();
@@ -96,7 +97,7 @@ signals:
     void deadLettersLoaded(quint64 token, const QList<once::DeadLetter> &letters);
     void deadLetterLoaded(quint64 token, const once::DeadLetter &letter);
     void deadLettersCounted(quint64 token, const once::DeadLetterCounts &counts);
-    void inDoubtLoaded(quint64 token, const QList<once::EventRow> &rows);
+    void inDoubtLoaded(quint64 token, const QList<once::EventRow> &rows, bool complete);
     void auditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
     void workersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);
     void readinessLoaded(quint64 token, const QList<once::WorkerRecord> &workers, const once::PartnerActivity &partner);

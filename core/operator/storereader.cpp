@@ -377,11 +377,22 @@ void StoreReader::loadInDoubt(quint64 token)
 {
     if (!ensureOpen(token))
         return;
-    QString error;
-    if (const auto rows = m_store->inspector().inDoubt(&error))
-        emit inDoubtLoaded(token, *rows);
-    else
-        fail(token, error);
+    EventFilter filter;
+    filter.state = LedgerState::InDoubt;
+    filter.limit = InDoubtPageRows;
+    for (;;) {
+        QString error;
+        const auto rows = m_store->inspector().events(filter, &error);
+        if (!rows) {
+            fail(token, error);
+            return;
+        }
+        const bool complete = rows->size() < filter.limit;
+        emit inDoubtLoaded(token, *rows, complete);
+        if (complete)
+            return;
+        filter.below = rows->last().listPosition;
+    }
 }
 
 void StoreReader::loadAudit(quint64 token, int limit)

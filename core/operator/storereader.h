@@ -44,6 +44,8 @@ public:
     // is asked about rather than answered with an empty store that looks healthy.
     enum class IfMissing { Create, Refuse };
 
+    static constexpr int InDoubtPageRows = 500;
+
     // queueUrl: a broker's queue, or empty for the store's own. access: ReadOnly for a
     // console that only looks; AsPermitted opens read-only by itself where the user may
     // not write. Read-only, the reader refuses redrive, discard and resolve itself, and
@@ -69,6 +71,8 @@ public slots:
     void loadDeadLetter(quint64 token, const QString &id);
     // The letters the filter takes, counted by class (see Inspector::countDeadLetters).
     void countDeadLetters(quint64 token, const once::DeadLetterFilter &filter, qint64 firstSentBeforeMs);
+    // Every event in doubt, in pages of InDoubtPageRows (newest first): inDoubtLoaded()
+    // once a page, `complete` on the last, so the first rows show while the rest are read.
     void loadInDoubt(quint64 token);
     void loadAudit(quint64 token, int limit);
     // Every worker registered on the store, live or not.
@@ -122,7 +126,7 @@ signals:
     void deadLettersLoaded(quint64 token, const QList<once::DeadLetter> &letters);
     void deadLetterLoaded(quint64 token, const once::DeadLetter &letter);
     void deadLettersCounted(quint64 token, const once::DeadLetterCounts &counts);
-    void inDoubtLoaded(quint64 token, const QList<once::EventRow> &rows);
+    void inDoubtLoaded(quint64 token, const QList<once::EventRow> &rows, bool complete);
     void auditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
     void workersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);
     void readinessLoaded(quint64 token, const QList<once::WorkerRecord> &workers, const once::PartnerActivity &partner);

@@ -1,0 +1,210 @@
+// The In doubt page over more events than one read brings: the reader sends them a page
+// at a time, the page shows the first as soon as it comes, and a reload keeps what is
+// shown (and the operator's selection) until it has every row.
+#include "indoubtmodel.h"
+#include "indoubtpage.h"
+#include "operator/storereader.h"
+#include "store/store.h"
+#include "storesession.h"
+
+#include <QAbstractProxyModel>
+#include <QApplication>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QLoggingCategory>
+#include <QSet>
+#include <QSignalSpy>
+#include <QSqlError>
+#include <QSqlQuery>
+#include <QStandardPaths>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace once;
+using namespace once::ui;
+
+namespace {
+
+constexpr int PageRows = StoreReader::InDoubtPageRows;
+// Two whole pages and part of a third, among as many events that were delivered.
+constexpr int InDoubt = 2 * PageRows + PageRows / 2;
+
+bool exec(Store &store, const QString &sql, const QVariantList &values = {})
+{
+    QSqlQuery query(store.database().connection());
+    query.prepare(sql);
+    for (const auto &value : values)
+        query.addBindValue(value);
+    if (!query.exec()) {
+        qWarning("%s: %s", qPrintable(sql), qPrintable(query.lastError().text()));
+        return false;
+    }
+    return true;
+}
+
+QSet<QByteArray> keysOf(const InDoubtModel &model)
+{
+    QSet<QByteArray> keys;
+    for (int row = 0; row < model.rowCount(); ++row)
+        keys.insert(model.event(row).sendKey);
+    return keys;
+}
+
+QByteArray keyOf(int n)
+{
+    return QStringLiteral("u-%1:r-%2").arg(n / 10, 5, 10, QLatin1Char('0')).arg(n % 10, 2, 10, QLatin1Char('0')).toUtf8();
+}
+
+} // namespace
+
+class TestUiInDoubt : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void init();
+    void cleanup();
+
+    void theFirstPageShowsBeforeTheRestIsRead();
+    void aReloadKeepsTheRowsAndSelectionUntilItHasThemAll();
+
+private:
+    std::unique_ptr<Store> openStore();
+    bool waitForLoad(QSignalSpy &pages);
+
+    QTemporaryDir m_dir;
+    QString m_url;
+};
+
+std::unique_ptr<Store> TestUiInDoubt::openStore()
+{
+    QString error;
+    auto store = Store::open(m_url, &error);
+    if (!store)
+        qWarning("%s", qPrintable(error));
+    return store;
+}
+
+// Waits for the page of a load that says it is the last.
+bool TestUiInDoubt::waitForLoad(QSignalSpy &pages)
+{
+    return QTest::qWaitFor([&] { return !pages.isEmpty() && pages.last().at(2).toBool(); }, 30000);
+}
+
+void TestUiInDoubt::init()
+{
+    QStandardPaths::setTestModeEnabled(true);
+    QLoggingCategory::setFilterRules(QStringLiteral("once.core.database.debug=false\nonce.core.database.info=false"));
+    QVERIFY2(m_dir.isValid(), qPrintable(m_dir.errorString()));
+    m_url = QStringLiteral("sqlite:") + m_dir.filePath(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".sqlite"));
+    auto store = openStore();
+    QVERIFY(store);
+    // Events n = 0..2*InDoubt-1; the odd ones in doubt.
+    QVERIFY(exec(*store, QStringLiteral(R"sql(
+WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n < ?)
+INSERT INTO ledger (send_key, event_id, user_id, reminder_id, scheduled_at, destination, channel, payload, state,
+                    sends, duplicates, created_at, updated_at, owner_worker, claimed_at)
+SELECT printf('u-%05d:r-%02d', n / 10, n % 10), printf('evt-%06d', n), printf('u-%05d', n / 10),
+       printf('r-%02d', n % 10), 1796115600000, printf('+1555%07d', n / 10), 'sms', '{}',
+       CASE WHEN n % 2 = 1 THEN 'in_doubt' ELSE 'applied' END, 1, 0, 1767225600000 + n * 10, 1767225600000 + n * 10,
+       'worker-1', 1767225600000 + n * 10
+FROM seq
+)sql"),
+                 {2 * InDoubt - 1}));
+}
+
+void TestUiInDoubt::cleanup()
+{
+    QFile::remove(m_url.mid(int(qstrlen("sqlite:"))));
+}
+
+void TestUiInDoubt::theFirstPageShowsBeforeTheRestIsRead()
+{
+    StoreSession session(m_url);
+    InDoubtPage page;
+    page.setSession(&session);
+    auto *model = page.findChild<InDoubtModel *>();
+    auto *count = page.findChild<QLabel *>(QStringLiteral("count"));
+    QVERIFY(model && count);
+
+    // Connected after the page: each check sees what the page made of that page of rows.
+    QList<int> shownAtEachPage;
+    QStringList countAtEachPage;
+    QSignalSpy pages(&session, &StoreSession::inDoubtLoaded);
+    connect(&session, &StoreSession::inDoubtLoaded, this, [&] {
+        shownAtEachPage << model->rowCount();
+        countAtEachPage << count->text();
+    });
+    page.refresh();
+    QVERIFY(waitForLoad(pages));
+
+    QCOMPARE(shownAtEachPage, (QList<int>{PageRows, 2 * PageRows, InDoubt}));
+    QVERIFY2(countAtEachPage.first().contains(QStringLiteral("more loading")), qPrintable(countAtEachPage.first()));
+    QVERIFY2(!countAtEachPage.last().contains(QStringLiteral("loading")), qPrintable(countAtEachPage.last()));
+    QVERIFY2(countAtEachPage.last().contains(QLocale().toString(InDoubt)), qPrintable(countAtEachPage.last()));
+
+    // Each event in doubt exactly once, and nothing else.
+    QSet<QByteArray> expected;
+    for (int n = 1; n < 2 * InDoubt; n += 2)
+        expected.insert(keyOf(n));
+    QCOMPARE(keysOf(*model), expected);
+}
+
+void TestUiInDoubt::aReloadKeepsTheRowsAndSelectionUntilItHasThemAll()
+{
+    StoreSession session(m_url);
+    InDoubtPage page;
+    page.setSession(&session);
+    auto *model = page.findChild<InDoubtModel *>();
+    auto *table = page.findChild<QTableView *>(QStringLiteral("inDoubt"));
+    QVERIFY(model && table);
+    QSignalSpy pages(&session, &StoreSession::inDoubtLoaded);
+    page.refresh();
+    QVERIFY(waitForLoad(pages));
+    QCOMPARE(model->rowCount(), InDoubt);
+
+    // The operator selects the oldest event in doubt, which the reload reads last.
+    const QByteArray oldest = keyOf(1);
+    int oldestRow = -1;
+    for (int row = 0; row < model->rowCount(); ++row)
+        if (model->event(row).sendKey == oldest)
+            oldestRow = row;
+    QVERIFY(oldestRow >= 0);
+    const auto viewIndex = qobject_cast<QAbstractProxyModel *>(table->model())->mapFromSource(model->index(oldestRow, 0));
+    table->selectionModel()->select(viewIndex, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+
+    // Meanwhile another operator resolves the newest hundred.
+    {
+        auto store = openStore();
+        QVERIFY(store);
+        QVERIFY(exec(*store, QStringLiteral("UPDATE ledger SET state = 'applied' WHERE state = 'in_doubt' AND rowid > ?"),
+                     {2 * InDoubt - 200}));
+    }
+
+    QList<int> shownAtEachPage;
+    connect(&session, &StoreSession::inDoubtLoaded, this, [&] { shownAtEachPage << model->rowCount(); });
+    pages.clear();
+    page.refresh();
+    QVERIFY(waitForLoad(pages));
+
+    // Until the last page, the rows shown are the ones of the load before.
+    QCOMPARE(shownAtEachPage.size(), 3);
+    QCOMPARE(shownAtEachPage.at(0), InDoubt);
+    QCOMPARE(shownAtEachPage.at(1), InDoubt);
+    QCOMPARE(shownAtEachPage.at(2), InDoubt - 100);
+    QVERIFY(!keysOf(*model).contains(keyOf(2 * InDoubt - 1)));
+
+    const auto selected = table->selectionModel()->selectedRows(InDoubtModel::SendKey);
+    QCOMPARE(selected.size(), 1);
+    QCOMPARE(selected.first().data(InDoubtModel::RawRole).toByteArray(), oldest);
+}
+
+int main(int argc, char **argv)
+{
+    QApplication app(argc, argv);
+    TestUiInDoubt test;
+    return QTest::qExec(&test, argc, argv);
+}
+
+#include "tst_uiindoubt.moc"
