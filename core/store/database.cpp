@@ -275,6 +275,12 @@ bool Database::connect(QString *error)
         // libpq on every start; warnings and errors still do.
         if (!exec(QStringLiteral("SET client_min_messages = warning"), error))
             return false;
+        // Statements are prepared once per connection, and after a few runs the server
+        // would keep a generic plan made for the tables as they were then: a worker
+        // started on a new store joined each turn's rows to the whole ledger by a scan
+        // for as long as it ran. Each execution is planned for the tables as they are.
+        if (!exec(QStringLiteral("SET plan_cache_mode = force_custom_plan"), error))
+            return false;
         if (isReadOnly()
             && !exec(QStringLiteral("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"), error))
             return false;
