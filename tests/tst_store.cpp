@@ -6,6 +6,7 @@
 #include "store/store.h"
 #include "teststores.h"
 
+#include <QDate>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -141,6 +142,7 @@ private slots:
     void deadLettersPageByKeysetWithoutPayloads();
     void sendsPerBucketReadTheIndexAlone();
     void turnsOnAGrownLedgerFindTheirKeysByIndex();
+    void valuesBoundByTheStoreAreStoredAsQtBindsThem();
     void deadLetterPagesWalkTheIndexOfTheirOrder();
     void countsReflectQueueState();
     void concurrentLeasesNeverShareAMessage();
@@ -1084,6 +1086,70 @@ void TestStore::turnsOnAGrownLedgerFindTheirKeysByIndex()
     QVERIFY(turn(1000, 10));
     const qint64 scanned = scannedRows() - before;
     QVERIFY2(scanned < 1000, qPrintable(QStringLiteral("one turn of 10 read %1 ledger rows by scanning").arg(scanned)));
+}
+
+// Database::execWith binds values with SQLite's own calls instead of Qt's: what it stores
+// must be what Qt's driver stored, value by value (a null string is NULL, an empty one is
+// not; bytes are a blob; text that is not valid UTF-16 goes in as Qt put it).
+void TestStore::valuesBoundByTheStoreAreStoredAsQtBindsThem()
+{
+    const QVariantList values{QVariant(),
+                              QVariant(QString()),
+                              QVariant(QStringLiteral("")),
+                              QVariant(QStringLiteral("plain")),
+                              QVariant(QString(QChar(0xD800)) + QStringLiteral("lone surrogate")),
+                              QVariant(QStringLiteral("é€😀")),
+                              QVariant(QByteArray()),
+                              QVariant(QByteArray("")),
+                              QVariant(QByteArray("\x00\xff\x80", 3)),
+                              QVariant(0),
+                              QVariant(-7),
+                              QVariant(true),
+                              QVariant(qint64(1) << 53),
+                              QVariant(std::numeric_limits<qint64>::min()),
+                              QVariant(2.5),
+                              QVariant(QDate(2026, 12, 1))};
+    Database &db = m_store->database();
+    QString error;
+    QVERIFY2(db.exec(QStringLiteral("CREATE TABLE bound (how TEXT, n INTEGER, v %1)")
+                         .arg(m_stores.isPostgres() ? QStringLiteral("TEXT") : QString()),
+                     &error),
+             qPrintable(error));
+    for (int n = 0; n < values.size(); ++n) {
+        if (m_stores.isPostgres() && (values.at(n).typeId() == QMetaType::QByteArray || n == 4))
+            continue; // a TEXT column takes neither bytes nor broken text there; SQLite stores any value
+        auto &byQt = db.prepared(QStringLiteral("INSERT INTO bound VALUES ('qt', ?, ?)"));
+        byQt.addBindValue(n);
+        byQt.addBindValue(values.at(n));
+        QVERIFY2(db.exec(byQt, &error), qPrintable(error));
+        auto &byStore = db.prepared(QStringLiteral("INSERT INTO bound VALUES ('store', ?, ?)"));
+        QVERIFY2(db.execWith(byStore, {n, values.at(n)}, &error), qPrintable(error));
+    }
+    const QString stored = m_stores.isPostgres()
+                               ? QStringLiteral("SELECT n, how, v IS NULL, encode(convert_to(v, 'UTF8'), 'hex') FROM bound")
+                               : QStringLiteral("SELECT n, how, typeof(v), hex(v) FROM bound");
+    QSqlQuery query(db.connection());
+    QVERIFY2(query.exec(stored + QStringLiteral(" ORDER BY n, how")), qPrintable(query.lastError().text()));
+    QHash<QString, QStringList> byWay;
+    int rows = 0;
+    while (query.next()) {
+        byWay[query.value(1).toString()]
+            << QStringLiteral("%1: %2 %3").arg(query.value(0).toString(), query.value(2).toString(), query.value(3).toString());
+        ++rows;
+    }
+    QVERIFY(rows >= 2 * 12);
+    QCOMPARE(byWay.value(QStringLiteral("store")), byWay.value(QStringLiteral("qt")));
+    // And what each is, so that both cannot be wrong the same way unseen.
+    if (!m_stores.isPostgres()) {
+        const QStringList &qt = byWay.value(QStringLiteral("qt"));
+        QCOMPARE(qt.at(0), QStringLiteral("0: null "));
+        QCOMPARE(qt.at(1), QStringLiteral("1: null "));
+        QCOMPARE(qt.at(2), QStringLiteral("2: text "));
+        QCOMPARE(qt.at(6), QStringLiteral("6: null "));
+        QCOMPARE(qt.at(7), QStringLiteral("7: blob "));
+        QCOMPARE(qt.at(8), QStringLiteral("8: blob 00FF80"));
+        QCOMPARE(qt.at(11), QStringLiteral("11: integer 31"));
+    }
 }
 
 void TestStore::sendsPerBucketReadTheIndexAlone()

@@ -9,6 +9,7 @@
 #include <QLoggingCategory>
 #include <QSqlDriver>
 #include <QSqlError>
+#include <QSqlResult>
 #include <QThread>
 
 #include <sqlite3.h>
@@ -482,6 +483,122 @@ bool Database::exec(QSqlQuery &query, QString *error)
     noteFailure(query.lastError());
     if (error)
         *error = query.lastError().text();
+    return false;
+}
+
+namespace {
+
+// Qt's SQLite driver binds a null string or byte array as NULL (QSqlResultPrivate::
+// isVariantNull); so does this.
+bool isNullValue(const QVariant &value)
+{
+    if (value.isNull())
+        return true;
+    switch (value.typeId()) {
+    case QMetaType::QString:
+        return static_cast<const QString *>(value.constData())->isNull();
+    case QMetaType::QByteArray:
+        return static_cast<const QByteArray *>(value.constData())->isNull();
+    default:
+        return false;
+    }
+}
+
+// The values as Qt's SQLite driver binds them (text as UTF-16, bytes as a blob), so that
+// what is stored is the same byte for byte. The values outlive the statement's step.
+int bindValues(sqlite3_stmt *statement, const QVariantList &values)
+{
+    for (int i = 0; i < values.size(); ++i) {
+        const QVariant &value = values.at(i);
+        const int position = i + 1;
+        int rc = SQLITE_OK;
+        if (isNullValue(value)) {
+            rc = sqlite3_bind_null(statement, position);
+        } else {
+            switch (value.typeId()) {
+            case QMetaType::QString: {
+                const auto *text = static_cast<const QString *>(value.constData());
+                rc = sqlite3_bind_text16(statement, position, text->utf16(), int(text->size() * sizeof(QChar)),
+                                         SQLITE_STATIC);
+                break;
+            }
+            case QMetaType::QByteArray: {
+                const auto *bytes = static_cast<const QByteArray *>(value.constData());
+                rc = sqlite3_bind_blob(statement, position, bytes->constData(), int(bytes->size()), SQLITE_STATIC);
+                break;
+            }
+            case QMetaType::Bool:
+            case QMetaType::Int:
+                rc = sqlite3_bind_int(statement, position, value.toInt());
+                break;
+            case QMetaType::UInt:
+            case QMetaType::Long:
+            case QMetaType::ULong:
+            case QMetaType::LongLong:
+            case QMetaType::ULongLong:
+                rc = sqlite3_bind_int64(statement, position, value.toLongLong());
+                break;
+            case QMetaType::Double:
+                rc = sqlite3_bind_double(statement, position, value.toDouble());
+                break;
+            default: {
+                const QString text = value.toString();
+                rc = sqlite3_bind_text16(statement, position, text.utf16(), int(text.size() * sizeof(QChar)),
+                                         SQLITE_TRANSIENT);
+                break;
+            }
+            }
+        }
+        if (rc != SQLITE_OK)
+            return rc;
+    }
+    return SQLITE_OK;
+}
+
+} // namespace
+
+bool Database::execWith(QSqlQuery &query, const QVariantList &values, QString *error, QStringList *firstColumn)
+{
+    sqlite3_stmt *statement = nullptr;
+    if (!isPostgres() && query.result()) {
+        const QVariant handle = query.result()->handle();
+        if (handle.isValid() && qstrcmp(handle.typeName(), "sqlite3_stmt*") == 0)
+            statement = *static_cast<sqlite3_stmt *const *>(handle.constData());
+    }
+    if (!statement || sqlite3_bind_parameter_count(statement) != values.size()) {
+        // PostgreSQL, or a statement that did not prepare: Qt's way, and its error.
+        for (const auto &value : values)
+            query.addBindValue(value);
+        if (!exec(query, error))
+            return false;
+        while (firstColumn && query.next())
+            firstColumn->append(query.value(0).toString());
+        query.finish();
+        return true;
+    }
+    sqlite3_reset(statement);
+    sqlite3_clear_bindings(statement);
+    int rc = bindValues(statement, values);
+    if (rc == SQLITE_OK) {
+        while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {
+            if (firstColumn)
+                firstColumn->append(QString(static_cast<const QChar *>(sqlite3_column_text16(statement, 0)),
+                                            sqlite3_column_bytes16(statement, 0) / int(sizeof(QChar))));
+        }
+    }
+    // The same error as Qt's driver gives for a failed step, read before the reset.
+    const QSqlError failure = rc == SQLITE_DONE
+                                  ? QSqlError()
+                                  : QSqlError(QStringLiteral("Unable to fetch row"),
+                                              QString::fromUtf8(sqlite3_errmsg(sqlite3_db_handle(statement))),
+                                              QSqlError::ConnectionError, QString::number(rc));
+    sqlite3_reset(statement);
+    sqlite3_clear_bindings(statement); // the values bound in place go away with the caller's list
+    if (rc == SQLITE_DONE)
+        return true;
+    noteFailure(failure);
+    if (error)
+        *error = failure.text();
     return false;
 }
 

@@ -2,7 +2,6 @@
 
 #include "store/database.h"
 
-#include <QSqlQuery>
 
 namespace once {
 
@@ -69,14 +68,13 @@ QString RowBatch::source() const
         .arg(Database::repeatRows(QLatin1Char('(') + parts.join(QLatin1String(", ")) + QLatin1Char(')'), rows));
 }
 
-void RowBatch::bind(QSqlQuery &query) const
+QVariantList RowBatch::parameters() const
 {
+    if (!m_db.isPostgres())
+        return m_values;
     const qsizetype columns = m_types.size();
-    if (!m_db.isPostgres()) {
-        for (const auto &value : m_values)
-            query.addBindValue(value);
-        return;
-    }
+    QVariantList parameters;
+    parameters.reserve(columns);
     for (qsizetype c = 0; c < columns; ++c) {
         QString literal = QStringLiteral("{");
         for (qsizetype i = c; i < m_values.size(); i += columns) {
@@ -85,8 +83,9 @@ void RowBatch::bind(QSqlQuery &query) const
             appendElement(&literal, m_values.at(i));
         }
         literal.append(QLatin1Char('}'));
-        query.addBindValue(literal);
+        parameters.append(literal);
     }
+    return parameters;
 }
 
 } // namespace once

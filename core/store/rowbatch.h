@@ -5,8 +5,6 @@
 #include <QStringList>
 #include <QVariant>
 
-class QSqlQuery;
-
 namespace once {
 
 class Database;
@@ -32,9 +30,10 @@ public:
     // One value of the current row, column by column; a null QVariant is NULL.
     void add(const QVariant &value);
 
-    // The statement's source of rows, for a FROM clause.
+    // The statement's source of rows, for a FROM clause, and the values it takes
+    // (Database::execWith binds them).
     QString source() const;
-    void bind(QSqlQuery &query) const;
+    QVariantList parameters() const;
 
 private:
     const Database &m_db;

@@ -112,12 +112,11 @@ bool SqlLedger::insertClaims(const QList<ClaimRequest> &requests, const QString 
                            "v.column5, v.column6, v.column7, v.column8, 'claimed', v.column9, v.column10, v.column11, "
                            "v.column12, v.column13, v.column14, v.column14 FROM ")
             + rows.source() + QStringLiteral(" WHERE true ON CONFLICT (send_key) DO NOTHING RETURNING send_key"));
-        rows.bind(insert);
-        if (!m_db.exec(insert, error))
+        QStringList keys;
+        if (!m_db.execWith(insert, rows.parameters(), error, &keys))
             return false;
-        while (insert.next())
-            inserted->insert(insert.value(0).toString().toLatin1());
-        insert.finish();
+        for (const auto &key : std::as_const(keys))
+            inserted->insert(key.toLatin1());
     }
     return true;
 }
@@ -141,7 +140,8 @@ std::optional<QHash<QByteArray, SqlLedger::TakenKey>> SqlLedger::readTakenKeys(c
             // order like the inserts, so that two deliveries that find the same expired
             // claim cannot both take it over. (SQLite has one writer at a time.)
             + (m_db.isPostgres() ? QStringLiteral(") ORDER BY send_key FOR UPDATE") : QStringLiteral(")")));
-        batch.bind(select);
+        for (const auto &value : batch.parameters())
+            select.addBindValue(value);
         if (!m_db.exec(select, error))
             return std::nullopt;
         while (select.next()) {
@@ -270,8 +270,7 @@ bool SqlLedger::writeTakenKeys(const QHash<QByteArray, TakenKey> &rows, qint64 n
         }
         auto &update = m_db.prepared(QStringLiteral("UPDATE ledger SET duplicates = ledger.duplicates + v.column2 FROM ")
                                      + counts.source() + QStringLiteral(" WHERE ledger.send_key = v.column1"));
-        counts.bind(update);
-        if (!m_db.exec(update, error))
+        if (!m_db.execWith(update, counts.parameters(), error))
             return false;
     }
     for (qsizetype start = 0, count = 0; start < takenOver.size(); start += count) {
@@ -294,8 +293,7 @@ bool SqlLedger::writeTakenKeys(const QHash<QByteArray, TakenKey> &rows, qint64 n
                            "owner_worker = v.column5, claim_expires_at = v.column6, updated_at = v.column8, "
                            "claimed_at = v.column9 FROM ")
             + takeovers.source() + QStringLiteral(" WHERE ledger.send_key = v.column1 AND ledger.state = v.column7"));
-        takeovers.bind(update);
-        if (!m_db.exec(update, error))
+        if (!m_db.execWith(update, takeovers.parameters(), error))
             return false;
     }
     return true;
@@ -332,8 +330,7 @@ bool SqlLedger::insertAttempts(const QList<Attempt> &attempts, QString *error)
                            "outcome, http_status, latency_ms, error_class, error, provider_request_id, audit_id) "
                            "SELECT * FROM ")
             + rows.source());
-        rows.bind(insert);
-        if (!m_db.exec(insert, error))
+        if (!m_db.execWith(insert, rows.parameters(), error))
             return false;
     }
     return true;
@@ -412,8 +409,7 @@ bool SqlLedger::record(const QList<LedgerUpdate> &updates, const QList<Attempt> 
             }
             static const QString where = QStringLiteral(" WHERE ledger.send_key = v.column1 AND (%1 OR v.column4 = 1)").arg(holder);
             auto &update = m_db.prepared(sql + rows.source() + where);
-            rows.bind(update);
-            if (!m_db.exec(update, error))
+            if (!m_db.execWith(update, rows.parameters(), error))
                 return false;
         }
     }

@@ -38,15 +38,14 @@ bool SqlQueue::insert(const QList<OutgoingMessage> &messages, QString *error, QS
             QStringLiteral("INSERT INTO queue (payload, send_key, event_id, enqueued_at, visible_at, redrive_count) "
                            "SELECT * FROM ")
             + rows.source() + (ids ? QStringLiteral(" RETURNING id") : QString()));
-        rows.bind(insert);
-        if (!m_db.exec(insert, error))
+        QStringList returned;
+        if (!m_db.execWith(insert, rows.parameters(), error, ids ? &returned : nullptr))
             return false;
         if (ids) {
             // The ids follow the batch's order, whatever order RETURNING gives them in.
             QList<qint64> inserted;
-            while (insert.next())
-                inserted.append(insert.value(0).toLongLong());
-            insert.finish();
+            for (const auto &id : std::as_const(returned))
+                inserted.append(id.toLongLong());
             std::sort(inserted.begin(), inserted.end());
             for (const qint64 id : std::as_const(inserted))
                 ids->append(QString::number(id));
@@ -160,9 +159,7 @@ bool SqlQueue::settle(const QList<Settlement> &settlements, QString *error)
         auto &remove = m_db.prepared(QStringLiteral("DELETE FROM queue WHERE id IN (SELECT v.column1 FROM %1) "
                                                     "AND (id, receive_count) IN (SELECT v.column1, v.column2 FROM %1)")
                                          .arg(source));
-        rows.bind(remove);
-        rows.bind(remove);
-        if (!m_db.exec(remove, error))
+        if (!m_db.execWith(remove, rows.parameters() + rows.parameters(), error))
             return false;
     }
     return transaction.commit(error);
