@@ -121,6 +121,21 @@ public:
         return db;
     }
 
+    // Runs a test's own SQL (its values bound in order) on an open connection to a store;
+    // false, with the statement and the error as a warning, if it fails.
+    static bool exec(const QSqlDatabase &db, const QString &sql, const QVariantList &values = {})
+    {
+        QSqlQuery query(db);
+        query.prepare(sql);
+        for (const QVariant &value : values)
+            query.addBindValue(value);
+        if (!query.exec()) {
+            qWarning("%s: %s", qPrintable(sql), qPrintable(query.lastError().text()));
+            return false;
+        }
+        return true;
+    }
+
     // Where the counts a store keeps (ledger_totals, schema 10: kept by triggers as ledger
     // rows change) differ from counting the ledger's rows, in words; empty when they agree.
     // db: any open connection to the store (the store's own, or openRaw()'s). A query that

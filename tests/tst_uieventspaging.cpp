@@ -6,6 +6,7 @@
 #include "settings.h"
 #include "store/store.h"
 #include "storesession.h"
+#include "teststores.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
@@ -98,19 +99,6 @@ QList<QByteArray> referenceKeys(StoreSession &session, const EventFilter &filter
     return keys;
 }
 
-bool exec(Store &store, const QString &sql, const QVariantList &values = {})
-{
-    QSqlQuery query(store.database().connection());
-    query.prepare(sql);
-    for (const QVariant &value : values)
-        query.addBindValue(value);
-    if (!query.exec()) {
-        qWarning("%s: %s", qPrintable(sql), qPrintable(query.lastError().text()));
-        return false;
-    }
-    return true;
-}
-
 } // namespace
 
 class TestUiEventsPaging : public QObject
@@ -155,7 +143,7 @@ std::unique_ptr<Store> TestUiEventsPaging::openStore()
 bool TestUiEventsPaging::insertEvents(int from, int count)
 {
     auto store = openStore();
-    return store && exec(*store, QStringLiteral(R"sql(
+    return store && TestStores::exec(store->database().connection(), QStringLiteral(R"sql(
 WITH RECURSIVE seq(n) AS (SELECT ? UNION ALL SELECT n + 1 FROM seq WHERE n < ?)
 INSERT INTO ledger (send_key, event_id, user_id, reminder_id, scheduled_at, destination, channel, payload, state,
                     sends, duplicates, created_at, updated_at)
@@ -277,16 +265,16 @@ void TestUiEventsPaging::anEvictedPageComesBackAsTheStoreNowHasIt()
     auto store = openStore();
     QVERIFY(store);
     // Part of page 1, all of page 3, and a stretch across the boundary of pages 5 and 6.
-    QVERIFY(exec(*store, QStringLiteral("DELETE FROM ledger WHERE event_id BETWEEN ? AND ?"),
+    QVERIFY(TestStores::exec(store->database().connection(), QStringLiteral("DELETE FROM ledger WHERE event_id BETWEEN ? AND ?"),
                  {QStringLiteral("evt-%1").arg(Events - 1 - 260, 6, 10, QLatin1Char('0')),
                   QStringLiteral("evt-%1").arg(Events - 1 - 210, 6, 10, QLatin1Char('0'))}));
-    QVERIFY(exec(*store, QStringLiteral("DELETE FROM ledger WHERE event_id BETWEEN ? AND ?"),
+    QVERIFY(TestStores::exec(store->database().connection(), QStringLiteral("DELETE FROM ledger WHERE event_id BETWEEN ? AND ?"),
                  {QStringLiteral("evt-%1").arg(Events - 1 - (4 * PageSize - 1), 6, 10, QLatin1Char('0')),
                   QStringLiteral("evt-%1").arg(Events - 1 - 3 * PageSize, 6, 10, QLatin1Char('0'))}));
-    QVERIFY(exec(*store, QStringLiteral("DELETE FROM ledger WHERE event_id BETWEEN ? AND ?"),
+    QVERIFY(TestStores::exec(store->database().connection(), QStringLiteral("DELETE FROM ledger WHERE event_id BETWEEN ? AND ?"),
                  {QStringLiteral("evt-%1").arg(Events - 1 - (6 * PageSize + 9), 6, 10, QLatin1Char('0')),
                   QStringLiteral("evt-%1").arg(Events - 1 - (6 * PageSize - 10), 6, 10, QLatin1Char('0'))}));
-    QVERIFY(exec(*store, QStringLiteral("UPDATE ledger SET state = 'retrying' WHERE event_id = ?"),
+    QVERIFY(TestStores::exec(store->database().connection(), QStringLiteral("UPDATE ledger SET state = 'retrying' WHERE event_id = ?"),
                  {QStringLiteral("evt-%1").arg(Events - 1 - 450, 6, 10, QLatin1Char('0'))}));
     const int purged = 51 + PageSize + 20;
     const QList<QByteArray> now = referenceKeys(session);
@@ -336,10 +324,10 @@ void TestUiEventsPaging::anEvictedPageFollowsItsFilter()
     query.finish();
     // Ten dead rows of page 1 are redriven and applied; five hundred applied rows of its
     // stretch die (more than the page and a page more that one reload reads).
-    QVERIFY(exec(*store, QStringLiteral("UPDATE ledger SET state = 'applied' WHERE rowid IN (SELECT rowid FROM ledger "
+    QVERIFY(TestStores::exec(store->database().connection(), QStringLiteral("UPDATE ledger SET state = 'applied' WHERE rowid IN (SELECT rowid FROM ledger "
                                         "WHERE rowid < ? AND rowid > ? AND state = 'dead' ORDER BY rowid DESC LIMIT 10)"),
                  {top, floor}));
-    QVERIFY(exec(*store, QStringLiteral("UPDATE ledger SET state = 'dead' WHERE rowid IN (SELECT rowid FROM ledger "
+    QVERIFY(TestStores::exec(store->database().connection(), QStringLiteral("UPDATE ledger SET state = 'dead' WHERE rowid IN (SELECT rowid FROM ledger "
                                         "WHERE rowid < ? AND rowid > ? AND state = 'applied' ORDER BY rowid LIMIT 500)"),
                  {top, floor}));
     const QList<QByteArray> now = referenceKeys(session, dead);
@@ -391,7 +379,7 @@ void TestUiEventsPaging::aRefreshAcrossAnEvictedPageOnlyUpdates()
     auto store = openStore();
     QVERIFY(store);
     // Row 160 on the first page is retried meanwhile.
-    QVERIFY(exec(*store, QStringLiteral("UPDATE ledger SET state = 'retrying' WHERE send_key = ?"),
+    QVERIFY(TestStores::exec(store->database().connection(), QStringLiteral("UPDATE ledger SET state = 'retrying' WHERE send_key = ?"),
                  {QString::fromLatin1(reference.at(160))}));
     QSignalSpy inserted(&model, &QAbstractItemModel::rowsInserted);
     QSignalSpy removed(&model, &QAbstractItemModel::rowsRemoved);

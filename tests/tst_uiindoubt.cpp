@@ -6,6 +6,7 @@
 #include "operator/storereader.h"
 #include "store/store.h"
 #include "storesession.h"
+#include "teststores.h"
 
 #include <QAbstractProxyModel>
 #include <QApplication>
@@ -30,19 +31,6 @@ constexpr int PageRows = StoreReader::InDoubtPageRows;
 // Two whole pages and part of a third, among as many events that were delivered.
 constexpr int InDoubt = 2 * PageRows + PageRows / 2;
 
-bool exec(Store &store, const QString &sql, const QVariantList &values = {})
-{
-    QSqlQuery query(store.database().connection());
-    query.prepare(sql);
-    for (const auto &value : values)
-        query.addBindValue(value);
-    if (!query.exec()) {
-        qWarning("%s: %s", qPrintable(sql), qPrintable(query.lastError().text()));
-        return false;
-    }
-    return true;
-}
-
 QSet<QByteArray> keysOf(const InDoubtModel &model)
 {
     QSet<QByteArray> keys;
@@ -55,6 +43,19 @@ QByteArray keyOf(int n)
 {
     return QStringLiteral("u-%1:r-%2").arg(n / 10, 5, 10, QLatin1Char('0')).arg(n % 10, 2, 10, QLatin1Char('0')).toUtf8();
 }
+
+// The page on a session of the test's store, and its model.
+struct Screen
+{
+    explicit Screen(const QString &url) : session(url)
+    {
+        page.setSession(&session);
+        model = page.findChild<InDoubtModel *>();
+    }
+    StoreSession session;
+    InDoubtPage page;
+    InDoubtModel *model = nullptr;
+};
 
 } // namespace
 
@@ -101,7 +102,7 @@ void TestUiInDoubt::init()
     auto store = openStore();
     QVERIFY(store);
     // Events n = 0..2*InDoubt-1; the odd ones in doubt.
-    QVERIFY(exec(*store, QStringLiteral(R"sql(
+    QVERIFY(TestStores::exec(store->database().connection(), QStringLiteral(R"sql(
 WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n < ?)
 INSERT INTO ledger (send_key, event_id, user_id, reminder_id, scheduled_at, destination, channel, payload, state,
                     sends, duplicates, created_at, updated_at, owner_worker, claimed_at)
@@ -121,10 +122,10 @@ void TestUiInDoubt::cleanup()
 
 void TestUiInDoubt::theFirstPageShowsBeforeTheRestIsRead()
 {
-    StoreSession session(m_url);
-    InDoubtPage page;
-    page.setSession(&session);
-    auto *model = page.findChild<InDoubtModel *>();
+    Screen screen(m_url);
+    StoreSession &session = screen.session;
+    InDoubtPage &page = screen.page;
+    InDoubtModel *model = screen.model;
     auto *count = page.findChild<QLabel *>(QStringLiteral("count"));
     QVERIFY(model && count);
 
@@ -153,10 +154,10 @@ void TestUiInDoubt::theFirstPageShowsBeforeTheRestIsRead()
 
 void TestUiInDoubt::aReloadKeepsTheRowsAndSelectionUntilItHasThemAll()
 {
-    StoreSession session(m_url);
-    InDoubtPage page;
-    page.setSession(&session);
-    auto *model = page.findChild<InDoubtModel *>();
+    Screen screen(m_url);
+    StoreSession &session = screen.session;
+    InDoubtPage &page = screen.page;
+    InDoubtModel *model = screen.model;
     auto *table = page.findChild<QTableView *>(QStringLiteral("inDoubt"));
     QVERIFY(model && table);
     QSignalSpy pages(&session, &StoreSession::inDoubtLoaded);
@@ -178,7 +179,7 @@ void TestUiInDoubt::aReloadKeepsTheRowsAndSelectionUntilItHasThemAll()
     {
         auto store = openStore();
         QVERIFY(store);
-        QVERIFY(exec(*store, QStringLiteral("UPDATE ledger SET state = 'applied' WHERE state = 'in_doubt' AND rowid > ?"),
+        QVERIFY(TestStores::exec(store->database().connection(), QStringLiteral("UPDATE ledger SET state = 'applied' WHERE state = 'in_doubt' AND rowid > ?"),
                      {2 * InDoubt - 200}));
     }
 

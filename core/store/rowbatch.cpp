@@ -2,7 +2,6 @@
 
 #include "store/database.h"
 
-
 namespace once {
 
 namespace {
