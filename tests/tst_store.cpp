@@ -2217,7 +2217,7 @@ void TestStore::upgradeCountsTheLedgerAlreadyThere()
                                                     QStringLiteral("DROP FUNCTION ledger_totals_on_insert() CASCADE"),
                                                     QStringLiteral("DROP FUNCTION ledger_totals_on_update() CASCADE"),
                                                     QStringLiteral("DROP FUNCTION ledger_totals_on_delete() CASCADE"),
-                                                    QStringLiteral("DROP FUNCTION ledger_totals_add(TEXT[], BIGINT[])")}
+                                                    QStringLiteral("DROP FUNCTION IF EXISTS ledger_totals_add(TEXT[], BIGINT[])")}
                                       : QStringList{QStringLiteral("DROP TRIGGER ledger_totals_insert"),
                                                     QStringLiteral("DROP TRIGGER ledger_totals_state"),
                                                     QStringLiteral("DROP TRIGGER ledger_totals_duplicates"),

@@ -180,6 +180,57 @@ CREATE TRIGGER ledger_totals_delete AFTER DELETE ON ledger REFERENCING OLD TABLE
 FOR EACH STATEMENT EXECUTE FUNCTION ledger_totals_on_delete()
 )sql";
 
+// The counts' triggers write their changes with one statement of their own. Through
+// ledger_totals_add(), an SQL function, the server planned that INSERT again on every
+// call: with four workers at a 20 ms partner the triggers took half of the time of the
+// statements that fired them, and their planning a quarter of that. A PL/pgSQL
+// statement is planned once per connection. SQLite has nothing to change.
+const char *const LedgerTotalsPlannedOncePostgres = R"sql(
+CREATE OR REPLACE FUNCTION ledger_totals_on_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO ledger_totals (counter, shard, n)
+    SELECT c, pg_backend_pid(), SUM(d) FROM (
+        SELECT 'state:' || state AS c, 1::BIGINT AS d FROM new_rows
+        UNION ALL SELECT 'duplicate_keys', 1 FROM new_rows WHERE duplicates > 0
+        UNION ALL SELECT 'duplicate_deliveries', duplicates FROM new_rows WHERE duplicates > 0) changes
+    GROUP BY c HAVING SUM(d) <> 0
+    ON CONFLICT (counter, shard) DO UPDATE SET n = ledger_totals.n + excluded.n;
+    RETURN NULL;
+END
+$$
+/
+CREATE OR REPLACE FUNCTION ledger_totals_on_update() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO ledger_totals (counter, shard, n)
+    SELECT c, pg_backend_pid(), SUM(d) FROM (
+        SELECT 'state:' || state AS c, 1::BIGINT AS d FROM new_rows
+        UNION ALL SELECT 'state:' || state, -1 FROM old_rows
+        UNION ALL SELECT 'duplicate_keys', 1 FROM new_rows WHERE duplicates > 0
+        UNION ALL SELECT 'duplicate_keys', -1 FROM old_rows WHERE duplicates > 0
+        UNION ALL SELECT 'duplicate_deliveries', duplicates FROM new_rows WHERE duplicates > 0
+        UNION ALL SELECT 'duplicate_deliveries', -duplicates FROM old_rows WHERE duplicates > 0) changes
+    GROUP BY c HAVING SUM(d) <> 0
+    ON CONFLICT (counter, shard) DO UPDATE SET n = ledger_totals.n + excluded.n;
+    RETURN NULL;
+END
+$$
+/
+CREATE OR REPLACE FUNCTION ledger_totals_on_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO ledger_totals (counter, shard, n)
+    SELECT c, pg_backend_pid(), SUM(d) FROM (
+        SELECT 'state:' || state AS c, -1::BIGINT AS d FROM old_rows
+        UNION ALL SELECT 'duplicate_keys', -1 FROM old_rows WHERE duplicates > 0
+        UNION ALL SELECT 'duplicate_deliveries', -duplicates FROM old_rows WHERE duplicates > 0) changes
+    GROUP BY c HAVING SUM(d) <> 0
+    ON CONFLICT (counter, shard) DO UPDATE SET n = ledger_totals.n + excluded.n;
+    RETURN NULL;
+END
+$$
+/
+DROP FUNCTION ledger_totals_add(TEXT[], BIGINT[])
+)sql";
+
 // The same text in both dialects.
 const char *const DeadLettersKeysetIndexes = R"sql(
 CREATE INDEX IF NOT EXISTS dead_letters_dead_at_id ON dead_letters(dead_at, id);
@@ -488,6 +539,9 @@ CREATE INDEX publish_keys_created ON publish_keys(created_at);
     // events a day held 436,000 attempts, and looking each row up for its step and
     // outcome made the Overview's day 273 ms. It supersedes the index of times alone.
     {AttemptsWindowIndex, AttemptsWindowIndex},
+    // 13: the counts' triggers on PostgreSQL write their changes themselves, planned once
+    // per connection instead of on every call.
+    {"", LedgerTotalsPlannedOncePostgres},
 };
 
 } // namespace
