@@ -2212,17 +2212,18 @@ void TestStore::upgradeCountsTheLedgerAlreadyThere()
     QVERIFY(record(*m_store, doubt.sendKey, LedgerState::InDoubt, true, 0, QStringLiteral("in-doubt")));
     QCOMPARE(claim(*m_store, claimRequest(applied, QStringLiteral("m-copy"))).outcome, ClaimResult::Outcome::Duplicate);
     QString error;
-    const QStringList downgrade = m_stores.isPostgres()
-                                      ? QStringList{QStringLiteral("DROP TABLE ledger_totals"),
-                                                    QStringLiteral("DROP FUNCTION ledger_totals_on_insert() CASCADE"),
-                                                    QStringLiteral("DROP FUNCTION ledger_totals_on_update() CASCADE"),
-                                                    QStringLiteral("DROP FUNCTION ledger_totals_on_delete() CASCADE"),
-                                                    QStringLiteral("DROP FUNCTION IF EXISTS ledger_totals_add(TEXT[], BIGINT[])")}
-                                      : QStringList{QStringLiteral("DROP TRIGGER ledger_totals_insert"),
-                                                    QStringLiteral("DROP TRIGGER ledger_totals_state"),
-                                                    QStringLiteral("DROP TRIGGER ledger_totals_duplicates"),
-                                                    QStringLiteral("DROP TRIGGER ledger_totals_delete"),
-                                                    QStringLiteral("DROP TABLE ledger_totals")};
+    const QStringList downgrade =
+        m_stores.isPostgres()
+            ? QStringList{QStringLiteral("DROP TABLE ledger_totals"),
+                          QStringLiteral("DROP FUNCTION ledger_totals_on_insert() CASCADE"),
+                          QStringLiteral("DROP FUNCTION ledger_totals_on_update() CASCADE"),
+                          QStringLiteral("DROP FUNCTION ledger_totals_on_delete() CASCADE"),
+                          QStringLiteral("DROP FUNCTION IF EXISTS ledger_totals_add(TEXT[], BIGINT[])")}
+            : QStringList{QStringLiteral("DROP TRIGGER ledger_totals_insert"),
+                          QStringLiteral("DROP TRIGGER ledger_totals_state"),
+                          QStringLiteral("DROP TRIGGER ledger_totals_duplicates"),
+                          QStringLiteral("DROP TRIGGER ledger_totals_delete"),
+                          QStringLiteral("DROP TABLE ledger_totals")};
     for (const QString &statement : downgrade)
         QVERIFY2(m_store->database().exec(statement, &error), qPrintable(error));
     QVERIFY2(m_store->database().exec(QStringLiteral("UPDATE schema_version SET version = 9"), &error), qPrintable(error));
