@@ -2356,6 +2356,22 @@ void TestStore::eventsFilterAndPage()
     QCOMPARE(order.constFirst(), waiting.sendKey);
     QCOMPARE(order.at(1), later.sendKey);
     QCOMPARE(QSet<QByteArray>(order.cbegin(), order.cend()).size(), 7);
+
+    // Oldest first: the ledger's rows alone, in the other order, one at a time.
+    filter.below = 0;
+    filter.oldestFirst = true;
+    QList<QByteArray> oldestFirst;
+    for (;;) {
+        const auto rows = m_store->inspector().events(filter, &error);
+        QVERIFY2(rows, qPrintable(error));
+        if (rows->isEmpty())
+            break;
+        QCOMPARE(rows->size(), 1);
+        oldestFirst.append(rows->constFirst().sendKey);
+        filter.below = rows->constFirst().listPosition;
+        QVERIFY(oldestFirst.size() <= 6);
+    }
+    QCOMPARE(oldestFirst, QList<QByteArray>(order.crbegin(), order.crend() - 1));
 }
 
 void TestStore::purgeFinishedRemovesOldAppliedKeysOnly()

@@ -457,11 +457,12 @@ std::optional<QList<EventRow>> Inspector::events(const EventFilter &filter, QStr
     // Keyset paging: each page starts below the last row of the one before (its
     // listPosition), found through an index, so that page 5,000 costs what page 1 does.
     // Messages waiting in the queue come first (newest first), then the ledger's rows in
-    // the order they were written, newest first.
+    // the order they were written, newest first (or, asked for, the ledger's rows alone,
+    // oldest first).
     const int limit = filter.limit < 0 ? std::numeric_limits<int>::max() : filter.limit;
     const bool pastQueue = filter.below > 0 && filter.below <= EventRow::QueuedPositions;
     QList<EventRow> rows;
-    if (listsQueued(filter) && !pastQueue) {
+    if (listsQueued(filter) && !pastQueue && !filter.oldestFirst) {
         QVariantList values;
         QString where = queuedWhere(filter, m_db.isPostgres(), &values);
         if (filter.below > EventRow::QueuedPositions) {
@@ -490,13 +491,14 @@ std::optional<QList<EventRow>> Inspector::events(const EventFilter &filter, QStr
     const QString position = m_db.isPostgres() ? QStringLiteral("seq") : QStringLiteral("rowid");
     if (pastQueue) {
         where += (where.isEmpty() ? QStringLiteral(" WHERE ") : QStringLiteral(" AND ")) + position
-                 + QStringLiteral(" < ?");
+                 + (filter.oldestFirst ? QStringLiteral(" > ?") : QStringLiteral(" < ?"));
         values.append(filter.below);
     }
     QSqlQuery query(m_db.connection());
     query.setForwardOnly(true);
     query.prepare(QStringLiteral("SELECT ") + eventColumns(m_db.isPostgres(), false) + QStringLiteral(" FROM ledger")
-                  + where + QStringLiteral(" ORDER BY ") + position + QStringLiteral(" DESC LIMIT ?"));
+                  + where + QStringLiteral(" ORDER BY ") + position
+                  + (filter.oldestFirst ? QStringLiteral(" LIMIT ?") : QStringLiteral(" DESC LIMIT ?")));
     for (const auto &value : std::as_const(values))
         query.addBindValue(value);
     query.addBindValue(limit - int(rows.size()));

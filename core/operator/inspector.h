@@ -95,6 +95,9 @@ struct EventFilter
     // Only rows below this list position (EventRow::listPosition of the last row of the
     // page before); 0: from the top.
     qint64 below = 0;
+    // The ledger's rows in the order they were written, oldest first, and no queued
+    // messages: a list that shows the oldest on top grows downwards as pages arrive.
+    bool oldestFirst = false;
     // A search (text, user or audit row) is counted up to one more than this: more reads
     // "more than CountLimit". The whole ledger and its states are counted exactly.
     static constexpr qint64 CountLimit = 100000;

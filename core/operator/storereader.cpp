@@ -380,6 +380,8 @@ void StoreReader::loadInDoubt(quint64 token)
     EventFilter filter;
     filter.state = LedgerState::InDoubt;
     filter.limit = InDoubtPageRows;
+    // The page lists the longest waiting on top: each page read goes below the last.
+    filter.oldestFirst = true;
     for (;;) {
         QString error;
         const auto rows = m_store->inspector().events(filter, &error);

@@ -71,7 +71,7 @@ public slots:
     void loadDeadLetter(quint64 token, const QString &id);
     // The letters the filter takes, counted by class (see Inspector::countDeadLetters).
     void countDeadLetters(quint64 token, const once::DeadLetterFilter &filter, qint64 firstSentBeforeMs);
-    // Every event in doubt, in pages of InDoubtPageRows (newest first): inDoubtLoaded()
+    // Every event in doubt, in pages of InDoubtPageRows (oldest first): inDoubtLoaded()
     // once a page, `complete` on the last, so the first rows show while the rest are read.
     void loadInDoubt(quint64 token);
     void loadAudit(quint64 token, int limit);
