@@ -42,9 +42,10 @@
 #include <hiredis/hiredis.h>
 
 #include <array>
-#include <cerrno>
 
 namespace once {
+
+using namespace redisreply;
 
 namespace {
 
@@ -52,8 +53,6 @@ Q_LOGGING_CATEGORY(lcRedis, "once.core.redis")
 
 const QByteArray Group = QByteArrayLiteral("once");
 const QByteArray ContentType = QByteArrayLiteral("application/json");
-constexpr int ConnectTimeoutMs = 5000;
-constexpr int CommandTimeoutMs = 10000;
 // How many due delayed messages one lease() moves to the stream; the rest follow on the
 // next turns, so one lease never holds the server long.
 constexpr int PromoteBatch = 100;
@@ -206,49 +205,6 @@ QByteArrayList script(Lua which, const QByteArrayList &keys, const QByteArrayLis
     return QByteArrayList{"EVALSHA", scripts().at(size_t(which)).sha, number(keys.size())} + keys + arguments;
 }
 
-timeval toTimeval(int ms)
-{
-    return timeval{ms / 1000, (ms % 1000) * 1000};
-}
-
-// Reply accessors that never read past what the server sent.
-const redisReply *element(const redisReply *reply, size_t i)
-{
-    return reply && reply->type == REDIS_REPLY_ARRAY && i < reply->elements ? reply->element[i] : nullptr;
-}
-
-size_t elementCount(const redisReply *reply)
-{
-    return reply && reply->type == REDIS_REPLY_ARRAY ? reply->elements : 0;
-}
-
-QByteArray bytes(const redisReply *reply)
-{
-    if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS))
-        return {};
-    return QByteArray(reply->str, qsizetype(reply->len));
-}
-
-std::optional<qint64> integer(const redisReply *reply)
-{
-    if (reply && reply->type == REDIS_REPLY_INTEGER)
-        return reply->integer;
-    return std::nullopt;
-}
-
-// A flat [name, value, name, value ...] reply (entry fields, XINFO) as a map of the
-// string and integer values.
-QHash<QByteArray, QByteArray> fieldMap(const redisReply *list)
-{
-    QHash<QByteArray, QByteArray> fields;
-    for (size_t i = 0; i + 1 < elementCount(list); i += 2) {
-        const redisReply *value = element(list, i + 1);
-        fields.insert(bytes(element(list, i)),
-                      value->type == REDIS_REPLY_INTEGER ? QByteArray::number(value->integer) : bytes(value));
-    }
-    return fields;
-}
-
 // "once:" and the consumer, for CLIENT LIST: operators see which worker holds which
 // connection ("once" alone: a producer's or an operator's). Redis refuses spaces and
 // control characters in a client name.
@@ -260,6 +216,23 @@ QByteArray clientName(const QByteArray &consumer)
             c = '_';
     }
     return name;
+}
+
+// The connection's setup: its name, and every script loaded.
+QList<QByteArrayList> connectionSetup(const QByteArray &consumer)
+{
+    QList<QByteArrayList> setup{{"CLIENT", "SETNAME", clientName(consumer)}};
+    for (const Script &script : scripts())
+        setup.append({"SCRIPT", "LOAD", script.source});
+    return setup;
+}
+
+RedisEndpoint endpoint(const QueueLocation &location)
+{
+    return RedisEndpoint{location.host,     location.port,
+                         location.user,     location.password,
+                         redisDetails(location).database,
+                         location.brokerName() + QStringLiteral(" at ") + location.displayName()};
 }
 
 // The time part of a stream entry id ("1700000000000-0"): when Redis added it.
@@ -302,19 +275,10 @@ struct RedisStreamQueue::StreamEntry
     }
 };
 
-void RedisStreamQueue::ReplyDeleter::operator()(redisReply *reply) const
-{
-    freeReplyObject(reply);
-}
-
-void RedisStreamQueue::ContextDeleter::operator()(redisContext *context) const
-{
-    redisFree(context);
-}
-
 RedisStreamQueue::RedisStreamQueue(QueueLocation location, const QString &consumerName)
     : BrokerQueue(std::move(location)), m_consumer(consumerName.toUtf8()),
-      m_stream(this->location().name.toUtf8()), m_delayed(m_stream + ":delayed"), m_dead(this->location().deadLetterName().toUtf8())
+      m_stream(this->location().name.toUtf8()), m_delayed(m_stream + ":delayed"), m_dead(this->location().deadLetterName().toUtf8()),
+      m_connection(endpoint(this->location()), connectionSetup(m_consumer))
 {
 }
 
@@ -329,55 +293,20 @@ std::unique_ptr<RedisStreamQueue> RedisStreamQueue::connect(const QueueLocation 
     return queue;
 }
 
-// Connects, logs in, selects the database, names the connection and loads the scripts (so that every later
-// call can use EVALSHA). On failure there is no connection, and the next call tries again.
+// Connects, logs in, selects the database, names the connection and loads the scripts (so
+// that every later call can use EVALSHA). On failure there is no connection, and the next
+// call tries again.
 bool RedisStreamQueue::open(QString *error)
 {
-    m_context.reset();
-    const QueueLocation &where = location();
-    std::unique_ptr<redisContext, ContextDeleter> context(
-        redisConnectWithTimeout(where.host.toUtf8().constData(), where.port, toTimeval(ConnectTimeoutMs)));
-    if (!context || context->err) {
-        *error = describe(
-            QStringLiteral("cannot connect: %1")
-                .arg(context ? QString::fromLocal8Bit(context->errstr) : QStringLiteral("out of memory")));
+    if (!m_connection.open(error))
         return false;
-    }
-    if (redisSetTimeout(context.get(), toTimeval(CommandTimeoutMs)) != REDIS_OK ||
-        redisEnableKeepAlive(context.get()) != REDIS_OK) {
-        *error = describe(
-            QStringLiteral("cannot set up the connection: %1").arg(QString::fromLocal8Bit(context->errstr)));
-        return false;
-    }
-    m_context = std::move(context);
-
-    QList<QByteArrayList> setup;
-    if (!where.password.isEmpty()) {
-        setup.append(where.user.isEmpty()
-                         ? QByteArrayList{"AUTH", where.password.toUtf8()}
-                         : QByteArrayList{"AUTH", where.user.toUtf8(), where.password.toUtf8()});
-    }
-    setup.append({"SELECT", number(redisDetails(where).database)});
-    setup.append({"CLIENT", "SETNAME", clientName(m_consumer)});
-    for (const Script &script : scripts())
-        setup.append({"SCRIPT", "LOAD", script.source});
-    const auto replies = exchange(setup, error);
-    if (!replies)
-        return false;
-    for (const Reply &reply : *replies) {
-        if (failed(reply.get(), error)) {
-            m_context.reset();
-            return false;
-        }
-    }
-    qCDebug(lcRedis).noquote() << "connected to" << where.displayName() << "as" << m_consumer;
+    qCDebug(lcRedis).noquote() << "connected to" << location().displayName() << "as" << m_consumer;
     return true;
 }
 
 QString RedisStreamQueue::describe(const QString &what) const
 {
-    return QStringLiteral("%1 at %2: %3")
-        .arg(location().brokerName(), location().displayName(), what.simplified());
+    return m_connection.describe(what);
 }
 
 QString RedisStreamQueue::noGroupError() const
@@ -396,47 +325,14 @@ bool RedisStreamQueue::failed(const redisReply *reply, QString *error)
                                                                      : describe(QString::fromUtf8(text));
     // The server lost our scripts (SCRIPT FLUSH): reconnecting loads them again.
     if (text.startsWith("NOSCRIPT"))
-        m_context.reset();
+        m_connection.close();
     return true;
-}
-
-std::optional<std::vector<RedisStreamQueue::Reply>>
-RedisStreamQueue::exchange(const QList<QByteArrayList> &commands, QString *error)
-{
-    for (const QByteArrayList &command : commands) {
-        std::vector<const char *> argv;
-        std::vector<size_t> argvlen;
-        for (const QByteArray &argument : command) {
-            argv.push_back(argument.constData());
-            argvlen.push_back(size_t(argument.size()));
-        }
-        redisAppendCommandArgv(m_context.get(), int(argv.size()), argv.data(), argvlen.data());
-    }
-    std::vector<Reply> replies;
-    replies.reserve(size_t(commands.size()));
-    for (qsizetype i = 0; i < commands.size(); ++i) {
-        void *reply = nullptr;
-        if (redisGetReply(m_context.get(), &reply) != REDIS_OK) {
-            const bool timedOut = errno == EAGAIN || errno == EWOULDBLOCK;
-            *error = describe(
-                timedOut
-                    ? QStringLiteral("no answer within %1 s").arg(CommandTimeoutMs / 1000)
-                    : QStringLiteral("connection lost: %1").arg(QString::fromLocal8Bit(m_context->errstr)));
-            // The connection is unusable after an I/O error; the next call reconnects.
-            m_context.reset();
-            return std::nullopt;
-        }
-        replies.emplace_back(static_cast<redisReply *>(reply));
-    }
-    return replies;
 }
 
 std::optional<std::vector<RedisStreamQueue::Reply>>
 RedisStreamQueue::pipeline(const QList<QByteArrayList> &commands, QString *error)
 {
-    if (!m_context && !open(error))
-        return std::nullopt;
-    return exchange(commands, error);
+    return m_connection.pipeline(commands, error);
 }
 
 std::optional<std::vector<RedisStreamQueue::Reply>>

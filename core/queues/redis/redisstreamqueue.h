@@ -1,6 +1,7 @@
 #pragma once
 
 #include "queues/brokerqueue.h"
+#include "queues/redis/redisconnection.h"
 
 #include <QByteArray>
 #include <QByteArrayList>
@@ -9,9 +10,6 @@
 
 #include <memory>
 #include <vector>
-
-struct redisContext;
-struct redisReply;
 
 namespace once {
 
@@ -41,15 +39,7 @@ public:
                                              QString *error) override;
 
 private:
-    struct ReplyDeleter
-    {
-        void operator()(redisReply *reply) const;
-    };
-    using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
-    struct ContextDeleter
-    {
-        void operator()(redisContext *context) const;
-    };
+    using Reply = RedisConnection::Reply;
     // What settle() needs to find a delivery again: the stream entry, and how many times
     // the group had delivered it when we got it (the ownership token).
     struct Lease
@@ -68,9 +58,6 @@ private:
     RedisStreamQueue(QueueLocation location, const QString &consumerName);
 
     bool open(QString *error);
-    // Sends the commands in one round trip and returns their replies in order, error
-    // replies included; nullopt when the connection failed (the next call reconnects).
-    std::optional<std::vector<Reply>> exchange(const QList<QByteArrayList> &commands, QString *error);
     std::optional<std::vector<Reply>> pipeline(const QList<QByteArrayList> &commands, QString *error);
     // As pipeline, but any error reply fails it all.
     std::optional<std::vector<Reply>> checkedPipeline(const QList<QByteArrayList> &commands, QString *error);
@@ -85,11 +72,11 @@ private:
                                                      const std::function<bool(const DeadLetter &)> &select,
                                                      bool redrive, QString *error);
 
-    std::unique_ptr<redisContext, ContextDeleter> m_context;
     QByteArray m_consumer;
     QByteArray m_stream;
     QByteArray m_delayed;
     QByteArray m_dead;
+    RedisConnection m_connection; // after m_consumer, which names it
     QByteArray m_claimCursor = "0-0";
     QHash<QPair<QString, int>, Lease> m_leases; // (message id, delivery)
 };
