@@ -229,8 +229,10 @@ QList<QByteArrayList> connectionSetup(const QByteArray &consumer)
 
 RedisEndpoint endpoint(const QueueLocation &location)
 {
-    return RedisEndpoint{location.host,     location.port,
-                         location.user,     location.password,
+    return RedisEndpoint{location.host,
+                         location.port,
+                         location.user,
+                         location.password,
                          redisDetails(location).database,
                          location.brokerName() + QStringLiteral(" at ") + location.displayName()};
 }
@@ -277,7 +279,8 @@ struct RedisStreamQueue::StreamEntry
 
 RedisStreamQueue::RedisStreamQueue(QueueLocation location, const QString &consumerName)
     : BrokerQueue(std::move(location)), m_consumer(consumerName.toUtf8()),
-      m_stream(this->location().name.toUtf8()), m_delayed(m_stream + ":delayed"), m_dead(this->location().deadLetterName().toUtf8()),
+      m_stream(this->location().name.toUtf8()), m_delayed(m_stream + ":delayed"),
+      m_dead(this->location().deadLetterName().toUtf8()),
       m_connection(endpoint(this->location()), connectionSetup(m_consumer))
 {
 }
