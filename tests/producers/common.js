@@ -126,4 +126,4 @@ async function run(script, target, main) {
   process.exit(0);
 }
 
-module.exports = { messages, reminderJson, redactUrl, run, summary };
+module.exports = { messages, reminderJson, redactUrl, run, scrub, summary };

@@ -1,0 +1,99 @@
+#include "queues/bullmq/bullmqqueues.h"
+
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+
+namespace once {
+
+using namespace redisreply;
+
+namespace {
+
+// A key's name within its queue: "<prefix>:<name>:<part>".
+QByteArray keyOf(const BullMqQueueName &queue, const char *part)
+{
+    return (queue.prefix + u':' + queue.name + u':').toUtf8() + part;
+}
+
+} // namespace
+
+BullMqQueues::BullMqQueues(RedisEndpoint endpoint)
+    : m_connection(std::move(endpoint), {{"CLIENT", "SETNAME", "once:console"}})
+{
+}
+
+std::optional<QList<BullMqQueueName>> BullMqQueues::discover(QString *error)
+{
+    QList<BullMqQueueName> queues;
+    QByteArray cursor = "0";
+    do {
+        const auto replies =
+            m_connection.pipeline({{"SCAN", cursor, "MATCH", "*:meta", "COUNT", "1000"}}, error);
+        if (!replies)
+            return std::nullopt;
+        const redisReply *reply = replies->front().get();
+        if (isError(reply) || elementCount(reply) != 2) {
+            *error =
+                m_connection.describe(QStringLiteral("SCAN failed: %1").arg(QString::fromUtf8(bytes(reply))));
+            return std::nullopt;
+        }
+        cursor = bytes(element(reply, 0));
+        const redisReply *keys = element(reply, 1);
+        for (size_t i = 0; i < elementCount(keys); ++i) {
+            // "<prefix>:<name>:meta"; a queue name may hold ":" itself, a prefix does not
+            // in BullMQ's default and in what its documentation shows.
+            const QString key = QString::fromUtf8(bytes(element(keys, i)));
+            const qsizetype prefixEnd = key.indexOf(u':');
+            const QString name = key.mid(prefixEnd + 1).chopped(int(qstrlen(":meta")));
+            if (prefixEnd > 0 && !name.isEmpty())
+                queues.append({key.left(prefixEnd), name});
+        }
+    } while (cursor != "0");
+    std::sort(queues.begin(), queues.end(), [](const BullMqQueueName &a, const BullMqQueueName &b) {
+        return std::tie(a.prefix, a.name) < std::tie(b.prefix, b.name);
+    });
+    queues.erase(std::unique(queues.begin(), queues.end()), queues.end()); // SCAN may repeat a key
+    return queues;
+}
+
+std::optional<BullMqCounts> BullMqQueues::counts(const BullMqQueueName &queue, QString *error)
+{
+    const auto replies = m_connection.pipeline({{"LLEN", keyOf(queue, "wait")},
+                                                {"LINDEX", keyOf(queue, "wait"), "-1"},
+                                                {"LLEN", keyOf(queue, "active")},
+                                                {"ZCARD", keyOf(queue, "delayed")},
+                                                {"ZCARD", keyOf(queue, "prioritized")},
+                                                {"ZCARD", keyOf(queue, "completed")},
+                                                {"ZCARD", keyOf(queue, "failed")},
+                                                {"ZCARD", keyOf(queue, "waiting-children")},
+                                                {"HMGET", keyOf(queue, "meta"), "paused", "version"}},
+                                               error);
+    if (!replies)
+        return std::nullopt;
+    for (const auto &reply : *replies) {
+        if (isError(reply.get())) {
+            *error = m_connection.describe(QStringLiteral("cannot count the BullMQ queue %1:%2: %3")
+                                               .arg(queue.prefix, queue.name, QString::fromUtf8(reply->str)));
+            return std::nullopt;
+        }
+    }
+    const auto count = [&](size_t i) { return integer(replies->at(i).get()).value_or(0); };
+    BullMqCounts counts;
+    counts.waiting = count(0);
+    // A wait list of BullMQ before 5 may end in a marker ("0:..."), which is no job.
+    if (counts.waiting > 0 && bytes(replies->at(1).get()).startsWith("0:"))
+        --counts.waiting;
+    counts.active = count(2);
+    counts.delayed = count(3);
+    counts.prioritized = count(4);
+    counts.completed = count(5);
+    counts.failed = count(6);
+    counts.waitingChildren = count(7);
+    const redisReply *meta = replies->at(8).get();
+    counts.paused = !bytes(element(meta, 0)).isEmpty();
+    counts.version = QString::fromUtf8(bytes(element(meta, 1)));
+    return counts;
+}
+
+} // namespace once
