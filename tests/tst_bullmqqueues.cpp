@@ -119,12 +119,26 @@ void TestBullMqQueues::findsAndCountsQueuesAsBullMqDoes()
         QVERIFY2(counts.value(QLatin1String(state)).toInteger() > 0, state);
     QVERIFY(pausedSaid.value(QStringLiteral("paused")).toBool());
 
-    BullMqQueues queues(m_endpoint);
+    // Keys that end in ":meta" but name no queue, as any other program may make them.
+    RedisConnection redis(m_endpoint, {});
     QString error;
+    const QByteArray stray = m_tag.toUtf8() + "-stray";
+    QVERIFY2(redis.pipeline({{"HSET", "bull:meta", stray, "1"}, {"HSET", ":meta", stray, "1"}}, &error),
+             qPrintable(error));
+
+    BullMqQueues queues(m_endpoint);
     const auto found = queues.discover(&error);
+    QVERIFY(redis.pipeline({{"HDEL", "bull:meta", stray}, {"HDEL", ":meta", stray}}, &error));
     QVERIFY2(found, qPrintable(error));
     QVERIFY(found->contains(plain));
     QVERIFY(found->contains(paused));
+    // Each queue found is one whose meta key is there.
+    for (const BullMqQueueName &queue : *found) {
+        const QByteArray meta = (queue.prefix + u':' + queue.name + QStringLiteral(":meta")).toUtf8();
+        const auto exists = redis.pipeline({{"EXISTS", meta}}, &error);
+        QVERIFY2(exists, qPrintable(error));
+        QVERIFY2(redisreply::integer(exists->front().get()) == 1, meta.constData());
+    }
     QVERIFY(std::is_sorted(found->cbegin(), found->cend(), [](const auto &a, const auto &b) {
         return std::tie(a.prefix, a.name) < std::tie(b.prefix, b.name);
     }));

@@ -3,6 +3,7 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
+#include <tuple>
 
 namespace once {
 
@@ -43,11 +44,12 @@ std::optional<QList<BullMqQueueName>> BullMqQueues::discover(QString *error)
         for (size_t i = 0; i < elementCount(keys); ++i) {
             // "<prefix>:<name>:meta"; a queue name may hold ":" itself, a prefix does not
             // in BullMQ's default and in what its documentation shows.
+            // Anything else that ends so (":meta", "x:meta") is no queue.
             const QString key = QString::fromUtf8(bytes(element(keys, i)));
             const qsizetype prefixEnd = key.indexOf(u':');
-            const QString name = key.mid(prefixEnd + 1).chopped(int(qstrlen(":meta")));
-            if (prefixEnd > 0 && !name.isEmpty())
-                queues.append({key.left(prefixEnd), name});
+            const qsizetype nameLength = key.size() - prefixEnd - 1 - qsizetype(qstrlen(":meta"));
+            if (prefixEnd > 0 && nameLength > 0)
+                queues.append({key.left(prefixEnd), key.mid(prefixEnd + 1, nameLength)});
         }
     } while (cursor != "0");
     std::sort(queues.begin(), queues.end(), [](const BullMqQueueName &a, const BullMqQueueName &b) {
