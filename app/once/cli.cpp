@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include "queues/brokerqueue.h"
+#include "queues/bullmq/bullmqscripts.h"
 #include "queues/queuebackend.h"
 #include "store/database.h"
 #include "store/store.h"
@@ -98,6 +99,8 @@ int Command::parse(const QStringList &arguments)
         std::fputs(qPrintable(help), stdout);
         return Ok;
     }
+    if (m_hasQueueOptions && m_parser.isSet(QStringLiteral("bullmq-scripts")))
+        BullMqScripts::setCommandsFolder(m_parser.value(QStringLiteral("bullmq-scripts")));
     return -1;
 }
 
@@ -122,6 +125,14 @@ void Command::addQueueOption()
                         QStringLiteral("A broker's queue: %1 (default: $ONCE_QUEUE, else the store's own queue).")
                             .arg(queueUrlSyntaxes()),
                         QStringLiteral("url")});
+    m_parser.addOption(
+        {QStringLiteral("bullmq-scripts"),
+         QStringLiteral("Where a bullmq:// queue's scripts are: the commands folder of the team's "
+                        "bullmq package, %1 (default: %2).")
+             .arg(BullMqScripts::supportedVersions().join(QStringLiteral(", ")),
+                  QStringLiteral("./node_modules/bullmq/dist/cjs/commands")),
+         QStringLiteral("dir")});
+    m_hasQueueOptions = true;
 }
 
 QString Command::queueUrl() const

@@ -34,7 +34,8 @@ public:
     // nothing, so they work on a backup, a read-only disk or a store they may only read.
     enum class Access { ReadWrite, ReadOnly };
     std::unique_ptr<Store> openStore(Access access = Access::ReadWrite) const;
-    // --queue, for the subcommands that touch the queue: a broker's queue, else the store's.
+    // --queue, for the subcommands that touch the queue: a broker's queue, else the store's;
+    // and --bullmq-scripts, which parse() hands to the BullMQ backend.
     void addQueueOption();
     QString queueUrl() const; // --queue, else $ONCE_QUEUE; empty: the store's own queue
     std::unique_ptr<BrokerQueue> openBrokerQueue() const; // prints the error itself
@@ -48,6 +49,7 @@ public:
 private:
     QString m_name;
     QCommandLineParser m_parser;
+    bool m_hasQueueOptions = false;
 };
 
 void printJson(const QJsonDocument &document);

@@ -543,7 +543,11 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
 {
     const qint64 now = nowMs();
     const Reminder &reminder = delivery.reminder;
-    const int sends = delivery.sendsThisRound + 1;
+    // A job that carries its own attempts and backoff counts its attempts itself: those made
+    // under other workers too, and none for a delivery after a crash.
+    const std::optional<RetryRule> &rule = delivery.message.retryRule;
+    const int sends = rule ? rule->attemptsMade + 1 : delivery.sendsThisRound + 1;
+    const int maxAttempts = rule ? rule->attempts : m_config.maxAttempts;
     Attempt attempt{reminder.sendKey, reminder.eventId, delivery.message.id, delivery.message.delivery,
                     m_config.workerId, sentAtMs, QStringLiteral("send"), QString(), outcome.httpStatus,
                     outcome.latencyMs, outcome.errorClass, outcome.error, outcome.providerRequestId};
@@ -600,24 +604,37 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
     }
 
     const bool retryable = partnerUnhealthy;
-    if (retryable && sends < m_config.maxAttempts) {
+    if (retryable && sends < maxAttempts) {
         ++m_counters.retries;
-        const qint64 delay = retryDelayMs(sends, m_config.backoffBaseMs, m_config.backoffCapMs, outcome.retryAfterMs);
+        const qint64 delay =
+            rule ? std::max(rule->delayAfter(sends), outcome.retryAfterMs)
+                 : retryDelayMs(sends, m_config.backoffBaseMs, m_config.backoffCapMs, outcome.retryAfterMs);
         attempt.outcome = outcome.kind == SendOutcome::Kind::InDoubt ? QStringLiteral("in-doubt")
                                                                      : QStringLiteral("transient");
         m_counters.sends.record(attempt.outcome, attempt.errorClass, outcome.latencyMs);
         update.state = LedgerState::Retrying;
         m_pendingAttempts.append(attempt);
-        m_pendingAttempts.append(Attempt{reminder.sendKey, reminder.eventId, delivery.message.id,
-                                         delivery.message.delivery, m_config.workerId, now, QStringLiteral("retry"),
-                                         QStringLiteral("scheduled"), 0, delay, {},
-                                         QStringLiteral("next try in %1 ms (try %2 of %3)")
-                                             .arg(delay)
-                                             .arg(sends + 1)
-                                             .arg(m_config.maxAttempts),
-                                         {}});
+        m_pendingAttempts.append(Attempt{
+            reminder.sendKey,
+            reminder.eventId,
+            delivery.message.id,
+            delivery.message.delivery,
+            m_config.workerId,
+            now,
+            QStringLiteral("retry"),
+            QStringLiteral("scheduled"),
+            0,
+            delay,
+            {},
+            QStringLiteral("next try in %1 ms (try %2 of %3)").arg(delay).arg(sends + 1).arg(maxAttempts),
+            {}});
         m_pendingUpdates.append(update);
-        m_pendingSettlements.append({Settlement::Kind::Retry, delivery.message.id, delivery.message.delivery, delay, {}});
+        m_pendingSettlements.append({Settlement::Kind::Retry,
+                                     delivery.message.id,
+                                     delivery.message.delivery,
+                                     delay,
+                                     {},
+                                     outcome.errorClass + QStringLiteral(": ") + outcome.error});
         scheduleCycle(0);
         return;
     }

@@ -4,6 +4,8 @@
 #include <QList>
 #include <QString>
 
+#include "model/retryrule.h"
+
 #include <optional>
 
 namespace once {
@@ -30,6 +32,9 @@ struct QueueMessage
     qint64 enqueuedAtMs = 0;
     qint64 leaseUntilMs = 0;
     int redriveCount = 0;
+    // Where the message carries its own attempts and backoff (a BullMQ job): the engine
+    // follows them. Absent: the worker's own.
+    std::optional<RetryRule> retryRule;
 };
 
 struct DeadLetterInfo
@@ -53,6 +58,10 @@ struct Settlement
     int delivery = 0;
     qint64 delayMs = 0;  // Retry: when the message becomes visible again
     DeadLetterInfo deadLetter; // DeadLetter only
+    // Retry after a failed send: why it failed, for a queue that keeps a message's
+    // failures with it (BullMQ's failedReason). Empty for a delivery handed back unsent,
+    // which is no attempt.
+    QString failure;
 };
 
 struct QueueCounts

@@ -1,6 +1,7 @@
 // The registry of queue backends: one line per backend folder.
 #include "queues/queuebackend.h"
 
+#include "queues/bullmq/bullmqbackend.h"
 #include "queues/pubsub/pubsubbackend.h"
 #include "queues/rabbitmq/rabbitmqbackend.h"
 #include "queues/redis/redisbackend.h"
@@ -12,11 +13,8 @@ namespace once {
 const QList<const QueueBackend *> &queueBackends()
 {
     static const QList<const QueueBackend *> backends{
-        &rabbitMqBackend(),
-        &redisStreamsBackend(),
-        &restQueueBackend(),
-        &sqsBackend(),
-        &pubSubBackend(),
+        &rabbitMqBackend(), &redisStreamsBackend(), &restQueueBackend(),
+        &sqsBackend(),      &pubSubBackend(),       &bullMqBackend(),
     };
     return backends;
 }

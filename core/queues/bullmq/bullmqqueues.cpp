@@ -1,7 +1,5 @@
 #include "queues/bullmq/bullmqqueues.h"
 
-#include <hiredis/hiredis.h>
-
 #include <algorithm>
 #include <tuple>
 
@@ -75,8 +73,9 @@ std::optional<BullMqCounts> BullMqQueues::counts(const BullMqQueueName &queue, Q
         return std::nullopt;
     for (const auto &reply : *replies) {
         if (isError(reply.get())) {
-            *error = m_connection.describe(QStringLiteral("cannot count the BullMQ queue %1:%2: %3")
-                                               .arg(queue.prefix, queue.name, QString::fromUtf8(reply->str)));
+            *error = m_connection.describe(
+                QStringLiteral("cannot count the BullMQ queue %1:%2: %3")
+                    .arg(queue.prefix, queue.name, QString::fromUtf8(errorText(reply.get()))));
             return std::nullopt;
         }
     }

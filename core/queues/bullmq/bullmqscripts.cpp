@@ -193,6 +193,24 @@ QString BullMqScripts::defaultCommandsFolder()
     return QDir::current().filePath(QStringLiteral("node_modules/bullmq/dist/cjs/commands"));
 }
 
+namespace {
+QString &chosenCommandsFolder()
+{
+    static QString folder;
+    return folder;
+}
+} // namespace
+
+QString BullMqScripts::commandsFolder()
+{
+    return chosenCommandsFolder().isEmpty() ? defaultCommandsFolder() : chosenCommandsFolder();
+}
+
+void BullMqScripts::setCommandsFolder(const QString &folder)
+{
+    chosenCommandsFolder() = folder;
+}
+
 std::optional<BullMqScripts> BullMqScripts::load(const QString &commandsFolder, QString *error)
 {
     const QDir commands(commandsFolder);

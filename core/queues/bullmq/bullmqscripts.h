@@ -35,6 +35,10 @@ public:
     static QStringList supportedVersions();
     // The default place: the current folder's node_modules.
     static QString defaultCommandsFolder();
+    // Where this process loads them from: the folder an operator gave (once's
+    // --bullmq-scripts), else the default. Set once at start, before any queue opens.
+    static QString commandsFolder();
+    static void setCommandsFolder(const QString &folder);
 
     // Reads the package's version from its package.json (three folders above
     // `commandsFolder`), refuses a release once does not implement, then loads and

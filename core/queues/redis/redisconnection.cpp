@@ -77,7 +77,7 @@ bool RedisConnection::open(QString *error)
         return false;
     for (const Reply &reply : *replies) {
         if (redisreply::isError(reply.get())) {
-            *error = describe(QString::fromUtf8(QByteArray(reply->str, qsizetype(reply->len))));
+            *error = describe(QString::fromUtf8(redisreply::errorText(reply.get())));
             m_context.reset();
             return false;
         }
@@ -153,6 +153,13 @@ std::optional<qint64> integer(const redisReply *reply)
 bool isError(const redisReply *reply)
 {
     return !reply || reply->type == REDIS_REPLY_ERROR;
+}
+
+QByteArray errorText(const redisReply *reply)
+{
+    if (!reply)
+        return QByteArrayLiteral("no reply");
+    return reply->type == REDIS_REPLY_ERROR ? QByteArray(reply->str, qsizetype(reply->len)) : QByteArray();
 }
 
 QHash<QByteArray, QByteArray> fieldMap(const redisReply *list)

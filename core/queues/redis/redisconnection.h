@@ -76,6 +76,9 @@ QByteArray bytes(const redisReply *reply);
 std::optional<qint64> integer(const redisReply *reply);
 // Whether there is no reply or an error reply.
 bool isError(const redisReply *reply);
+// An error reply's text ("NOSCRIPT ...", "WRONGTYPE ..."); "no reply" for none, empty for
+// a reply that is no error.
+QByteArray errorText(const redisReply *reply);
 // A flat [name, value, name, value ...] reply (a hash, entry fields, XINFO) as a map of
 // its string and integer values.
 QHash<QByteArray, QByteArray> fieldMap(const redisReply *list);

@@ -39,8 +39,6 @@
 #include <QLoggingCategory>
 #include <QUuid>
 
-#include <hiredis/hiredis.h>
-
 #include <array>
 
 namespace once {
@@ -321,9 +319,9 @@ QString RedisStreamQueue::noGroupError() const
 
 bool RedisStreamQueue::failed(const redisReply *reply, QString *error)
 {
-    if (reply && reply->type != REDIS_REPLY_ERROR)
+    if (!isError(reply))
         return false;
-    const QByteArray text = reply ? QByteArray(reply->str, qsizetype(reply->len)) : QByteArray("no reply");
+    const QByteArray text = errorText(reply);
     *error = text.startsWith("NOGROUP") || text == "ERR no such key" ? noGroupError()
                                                                      : describe(QString::fromUtf8(text));
     // The server lost our scripts (SCRIPT FLUSH): reconnecting loads them again.
@@ -357,8 +355,7 @@ bool RedisStreamQueue::declareTopology(const QueueTopology &, QString *error)
         return false;
     // BUSYGROUP: declared before, which is fine.
     const redisReply *created = reply->front().get();
-    return (created->type == REDIS_REPLY_ERROR && QByteArray(created->str).startsWith("BUSYGROUP")) ||
-           !failed(created, error);
+    return errorText(created).startsWith("BUSYGROUP") || !failed(created, error);
 }
 
 bool RedisStreamQueue::enqueue(const QList<OutgoingMessage> &messages, QString *error)

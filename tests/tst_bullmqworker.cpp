@@ -1,0 +1,397 @@
+// `once worker` as a BullMQ worker, against BullMQ 6.7.0 itself on a real Redis (the Redis
+// fixture; ONCE_TEST_REDIS_URL_FILE) and the partner simulator: a Node producer's jobs of
+// every kind drain as BullMQ's own Queue and QueueEvents expect, failures follow each
+// job's own attempts and backoff, jobs pass between once and Node workers both ways, a
+// worker SIGKILLed mid-send is recovered by BullMQ's stalled checker without a second
+// effect (and a second stall fails the job, as BullMQ does), and scripts of a release
+// once does not implement are refused. tests/producers/bullmq-proof.js is BullMQ's side.
+#include "deliveryharness.h"
+
+#include "queues/bullmq/bullmqscripts.h"
+
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace oncetest;
+
+class TestBullMqWorker : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void initTestCase();
+    void drainsANodeProducersJobsAsBullMqSays();
+    void failuresFollowEachJobsOwnAttemptsAndBackoff();
+    void jobsPassBetweenOnceAndNodeWorkersBothWays();
+    void aWorkerKilledMidSendStallsOnceAndFailsOnTheSecond();
+    void scriptsOfAnotherReleaseAreRefusedByName();
+
+private:
+    QJsonObject node(const QStringList &arguments, int timeoutMs = 60000);
+    QProcess *startWatch(const QString &queue, int finished);
+    QJsonObject finish(QProcess *watch);
+    QString queueUrl(const QString &queue, const QString &more = {}) const;
+    QStringList workerArguments(const QString &queue, quint16 partnerPort, const QString &workerId) const;
+    QJsonObject partner(quint16 port, const QByteArray &path);
+    static QJsonObject jobById(const QJsonObject &report, const QString &id);
+
+    QTemporaryDir m_dir;
+    QString m_redisUrl;
+    QString m_producers;
+    QString m_scripts;
+    QString m_tag;
+    std::unique_ptr<OnceRunner> m_once;
+    std::vector<std::unique_ptr<QProcess>> m_node;
+};
+
+void TestBullMqWorker::initTestCase()
+{
+    QFile file(qEnvironmentVariable("ONCE_TEST_REDIS_URL_FILE"));
+    QVERIFY2(file.open(QIODevice::ReadOnly),
+             "set ONCE_TEST_REDIS_URL_FILE to the url file of scripts/redis-server start DIR (ctest does)");
+    m_redisUrl = QString::fromUtf8(file.readAll().trimmed());
+    m_producers = qEnvironmentVariable("ONCE_TEST_PRODUCERS");
+    m_scripts = QDir(m_producers).filePath(QStringLiteral("node_modules/bullmq/dist/cjs/commands"));
+    QVERIFY2(QFileInfo::exists(m_scripts),
+             qPrintable(m_scripts + QStringLiteral(": run npm ci in tests/producers")));
+    QVERIFY(m_dir.isValid());
+    m_tag = QStringLiteral("once-%1").arg(QCoreApplication::applicationPid());
+    const QString store = QStringLiteral("sqlite:") + m_dir.filePath(QStringLiteral("once.db"));
+    m_once = std::make_unique<OnceRunner>(qEnvironmentVariable("ONCE_BIN"), store);
+    const auto init = m_once->run({QStringLiteral("init")});
+    QVERIFY2(init.exitedWith(0), init.describe().constData());
+}
+
+QJsonObject TestBullMqWorker::node(const QStringList &arguments, int timeoutMs)
+{
+    QProcess process;
+    process.setWorkingDirectory(m_producers);
+    process.start(QStringLiteral("node"), QStringList{QStringLiteral("bullmq-proof.js")} + arguments +
+                                              QStringList{QStringLiteral("--url"), m_redisUrl});
+    if (!process.waitForFinished(timeoutMs) || process.exitCode() != 0) {
+        qWarning("node bullmq-proof.js %s: %s", qPrintable(arguments.join(u' ')),
+                 process.readAllStandardError().constData());
+        return {};
+    }
+    // The report is the last line ("watch" says "ready" first).
+    return QJsonDocument::fromJson(process.readAllStandardOutput().trimmed().split('\n').last()).object();
+}
+
+QProcess *TestBullMqWorker::startWatch(const QString &queue, int finished)
+{
+    auto process = std::make_unique<QProcess>();
+    process->setWorkingDirectory(m_producers);
+    process->start(QStringLiteral("node"), {QStringLiteral("bullmq-proof.js"), QStringLiteral("watch"),
+                                            QStringLiteral("--url"), m_redisUrl, QStringLiteral("--queue"),
+                                            queue, QStringLiteral("--finished"), QString::number(finished)});
+    QProcess *watch = process.get();
+    m_node.push_back(std::move(process));
+    if (!pumpUntil([watch] { return watch->canReadLine() || watch->state() == QProcess::NotRunning; },
+                   20000) ||
+        watch->readLine().trimmed() != "ready") {
+        qWarning("watch did not start: %s", watch->readAllStandardError().constData());
+        return nullptr;
+    }
+    return watch;
+}
+
+QJsonObject TestBullMqWorker::finish(QProcess *watch)
+{
+    if (!watch || !pumpUntil([watch] { return watch->state() == QProcess::NotRunning; }, 90000))
+        return {};
+    const QJsonObject report = QJsonDocument::fromJson(watch->readAllStandardOutput()).object();
+    if (report.isEmpty())
+        qWarning("watch said: %s", watch->readAllStandardError().constData());
+    return report;
+}
+
+QString TestBullMqWorker::queueUrl(const QString &queue, const QString &more) const
+{
+    QString url = m_redisUrl;
+    url.replace(QStringLiteral("redis://"), QStringLiteral("bullmq://"));
+    return url + QStringLiteral("?queue=") + queue + more;
+}
+
+QStringList TestBullMqWorker::workerArguments(const QString &queue, quint16 partnerPort,
+                                              const QString &workerId) const
+{
+    return {QStringLiteral("worker"),
+            QStringLiteral("--queue"),
+            queueUrl(queue),
+            QStringLiteral("--bullmq-scripts"),
+            m_scripts,
+            QStringLiteral("--partner"),
+            QStringLiteral("http://127.0.0.1:%1/reminders").arg(partnerPort),
+            QStringLiteral("--worker-id"),
+            workerId,
+            QStringLiteral("--until-idle")};
+}
+
+QJsonObject TestBullMqWorker::partner(quint16 port, const QByteArray &path)
+{
+    QString error;
+    const QByteArray body = httpGet(port, path, &error);
+    if (!error.isEmpty())
+        qWarning("partner %s: %s", path.constData(), qPrintable(error));
+    return QJsonDocument::fromJson(body).object();
+}
+
+QJsonObject TestBullMqWorker::jobById(const QJsonObject &report, const QString &id)
+{
+    for (const QJsonValue job : report.value(QLatin1String("jobs")).toArray()) {
+        if (job.toObject().value(QLatin1String("id")).toString() == id)
+            return job.toObject();
+    }
+    return {};
+}
+
+// Scenario 1: plain, delayed, prioritized, attempts-with-backoff, deduplicated and
+// custom-id jobs (the last two added twice) from BullMQ's Queue, drained by once.
+void TestBullMqWorker::drainsANodeProducersJobsAsBullMqSays()
+{
+    const QString queue = m_tag + QStringLiteral("-mixed");
+    const QJsonObject added =
+        node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
+              QStringLiteral("mixed"), QStringLiteral("--tag"), queue});
+    const QJsonArray jobs = added.value(QLatin1String("jobs")).toArray();
+    QCOMPARE(jobs.size(), 10); // the deduplicated and the custom-id job once each
+    QProcess *watch = startWatch(queue, int(jobs.size()));
+    QVERIFY(watch);
+    const quint16 port = m_once->startPartnerSim();
+    QVERIFY(port);
+
+    const auto worker = m_once->run(workerArguments(queue, port, QStringLiteral("once-proof")), {}, 60000);
+    QVERIFY2(worker.exitedWith(0), worker.describe().constData());
+    const QJsonObject report = finish(watch);
+    QVERIFY(!report.isEmpty());
+
+    const QJsonObject counts = report.value(QLatin1String("counts")).toObject();
+    for (auto it = counts.constBegin(); it != counts.constEnd(); ++it)
+        QVERIFY2(it.value().toInt() == (it.key() == QLatin1String("completed") ? jobs.size() : 0),
+                 QJsonDocument(counts).toJson(QJsonDocument::Compact).constData());
+    QStringList completed;
+    for (const QJsonValue id :
+         report.value(QLatin1String("events")).toObject().value(QLatin1String("completed")).toArray())
+        completed.append(id.toString());
+    QStringList ids;
+    for (const QJsonValue job : jobs) {
+        const QString id = job.toObject().value(QLatin1String("id")).toString();
+        ids.append(id);
+        const QJsonObject seen = jobById(report, id);
+        QCOMPARE(seen.value(QLatin1String("state")).toString(), QStringLiteral("completed"));
+        QCOMPARE(seen.value(QLatin1String("attemptsMade")).toInt(), 1);
+        QCOMPARE(seen.value(QLatin1String("processedBy")).toString(), QStringLiteral("once-proof"));
+    }
+    completed.sort();
+    ids.sort();
+    QCOMPARE(completed, ids);
+    bool listed = false;
+    for (const QJsonValue name : report.value(QLatin1String("workers")).toArray())
+        listed = listed || name.toString().endsWith(QLatin1String(":w:once-proof"));
+    QVERIFY2(listed, QJsonDocument(report.value(QLatin1String("workers")).toArray()).toJson().constData());
+
+    // One effect per reminder at the partner, and the ledger says so too.
+    const QJsonObject effects = partner(port, "/effects");
+    QCOMPARE(effects.size(), added.value(QLatin1String("reminders")).toInt());
+    for (auto it = effects.constBegin(); it != effects.constEnd(); ++it)
+        QVERIFY2(it.value().toInt() == 1, qPrintable(it.key()));
+    VERIFY_NO_PROBLEMS(statsProblems(m_once->stats(), {{QStringLiteral("acked"), jobs.size()},
+                                                       {QStringLiteral("applied_last_5m"), jobs.size()}}));
+}
+
+// Against a partner that answers 503 to everything: each job fails after the attempts it
+// asked for (BullMQ's default is one), its backoff between them, with BullMQ's own
+// failedReason, stack trace entries and retries-exhausted event.
+void TestBullMqWorker::failuresFollowEachJobsOwnAttemptsAndBackoff()
+{
+    const QString queue = m_tag + QStringLiteral("-failing");
+    const QJsonObject added =
+        node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
+              QStringLiteral("failing"), QStringLiteral("--tag"), queue});
+    const QJsonArray jobs = added.value(QLatin1String("jobs")).toArray();
+    QCOMPARE(jobs.size(), 3);
+    QProcess *watch = startWatch(queue, int(jobs.size()));
+    QVERIFY(watch);
+    const quint16 port = m_once->startPartnerSim({QStringLiteral("--fail-rate"), QStringLiteral("1")});
+    QVERIFY(port);
+
+    const auto worker = m_once->run(workerArguments(queue, port, QStringLiteral("once-failing")), {}, 60000);
+    QVERIFY2(worker.exitedWith(0), worker.describe().constData());
+    const QJsonObject report = finish(watch);
+    QVERIFY(!report.isEmpty());
+    const QJsonObject events = report.value(QLatin1String("events")).toObject();
+    int sends = 0;
+    for (const QJsonValue value : jobs) {
+        const QJsonObject job = value.toObject();
+        const QString id = job.value(QLatin1String("id")).toString();
+        const int attempts = std::max(1, job.value(QLatin1String("attempts")).toInt());
+        sends += attempts;
+        const QJsonObject seen = jobById(report, id);
+        const QByteArray shown = QJsonDocument(seen).toJson(QJsonDocument::Compact);
+        QCOMPARE(seen.value(QLatin1String("state")).toString(), QStringLiteral("failed"));
+        QVERIFY2(seen.value(QLatin1String("attemptsMade")).toInt() == attempts, shown.constData());
+        QVERIFY2(seen.value(QLatin1String("failedReason")).toString().contains(QLatin1String("HTTP 503")),
+                 shown.constData());
+        QVERIFY2(seen.value(QLatin1String("stacktrace")).toArray().size() == attempts, shown.constData());
+        QVERIFY2(events.value(QLatin1String("failed")).toArray().contains(id), shown.constData());
+        QVERIFY2(events.value(QLatin1String("retries-exhausted")).toArray().contains(id), shown.constData());
+    }
+    QCOMPARE(events.value(QLatin1String("failed")).toArray().size(), jobs.size());
+    // Every attempt reached the partner, and no more.
+    QCOMPARE(partner(port, "/stats").value(QLatin1String("requests")).toInt(), sends);
+    QCOMPARE(report.value(QLatin1String("counts")).toObject().value(QLatin1String("failed")).toInt(),
+             jobs.size());
+}
+
+// Scenario 2: jobs once failed are retried with job.retry() and finished by a Node
+// worker; jobs a Node worker failed are redriven by an operator (`once redrive`, the
+// console's action) and finished by once.
+void TestBullMqWorker::jobsPassBetweenOnceAndNodeWorkersBothWays()
+{
+    const quint16 failing = m_once->startPartnerSim({QStringLiteral("--fail-rate"), QStringLiteral("1")});
+    const quint16 healthy = m_once->startPartnerSim();
+    QVERIFY(failing && healthy);
+    const auto partnerUrl = [](quint16 port) {
+        return QStringLiteral("http://127.0.0.1:%1/reminders").arg(port);
+    };
+
+    // once fails them; Node retries and finishes them.
+    const QString toNode = m_tag + QStringLiteral("-to-node");
+    QCOMPARE(node({QStringLiteral("add"), QStringLiteral("--queue"), toNode, QStringLiteral("--kind"),
+                   QStringLiteral("one-try"), QStringLiteral("--tag"), toNode})
+                 .value(QLatin1String("jobs"))
+                 .toArray()
+                 .size(),
+             2);
+    auto worker = m_once->run(workerArguments(toNode, failing, QStringLiteral("once-handback")), {}, 60000);
+    QVERIFY2(worker.exitedWith(0), worker.describe().constData());
+    const QJsonArray retried = node({QStringLiteral("retry"), QStringLiteral("--queue"), toNode})
+                                   .value(QLatin1String("retried"))
+                                   .toArray();
+    QCOMPARE(retried.size(), 2);
+    const QJsonObject nodeRun =
+        node({QStringLiteral("work"), QStringLiteral("--queue"), toNode, QStringLiteral("--partner"),
+              partnerUrl(healthy), QStringLiteral("--count"), QStringLiteral("2")});
+    QCOMPARE(nodeRun.value(QLatin1String("completed")).toInt(), 2);
+
+    // A Node worker fails them; an operator redrives them; once finishes them.
+    const QString toOnce = m_tag + QStringLiteral("-to-once");
+    QCOMPARE(node({QStringLiteral("add"), QStringLiteral("--queue"), toOnce, QStringLiteral("--kind"),
+                   QStringLiteral("one-try"), QStringLiteral("--tag"), toOnce})
+                 .value(QLatin1String("jobs"))
+                 .toArray()
+                 .size(),
+             2);
+    QCOMPARE(node({QStringLiteral("work"), QStringLiteral("--queue"), toOnce, QStringLiteral("--partner"),
+                   partnerUrl(failing), QStringLiteral("--count"), QStringLiteral("2")})
+                 .value(QLatin1String("failed"))
+                 .toInt(),
+             2);
+    const auto redrive = m_once->run({QStringLiteral("redrive"), QStringLiteral("--queue"), queueUrl(toOnce),
+                                      QStringLiteral("--bullmq-scripts"), m_scripts, QStringLiteral("--all"),
+                                      QStringLiteral("--reason"), QStringLiteral("partner back")});
+    QVERIFY2(redrive.exitedWith(0), redrive.describe().constData());
+    QProcess *watch = startWatch(toOnce, 2);
+    QVERIFY(watch);
+    worker = m_once->run(workerArguments(toOnce, healthy, QStringLiteral("once-handback")), {}, 60000);
+    QVERIFY2(worker.exitedWith(0), worker.describe().constData());
+    const QJsonObject report = finish(watch);
+    const QJsonArray jobs = report.value(QLatin1String("jobs")).toArray();
+    QCOMPARE(jobs.size(), 2);
+    for (const QJsonValue job : jobs) {
+        const QByteArray shown = QJsonDocument(job.toObject()).toJson(QJsonDocument::Compact);
+        QVERIFY2(job.toObject().value(QLatin1String("state")).toString() == QLatin1String("completed"),
+                 shown.constData());
+        QVERIFY2(job.toObject().value(QLatin1String("processedBy")).toString() ==
+                     QLatin1String("once-handback"),
+                 shown.constData());
+    }
+    // Four reminders took effect, each once: two from Node, two from once.
+    const QJsonObject effects = partner(healthy, "/effects");
+    QCOMPARE(effects.size(), 4);
+    for (auto it = effects.constBegin(); it != effects.constEnd(); ++it)
+        QVERIFY2(it.value().toInt() == 1, qPrintable(it.key()));
+}
+
+// Scenario 4: SIGKILLed after the partner applied the send (the failpoint after-send),
+// the job's lock runs out; the stalled checker of the next worker puts it back with a
+// "stalled" event, and its resend carries the same Idempotency-Key: one effect. Killed so
+// a second time, the job has stalled more than maxStalledCount allows and fails, as
+// BullMQ fails it.
+void TestBullMqWorker::aWorkerKilledMidSendStallsOnceAndFailsOnTheSecond()
+{
+    const QString queue = m_tag + QStringLiteral("-stall");
+    const QJsonArray jobs =
+        node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
+              QStringLiteral("single"), QStringLiteral("--tag"), queue})
+            .value(QLatin1String("jobs"))
+            .toArray();
+    QCOMPARE(jobs.size(), 1);
+    const QString id = jobs.first().toObject().value(QLatin1String("id")).toString();
+    QProcess *watch = startWatch(queue, 1);
+    QVERIFY(watch);
+    const quint16 port = m_once->startPartnerSim();
+    QVERIFY(port);
+    const auto arguments = [&](const QString &workerId) {
+        QStringList list = workerArguments(queue, port, workerId);
+        list[2] = queueUrl(queue, QStringLiteral("&stalledInterval=300&maxStalledCount=1"));
+        return list + QStringList{QStringLiteral("--lease"), QStringLiteral("3"), QStringLiteral("--timeout"),
+                                  QStringLiteral("1")};
+    };
+    const QMap<QString, QString> killedAfterSend{
+        {QStringLiteral("ONCE_FAILPOINT"), QStringLiteral("after-send")}};
+
+    auto first = m_once->run(arguments(QStringLiteral("once-first")), killedAfterSend, 60000);
+    QVERIFY2(first.crashed(), first.describe().constData());
+    auto second = m_once->run(arguments(QStringLiteral("once-second")), killedAfterSend, 60000);
+    QVERIFY2(second.crashed(), second.describe().constData());
+    auto third = m_once->run(arguments(QStringLiteral("once-third")), {}, 60000);
+    QVERIFY2(third.exitedWith(0), third.describe().constData());
+
+    const QJsonObject report = finish(watch);
+    const QJsonObject events = report.value(QLatin1String("events")).toObject();
+    const QJsonObject job = jobById(report, id);
+    const QByteArray shown = QJsonDocument(report).toJson(QJsonDocument::Compact);
+    // BullMQ 6.7 says "stalled" for both stalls: the second puts the job back with a
+    // deferred failure, which the worker that takes it next applies.
+    QCOMPARE(events.value(QLatin1String("stalled")).toArray(), (QJsonArray{id, id}));
+    QVERIFY2(events.value(QLatin1String("failed")).toArray() == QJsonArray{id}, shown.constData());
+    QVERIFY2(job.value(QLatin1String("state")).toString() == QLatin1String("failed"), shown.constData());
+    QVERIFY2(job.value(QLatin1String("failedReason"))
+                 .toString()
+                 .contains(QLatin1String("stalled more than allowable limit")),
+             shown.constData());
+    QVERIFY2(job.value(QLatin1String("processedBy")).toString() == QLatin1String("once-third"),
+             shown.constData());
+    // Two sends with one key: the partner applied it once.
+    QCOMPARE(partner(port, "/stats").value(QLatin1String("requests")).toInt(), 2);
+    const QJsonObject effects = partner(port, "/effects");
+    QCOMPARE(effects.size(), 1);
+    QCOMPARE(effects.constBegin().value().toInt(), 1);
+}
+
+// Scenario 5: the scripts of bullmq 6.5.4 (installed beside 6.7.0 in tests/producers) are
+// refused with one line that names the release found and the ones supported, and nothing
+// is taken from the queue.
+void TestBullMqWorker::scriptsOfAnotherReleaseAreRefusedByName()
+{
+    const QString queue = m_tag + QStringLiteral("-refused");
+    QCOMPARE(node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
+                   QStringLiteral("single"), QStringLiteral("--tag"), queue})
+                 .value(QLatin1String("jobs"))
+                 .toArray()
+                 .size(),
+             1);
+    QStringList arguments = workerArguments(queue, 9, QStringLiteral("once-refused"));
+    arguments[4] = QDir(m_producers).filePath(QStringLiteral("node_modules/bullmq-6-5/dist/cjs/commands"));
+    const auto worker = m_once->run(arguments, {}, 30000);
+    QVERIFY2(worker.exitedWith(1), worker.describe().constData());
+    const QByteArray said = worker.err.trimmed().split('\n').first();
+    QVERIFY2(said.contains("BullMQ 6.5.4") && said.contains("6.7.x"), worker.err.constData());
+    const QJsonObject report = node({QStringLiteral("watch"), QStringLiteral("--queue"), queue,
+                                     QStringLiteral("--finished"), QStringLiteral("0")});
+    QCOMPARE(report.value(QLatin1String("counts")).toObject().value(QLatin1String("waiting")).toInt(), 1);
+}
+
+QTEST_GUILESS_MAIN(TestBullMqWorker)
+#include "tst_bullmqworker.moc"
