@@ -311,7 +311,8 @@ public:
     static QProcessEnvironment environment(const QMap<QString, QString> &extra = {})
     {
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        for (const auto name : {"ONCE_FAILPOINT", "ONCE_FAILPOINT_SKIP", "ONCE_PARTNER_TOKEN", "ONCE_STORE", "ONCE_QUEUE"})
+        for (const auto name : {"ONCE_FAILPOINT", "ONCE_FAILPOINT_SKIP", "ONCE_PARTNER_TOKEN", "ONCE_STORE",
+                                "ONCE_QUEUE", "ONCE_BULLMQ_SCRIPTS"})
             env.remove(QString::fromLatin1(name));
         for (auto it = extra.cbegin(); it != extra.cend(); ++it)
             env.insert(it.key(), it.value());

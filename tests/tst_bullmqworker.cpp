@@ -23,11 +23,13 @@ private slots:
     void drainsANodeProducersJobsAsBullMqSays();
     void failuresFollowEachJobsOwnAttemptsAndBackoff();
     void jobsPassBetweenOnceAndNodeWorkersBothWays();
+    void aMixedFleetAppliesEachJobOnce();
     void aWorkerKilledMidSendStallsOnceAndFailsOnTheSecond();
     void scriptsOfAnotherReleaseAreRefusedByName();
 
 private:
     QJsonObject node(const QStringList &arguments, int timeoutMs = 60000);
+    QProcess *startNode(const QStringList &arguments);
     QProcess *startWatch(const QString &queue, int finished);
     QJsonObject finish(QProcess *watch);
     QString queueUrl(const QString &queue, const QString &more = {}) const;
@@ -77,15 +79,20 @@ QJsonObject TestBullMqWorker::node(const QStringList &arguments, int timeoutMs)
     return QJsonDocument::fromJson(process.readAllStandardOutput().trimmed().split('\n').last()).object();
 }
 
-QProcess *TestBullMqWorker::startWatch(const QString &queue, int finished)
+QProcess *TestBullMqWorker::startNode(const QStringList &arguments)
 {
     auto process = std::make_unique<QProcess>();
     process->setWorkingDirectory(m_producers);
-    process->start(QStringLiteral("node"), {QStringLiteral("bullmq-proof.js"), QStringLiteral("watch"),
-                                            QStringLiteral("--url"), m_redisUrl, QStringLiteral("--queue"),
-                                            queue, QStringLiteral("--finished"), QString::number(finished)});
-    QProcess *watch = process.get();
+    process->start(QStringLiteral("node"), QStringList{QStringLiteral("bullmq-proof.js")} + arguments +
+                                               QStringList{QStringLiteral("--url"), m_redisUrl});
     m_node.push_back(std::move(process));
+    return m_node.back().get();
+}
+
+QProcess *TestBullMqWorker::startWatch(const QString &queue, int finished)
+{
+    QProcess *watch = startNode({QStringLiteral("watch"), QStringLiteral("--queue"), queue,
+                                 QStringLiteral("--finished"), QString::number(finished)});
     if (!pumpUntil([watch] { return watch->canReadLine() || watch->state() == QProcess::NotRunning; },
                    20000) ||
         watch->readLine().trimmed() != "ready") {
@@ -309,6 +316,52 @@ void TestBullMqWorker::jobsPassBetweenOnceAndNodeWorkersBothWays()
     // Four reminders took effect, each once: two from Node, two from once.
     const QJsonObject effects = partner(healthy, "/effects");
     QCOMPARE(effects.size(), 4);
+    for (auto it = effects.constBegin(); it != effects.constEnd(); ++it)
+        QVERIFY2(it.value().toInt() == 1, qPrintable(it.key()));
+}
+
+// Scenario 3: once and a plain Node worker on the same 5,000 jobs, side by side: every
+// job completed, each by one of them, and each sent once.
+void TestBullMqWorker::aMixedFleetAppliesEachJobOnce()
+{
+    constexpr int Jobs = 5000;
+    const QString queue = m_tag + QStringLiteral("-fleet");
+    const QJsonObject added =
+        node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
+              QStringLiteral("bulk"), QStringLiteral("--count"), QString::number(Jobs),
+              QStringLiteral("--tag"), queue},
+             120000);
+    QVERIFY2(added.value(QLatin1String("jobs")).toArray().size() == Jobs,
+             QJsonDocument(added).toJson().left(300).constData());
+    const quint16 port = m_once->startPartnerSim({QStringLiteral("--latency-ms"), QStringLiteral("2")});
+    QVERIFY(port);
+    QProcess *nodeWorker =
+        startNode({QStringLiteral("work"), QStringLiteral("--queue"), queue, QStringLiteral("--partner"),
+                   QStringLiteral("http://127.0.0.1:%1/reminders").arg(port), QStringLiteral("--count"),
+                   QStringLiteral("0")});
+    const auto worker = m_once->run(workerArguments(queue, port, QStringLiteral("once-fleet")) +
+                                        QStringList{QStringLiteral("--concurrency"), QStringLiteral("10")},
+                                    {}, 120000);
+    QVERIFY2(worker.exitedWith(0), worker.describe().constData());
+    QVERIFY(pumpUntil([nodeWorker] { return nodeWorker->state() == QProcess::NotRunning; }, 120000));
+    QVERIFY2(nodeWorker->exitCode() == 0, nodeWorker->readAllStandardError().constData());
+
+    const QJsonObject summary = node({QStringLiteral("summary"), QStringLiteral("--queue"), queue});
+    const QByteArray shown = QJsonDocument(summary).toJson(QJsonDocument::Compact);
+    const QJsonObject counts = summary.value(QLatin1String("counts")).toObject();
+    for (auto it = counts.constBegin(); it != counts.constEnd(); ++it)
+        QVERIFY2(it.value().toInt() == (it.key() == QLatin1String("completed") ? Jobs : 0),
+                 shown.constData());
+    const QJsonObject by = summary.value(QLatin1String("processedBy")).toObject();
+    QVERIFY2(by.value(QLatin1String("once-fleet")).toInt() > 0 &&
+                 by.value(QLatin1String("node-peer")).toInt() > 0,
+             shown.constData());
+    QVERIFY2(by.value(QLatin1String("once-fleet")).toInt() + by.value(QLatin1String("node-peer")).toInt() ==
+                 Jobs,
+             shown.constData());
+    QCOMPARE(partner(port, "/stats").value(QLatin1String("requests")).toInt(), Jobs);
+    const QJsonObject effects = partner(port, "/effects");
+    QCOMPARE(effects.size(), Jobs);
     for (auto it = effects.constBegin(); it != effects.constEnd(); ++it)
         QVERIFY2(it.value().toInt() == 1, qPrintable(it.key()));
 }

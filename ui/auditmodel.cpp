@@ -74,6 +74,9 @@ QString AuditModel::describeAction(const QString &action)
         return tr("Resend an in-doubt event");
     if (action == QLatin1String("resolve-mark-delivered"))
         return tr("Mark an in-doubt event delivered");
+    // The console's BullMQ actions: "bullmq-retry-all-failed" reads "BullMQ: retry all failed".
+    if (action.startsWith(QLatin1String("bullmq-")))
+        return tr("BullMQ: %1").arg(action.mid(7).replace(u'-', u' '));
     return action;
 }
 

@@ -2,9 +2,10 @@
 
 #include "auditpage.h"
 #include "brokerqueuedialog.h"
+#include "bullmqpage.h"
 #include "deadletterspage.h"
-#include "enginecontroller.h"
 #include "displaytime.h"
+#include "enginecontroller.h"
 #include "eventspage.h"
 #include "healthmonitor.h"
 #include "humanunits.h"
@@ -15,8 +16,8 @@
 #include "readonlycontrols.h"
 #include "savedpasswords.h"
 #include "settings.h"
-#include "statuscolors.h"
 #include "settingsdialog.h"
+#include "statuscolors.h"
 #include "storesession.h"
 #include "storeurl.h"
 #include "traynotifier.h"
@@ -53,7 +54,12 @@ MainWindow::MainWindow(QWidget *parent)
     auto *inDoubt = new InDoubtPage;
     auto *worker = new WorkerPage(m_engine);
     auto *audit = new AuditPage;
-    m_pages = {new OverviewPage(m_engine, m_health), events, deadLetters, inDoubt, worker, audit};
+    auto *bullmq = new BullMqPage;
+    m_pages = {new OverviewPage(m_engine, m_health), events, deadLetters, inDoubt, worker, audit, bullmq};
+    connect(bullmq, &BullMqPage::storyRequested, this, [this, events](const QByteArray &sendKey) {
+        showPage(events);
+        events->showStory(sendKey);
+    });
     connect(deadLetters, &DeadLettersPage::storyRequested, this, [this, events](const QByteArray &sendKey) {
         showPage(events);
         events->showStory(sendKey);
@@ -533,6 +539,13 @@ void MainWindow::rebuildRecentQueuesMenu()
     }
     m_recentQueuesMenu->setToolTipsVisible(true);
     m_recentQueuesMenu->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::openBullMq(const QString &redisUrl, const QString &scriptsFolder)
+{
+    auto *bullmq = page<BullMqPage>();
+    showPage(bullmq);
+    bullmq->connectTo(redisUrl, scriptsFolder);
 }
 
 void MainWindow::showPage(Page *page)

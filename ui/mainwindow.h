@@ -78,6 +78,8 @@ public:
     }
     // Shows the page and makes it current (the tests and the screenshots use it).
     void showPage(Page *page);
+    // Opens the BullMQ page on a Redis server (once-console --bullmq URL).
+    void openBullMq(const QString &redisUrl, const QString &scriptsFolder);
     // Shows each page in turn, lets it load, and saves the window as <folder>/<page>.png.
     void saveScreenshots(const QString &folder, std::function<void()> done);
 

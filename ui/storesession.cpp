@@ -43,6 +43,7 @@ StoreSession::StoreSession(const QString &storeUrl, const QString &queueUrl, Sto
     connect(m_reader, &StoreReader::deadLettersCounted, this, &StoreSession::deadLettersCounted);
     connect(m_reader, &StoreReader::inDoubtLoaded, this, &StoreSession::inDoubtLoaded);
     connect(m_reader, &StoreReader::auditLoaded, this, &StoreSession::auditLoaded);
+    connect(m_reader, &StoreReader::auditRecorded, this, &StoreSession::auditRecorded);
     connect(m_reader, &StoreReader::workersLoaded, this, &StoreSession::workersLoaded);
     connect(m_reader, &StoreReader::readinessLoaded, this, &StoreSession::readinessLoaded);
     connect(m_reader, &StoreReader::healthLoaded, this, &StoreSession::healthLoaded);
@@ -150,6 +151,19 @@ quint64 StoreSession::loadAudit(int limit)
     const quint64 token = nextToken();
     QMetaObject::invokeMethod(m_reader, [reader = m_reader, token, limit] { reader->loadAudit(token, limit); },
                               Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::recordAudit(const QString &action, const QString &detail, int count,
+                                  const QString &reason)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(
+        m_reader,
+        [reader = m_reader, token, action, detail, count, reason] {
+            reader->recordAudit(token, action, detail, count, reason);
+        },
+        Qt::QueuedConnection);
     return token;
 }
 

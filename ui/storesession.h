@@ -69,6 +69,9 @@ public:
     // Every event in doubt, a page at a time: inDoubtLoaded(), `complete` with the last.
     quint64 loadInDoubt();
     quint64 loadAudit(int limit = 500);
+    // A row in the audit log for a decision taken outside the store (a BullMQ action).
+    quint64 recordAudit(const QString &action, const QString &detail, int count,
+                        const QString &reason = QString());
     quint64 loadWorkers();
     // The workers on the store and the partner's answers over the last windowMs.
     quint64 loadReadiness(qint64 windowMs);
@@ -99,6 +102,7 @@ signals:
     void deadLettersCounted(quint64 token, const once::DeadLetterCounts &counts);
     void inDoubtLoaded(quint64 token, const QList<once::EventRow> &rows, bool complete);
     void auditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
+    void auditRecorded(quint64 token);
     void workersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);
     void readinessLoaded(quint64 token, const QList<once::WorkerRecord> &workers, const once::PartnerActivity &partner);
     void healthLoaded(quint64 token, const once::DeliveryStats &stats, const QList<once::WorkerRecord> &workers);

@@ -41,6 +41,15 @@ void addOptions(QCommandLineParser &parser)
                                      "$ONCE_QUEUE). The console never shows or saves the password.")
                           .arg(once::queueUrlSyntaxes()),
                       QStringLiteral("url")});
+    parser.addOption(
+        {QStringLiteral("bullmq"),
+         QStringLiteral("Open the BullMQ page on this Redis: redis://[[USER]:PASSWORD@]HOST[:PORT]/DB."),
+         QStringLiteral("url")});
+    parser.addOption(
+        {QStringLiteral("bullmq-scripts"),
+         QStringLiteral("The commands folder of the team's bullmq package, for the BullMQ page's actions "
+                        "(default: ./node_modules/bullmq/dist/cjs/commands)."),
+         QStringLiteral("dir")});
     parser.addOption({QStringLiteral("read-only"),
                       QStringLiteral("Only look: open every store read-only (no schema upgrade, no journal mode "
                                      "change), create none, and disable the worker, redrive, discard and resolve.")});
@@ -123,6 +132,9 @@ int main(int argc, char *argv[])
             window.openSavedStore(recent.isEmpty() ? once::defaultStoreUrl() : recent.constFirst(), queueUrl);
         }
     }
+    if (parser.isSet(QStringLiteral("bullmq")))
+        window.openBullMq(parser.value(QStringLiteral("bullmq")),
+                          parser.value(QStringLiteral("bullmq-scripts")));
     window.show();
     if (parser.isSet(QStringLiteral("screenshots"))) {
         const QString folder = parser.value(QStringLiteral("screenshots"));

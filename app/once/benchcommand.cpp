@@ -1,9 +1,10 @@
 #include "cli.h"
 #include "httppublisher.h"
 
+#include "delivery/partnersender.h"
 #include "http/httpclient.h"
 #include "queues/brokerqueue.h"
-#include "delivery/partnersender.h"
+#include "queues/bullmq/bullmqscripts.h"
 #include "store/store.h"
 
 #include <QCoreApplication>
@@ -449,8 +450,11 @@ int runBench(const QStringList &arguments)
     // through the environment, not the command line, where `ps` would show a password.
     QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
     environment.insert(QStringLiteral("ONCE_STORE"), storeUrl);
-    if (broker)
+    if (broker) {
         environment.insert(QStringLiteral("ONCE_QUEUE"), queueUrl);
+        // The workers load a BullMQ queue's scripts from where this process did.
+        environment.insert(QStringLiteral("ONCE_BULLMQ_SCRIPTS"), BullMqScripts::commandsFolder());
+    }
 
     const qint64 runStartMs = nowMs();
     qint64 published = 0;

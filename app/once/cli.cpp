@@ -7,6 +7,7 @@
 #include "store/store.h"
 
 #include <QCoreApplication>
+#include <QDir>
 #include <QSocketNotifier>
 
 #include <atomic>
@@ -99,8 +100,13 @@ int Command::parse(const QStringList &arguments)
         std::fputs(qPrintable(help), stdout);
         return Ok;
     }
-    if (m_hasQueueOptions && m_parser.isSet(QStringLiteral("bullmq-scripts")))
-        BullMqScripts::setCommandsFolder(m_parser.value(QStringLiteral("bullmq-scripts")));
+    if (m_hasQueueOptions) {
+        const QString scripts = m_parser.isSet(QStringLiteral("bullmq-scripts"))
+                                    ? m_parser.value(QStringLiteral("bullmq-scripts"))
+                                    : qEnvironmentVariable("ONCE_BULLMQ_SCRIPTS");
+        if (!scripts.isEmpty())
+            BullMqScripts::setCommandsFolder(QDir(scripts).absolutePath());
+    }
     return -1;
 }
 
@@ -128,7 +134,7 @@ void Command::addQueueOption()
     m_parser.addOption(
         {QStringLiteral("bullmq-scripts"),
          QStringLiteral("Where a bullmq:// queue's scripts are: the commands folder of the team's "
-                        "bullmq package, %1 (default: %2).")
+                        "bullmq package, %1 (default: $ONCE_BULLMQ_SCRIPTS, else %2).")
              .arg(BullMqScripts::supportedVersions().join(QStringLiteral(", ")),
                   QStringLiteral("./node_modules/bullmq/dist/cjs/commands")),
          QStringLiteral("dir")});

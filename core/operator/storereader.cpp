@@ -408,6 +408,22 @@ void StoreReader::loadAudit(quint64 token, int limit)
         fail(token, error);
 }
 
+void StoreReader::recordAudit(quint64 token, const QString &action, const QString &detail, int count,
+                              const QString &reason)
+{
+    if (!ensureOpen(token))
+        return;
+    if (const auto refusal = refusalToWrite()) {
+        fail(token, *refusal);
+        return;
+    }
+    QString error;
+    if (m_store->operations().beginAudit({action, detail, 0, reason}, &error, count))
+        emit auditRecorded(token);
+    else
+        fail(token, error);
+}
+
 void StoreReader::loadWorkers(quint64 token)
 {
     if (!ensureOpen(token))

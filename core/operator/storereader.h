@@ -75,6 +75,10 @@ public slots:
     // once a page, `complete` on the last, so the first rows show while the rest are read.
     void loadInDoubt(quint64 token);
     void loadAudit(quint64 token, int limit);
+    // One row in the audit log for a decision taken elsewhere (a BullMQ action, which
+    // changes a queue at Redis, not the store): auditRecorded, or failed.
+    void recordAudit(quint64 token, const QString &action, const QString &detail, int count,
+                     const QString &reason);
     // Every worker registered on the store, live or not.
     void loadWorkers(quint64 token);
     // Who would send redriven letters now: the workers on the store, and what the partner
@@ -128,6 +132,7 @@ signals:
     void deadLettersCounted(quint64 token, const once::DeadLetterCounts &counts);
     void inDoubtLoaded(quint64 token, const QList<once::EventRow> &rows, bool complete);
     void auditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
+    void auditRecorded(quint64 token);
     void workersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);
     void readinessLoaded(quint64 token, const QList<once::WorkerRecord> &workers, const once::PartnerActivity &partner);
     void healthLoaded(quint64 token, const once::DeliveryStats &stats, const QList<once::WorkerRecord> &workers);

@@ -61,7 +61,7 @@ struct Settlement
     // Retry after a failed send: why it failed, for a queue that keeps a message's
     // failures with it (BullMQ's failedReason). Empty for a delivery handed back unsent,
     // which is no attempt.
-    QString failure;
+    QString failure = {};
 };
 
 struct QueueCounts

@@ -1,0 +1,131 @@
+// The console's BullMQ page on a real Redis (the Redis fixture; ONCE_TEST_REDIS_URL_FILE)
+// holding a queue that BullMQ 6.7.0 itself filled (tests/producers/bullmq-states.js):
+// the queue is found with BullMQ's counts, a state's jobs and a job's details are shown,
+// a search answers, and the password never shows. Every read runs on the page's BullMQ
+// thread; the test only waits for the widgets to change.
+#include "bullmqpage.h"
+
+#include <QApplication>
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QProcess>
+#include <QPushButton>
+#include <QStandardPaths>
+#include <QTabBar>
+#include <QTableView>
+#include <QTest>
+#include <QUrl>
+
+using namespace once::ui;
+
+class TestUiBullMq : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void initTestCase();
+    void showsQueuesJobsAndDetails();
+    void withoutSupportedScriptsTheQueueIsReadOnlyAndSaysWhy();
+
+private:
+    int rowOf(QTableView *view, const QString &text) const;
+
+    QString m_url;
+    QString m_producers;
+    QString m_queue;
+};
+
+void TestUiBullMq::initTestCase()
+{
+    QStandardPaths::setTestModeEnabled(true);
+    QFile file(qEnvironmentVariable("ONCE_TEST_REDIS_URL_FILE"));
+    QVERIFY2(file.open(QIODevice::ReadOnly),
+             "set ONCE_TEST_REDIS_URL_FILE to the url file of scripts/redis-server start DIR (ctest does)");
+    m_url = QString::fromUtf8(file.readAll().trimmed());
+    m_producers = qEnvironmentVariable("ONCE_TEST_PRODUCERS");
+    m_queue = QStringLiteral("ui-%1").arg(QCoreApplication::applicationPid());
+    QProcess node;
+    node.setWorkingDirectory(m_producers);
+    node.start(QStringLiteral("node"), {QStringLiteral("bullmq-states.js"), QStringLiteral("--url"), m_url,
+                                        QStringLiteral("--queue"), m_queue});
+    QVERIFY(node.waitForFinished(60000));
+    QVERIFY2(node.exitCode() == 0, node.readAllStandardError().constData());
+}
+
+int TestUiBullMq::rowOf(QTableView *view, const QString &text) const
+{
+    for (int row = 0; row < view->model()->rowCount(); ++row) {
+        if (view->model()->index(row, 0).data().toString() == text)
+            return row;
+    }
+    return -1;
+}
+
+void TestUiBullMq::showsQueuesJobsAndDetails()
+{
+    BullMqPage page;
+    page.resize(1400, 800);
+    page.show();
+    page.connectTo(m_url,
+                   QDir(m_producers).filePath(QStringLiteral("node_modules/bullmq/dist/cjs/commands")));
+    auto *queues = page.findChild<QTableView *>(QStringLiteral("bullmqQueues"));
+    QTRY_VERIFY_WITH_TIMEOUT(rowOf(queues, m_queue) >= 0, 10000);
+    const int row = rowOf(queues, m_queue);
+    // 3 completed, 2 failed, 1 active, 4 waiting, 5 delayed, 6 prioritized.
+    const QList<QPair<int, int>> counts{{1, 4}, {2, 1}, {3, 5}, {4, 6}, {5, 3}, {6, 2}};
+    for (const auto &[column, count] : counts)
+        QCOMPARE(queues->model()->index(row, column).data().toInt(), count);
+    // No password anywhere on the page.
+    const QString password = QUrl(m_url).password();
+    QVERIFY(!page.findChild<QLineEdit *>(QStringLiteral("bullmqUrl"))->text().contains(password));
+    QVERIFY(!page.findChild<QLabel *>(QStringLiteral("bullmqStatus"))->text().contains(password));
+
+    queues->setCurrentIndex(queues->model()->index(row, 0));
+    auto *states = page.findChild<QTabBar *>(QStringLiteral("bullmqStates"));
+    auto *jobs = page.findChild<QTableView *>(QStringLiteral("bullmqJobs"));
+    for (int tab = 0; tab < states->count(); ++tab) {
+        if (states->tabText(tab) == QLatin1String("failed"))
+            states->setCurrentIndex(tab);
+    }
+    QTRY_COMPARE_WITH_TIMEOUT(jobs->model()->rowCount(), 2, 10000);
+    QCOMPARE(jobs->model()->index(0, 5).data().toString(), QStringLiteral("the partner said 400"));
+    QVERIFY(
+        page.findChild<QPushButton *>(QStringLiteral("bullmqAction-bullmq-retry-all-failed"))->isEnabled());
+    jobs->setCurrentIndex(jobs->model()->index(0, 0));
+    QVERIFY(page.findChild<QPushButton *>(QStringLiteral("bullmqAction-bullmq-retry"))->isEnabled());
+    auto *details = page.findChild<QPlainTextEdit *>(QStringLiteral("bullmqDetails"));
+    QTRY_VERIFY_WITH_TIMEOUT(details->toPlainText().contains(QLatin1String("Stack trace")), 10000);
+    QVERIFY(details->toPlainText().contains(QLatin1String("failed")));
+    QVERIFY(details->toPlainText().contains(QLatin1String("Send key: u-")));
+
+    auto *search = page.findChild<QLineEdit *>(QStringLiteral("bullmqSearch"));
+    search->setText(QStringLiteral("\"u-13\""));
+    QMetaObject::invokeMethod(search, "returnPressed");
+    QTRY_COMPARE_WITH_TIMEOUT(jobs->model()->rowCount(), 1, 10000);
+    QCOMPARE(jobs->model()->index(0, 1).data().toString(), QStringLiteral("later"));
+}
+
+void TestUiBullMq::withoutSupportedScriptsTheQueueIsReadOnlyAndSaysWhy()
+{
+    BullMqPage page;
+    page.show();
+    page.connectTo(m_url,
+                   QDir(m_producers).filePath(QStringLiteral("node_modules/bullmq-6-5/dist/cjs/commands")));
+    auto *status = page.findChild<QLabel *>(QStringLiteral("bullmqStatus"));
+    QTRY_VERIFY_WITH_TIMEOUT(status->text().contains(QLatin1String("Read-only")), 10000);
+    QVERIFY2(status->text().contains(QLatin1String("6.5.4")), qPrintable(status->text()));
+    auto *queues = page.findChild<QTableView *>(QStringLiteral("bullmqQueues"));
+    QVERIFY(rowOf(queues, m_queue) >= 0); // read, all the same
+    for (QPushButton *button : page.findChildren<QPushButton *>()) {
+        if (button->objectName().startsWith(QLatin1String("bullmqAction-")))
+            QVERIFY2(!button->isEnabled(), qPrintable(button->objectName()));
+    }
+}
+
+QTEST_MAIN(TestUiBullMq)
+#include "tst_uibullmq.moc"
