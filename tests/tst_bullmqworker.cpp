@@ -24,6 +24,7 @@ private slots:
     void failuresFollowEachJobsOwnAttemptsAndBackoff();
     void jobsPassBetweenOnceAndNodeWorkersBothWays();
     void aMixedFleetAppliesEachJobOnce();
+    void honoursPauseAndResume();
     void aWorkerKilledMidSendStallsOnceAndFailsOnTheSecond();
     void scriptsOfAnotherReleaseAreRefusedByName();
 
@@ -364,6 +365,44 @@ void TestBullMqWorker::aMixedFleetAppliesEachJobOnce()
     QCOMPARE(effects.size(), Jobs);
     for (auto it = effects.constBegin(); it != effects.constEnd(); ++it)
         QVERIFY2(it.value().toInt() == 1, qPrintable(it.key()));
+}
+
+// queue.pause() from Node stops once taking jobs; queue.resume() lets it go on.
+void TestBullMqWorker::honoursPauseAndResume()
+{
+    const QString queue = m_tag + QStringLiteral("-paused");
+    const auto proof = [&](const QString &command) {
+        return node({command, QStringLiteral("--queue"), queue});
+    };
+    QCOMPARE(proof(QStringLiteral("pause")).value(QLatin1String("paused")).toBool(), true);
+    const QJsonArray jobs = node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
+                                  QStringLiteral("single"), QStringLiteral("--tag"), queue})
+                                .value(QLatin1String("jobs")).toArray();
+    QCOMPARE(jobs.size(), 1);
+    const quint16 port = m_once->startPartnerSim();
+    QVERIFY(port);
+    QStringList arguments = workerArguments(queue, port, QStringLiteral("once-paused"));
+    arguments.removeLast(); // no --until-idle: it runs until stopped
+    QProcess *worker = m_once->start(arguments);
+    // Two seconds of polls on a paused queue: nothing taken, nothing sent.
+    pumpUntil([] { return false; }, 2000);
+    QCOMPARE(worker->state(), QProcess::Running);
+    QCOMPARE(partner(port, "/stats").value(QLatin1String("requests")).toInt(), 0);
+    const QJsonObject whilePaused = proof(QStringLiteral("inspect")).value(QLatin1String("counts")).toObject();
+    QVERIFY2(whilePaused.value(QLatin1String("waiting")).toInt() + whilePaused.value(QLatin1String("paused")).toInt() == 1
+                 && whilePaused.value(QLatin1String("active")).toInt() == 0,
+             QJsonDocument(whilePaused).toJson(QJsonDocument::Compact).constData());
+
+    QCOMPARE(proof(QStringLiteral("resume")).value(QLatin1String("paused")).toBool(), false);
+    QVERIFY(pumpUntil([&] { return partner(port, "/stats").value(QLatin1String("requests")).toInt() == 1; }, 15000));
+    QVERIFY(pumpUntil(
+        [&] {
+            return proof(QStringLiteral("inspect")).value(QLatin1String("counts")).toObject().value(QLatin1String("completed")).toInt() == 1;
+        },
+        15000));
+    worker->terminate();
+    const ProcessResult stopped = m_once->waitFor(worker, 30000);
+    QVERIFY2(stopped.exitedWith(0), stopped.describe().constData());
 }
 
 // Scenario 4: SIGKILLed after the partner applied the send (the failpoint after-send),

@@ -456,7 +456,8 @@ void BullMqPage::onDetailsLoaded(const BullMqJobDetails &job)
     lines << tr("Attempts made: %1; processed by: %2; %3")
                  .arg(job.row.attemptsMade)
                  .arg(job.processedBy.isEmpty() ? tr("nobody yet") : job.processedBy,
-                      job.locked ? tr("locked by a worker now") : tr("not locked"));
+                      job.locked ? tr("its lock is held now, by %1").arg(job.processedBy.isEmpty() ? tr("a worker") : job.processedBy)
+                                 : tr("not locked"));
     if (!job.sendKey.isEmpty())
         lines << tr("Send key: %1").arg(QString::fromUtf8(job.sendKey));
     if (!job.row.failedReason.isEmpty())

@@ -26,6 +26,9 @@
 //     { counts, paused, states: { id: getState() }, keys: how many keys the queue has
 //     besides its meta }.
 //
+//   node bullmq-proof.js pause|resume --url URL --queue NAME
+//     queue.pause() or queue.resume(); prints { paused }.
+//
 //   node bullmq-proof.js retry --url URL --queue NAME
 //     job.retry() on every failed job, as a Node team would; prints their ids.
 //
@@ -160,6 +163,16 @@ async function inspect(queue) {
   return { counts: await queue.getJobCounts(), paused: await queue.isPaused(), states, keys: keys.length };
 }
 
+async function pause(queue) {
+  await queue.pause();
+  return { paused: await queue.isPaused() };
+}
+
+async function resume(queue) {
+  await queue.resume();
+  return { paused: await queue.isPaused() };
+}
+
 async function retry(queue) {
   const failed = await queue.getFailed();
   for (const job of failed)
@@ -197,9 +210,9 @@ async function work(queue) {
 
 async function main() {
   const queue = new Queue(values.queue, { connection: connection(), prefix: values.prefix });
-  const command = { add, watch, summary, inspect, retry, work }[positionals[0]];
+  const command = { add, watch, summary, inspect, pause, resume, retry, work }[positionals[0]];
   if (!command)
-    throw new Error('say add, watch, summary, inspect, retry or work');
+    throw new Error('say add, watch, summary, inspect, pause, resume, retry or work');
   const result = await command(queue);
   // Written before exit() ends the process: a write to a pipe finishes later.
   await new Promise((resolve) => process.stdout.write(JSON.stringify(result) + '\n', resolve));

@@ -166,7 +166,7 @@ QByteArray BullMqQueue::keyPrefix() const
     return (bullMqDetails(location()).prefix + u':' + location().name + u':').toUtf8();
 }
 
-QByteArray BullMqQueue::key(const char *part) const
+QByteArray BullMqQueue::key(const QByteArray &part) const
 {
     return keyPrefix() + part;
 }
@@ -385,30 +385,19 @@ QByteArrayList BullMqQueue::settlementScript(const QString &jobIdText, const Act
                            QJsonDocument(stacktrace).toJson(QJsonDocument::Compact)} +
             more);
     };
+    // moveToFinished to completed or failed, as Worker's moveToFinishedArgs builds it.
+    const auto moveToFinished = [&](bool completed, const QByteArray &value, const QByteArray &fields) {
+        const QByteArray target = completed ? "completed" : "failed";
+        return script("moveToFinished",
+                      {key("wait"), key("active"), key("prioritized"), key("events"), key("stalled"), key("limiter"),
+                       key("delayed"), key("paused"), key("meta"), key("pc"), key(target), keyPrefix() + jobId,
+                       key("metrics:" + target), key("marker"), jobId, now,
+                       completed ? "returnvalue" : "failedReason", value, target, "0", keyPrefix(),
+                       finishOptions(job, completed), fields});
+    };
     switch (settlement.kind) {
     case Settlement::Kind::Ack:
-        return script("moveToFinished", {key("wait"),
-                                         key("active"),
-                                         key("prioritized"),
-                                         key("events"),
-                                         key("stalled"),
-                                         key("limiter"),
-                                         key("delayed"),
-                                         key("paused"),
-                                         key("meta"),
-                                         key("pc"),
-                                         key("completed"),
-                                         keyPrefix() + jobId,
-                                         key("metrics:completed"),
-                                         key("marker"),
-                                         jobId,
-                                         now,
-                                         "returnvalue",
-                                         "null",
-                                         "completed",
-                                         "0",
-                                         keyPrefix(),
-                                         finishOptions(job, true)});
+        return moveToFinished(true, "null", {});
     case Settlement::Kind::DeadLetter: {
         const DeadLetterInfo &info = settlement.deadLetter;
         const QString reason = info.lastError.isEmpty() ? info.errorClass : info.lastError;
@@ -416,29 +405,7 @@ QByteArrayList BullMqQueue::settlementScript(const QString &jobIdText, const Act
         // hash beside BullMQ's fields, for `once dead-letters` and the console.
         const QByteArray account =
             QJsonDocument(deadLetterAccount(settlement, nowMs())).toJson(QJsonDocument::Compact);
-        return script("moveToFinished", {key("wait"),
-                                         key("active"),
-                                         key("prioritized"),
-                                         key("events"),
-                                         key("stalled"),
-                                         key("limiter"),
-                                         key("delayed"),
-                                         key("paused"),
-                                         key("meta"),
-                                         key("pc"),
-                                         key("failed"),
-                                         keyPrefix() + jobId,
-                                         key("metrics:failed"),
-                                         key("marker"),
-                                         jobId,
-                                         now,
-                                         "failedReason",
-                                         reason.toUtf8(),
-                                         "failed",
-                                         "0",
-                                         keyPrefix(),
-                                         finishOptions(job, false),
-                                         failureFields(reason, {"onceDeadLetter", account})});
+        return moveToFinished(false, reason.toUtf8(), failureFields(reason, {"onceDeadLetter", account}));
     }
     case Settlement::Kind::Retry:
         break;

@@ -60,7 +60,7 @@ private:
 
     BullMqQueue(QueueLocation location, const QString &consumerName, BullMqScripts scripts);
 
-    QByteArray key(const char *part) const;
+    QByteArray key(const QByteArray &part) const;
     QByteArray keyPrefix() const; // "<prefix>:<name>:", what a job id follows
     QByteArrayList script(const char *name, const QByteArrayList &keysAndArguments) const;
     QString describe(const QString &what) const;
