@@ -459,6 +459,11 @@ bool BullMqQueue::settle(const QList<Settlement> &settlements, QString *error)
     }
     if (commands.isEmpty())
         return true;
+    // The engine does not settle a job twice: whatever happens below, its lock is no
+    // longer renewed, so that a job whose settlement failed runs out of lock, the stalled
+    // checker puts it back, and the ledger answers it as a duplicate.
+    for (const QString &jobId : std::as_const(jobIds))
+        m_active.remove(jobId);
     const auto replies = m_connection.pipeline(commands, error);
     if (!replies)
         return false;
@@ -473,9 +478,8 @@ bool BullMqQueue::settle(const QList<Settlement> &settlements, QString *error)
             *error =
                 describe(QStringLiteral("settling job %1 failed: %2").arg(jobId, QString::fromUtf8(text)));
             ok = false;
-            continue; // its lock stays ours until it runs out; the ledger knows the outcome
+            continue;
         }
-        m_active.remove(jobId);
         // A lost lock: another worker took the job after it stalled here. The ledger
         // holds its send key, so that worker's delivery is a recorded no-op or a resend
         // with the same Idempotency-Key: left to it.
