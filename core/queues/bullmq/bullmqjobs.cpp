@@ -101,18 +101,17 @@ BullMqJobs::BullMqJobs(RedisEndpoint endpoint, BullMqQueueName queue, std::optio
 
 QByteArray BullMqJobs::keyPrefix() const
 {
-    return (m_queue.prefix + u':' + m_queue.name + u':').toUtf8();
+    return m_queue.keyPrefix();
 }
 
 QByteArray BullMqJobs::key(const QByteArray &part) const
 {
-    return keyPrefix() + part;
+    return m_queue.key(part);
 }
 
 QByteArrayList BullMqJobs::script(const char *name, const QByteArrayList &keysAndArguments) const
 {
-    const BullMqScript *found = m_scripts->script(QLatin1StringView(name));
-    return QByteArrayList{"EVALSHA", found->sha1, number(found->keyCount)} + keysAndArguments;
+    return m_scripts->evalsha(name, keysAndArguments);
 }
 
 bool BullMqJobs::refuseWithoutScripts(QString *error) const

@@ -11,6 +11,7 @@
 #include "model/clock.h"
 #include "model/reminder.h"
 #include "queues/bullmq/bullmqlocation.h"
+#include "queues/bullmq/bullmqqueues.h"
 #include "queues/bullmq/msgpackwriter.h"
 #include "queues/deadletteraccount.h"
 
@@ -163,7 +164,7 @@ std::unique_ptr<BullMqQueue> BullMqQueue::connect(const QueueLocation &location,
 
 QByteArray BullMqQueue::keyPrefix() const
 {
-    return (bullMqDetails(location()).prefix + u':' + location().name + u':').toUtf8();
+    return BullMqQueueName{bullMqDetails(location()).prefix, location().name}.keyPrefix();
 }
 
 QByteArray BullMqQueue::key(const QByteArray &part) const
@@ -173,9 +174,7 @@ QByteArray BullMqQueue::key(const QByteArray &part) const
 
 QByteArrayList BullMqQueue::script(const char *name, const QByteArrayList &keysAndArguments) const
 {
-    const BullMqScript *found = m_scripts.script(QLatin1StringView(name));
-    Q_ASSERT(found && keysAndArguments.size() >= found->keyCount);
-    return QByteArrayList{"EVALSHA", found->sha1, number(found->keyCount)} + keysAndArguments;
+    return m_scripts.evalsha(name, keysAndArguments);
 }
 
 QString BullMqQueue::describe(const QString &what) const

@@ -7,16 +7,6 @@ namespace once {
 
 using namespace redisreply;
 
-namespace {
-
-// A key's name within its queue: "<prefix>:<name>:<part>".
-QByteArray keyOf(const BullMqQueueName &queue, const char *part)
-{
-    return (queue.prefix + u':' + queue.name + u':').toUtf8() + part;
-}
-
-} // namespace
-
 BullMqQueues::BullMqQueues(RedisEndpoint endpoint)
     : m_connection(std::move(endpoint), {{"CLIENT", "SETNAME", "once:console"}})
 {
@@ -59,15 +49,15 @@ std::optional<QList<BullMqQueueName>> BullMqQueues::discover(QString *error)
 
 std::optional<BullMqCounts> BullMqQueues::counts(const BullMqQueueName &queue, QString *error)
 {
-    const auto replies = m_connection.pipeline({{"LLEN", keyOf(queue, "wait")},
-                                                {"LINDEX", keyOf(queue, "wait"), "-1"},
-                                                {"LLEN", keyOf(queue, "active")},
-                                                {"ZCARD", keyOf(queue, "delayed")},
-                                                {"ZCARD", keyOf(queue, "prioritized")},
-                                                {"ZCARD", keyOf(queue, "completed")},
-                                                {"ZCARD", keyOf(queue, "failed")},
-                                                {"ZCARD", keyOf(queue, "waiting-children")},
-                                                {"HMGET", keyOf(queue, "meta"), "paused", "version"}},
+    const auto replies = m_connection.pipeline({{"LLEN", queue.key("wait")},
+                                                {"LINDEX", queue.key("wait"), "-1"},
+                                                {"LLEN", queue.key("active")},
+                                                {"ZCARD", queue.key("delayed")},
+                                                {"ZCARD", queue.key("prioritized")},
+                                                {"ZCARD", queue.key("completed")},
+                                                {"ZCARD", queue.key("failed")},
+                                                {"ZCARD", queue.key("waiting-children")},
+                                                {"HMGET", queue.key("meta"), "paused", "version"}},
                                                error);
     if (!replies)
         return std::nullopt;

@@ -15,6 +15,11 @@ struct BullMqQueueName
     QString prefix; // "bull" unless the team chose another
     QString name;
     friend bool operator==(const BullMqQueueName &, const BullMqQueueName &) = default;
+
+    // "<prefix>:<name>:", what every key of the queue and every job id follows.
+    QByteArray keyPrefix() const { return (prefix + u':' + name + u':').toUtf8(); }
+    // A key's name within the queue: "<prefix>:<name>:<part>".
+    QByteArray key(const QByteArray &part) const { return keyPrefix() + part; }
 };
 
 // What BullMQ's Queue.getJobCounts() reports, and whether the queue is paused.

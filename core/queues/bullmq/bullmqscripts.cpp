@@ -211,6 +211,13 @@ void BullMqScripts::setCommandsFolder(const QString &folder)
     chosenCommandsFolder() = folder;
 }
 
+QByteArrayList BullMqScripts::evalsha(const char *name, const QByteArrayList &keysAndArguments) const
+{
+    const BullMqScript *found = script(QLatin1StringView(name));
+    Q_ASSERT(found && keysAndArguments.size() >= found->keyCount);
+    return QByteArrayList{"EVALSHA", found->sha1, QByteArray::number(found->keyCount)} + keysAndArguments;
+}
+
 std::optional<BullMqScripts> BullMqScripts::load(const QString &commandsFolder, QString *error)
 {
     const QDir commands(commandsFolder);

@@ -49,6 +49,8 @@ public:
     QString folder() const { return m_folder; }
     // The command of that name, or null.
     const BullMqScript *script(const QString &name) const;
+    // EVALSHA of the command of that name (one once loads), with its keys and arguments.
+    QByteArrayList evalsha(const char *name, const QByteArrayList &keysAndArguments) const;
     QStringList names() const;
 
 private:
