@@ -284,25 +284,42 @@ void BullMqPage::connectTo(const QString &redisUrl, const QString &scriptsFolder
     connect(m_bullmq.get(), &BullMqSession::searchDone, this, &BullMqPage::onSearchDone);
     connect(m_bullmq.get(), &BullMqSession::failed, this, [this](const QString &error) {
         m_searching = false;
+        m_discovering = false;
         m_cancelSearch->setVisible(false);
         m_status->setText(error);
     });
-    connect(m_bullmq.get(), &BullMqSession::acted, this, [this](BullMqAction, const QString &outcome) {
-        m_status->setText(outcome);
-        refresh();
-        listCurrent();
-    });
+    connect(m_bullmq.get(), &BullMqSession::acted, this, &BullMqPage::onActed);
+    m_actionsAsked.clear();
     m_queues.clear();
     m_queueModel->removeRows(0, m_queueModel->rowCount());
     m_jobModel->removeRows(0, m_jobModel->rowCount());
     m_status->setText(tr("Looking for BullMQ queues at %1…").arg(m_bullmq->serverName()));
+    m_discovering = true;
     m_bullmq->discover();
 }
 
+// The page's timer asks every few seconds; a server slow to answer a discovery (a big
+// keyspace to SCAN) is not asked again until it has.
 void BullMqPage::refresh()
 {
-    if (m_bullmq && isVisible())
+    if (m_bullmq && isVisible() && !m_discovering) {
+        m_discovering = true;
         m_bullmq->discover();
+    }
+}
+
+// Audited once done, with what it did: BullMQ keeps no log of who did what.
+void BullMqPage::onActed(BullMqAction action, int jobs, const QString &error)
+{
+    const QString detail = m_actionsAsked.isEmpty() ? QString() : m_actionsAsked.takeFirst();
+    const QString outcome = tr("%1: %n job(s)", nullptr, jobs).arg(bullMqActionName(action));
+    m_status->setText(error.isEmpty() ? outcome : tr("%1; then failed: %2").arg(outcome, error));
+    if (m_store)
+        m_store->recordAudit(bullMqActionName(action),
+                             error.isEmpty() ? detail : detail + QStringLiteral(" (failed: %1)").arg(error),
+                             jobs);
+    refresh();
+    listCurrent();
 }
 
 void BullMqPage::onScriptsChecked(const QString &readOnlyReason)
@@ -313,6 +330,7 @@ void BullMqPage::onScriptsChecked(const QString &readOnlyReason)
 
 void BullMqPage::onQueuesLoaded(const QList<BullMqQueueSummary> &queues)
 {
+    m_discovering = false;
     const auto selected = currentQueue();
     m_queues = queues;
     m_queueModel->setRowCount(int(queues.size()));
@@ -576,19 +594,12 @@ void BullMqPage::act(BullMqAction action)
     if (QMessageBox::question(this, tr("BullMQ"), question) != QMessageBox::Yes)
         return;
     m_status->setText(tr("%1 on %2…").arg(bullMqActionName(action), where));
-    m_bullmq->act(action, queues, ids, currentState(), olderThanMs);
     QString detail = QStringLiteral("%1 queue=%2").arg(m_bullmq->serverName(), where);
     if (!ids.isEmpty() &&
         (action == BullMqAction::Retry || action == BullMqAction::Promote || action == BullMqAction::Remove))
         detail += QStringLiteral(" jobs=") + ids.join(u',');
-    audit(action, detail, int(ids.size()));
-}
-
-// Written to the store's audit log when a store is open: BullMQ keeps no log of who did what.
-void BullMqPage::audit(BullMqAction action, const QString &detail, int count)
-{
-    if (m_store)
-        m_store->recordAudit(bullMqActionName(action), detail, count);
+    m_actionsAsked.append(detail);
+    m_bullmq->act(action, queues, ids, currentState(), olderThanMs);
 }
 
 } // namespace once::ui

@@ -63,13 +63,15 @@ private:
     once::BullMqState currentState() const;
     QStringList selectedJobIds() const;
     void updateActions();
-    void audit(BullMqAction action, const QString &detail, int count);
+    void onActed(BullMqAction action, int jobs, const QString &error);
 
     std::unique_ptr<BullMqSession> m_bullmq;
     StoreSession *m_store = nullptr;
     QList<BullMqQueueSummary> m_queues;
     QString m_readOnlyReason;
     bool m_searching = false;
+    bool m_discovering = false;
+    QStringList m_actionsAsked; // the audit details of the actions not answered yet, in order
     QByteArray m_shownSendKey;
     qint64 m_listed = 0; // rows of the current state shown so far
 

@@ -226,13 +226,9 @@ void BullMqSession::act(BullMqAction action, const QList<BullMqQueueName> &queue
             }
             moved += *count;
         }
-        const QString outcome = tr("%1: %n job(s)", nullptr, moved).arg(bullMqActionName(action));
-        QMetaObject::invokeMethod(this, [this, ok, action, outcome, error] {
-            if (ok)
-                emit acted(action, outcome);
-            else
-                emit failed(error);
-        });
+        if (ok)
+            error.clear();
+        QMetaObject::invokeMethod(this, [this, action, moved, error] { emit acted(action, moved, error); });
     });
 }
 

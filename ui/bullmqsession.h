@@ -72,8 +72,9 @@ signals:
                     const QList<once::BullMqJobRow> &rows);
     void detailsLoaded(const once::BullMqJobDetails &job);
     void searchDone(const QString &text, const QList<once::BullMqJobRow> &rows, bool cancelled);
-    // What an action did, in a sentence for the status line.
-    void acted(once::ui::BullMqAction action, const QString &outcome);
+    // An action ran: how many jobs it moved, and why it stopped short if it did (error
+    // empty when it went through). Actions answer in the order they were asked.
+    void acted(once::ui::BullMqAction action, int jobs, const QString &error);
     void failed(const QString &error);
 
 private:
