@@ -7,7 +7,9 @@
 // once does not implement are refused. tests/producers/bullmq-proof.js is BullMQ's side.
 #include "deliveryharness.h"
 
+#include "queues/bullmq/bullmqlocation.h"
 #include "queues/bullmq/bullmqscripts.h"
+#include "queues/redis/redisconnection.h"
 
 #include <QTemporaryDir>
 #include <QTest>
@@ -25,7 +27,10 @@ private slots:
     void jobsPassBetweenOnceAndNodeWorkersBothWays();
     void aMixedFleetAppliesEachJobOnce();
     void honoursPauseAndResume();
+    void anIdleWorkerBlocksOnTheMarkerAsNodeWorkersDo();
     void aWorkerKilledMidSendStallsOnceAndFailsOnTheSecond();
+    void aJobHeldInDoubtFailsRatherThanCompletes();
+    void jobsNoNodeProducerWouldWriteAreWorkedOrFailedNeverFatal();
     void scriptsOfAnotherReleaseAreRefusedByName();
 
 private:
@@ -37,6 +42,7 @@ private:
     QStringList workerArguments(const QString &queue, quint16 partnerPort, const QString &workerId) const;
     QJsonObject partner(quint16 port, const QByteArray &path);
     static QJsonObject jobById(const QJsonObject &report, const QString &id);
+    QByteArray redis(const QByteArrayList &command);
 
     QTemporaryDir m_dir;
     QString m_redisUrl;
@@ -153,6 +159,18 @@ QJsonObject TestBullMqWorker::jobById(const QJsonObject &report, const QString &
     return {};
 }
 
+QByteArray TestBullMqWorker::redis(const QByteArrayList &command)
+{
+    QString error;
+    const auto location = once::QueueLocation::parse(queueUrl(m_tag), &error);
+    if (!location)
+        return error.toUtf8();
+    once::RedisConnection connection(
+        once::RedisEndpoint::of(*location, once::bullMqDetails(*location).database), {});
+    const auto replies = connection.pipeline({command}, &error);
+    return replies ? once::redisreply::bytes(replies->front().get()) : error.toUtf8();
+}
+
 // Scenario 1: plain, delayed, prioritized, attempts-with-backoff, deduplicated and
 // custom-id jobs (the last two added twice) from BullMQ's Queue, drained by once.
 void TestBullMqWorker::drainsANodeProducersJobsAsBullMqSays()
@@ -249,6 +267,28 @@ void TestBullMqWorker::failuresFollowEachJobsOwnAttemptsAndBackoff()
     QCOMPARE(partner(port, "/stats").value(QLatin1String("requests")).toInt(), sends);
     QCOMPARE(report.value(QLatin1String("counts")).toObject().value(QLatin1String("failed")).toInt(),
              jobs.size());
+
+    // Retried from Node (job.retry(), Bull Board's button), they come back to once, whose
+    // ledger holds their keys dead-lettered: not sent again, and failed once more with
+    // a reason that says where a redrive is decided, never shown completed.
+    QCOMPARE(node({QStringLiteral("retry"), QStringLiteral("--queue"), queue})
+                 .value(QLatin1String("retried"))
+                 .toArray()
+                 .size(),
+             jobs.size());
+    watch = startWatch(queue, int(jobs.size()));
+    QVERIFY(watch);
+    const auto again = m_once->run(workerArguments(queue, port, QStringLiteral("once-failing")), {}, 60000);
+    QVERIFY2(again.exitedWith(0), again.describe().constData());
+    const QJsonObject retried = finish(watch);
+    for (const QJsonValue value : jobs) {
+        const QJsonObject seen = jobById(retried, value.toObject().value(QLatin1String("id")).toString());
+        QVERIFY2(
+            seen.value(QLatin1String("state")).toString() == QLatin1String("failed") &&
+                seen.value(QLatin1String("failedReason")).toString().contains(QLatin1String("dead-lettered")),
+            QJsonDocument(seen).toJson(QJsonDocument::Compact).constData());
+    }
+    QCOMPARE(partner(port, "/stats").value(QLatin1String("requests")).toInt(), sends);
 }
 
 // Scenario 2: jobs once failed are retried with job.retry() and finished by a Node
@@ -405,6 +445,55 @@ void TestBullMqWorker::honoursPauseAndResume()
     QVERIFY2(stopped.exitedWith(0), stopped.describe().constData());
 }
 
+// Between jobs a Node worker blocks on the queue's marker (BZPOPMIN), which BullMQ's
+// scripts fill when a job becomes ready or a delayed one is next due; so does once,
+// instead of asking moveToActive ten times a second. It still wakes for a new job and
+// for a delayed one when it is due.
+void TestBullMqWorker::anIdleWorkerBlocksOnTheMarkerAsNodeWorkersDo()
+{
+    const QString queue = m_tag + QStringLiteral("-idle");
+    const quint16 port = m_once->startPartnerSim();
+    QVERIFY(port);
+    QStringList arguments = workerArguments(queue, port, QStringLiteral("once-idle"));
+    arguments.removeLast(); // no --until-idle: it waits for jobs
+    QProcess *worker = m_once->start(arguments);
+    QVERIFY2(pumpUntil(
+                 [&] {
+                     return redis({"CLIENT", "LIST"}).contains("cmd=bzpopmin");
+                 },
+                 15000),
+             redis({"CLIENT", "LIST"}).constData());
+
+    // Three idle seconds: a few moveToActive calls (the engine's one-second poll), not
+    // the dozens of a worker that polls.
+    const auto scriptCalls = [&] {
+        const QByteArray stats = redis({"INFO", "commandstats"});
+        const qsizetype at = stats.indexOf("cmdstat_evalsha:calls=");
+        return at < 0 ? 0 : stats.mid(at + 22, stats.indexOf(',', at) - at - 22).toLongLong();
+    };
+    const qint64 before = scriptCalls();
+    pumpUntil([] { return false; }, 3000);
+    const qint64 calls = scriptCalls() - before;
+    QVERIFY2(calls <= 8, qPrintable(QStringLiteral("%1 scripts run by an idle worker in 3 s").arg(calls)));
+
+    // A job, then a delayed one: each taken and sent.
+    for (const QString &kind : {QStringLiteral("single"), QStringLiteral("delayed")}) {
+        QCOMPARE(node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
+                       kind, QStringLiteral("--tag"), queue + kind})
+                     .value(QLatin1String("jobs"))
+                     .toArray()
+                     .size(),
+                 1);
+    }
+    QVERIFY(pumpUntil([&] { return partner(port, "/stats").value(QLatin1String("requests")).toInt() == 2; },
+                      15000));
+    worker->terminate();
+    const ProcessResult stopped = m_once->waitFor(worker, 30000);
+    QVERIFY2(stopped.exitedWith(0), stopped.describe().constData());
+    QVERIFY2(!redis({"CLIENT", "LIST"}).contains("cmd=bzpopmin"),
+             "the worker left a blocked connection behind");
+}
+
 // Scenario 4: SIGKILLed after the partner applied the send (the failpoint after-send),
 // the job's lock runs out; the stalled checker of the next worker puts it back with a
 // "stalled" event, and its resend carries the same Idempotency-Key: one effect. Killed so
@@ -460,6 +549,124 @@ void TestBullMqWorker::aWorkerKilledMidSendStallsOnceAndFailsOnTheSecond()
     const QJsonObject effects = partner(port, "/effects");
     QCOMPARE(effects.size(), 1);
     QCOMPARE(effects.constBegin().value().toInt(), 1);
+}
+
+// Under --in-doubt hold, a job whose worker died after the partner took its send is held
+// for an operator: BullMQ must then show it failed, saying so, never completed (Bull
+// Board would tell a support engineer it was delivered). A Node retry of it does not
+// change that, nor send it again: only an operator's decision in once does.
+void TestBullMqWorker::aJobHeldInDoubtFailsRatherThanCompletes()
+{
+    const QString queue = m_tag + QStringLiteral("-held");
+    const QJsonArray jobs =
+        node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
+              QStringLiteral("single"), QStringLiteral("--tag"), queue})
+            .value(QLatin1String("jobs"))
+            .toArray();
+    QCOMPARE(jobs.size(), 1);
+    const QString id = jobs.first().toObject().value(QLatin1String("id")).toString();
+    const quint16 port = m_once->startPartnerSim();
+    QVERIFY(port);
+    const auto arguments = [&](const QString &workerId) {
+        QStringList list = workerArguments(queue, port, workerId);
+        list[2] = queueUrl(queue, QStringLiteral("&stalledInterval=300"));
+        return list + QStringList{QStringLiteral("--lease"),    QStringLiteral("2"),
+                                  QStringLiteral("--timeout"),  QStringLiteral("1"),
+                                  QStringLiteral("--in-doubt"), QStringLiteral("hold")};
+    };
+    const auto heldJob = [&](const QString &workerId) {
+        QProcess *watch = startWatch(queue, 1);
+        if (!watch)
+            return QJsonObject();
+        const auto worker = m_once->run(arguments(workerId), {}, 60000);
+        if (!worker.exitedWith(0))
+            qWarning("%s", worker.describe().constData());
+        return jobById(finish(watch), id);
+    };
+
+    const auto killed =
+        m_once->run(arguments(QStringLiteral("once-dies")),
+                    {{QStringLiteral("ONCE_FAILPOINT"), QStringLiteral("after-send")}}, 60000);
+    QVERIFY2(killed.crashed(), killed.describe().constData());
+    QJsonObject job = heldJob(QStringLiteral("once-holds"));
+    QVERIFY2(job.value(QLatin1String("state")).toString() == QLatin1String("failed") &&
+                 job.value(QLatin1String("failedReason"))
+                     .toString()
+                     .contains(QLatin1String("held for an operator")),
+             QJsonDocument(job).toJson(QJsonDocument::Compact).constData());
+
+    QCOMPARE(node({QStringLiteral("retry"), QStringLiteral("--queue"), queue})
+                 .value(QLatin1String("retried"))
+                 .toArray(),
+             QJsonArray{id});
+    job = heldJob(QStringLiteral("once-after-retry"));
+    QVERIFY2(job.value(QLatin1String("state")).toString() == QLatin1String("failed") &&
+                 job.value(QLatin1String("failedReason"))
+                     .toString()
+                     .contains(QLatin1String("held in doubt for an operator's decision")),
+             QJsonDocument(job).toJson(QJsonDocument::Compact).constData());
+    QCOMPARE(partner(port, "/stats").value(QLatin1String("requests")).toInt(), 1);
+    VERIFY_NO_PROBLEMS(statsProblems(m_once->stats(), {{QStringLiteral("in_doubt"), 1}}));
+}
+
+// A producer other than Node (a script, another language's port, a hand in redis-cli) may
+// write what BullMQ's Queue never would: job ids that are not UTF-8 or hold a line break,
+// data that is not JSON, opts that are not JSON or hold absurd numbers. Each job is worked
+// by its own bytes (two ids that read alike as text stay two jobs), failed with a reason,
+// or bounded; the worker neither stops nor loops.
+void TestBullMqWorker::jobsNoNodeProducerWouldWriteAreWorkedOrFailedNeverFatal()
+{
+    const QString queue = m_tag + QStringLiteral("-foreign");
+    const QByteArray prefix = QStringLiteral("bull:%1:").arg(queue).toUtf8();
+    for (const QString &tag :
+         {QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c"), QStringLiteral("d")}) {
+        const QString kind = tag == QLatin1String("a") ? QStringLiteral("one-try") : QStringLiteral("single");
+        QVERIFY(!node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
+                       kind, QStringLiteral("--tag"), queue + tag})
+                     .isEmpty());
+    }
+    // Jobs 1 to 5; the first three renamed to ids that are not text.
+    const QByteArrayList oddIds{QByteArray("\xff\xfe"), QByteArray("\xfe\xff"), QByteArray("a%\nb")};
+    for (int i = 0; i < oddIds.size(); ++i) {
+        const QByteArray id = QByteArray::number(i + 1);
+        QCOMPARE(redis({"RENAME", prefix + id, prefix + oddIds.at(i)}), QByteArray("OK"));
+        QCOMPARE(redis({"LSET", prefix + "wait", QByteArray::number(-1 - i), oddIds.at(i)}),
+                 QByteArray("OK"));
+    }
+    redis({"HSET", prefix + "4", "data", "{\"user_id\": not json"});
+    redis({"HSET", prefix + "5", "opts", "{garbage"});
+    const quint16 port = m_once->startPartnerSim();
+    QVERIFY(port);
+    auto worker = m_once->run(workerArguments(queue, port, QStringLiteral("once-foreign")), {}, 60000);
+    QVERIFY2(worker.exitedWith(0), worker.describe().constData());
+    for (const QByteArray &id : oddIds + QByteArrayList{"5"})
+        QVERIFY2(!redis({"ZSCORE", prefix + "completed", id}).isEmpty(), id.toHex().constData());
+    QVERIFY(!redis({"ZSCORE", prefix + "failed", "4"}).isEmpty());
+    QVERIFY2(redis({"HGET", prefix + "4", "failedReason"}).contains("JSON"),
+             redis({"HGET", prefix + "4", "failedReason"}).constData());
+    const QJsonObject effects = partner(port, "/effects");
+    QCOMPARE(effects.size(), 4);
+    for (auto it = effects.constBegin(); it != effects.constEnd(); ++it)
+        QVERIFY2(it.value().toInt() == 1, qPrintable(it.key()));
+
+    // Absurd attempts and backoff against a failing partner: one send, then the job waits
+    // in delayed for the backoff, bounded to a day, not overflowed into the past.
+    const QString absurd = m_tag + QStringLiteral("-absurd");
+    QVERIFY(!node({QStringLiteral("add"), QStringLiteral("--queue"), absurd, QStringLiteral("--kind"),
+                   QStringLiteral("single"), QStringLiteral("--tag"), absurd})
+                 .isEmpty());
+    const QByteArray absurdPrefix = QStringLiteral("bull:%1:").arg(absurd).toUtf8();
+    redis({"HSET", absurdPrefix + "1", "opts",
+           R"({"attempts":1e300,"backoff":{"type":"exponential","delay":1e300,"jitter":1e300},)"
+           R"("removeOnComplete":1e300,"removeOnFail":-1e300,"stackTraceLimit":1e300})"});
+    const quint16 failing = m_once->startPartnerSim({QStringLiteral("--fail-rate"), QStringLiteral("1")});
+    QVERIFY(failing);
+    worker = m_once->run(workerArguments(absurd, failing, QStringLiteral("once-absurd")), {}, 60000);
+    QVERIFY2(worker.exitedWith(0), worker.describe().constData());
+    QCOMPARE(partner(failing, "/stats").value(QLatin1String("requests")).toInt(), 1);
+    const qint64 dueAtMs = qint64(redis({"ZSCORE", absurdPrefix + "delayed", "1"}).toDouble() / 4096);
+    const qint64 inMs = dueAtMs - QDateTime::currentMSecsSinceEpoch();
+    QVERIFY2(inMs > 3600 * 1000 && inMs <= 24 * 3600 * 1000, qPrintable(QString::number(inMs)));
 }
 
 // Scenario 5: the scripts of bullmq 6.5.4 (installed beside 6.7.0 in tests/producers) are

@@ -321,12 +321,12 @@ void Engine::onTurnDone(TurnResult result)
         case ClaimResult::Outcome::Duplicate:
             // Recognised as already handled: ack without sending.
             ++m_counters.duplicates;
-            acknowledge(delivery);
+            acknowledge(delivery, claim.notApplied);
             break;
         case ClaimResult::Outcome::Held:
             // Handed to an operator: the message leaves the queue without a send.
             ++m_counters.held;
-            acknowledge(delivery);
+            acknowledge(delivery, claim.notApplied);
             break;
         case ClaimResult::Outcome::Busy:
             m_pendingSettlements.append(
@@ -599,7 +599,9 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
         update.state = LedgerState::InDoubt;
         m_pendingAttempts.append(attempt);
         m_pendingUpdates.append(update);
-        acknowledge(delivery);
+        acknowledge(
+            delivery,
+            QStringLiteral("in doubt (%1: %2): held for an operator").arg(outcome.errorClass, outcome.error));
         return;
     }
 
@@ -667,11 +669,12 @@ void Engine::deadLetter(const Delivery &delivery, const QString &errorClass, con
     scheduleCycle(0);
 }
 
-void Engine::acknowledge(const Delivery &delivery)
+void Engine::acknowledge(const Delivery &delivery, const QString &notApplied)
 {
     // The ack and its history row commit together, so the history never claims an ack
     // that did not happen.
-    m_pendingSettlements.append({Settlement::Kind::Ack, delivery.message.id, delivery.message.delivery, 0, {}});
+    m_pendingSettlements.append(
+        {Settlement::Kind::Ack, delivery.message.id, delivery.message.delivery, 0, {}, notApplied});
     m_pendingAttempts.append(Attempt{delivery.reminder.sendKey, delivery.reminder.eventId, delivery.message.id,
                                      delivery.message.delivery, m_config.workerId, nowMs(), QStringLiteral("ack"),
                                      QStringLiteral("acked"), 0, -1, {}, {}, {}});

@@ -132,7 +132,8 @@ private:
     bool turnCanWait(qint64 now, bool consuming) const;
     void onSent(const Delivery &delivery, const SendOutcome &outcome, qint64 sentAtMs);
     void deadLetter(const Delivery &delivery, const QString &errorClass, const QString &error, int attempts);
-    void acknowledge(const Delivery &delivery);
+    // notApplied: why the message leaves without having taken effect; see Settlement::failure.
+    void acknowledge(const Delivery &delivery, const QString &notApplied = {});
     void checkIdle();
     void fail(const QString &message);
     void finish(int exitCode);

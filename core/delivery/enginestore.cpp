@@ -30,8 +30,14 @@ bool EngineStore::open(QString *error, Notifications notifications)
         if (!location)
             return false;
         m_broker = openBrokerQueue(*location, m_consumerName, m_prefetch, error);
-        // A broker wakes nobody through the store; the engine polls it (see idleWaitMs).
-        return m_broker != nullptr;
+        if (!m_broker)
+            return false;
+        // A broker that announces its messages wakes the engine from the watch's thread
+        // (a queued signal); the others are polled (see Engine::idleWaitMs).
+        if (notifications == Notifications::Listen)
+            m_brokerWatch = m_broker->watchMessages([this] { emit notified(Channel::Queue); });
+        m_listening = m_brokerWatch != nullptr;
+        return true;
     }
     Database &database = m_store->database();
     if (notifications == Notifications::Listen && database.listen(Channel::Queue)) {
@@ -44,6 +50,7 @@ bool EngineStore::open(QString *error, Notifications notifications)
 
 void EngineStore::close()
 {
+    m_brokerWatch.reset();
     m_broker.reset();
     m_store.reset();
 }

@@ -84,6 +84,7 @@ private:
     int m_prefetch = 0;
     std::unique_ptr<Store> m_store;
     std::unique_ptr<BrokerQueue> m_broker;
+    std::unique_ptr<BrokerQueue::MessageWatch> m_brokerWatch; // stopped before m_broker goes
     bool m_listening = false;
 };
 

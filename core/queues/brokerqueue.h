@@ -57,6 +57,20 @@ public:
     virtual std::optional<QList<DeadLetter>> discard(int max, const std::function<bool(const DeadLetter &)> &select,
                                                      QString *error) = 0;
 
+    // Where the broker announces what it has for workers (BullMQ's marker): a watch on a
+    // thread and connection of its own that calls wake, from that thread, whenever a lease
+    // may find something; destroying it stops it. Null where a worker polls.
+    class MessageWatch
+    {
+    public:
+        virtual ~MessageWatch() = default;
+    };
+    virtual std::unique_ptr<MessageWatch> watchMessages(std::function<void()> wake) const
+    {
+        Q_UNUSED(wake);
+        return nullptr;
+    }
+
 protected:
     explicit BrokerQueue(QueueLocation location) : m_location(std::move(location)) {}
 

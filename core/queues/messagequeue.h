@@ -61,6 +61,9 @@ struct Settlement
     // Retry after a failed send: why it failed, for a queue that keeps a message's
     // failures with it (BullMQ's failedReason). Empty for a delivery handed back unsent,
     // which is no attempt.
+    // Ack of a message that leaves the queue without having taken effect (its key held in
+    // doubt for an operator, or dead-lettered): why, for a queue that shows each message's
+    // fate (BullMQ: failed, not completed). Empty for one that took effect.
     QString failure = {};
 };
 

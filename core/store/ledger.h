@@ -42,6 +42,9 @@ struct ClaimResult
     int sendsThisRound = 0;   // sends since the key was (re)opened, for the attempt budget
     qint64 firstSentAtMs = 0; // 0 when never sent
     qint64 busyForMs = 0;     // Busy: how long the other holder's claim still runs
+    // Duplicate or Held of a key that has not taken effect (held in doubt, dead-lettered):
+    // why, for a queue that shows what became of each message. Empty where it took effect.
+    QString notApplied;
 };
 
 // One row of an event's history: a step of one delivery.

@@ -202,8 +202,14 @@ Attempt SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &w
         countDuplicate(QStringLiteral("already applied"));
     } else if (state == LedgerState::InDoubt) {
         countDuplicate(QStringLiteral("held in doubt for an operator"));
+        result->notApplied =
+            QStringLiteral("not sent: its send key is held in doubt for an operator's decision "
+                           "(once in-doubt, or the console's In doubt page)");
     } else if (state == LedgerState::Dead) {
         countDuplicate(QStringLiteral("dead-lettered; an operator may redrive it"));
+        result->notApplied =
+            QStringLiteral("not sent: its send key is dead-lettered; an operator's redrive "
+                           "(once redrive, or the console's Dead letters page) sends it again");
     } else if (state == LedgerState::Retrying) {
         if (!ownedByThisMessage) {
             countDuplicate(QStringLiteral("another message carries this key"));
@@ -229,6 +235,7 @@ Attempt SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &w
                             .arg(row->ownerMessage.toString(), row->ownerDelivery.toString(), row->ownerWorker);
         if (policy == InDoubtPolicy::Hold) {
             result->outcome = ClaimResult::Outcome::Held;
+            result->notApplied = QStringLiteral("in doubt (%1): held for an operator").arg(attempt.error);
             attempt.outcome = QStringLiteral("held");
             hold();
         } else {

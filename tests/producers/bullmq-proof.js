@@ -100,6 +100,8 @@ async function add(queue) {
     }
   } else if (values.kind === 'single') {
     await put('plain');
+  } else if (values.kind === 'delayed') {
+    await put('delayed', { delay: 1500 });
   } else if (values.kind === 'one-try') {
     for (let i = 0; i < 2; ++i) await put('one-try', { attempts: 1 });
   } else if (values.kind === 'failing') {

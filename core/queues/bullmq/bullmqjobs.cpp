@@ -190,7 +190,7 @@ std::optional<QList<BullMqJobRow>> BullMqJobs::rows(const QByteArrayList &jobIds
         const redisReply *job = replies->at(size_t(i)).get();
         if (isError(job) || bytes(element(job, 1)).isEmpty())
             continue; // removed meanwhile
-        found.append({QString::fromUtf8(jobIds.at(i)), QString::fromUtf8(bytes(element(job, 0))),
+        found.append({bullMqJobIdText(jobIds.at(i)), QString::fromUtf8(bytes(element(job, 0))),
                       bytes(element(job, 1)).toLongLong(), bytes(element(job, 2)).toLongLong(),
                       bytes(element(job, 3)).toLongLong(), bytes(element(job, 4)).toInt(),
                       QString::fromUtf8(bytes(element(job, 5)))});
@@ -209,7 +209,7 @@ std::optional<QList<BullMqJobRow>> BullMqJobs::list(BullMqState state, qint64 of
 
 std::optional<BullMqJobDetails> BullMqJobs::details(const QString &jobId, QString *error)
 {
-    const QByteArray id = jobId.toUtf8();
+    const QByteArray id = bullMqJobId(jobId);
     const QByteArray jobKey = keyPrefix() + id;
     const auto replies = m_connection.pipeline({{"HGETALL", jobKey},
                                                 {"LRANGE", jobKey + ":logs", "0", "-1"},
@@ -269,7 +269,8 @@ std::optional<QList<BullMqJobRow>> BullMqJobs::search(const QString &text, int l
 {
     QList<BullMqJobRow> found;
     // An id first: the one look-up people make most.
-    const auto exact = rows({text.toUtf8()}, error);
+    const QByteArray id = bullMqJobId(text);
+    const auto exact = rows({id}, error);
     if (!exact)
         return std::nullopt;
     found += *exact;
@@ -295,7 +296,7 @@ std::optional<QList<BullMqJobRow>> BullMqJobs::search(const QString &text, int l
                 const redisReply *job = replies->at(size_t(i)).get();
                 for (size_t field = 0; field < 3; ++field) {
                     if (bytes(element(job, field)).toLower().contains(needle)) {
-                        if (batch->at(i) != text.toUtf8())
+                        if (batch->at(i) != id)
                             matches.append(batch->at(i));
                         break;
                     }
@@ -318,7 +319,7 @@ std::optional<int> BullMqJobs::retry(const QStringList &failedJobIds, QString *e
         return std::nullopt;
     QList<QByteArrayList> commands;
     for (const QString &jobId : failedJobIds) {
-        const QByteArray id = jobId.toUtf8();
+        const QByteArray id = bullMqJobId(jobId);
         // Job.retry('failed'): its attempts made are kept, as Node keeps them.
         commands.append(script("reprocessJob", {keyPrefix() + id, key("events"), key("failed"), key("wait"),
                                                 key("meta"), key("active"), key("marker"), key("prioritized"),
@@ -360,7 +361,7 @@ std::optional<int> BullMqJobs::promote(const QStringList &delayedJobIds, QString
     for (const QString &jobId : delayedJobIds)
         commands.append(script("promote", {key("delayed"), key("wait"), key("paused"), key("meta"),
                                            key("prioritized"), key("active"), key("pc"), key("events"),
-                                           key("marker"), keyPrefix(), jobId.toUtf8()}));
+                                           key("marker"), keyPrefix(), bullMqJobId(jobId)}));
     const auto results = run(commands, QStringLiteral("promoting jobs of"), error);
     if (!results)
         return std::nullopt;
@@ -373,8 +374,8 @@ std::optional<int> BullMqJobs::remove(const QStringList &jobIds, QString *error)
         return std::nullopt;
     QList<QByteArrayList> commands;
     for (const QString &jobId : jobIds)
-        commands.append(script(
-            "removeJob", {keyPrefix() + jobId.toUtf8(), key("repeat"), jobId.toUtf8(), "0", keyPrefix()}));
+        commands.append(script("removeJob", {keyPrefix() + bullMqJobId(jobId), key("repeat"),
+                                             bullMqJobId(jobId), "0", keyPrefix()}));
     const auto results = run(commands, QStringLiteral("removing jobs of"), error);
     if (!results)
         return std::nullopt;

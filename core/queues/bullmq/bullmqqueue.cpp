@@ -11,6 +11,7 @@
 #include "model/clock.h"
 #include "model/reminder.h"
 #include "queues/bullmq/bullmqlocation.h"
+#include "queues/bullmq/bullmqmarkerwatch.h"
 #include "queues/bullmq/bullmqqueues.h"
 #include "queues/bullmq/msgpackwriter.h"
 #include "queues/deadletteraccount.h"
@@ -21,6 +22,8 @@
 #include <QUuid>
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 
 namespace once {
 
@@ -73,20 +76,23 @@ QList<QByteArrayList> connectionSetup(const QueueLocation &location, const QByte
     return setup;
 }
 
-RedisEndpoint endpoint(const QueueLocation &location)
-{
-    return RedisEndpoint{location.host,
-                         location.port,
-                         location.user,
-                         location.password,
-                         bullMqDetails(location).database,
-                         location.brokerName() + QStringLiteral(" at ") + location.displayName()};
-}
-
 QByteArray number(qint64 value)
 {
     return QByteArray::number(value);
 }
+
+// A number of a job's opts, within [low, high]; fallback for what is no number. A job is
+// the producer's word: a "delay" of 1e300 must not overflow into the past.
+qint64 boundedInteger(const QJsonValue &value, qint64 low, qint64 high, qint64 fallback)
+{
+    const double number = value.toDouble(std::nan(""));
+    if (!std::isfinite(number))
+        return fallback;
+    return qint64(std::clamp(number, double(low), double(high)));
+}
+
+constexpr qint64 DayMs = 24 * 3600 * 1000;
+constexpr qint64 LargestCount = qint64(1) << 53; // what a JSON number holds exactly
 
 // The job's own attempts and backoff, as its opts (JSON in the job hash) say them. A job
 // without "attempts" was not added by BullMQ's Queue (which always writes it): the
@@ -96,12 +102,12 @@ std::optional<RetryRule> retryRuleOf(const QJsonObject &opts, int attemptsMade)
     if (!opts.contains(QLatin1String("attempts")))
         return std::nullopt;
     RetryRule rule;
-    rule.attempts = std::max(1, opts.value(QLatin1String("attempts")).toInt());
+    rule.attempts = int(boundedInteger(opts.value(QLatin1String("attempts")), 1, INT_MAX, 1));
     rule.attemptsMade = attemptsMade;
     const QJsonValue backoff = opts.value(QLatin1String("backoff"));
     if (backoff.isDouble()) {
         rule.backoff = RetryRule::Backoff::Fixed;
-        rule.delayMs = qint64(backoff.toDouble());
+        rule.delayMs = boundedInteger(backoff, 0, DayMs, 0);
     } else if (backoff.isObject()) {
         const QJsonObject strategy = backoff.toObject();
         // A custom strategy is a function in the Node worker's own code; once waits the
@@ -109,10 +115,9 @@ std::optional<RetryRule> retryRuleOf(const QJsonObject &opts, int attemptsMade)
         rule.backoff = strategy.value(QLatin1String("type")).toString() == QLatin1String("exponential")
                            ? RetryRule::Backoff::Exponential
                            : RetryRule::Backoff::Fixed;
-        rule.delayMs = qint64(strategy.value(QLatin1String("delay")).toDouble());
+        rule.delayMs = boundedInteger(strategy.value(QLatin1String("delay")), 0, DayMs, 0);
         rule.jitter = strategy.value(QLatin1String("jitter")).toDouble();
     }
-    rule.delayMs = std::max<qint64>(0, rule.delayMs);
     return rule;
 }
 
@@ -126,14 +131,17 @@ void writeKeepJobs(MsgPackWriter &writer, const QJsonValue &remove)
         QList<QPair<QByteArray, qint64>> entries;
         for (const char *name : {"age", "count", "limit"}) {
             if (keep.contains(QLatin1StringView(name)))
-                entries.append({name, qint64(keep.value(QLatin1StringView(name)).toDouble())});
+                entries.append(
+                    {name, boundedInteger(keep.value(QLatin1StringView(name)), -1, LargestCount, -1)});
         }
         writer.map(int(entries.size()));
         for (const auto &[name, value] : entries)
             writer.string(name).integer(value);
         return;
     }
-    const qint64 count = remove.isDouble() ? qint64(remove.toDouble()) : remove.toBool() ? 0 : -1;
+    const qint64 count = remove.isDouble() ? boundedInteger(remove, -1, LargestCount, -1)
+                         : remove.toBool() ? 0
+                                           : -1;
     writer.map(1).string("count").integer(count);
 }
 
@@ -141,7 +149,8 @@ void writeKeepJobs(MsgPackWriter &writer, const QJsonValue &remove)
 
 BullMqQueue::BullMqQueue(QueueLocation location, const QString &consumerName, BullMqScripts scripts)
     : BrokerQueue(std::move(location)), m_scripts(std::move(scripts)), m_workerName(consumerName.toUtf8()),
-      m_connection(endpoint(this->location()), connectionSetup(this->location(), m_workerName, m_scripts)),
+      m_connection(RedisEndpoint::of(this->location(), bullMqDetails(this->location()).database),
+                   connectionSetup(this->location(), m_workerName, m_scripts)),
       m_tokenBase(QUuid::createUuid().toByteArray(QUuid::WithoutBraces))
 {
 }
@@ -180,6 +189,12 @@ QByteArrayList BullMqQueue::script(const char *name, const QByteArrayList &keysA
 QString BullMqQueue::describe(const QString &what) const
 {
     return m_connection.describe(what);
+}
+
+std::unique_ptr<BrokerQueue::MessageWatch> BullMqQueue::watchMessages(std::function<void()> wake) const
+{
+    return std::make_unique<BullMqMarkerWatch>(
+        RedisEndpoint::of(location(), bullMqDetails(location()).database), key("marker"), std::move(wake));
 }
 
 bool BullMqQueue::declareTopology(const QueueTopology &, QString *)
@@ -292,7 +307,7 @@ QList<QueueMessage> BullMqQueue::lease(int max, qint64 leaseMs, const QString &,
             if (elementCount(job) == 0)
                 continue; // {0, 0, rate limit, next delayed}: nothing for us
             const QHash<QByteArray, QByteArray> fields = fieldMap(job);
-            const QString jobId = QString::fromUtf8(bytes(element(reply, 1)));
+            const QString jobId = bullMqJobIdText(bytes(element(reply, 1)));
             ActiveJob active;
             active.token = tokensOfRound.at(qsizetype(i - firstScript));
             active.delivery = std::max(1, fields.value("ats").toInt());
@@ -366,7 +381,7 @@ QByteArray BullMqQueue::finishOptions(const ActiveJob &job, bool completed) cons
 QByteArrayList BullMqQueue::settlementScript(const QString &jobIdText, const ActiveJob &job,
                                              const Settlement &settlement) const
 {
-    const QByteArray jobId = jobIdText.toUtf8();
+    const QByteArray jobId = bullMqJobId(jobIdText);
     const QByteArray now = number(nowMs());
     // A failure goes where a Node worker writes its error: failedReason, and one more
     // entry of the stack trace list (within the job's stackTraceLimit).
@@ -376,7 +391,7 @@ QByteArrayList BullMqQueue::settlementScript(const QString &jobIdText, const Act
             QStringLiteral("Error: %1\n    at once worker %2").arg(reason, QString::fromUtf8(m_workerName)));
         const QJsonValue limit = job.opts.value(QLatin1String("stackTraceLimit"));
         if (limit.isDouble()) {
-            while (stacktrace.size() > std::max(0, limit.toInt()))
+            while (stacktrace.size() > boundedInteger(limit, 0, INT_MAX, 0))
                 stacktrace.removeFirst();
         }
         return MsgPackWriter::stringArray(
@@ -396,6 +411,10 @@ QByteArrayList BullMqQueue::settlementScript(const QString &jobIdText, const Act
     };
     switch (settlement.kind) {
     case Settlement::Kind::Ack:
+        // One that did not take effect (held in doubt, its key dead-lettered) is failed, not
+        // completed: Bull Board and QueueEvents must not show a reminder as done that was not.
+        if (!settlement.failure.isEmpty())
+            return moveToFinished(false, settlement.failure.toUtf8(), failureFields(settlement.failure));
         return moveToFinished(true, "null", {});
     case Settlement::Kind::DeadLetter: {
         const DeadLetterInfo &info = settlement.deadLetter;
@@ -571,10 +590,14 @@ void BullMqQueue::startWorkerTimers(qint64 lockMs)
     const auto check = [this] {
         QString error;
         const auto stalled = moveStalledJobsToWait(&error);
-        if (!stalled)
+        if (!stalled) {
             qCWarning(lcBullMq).noquote() << error;
-        else if (!stalled->isEmpty())
-            qCInfo(lcBullMq).noquote() << "stalled jobs put back or failed:" << stalled->join(", ");
+        } else if (!stalled->isEmpty()) {
+            QStringList ids; // as text: a job id may hold any byte, a line break too
+            for (const QByteArray &id : *stalled)
+                ids.append(bullMqJobIdText(id));
+            qCInfo(lcBullMq).noquote() << "stalled jobs put back or failed:" << ids.join(u", ");
+        }
     };
     QObject::connect(m_stalledTimer.get(), &QTimer::timeout, m_stalledTimer.get(), check);
     m_stalledTimer->start();
@@ -588,7 +611,7 @@ void BullMqQueue::renewLocks()
     QByteArrayList tokens;
     QByteArrayList jobIds;
     for (auto it = m_active.cbegin(); it != m_active.cend(); ++it) {
-        jobIds.append(it.key().toUtf8());
+        jobIds.append(bullMqJobId(it.key()));
         tokens.append(it->token);
     }
     QString error;
@@ -606,9 +629,8 @@ void BullMqQueue::renewLocks()
         return;
     }
     for (size_t i = 0; i < elementCount(failed); ++i)
-        qCWarning(lcBullMq).noquote()
-            << "lost the lock of job" << QString::fromUtf8(bytes(element(failed, i)))
-            << "(it stalled; another worker may take it)";
+        qCWarning(lcBullMq).noquote() << "lost the lock of job" << bullMqJobIdText(bytes(element(failed, i)))
+                                      << "(it stalled; another worker may take it)";
 }
 
 // BullMQ's failed set, oldest first: the jobs that failed for good are its dead letters.
@@ -641,7 +663,7 @@ std::optional<QList<DeadLetter>> BullMqQueue::failedJobs(int limit, QString *err
         if (isError(job) || bytes(element(job, 3)).isEmpty())
             continue; // removed meanwhile
         DeadLetter letter;
-        letter.id = QString::fromUtf8(jobIds.at(i));
+        letter.id = bullMqJobIdText(jobIds.at(i));
         letter.payload = bytes(element(job, 0));
         letter.errorClass = QStringLiteral("failed");
         letter.lastError = QString::fromUtf8(bytes(element(job, 1)));
@@ -695,7 +717,7 @@ BullMqQueue::takeFailed(int max, const std::function<bool(const DeadLetter &)> &
     for (const DeadLetter &letter : *head) {
         if (!select(letter))
             continue;
-        const QByteArray jobId = letter.id.toUtf8();
+        const QByteArray jobId = bullMqJobId(letter.id);
         commands.append(
             redrive ? script("reprocessJob", {keyPrefix() + jobId, key("events"), key("failed"), key("wait"),
                                               key("meta"), key("active"), key("marker"), key("prioritized"),

@@ -44,6 +44,9 @@ public:
     std::optional<QList<DeadLetter>> discard(int max, const std::function<bool(const DeadLetter &)> &select,
                                              QString *error) override;
 
+    // Blocks on the queue's marker as a Node worker does (BullMqMarkerWatch).
+    std::unique_ptr<MessageWatch> watchMessages(std::function<void()> wake) const override;
+
     // The jobs the stalled checker found without a lock and put back (or failed), by id.
     // Runs by itself every stalledInterval once the queue leases; public for operators.
     std::optional<QByteArrayList> moveStalledJobsToWait(QString *error);

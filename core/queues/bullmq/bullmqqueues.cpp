@@ -7,6 +7,39 @@ namespace once {
 
 using namespace redisreply;
 
+namespace {
+
+// Printable ASCII but '%': what an encoded id keeps as it is.
+const QByteArray &keptAsIs()
+{
+    static const QByteArray kept = [] {
+        QByteArray bytes;
+        for (char c = '!'; c <= '~'; ++c) {
+            if (c != '%')
+                bytes.append(c);
+        }
+        return bytes;
+    }();
+    return kept;
+}
+
+} // namespace
+
+QString bullMqJobIdText(const QByteArray &id)
+{
+    const QString text = QString::fromUtf8(id);
+    const bool control =
+        std::any_of(id.cbegin(), id.cend(), [](char c) { return uchar(c) < 0x20 || c == 0x7f; });
+    if (!control && !id.contains('%') && text.toUtf8() == id)
+        return text;
+    return QString::fromLatin1(id.toPercentEncoding(keptAsIs()));
+}
+
+QByteArray bullMqJobId(const QString &text)
+{
+    return text.contains(u'%') ? QByteArray::fromPercentEncoding(text.toLatin1()) : text.toUtf8();
+}
+
 BullMqQueues::BullMqQueues(RedisEndpoint endpoint)
     : m_connection(std::move(endpoint), {{"CLIENT", "SETNAME", "once:console"}})
 {

@@ -22,6 +22,14 @@ struct BullMqQueueName
     QByteArray key(const QByteArray &part) const { return keyPrefix() + part; }
 };
 
+// A job id as once shows and keeps it (the message id, the ledger's owner, the console's
+// rows): the id itself when it is UTF-8 without '%' or control characters. An id that is
+// not text (a producer other than Node may write any bytes), or holds a '%' or a line
+// break, is percent-encoded, every byte outside printable ASCII and '%' itself, so that
+// two ids are never shown alike and bullMqJobId() gives back the bytes BullMQ's keys hold.
+QString bullMqJobIdText(const QByteArray &id);
+QByteArray bullMqJobId(const QString &text);
+
 // What BullMQ's Queue.getJobCounts() reports, and whether the queue is paused.
 struct BullMqCounts
 {

@@ -1,5 +1,7 @@
 #include "queues/redis/redisconnection.h"
 
+#include "queues/queuelocation.h"
+
 #include <hiredis/hiredis.h>
 
 #include <cerrno>
@@ -17,6 +19,14 @@ timeval toTimeval(int ms)
 }
 
 } // namespace
+
+RedisEndpoint RedisEndpoint::of(const QueueLocation &location, int database)
+{
+    return RedisEndpoint{
+        location.host, location.port,
+        location.user, location.password,
+        database,      location.brokerName() + QStringLiteral(" at ") + location.displayName()};
+}
 
 void RedisConnection::ReplyDeleter::operator()(redisReply *reply) const
 {

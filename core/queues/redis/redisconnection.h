@@ -15,6 +15,8 @@ struct redisReply;
 
 namespace once {
 
+struct QueueLocation;
+
 // Where a Redis server is, and how to log in there.
 struct RedisEndpoint
 {
@@ -24,6 +26,9 @@ struct RedisEndpoint
     QString password; // never printed
     int database = 0;
     QString label; // how errors name the server, "Redis Streams at HOST:PORT/0": no password
+
+    // The server of a queue location, labelled with its broker and display name.
+    static RedisEndpoint of(const QueueLocation &location, int database);
 };
 
 // One synchronous connection to a Redis server, used from one thread. Each connection

@@ -225,16 +225,6 @@ QList<QByteArrayList> connectionSetup(const QByteArray &consumer)
     return setup;
 }
 
-RedisEndpoint endpoint(const QueueLocation &location)
-{
-    return RedisEndpoint{location.host,
-                         location.port,
-                         location.user,
-                         location.password,
-                         redisDetails(location).database,
-                         location.brokerName() + QStringLiteral(" at ") + location.displayName()};
-}
-
 // The time part of a stream entry id ("1700000000000-0"): when Redis added it.
 qint64 entryTimeMs(const QByteArray &entryId)
 {
@@ -279,7 +269,8 @@ RedisStreamQueue::RedisStreamQueue(QueueLocation location, const QString &consum
     : BrokerQueue(std::move(location)), m_consumer(consumerName.toUtf8()),
       m_stream(this->location().name.toUtf8()), m_delayed(m_stream + ":delayed"),
       m_dead(this->location().deadLetterName().toUtf8()),
-      m_connection(endpoint(this->location()), connectionSetup(m_consumer))
+      m_connection(RedisEndpoint::of(this->location(), redisDetails(this->location()).database),
+                   connectionSetup(m_consumer))
 {
 }
 
