@@ -307,13 +307,16 @@ public:
     const QString &storeUrl() const { return m_storeUrl; }
 
     // The environment of every process: this one's, without what would change what once
-    // does behind a test's back, plus `extra`.
+    // does behind a test's back, plus `extra`. The BullMQ scripts are the ones the suite
+    // was given (ONCE_TEST_BULLMQ_SCRIPTS: tests/producers' bullmq), if any.
     static QProcessEnvironment environment(const QMap<QString, QString> &extra = {})
     {
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         for (const auto name : {"ONCE_FAILPOINT", "ONCE_FAILPOINT_SKIP", "ONCE_PARTNER_TOKEN", "ONCE_STORE",
                                 "ONCE_QUEUE", "ONCE_BULLMQ_SCRIPTS"})
             env.remove(QString::fromLatin1(name));
+        if (const QString scripts = qEnvironmentVariable("ONCE_TEST_BULLMQ_SCRIPTS"); !scripts.isEmpty())
+            env.insert(QStringLiteral("ONCE_BULLMQ_SCRIPTS"), scripts);
         for (auto it = extra.cbegin(); it != extra.cend(); ++it)
             env.insert(it.key(), it.value());
         return env;

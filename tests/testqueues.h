@@ -19,6 +19,7 @@
 #include <QProcess>
 #include <QString>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -56,6 +57,12 @@ public:
             qFatal("TestQueues: cannot read the queue URL file \"%s\" (did the %s fixture run?)", qPrintable(urlFile),
                    qPrintable(m_kind));
         m_baseUrl = QString::fromUtf8(file.readAll().trimmed());
+        // A backend on another backend's server (BullMQ on the Redis of redis://) speaks of
+        // it in its own scheme.
+        const qsizetype schemeEnd = m_baseUrl.indexOf(QLatin1String("://"));
+        const QString scheme = m_baseUrl.left(std::max<qsizetype>(0, schemeEnd));
+        if (schemeEnd > 0 && scheme != m_backend->scheme && !m_backend->moreSchemes.contains(scheme))
+            m_baseUrl.replace(0, schemeEnd, QString(m_backend->scheme));
         // What else the server's queue URLs carry (RabbitMQ's management API listens on a
         // port of its own), which its script writes beside the URL.
         QFile parameters(QFileInfo(urlFile).dir().filePath(QStringLiteral("url-parameters")));

@@ -100,13 +100,9 @@ int Command::parse(const QStringList &arguments)
         std::fputs(qPrintable(help), stdout);
         return Ok;
     }
-    if (m_hasQueueOptions) {
-        const QString scripts = m_parser.isSet(QStringLiteral("bullmq-scripts"))
-                                    ? m_parser.value(QStringLiteral("bullmq-scripts"))
-                                    : qEnvironmentVariable("ONCE_BULLMQ_SCRIPTS");
-        if (!scripts.isEmpty())
-            BullMqScripts::setCommandsFolder(QDir(scripts).absolutePath());
-    }
+    if (m_hasQueueOptions && m_parser.isSet(QStringLiteral("bullmq-scripts")))
+        BullMqScripts::setCommandsFolder(
+            QDir(m_parser.value(QStringLiteral("bullmq-scripts"))).absolutePath());
     return -1;
 }
 

@@ -313,9 +313,13 @@ void Engine::onTurnDone(TurnResult result)
                                 claim.sendsThisRound, claim.firstSentAtMs, request.leaseUntilMs};
         switch (claim.outcome) {
         case ClaimResult::Outcome::Resend:
-            ++m_counters.resent;
-            [[fallthrough]];
         case ClaimResult::Outcome::Claimed:
+            if (!delivery.message.failUnsent.isEmpty()) {
+                failUnsent(delivery, claim.outcome == ClaimResult::Outcome::Resend);
+                break;
+            }
+            if (claim.outcome == ClaimResult::Outcome::Resend)
+                ++m_counters.resent;
             sendNow(delivery);
             break;
         case ClaimResult::Outcome::Duplicate:
@@ -652,6 +656,48 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
     const QString gaveUp = sends == 1 ? QStringLiteral("gave up after 1 attempt") : QStringLiteral("gave up after %1 attempts").arg(sends);
     const QString reason = retryable ? gaveUp + QStringLiteral(": ") + outcome.error : outcome.error;
     deadLetter(sent, outcome.errorClass, reason, sends);
+}
+
+// The queue says this delivery fails without a send (see QueueMessage::failUnsent). Its
+// key was claimed all the same: where an earlier claim ended without an outcome, the
+// partner may have acted, so the key is held in doubt for an operator; else it is dead,
+// and a redrive sends it again.
+void Engine::failUnsent(const Delivery &delivery, bool inDoubt)
+{
+    const QString &reason = delivery.message.failUnsent;
+    LedgerUpdate update{delivery.reminder.sendKey,
+                        delivery.message.id,
+                        delivery.message.delivery,
+                        inDoubt ? LedgerState::InDoubt : LedgerState::Dead,
+                        false,
+                        0,
+                        0,
+                        QStringLiteral("stalled"),
+                        reason,
+                        {}};
+    m_pendingUpdates.append(update);
+    if (!inDoubt) {
+        deadLetter(delivery, update.errorClass, reason, 0);
+        return;
+    }
+    ++m_counters.held;
+    m_pendingAttempts.append(Attempt{delivery.reminder.sendKey,
+                                     delivery.reminder.eventId,
+                                     delivery.message.id,
+                                     delivery.message.delivery,
+                                     m_config.workerId,
+                                     nowMs(),
+                                     QStringLiteral("claim"),
+                                     QStringLiteral("held"),
+                                     0,
+                                     -1,
+                                     update.errorClass,
+                                     reason,
+                                     {}});
+    acknowledge(delivery,
+                QStringLiteral("%1; the partner may have acted on an earlier delivery: held in doubt "
+                               "for an operator")
+                    .arg(reason));
 }
 
 void Engine::deadLetter(const Delivery &delivery, const QString &errorClass, const QString &error, int attempts)

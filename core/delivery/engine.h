@@ -132,6 +132,7 @@ private:
     bool turnCanWait(qint64 now, bool consuming) const;
     void onSent(const Delivery &delivery, const SendOutcome &outcome, qint64 sentAtMs);
     void deadLetter(const Delivery &delivery, const QString &errorClass, const QString &error, int attempts);
+    void failUnsent(const Delivery &delivery, bool inDoubt);
     // notApplied: why the message leaves without having taken effect; see Settlement::failure.
     void acknowledge(const Delivery &delivery, const QString &notApplied = {});
     void checkIdle();

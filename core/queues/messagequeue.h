@@ -35,6 +35,11 @@ struct QueueMessage
     // Where the message carries its own attempts and backoff (a BullMQ job): the engine
     // follows them. Absent: the worker's own.
     std::optional<RetryRule> retryRule;
+    // The queue's own verdict that this delivery fails unsent (BullMQ: the job stalled
+    // more often than maxStalledCount allows), with its reason. The engine still claims
+    // its key, so that the ledger says what became of it: dead, or in doubt where an
+    // earlier claim ended without an outcome. Empty for a delivery to send.
+    QString failUnsent = {};
 };
 
 struct DeadLetterInfo

@@ -279,7 +279,6 @@ QList<QueueMessage> BullMqQueue::lease(int max, qint64 leaseMs, const QString &,
     QList<QByteArrayList> commands{{"LLEN", key("wait")}, {"ZCARD", key("prioritized")}};
     commands.append(moveToActive());
     QList<QueueMessage> messages;
-    QList<Settlement> deferredFailures;
     for (int round = 0; round < 2 && !commands.isEmpty(); ++round) {
         const size_t firstScript = size_t(commands.size() - tokens.size());
         const auto replies = m_connection.pipeline(commands, error);
@@ -313,18 +312,12 @@ QList<QueueMessage> BullMqQueue::lease(int max, qint64 leaseMs, const QString &,
             active.delivery = std::max(1, fields.value("ats").toInt());
             active.opts = QJsonDocument::fromJson(fields.value("opts")).object();
             active.stacktrace = QJsonDocument::fromJson(fields.value("stacktrace")).array();
+            QueueMessage message;
             // Stalled more often than maxStalledCount allows: the stalled checker put it back
             // with a deferred failure ("defa"), which the worker that takes it must apply
-            // instead of running the job, as Worker.getUnrecoverableErrorMessage does.
-            if (const QByteArray deferred = fields.value("defa"); !deferred.isEmpty()) {
-                DeadLetterInfo info;
-                info.errorClass = QStringLiteral("stalled");
-                info.lastError = QString::fromUtf8(deferred);
-                deferredFailures.append({Settlement::Kind::DeadLetter, jobId, active.delivery, 0, info});
-                m_active.insert(jobId, std::move(active));
-                continue;
-            }
-            QueueMessage message;
+            // instead of running the job, as Worker.getUnrecoverableErrorMessage does. The
+            // engine fails it, after the ledger has said what became of its key.
+            message.failUnsent = QString::fromUtf8(fields.value("defa"));
             message.id = jobId;
             message.payload = fields.value("data");
             message.delivery = active.delivery;
@@ -340,14 +333,6 @@ QList<QueueMessage> BullMqQueue::lease(int max, qint64 leaseMs, const QString &,
             for (qint64 i = 0; i < more; ++i)
                 commands.append(moveToActive());
         }
-    }
-    if (!deferredFailures.isEmpty()) {
-        QString failError;
-        if (!settle(deferredFailures, &failError))
-            qCWarning(lcBullMq).noquote() << "could not fail the jobs that stalled too often:" << failError;
-        for (const Settlement &failed : std::as_const(deferredFailures))
-            qCWarning(lcBullMq).noquote()
-                << "job" << failed.messageId << "failed:" << failed.deadLetter.lastError;
     }
     if (!messages.isEmpty())
         qCDebug(lcBullMq) << "took" << messages.size() << "jobs";
@@ -558,7 +543,7 @@ std::optional<QByteArrayList> BullMqQueue::moveStalledJobsToWait(QString *error)
         {script("moveStalledJobsToWait",
                 {key("stalled"), key("wait"), key("active"), key("stalled-check"), key("meta"), key("paused"),
                  key("marker"), key("events"), key("repeat"), number(details.maxStalledCount), keyPrefix(),
-                 number(nowMs()), number(details.stalledIntervalMs)})},
+                 number(nowMs()), number(stalledIntervalMs())})},
         error);
     if (!replies)
         return std::nullopt;
@@ -574,6 +559,13 @@ std::optional<QByteArrayList> BullMqQueue::moveStalledJobsToWait(QString *error)
     return stalled;
 }
 
+qint64 BullMqQueue::stalledIntervalMs() const
+{
+    constexpr qint64 BullMqDefaultMs = 30000; // before the first lease says the lock
+    const qint64 chosen = bullMqDetails(location()).stalledIntervalMs;
+    return chosen > 0 ? chosen : m_lockMs > 0 ? m_lockMs : BullMqDefaultMs;
+}
+
 // As a Node worker: locks renewed every half lock, the stalled checker at once and then
 // every stalledInterval. The timers live on the thread that leases.
 void BullMqQueue::startWorkerTimers(qint64 lockMs)
@@ -586,7 +578,7 @@ void BullMqQueue::startWorkerTimers(qint64 lockMs)
     QObject::connect(m_lockTimer.get(), &QTimer::timeout, m_lockTimer.get(), [this] { renewLocks(); });
     m_lockTimer->start();
     m_stalledTimer = std::make_unique<QTimer>();
-    m_stalledTimer->setInterval(std::chrono::milliseconds(bullMqDetails(location()).stalledIntervalMs));
+    m_stalledTimer->setInterval(std::chrono::milliseconds(stalledIntervalMs()));
     const auto check = [this] {
         QString error;
         const auto stalled = moveStalledJobsToWait(&error);

@@ -74,6 +74,7 @@ private:
     std::optional<QList<DeadLetter>>
     takeFailed(int max, const std::function<bool(const DeadLetter &)> &select, bool redrive, QString *error);
     void startWorkerTimers(qint64 lockMs);
+    qint64 stalledIntervalMs() const;
     void renewLocks();
 
     BullMqScripts m_scripts;

@@ -190,7 +190,9 @@ QStringList BullMqScripts::supportedVersions()
 
 QString BullMqScripts::defaultCommandsFolder()
 {
-    return QDir::current().filePath(QStringLiteral("node_modules/bullmq/dist/cjs/commands"));
+    const QString chosen = qEnvironmentVariable("ONCE_BULLMQ_SCRIPTS");
+    return QDir::current().absoluteFilePath(
+        chosen.isEmpty() ? QStringLiteral("node_modules/bullmq/dist/cjs/commands") : chosen);
 }
 
 namespace {

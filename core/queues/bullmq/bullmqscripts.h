@@ -33,7 +33,7 @@ class BullMqScripts
 public:
     // The releases whose contracts once implements, as "6.7.x".
     static QStringList supportedVersions();
-    // The default place: the current folder's node_modules.
+    // The default place: $ONCE_BULLMQ_SCRIPTS, else the current folder's node_modules.
     static QString defaultCommandsFolder();
     // Where this process loads them from: the folder an operator gave (once's
     // --bullmq-scripts), else the default. Set once at start, before any queue opens.
