@@ -14,6 +14,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <csignal>
+
 using namespace oncetest;
 
 class TestBullMqWorker : public QObject
@@ -31,6 +33,7 @@ private slots:
     void aWorkerKilledMidSendStallsOnceAndFailsOnTheSecond();
     void aJobHeldInDoubtFailsRatherThanCompletes();
     void jobsNoNodeProducerWouldWriteAreWorkedOrFailedNeverFatal();
+    void aWorkerPausedPastItsLockChangesNothingWhenItWakes();
     void scriptsOfAnotherReleaseAreRefusedByName();
 
 private:
@@ -159,16 +162,24 @@ QJsonObject TestBullMqWorker::jobById(const QJsonObject &report, const QString &
     return {};
 }
 
+// One command at the test server: a string reply's bytes, an integer reply in digits,
+// nil as empty. A server that cannot be asked ends the suite: every check that reads it
+// would otherwise pass or fail by accident.
 QByteArray TestBullMqWorker::redis(const QByteArrayList &command)
 {
     QString error;
     const auto location = once::QueueLocation::parse(queueUrl(m_tag), &error);
     if (!location)
-        return error.toUtf8();
+        qFatal("%s", qPrintable(error));
     once::RedisConnection connection(
         once::RedisEndpoint::of(*location, once::bullMqDetails(*location).database), {});
     const auto replies = connection.pipeline({command}, &error);
-    return replies ? once::redisreply::bytes(replies->front().get()) : error.toUtf8();
+    if (!replies || once::redisreply::isError(replies->front().get()))
+        qFatal("%s: %s", command.first().constData(),
+               replies ? once::redisreply::errorText(replies->front().get()).constData() : qPrintable(error));
+    const redisReply *reply = replies->front().get();
+    const auto number = once::redisreply::integer(reply);
+    return number ? QByteArray::number(*number) : once::redisreply::bytes(reply);
 }
 
 // Scenario 1: plain, delayed, prioritized, attempts-with-backoff, deduplicated and
@@ -674,6 +685,61 @@ void TestBullMqWorker::jobsNoNodeProducerWouldWriteAreWorkedOrFailedNeverFatal()
     const qint64 dueAtMs = qint64(redis({"ZSCORE", absurdPrefix + "delayed", "1"}).toDouble() / 4096);
     const qint64 inMs = dueAtMs - QDateTime::currentMSecsSinceEpoch();
     QVERIFY2(inMs > 3600 * 1000 && inMs <= 24 * 3600 * 1000, qPrintable(QString::number(inMs)));
+}
+
+// A worker stopped (SIGSTOP: a VM pause, a long GC) while its send is at the partner
+// loses the job's lock; another worker's stalled checker puts the job back, and that
+// worker resends it with the same key and completes it. When the first one wakes, its
+// late answer and its settlement change nothing: one effect, the job completed by the
+// second worker, nothing failed, no key left claimed.
+void TestBullMqWorker::aWorkerPausedPastItsLockChangesNothingWhenItWakes()
+{
+    const QString queue = m_tag + QStringLiteral("-paused-worker");
+    const QByteArray prefix = QStringLiteral("bull:%1:").arg(queue).toUtf8();
+    const QJsonArray jobs =
+        node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
+              QStringLiteral("single"), QStringLiteral("--tag"), queue})
+            .value(QLatin1String("jobs"))
+            .toArray();
+    QCOMPARE(jobs.size(), 1);
+    const QByteArray id = jobs.first().toObject().value(QLatin1String("id")).toString().toUtf8();
+    const quint16 port = m_once->startPartnerSim({QStringLiteral("--latency-ms"), QStringLiteral("1000")});
+    QVERIFY(port);
+    const auto arguments = [&](const QString &workerId) {
+        QStringList list = workerArguments(queue, port, workerId);
+        list[2] = queueUrl(queue, QStringLiteral("&stalledInterval=300"));
+        return list + QStringList{QStringLiteral("--lease"), QStringLiteral("3"), QStringLiteral("--timeout"),
+                                  QStringLiteral("2")};
+    };
+    QStringList sleeperArguments = arguments(QStringLiteral("once-sleeper"));
+    sleeperArguments.removeAll(QStringLiteral("--until-idle"));
+    QProcess *sleeper = m_once->start(sleeperArguments);
+    QVERIFY(pumpUntil([&] { return partner(port, "/stats").value(QLatin1String("requests")).toInt() == 1; },
+                      15000));
+    ::kill(pid_t(sleeper->processId()), SIGSTOP);
+    pumpUntil([] { return false; }, 3500); // past its lock and its claim
+
+    const auto taker = m_once->run(arguments(QStringLiteral("once-taker")), {}, 60000);
+    QVERIFY2(taker.exitedWith(0), taker.describe().constData());
+    QCOMPARE(redis({"HGET", prefix + id, "pb"}), QByteArray("once-taker"));
+    const QByteArray finishedOn = redis({"HGET", prefix + id, "finishedOn"});
+    QVERIFY(!redis({"ZSCORE", prefix + "completed", id}).isEmpty());
+
+    ::kill(pid_t(sleeper->processId()), SIGCONT);
+    pumpUntil([] { return false; }, 2000); // its late answer, its settlement, a lock renewal
+    sleeper->terminate();
+    const ProcessResult stopped = m_once->waitFor(sleeper, 30000);
+    QVERIFY2(stopped.exitedWith(0), stopped.describe().constData());
+
+    QCOMPARE(redis({"HGET", prefix + id, "pb"}), QByteArray("once-taker"));
+    QCOMPARE(redis({"HGET", prefix + id, "finishedOn"}), finishedOn);
+    QVERIFY(!redis({"ZSCORE", prefix + "completed", id}).isEmpty());
+    QCOMPARE(redis({"ZCARD", prefix + "failed"}), QByteArray("0"));
+    const QJsonObject effects = partner(port, "/effects");
+    QCOMPARE(effects.size(), 1);
+    QCOMPARE(effects.constBegin().value().toInt(), 1);
+    QCOMPARE(partner(port, "/stats").value(QLatin1String("requests")).toInt(), 2);
+    VERIFY_NO_PROBLEMS(statsProblems(m_once->stats(), {{QStringLiteral("claimed"), 0}}));
 }
 
 // Scenario 5: the scripts of bullmq 6.5.4 (installed beside 6.7.0 in tests/producers) are
