@@ -34,6 +34,7 @@ private slots:
     void aJobHeldInDoubtFailsRatherThanCompletes();
     void jobsNoNodeProducerWouldWriteAreWorkedOrFailedNeverFatal();
     void aWorkerPausedPastItsLockChangesNothingWhenItWakes();
+    void connectionsCutMidRunLoseNothingAndSendNothingTwice();
     void scriptsOfAnotherReleaseAreRefusedByName();
 
 private:
@@ -739,6 +740,52 @@ void TestBullMqWorker::aWorkerPausedPastItsLockChangesNothingWhenItWakes()
     QCOMPARE(effects.size(), 1);
     QCOMPARE(effects.constBegin().value().toInt(), 1);
     QCOMPARE(partner(port, "/stats").value(QLatin1String("requests")).toInt(), 2);
+    VERIFY_NO_PROBLEMS(statsProblems(m_once->stats(), {{QStringLiteral("claimed"), 0}}));
+}
+
+// Redis drops every connection of the worker again and again while it drains a thousand
+// jobs (CLIENT KILL: a failover, a proxy restart), between and inside its leases and
+// settlements: it reconnects, a job whose settlement was lost comes back through the
+// stalled checker and is answered by the ledger, and in the end every job is completed
+// and every reminder applied once.
+void TestBullMqWorker::connectionsCutMidRunLoseNothingAndSendNothingTwice()
+{
+    constexpr int Jobs = 1000;
+    const QString queue = m_tag + QStringLiteral("-cut");
+    const QByteArray prefix = QStringLiteral("bull:%1:").arg(queue).toUtf8();
+    QCOMPARE(node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
+                   QStringLiteral("bulk"), QStringLiteral("--count"), QString::number(Jobs),
+                   QStringLiteral("--tag"), queue})
+                 .value(QLatin1String("jobs"))
+                 .toArray()
+                 .size(),
+             Jobs);
+    const quint16 port = m_once->startPartnerSim({QStringLiteral("--latency-ms"), QStringLiteral("5")});
+    QVERIFY(port);
+    QProcess *worker = m_once->start(workerArguments(queue, port, QStringLiteral("once-cut")) +
+                                     QStringList{QStringLiteral("--lease"), QStringLiteral("3"),
+                                                 QStringLiteral("--timeout"), QStringLiteral("1")});
+    int cuts = 0;
+    QVERIFY(pumpUntil(
+        [&] {
+            const int sent = partner(port, "/stats").value(QLatin1String("requests")).toInt();
+            if (sent >= (cuts + 1) * Jobs / 8 && cuts < 5) {
+                redis({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+                ++cuts;
+            }
+            return cuts == 5 || worker->state() == QProcess::NotRunning;
+        },
+        60000));
+    QCOMPARE(cuts, 5);
+    const ProcessResult finished = m_once->waitFor(worker, 120000);
+    QVERIFY2(finished.exitedWith(0), finished.describe().constData());
+    QCOMPARE(redis({"ZCARD", prefix + "completed"}), QByteArray::number(Jobs));
+    QCOMPARE(redis({"ZCARD", prefix + "failed"}), QByteArray("0"));
+    QCOMPARE(redis({"LLEN", prefix + "active"}), QByteArray("0"));
+    const QJsonObject effects = partner(port, "/effects");
+    QCOMPARE(effects.size(), Jobs);
+    for (auto it = effects.constBegin(); it != effects.constEnd(); ++it)
+        QVERIFY2(it.value().toInt() == 1, qPrintable(it.key()));
     VERIFY_NO_PROBLEMS(statsProblems(m_once->stats(), {{QStringLiteral("claimed"), 0}}));
 }
 

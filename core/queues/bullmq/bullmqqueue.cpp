@@ -279,18 +279,29 @@ QList<QueueMessage> BullMqQueue::lease(int max, qint64 leaseMs, const QString &,
     QList<QByteArrayList> commands{{"LLEN", key("wait")}, {"ZCARD", key("prioritized")}};
     commands.append(moveToActive());
     QList<QueueMessage> messages;
+    // The jobs of the first round are locked with this worker's tokens and renewed by it:
+    // if the second round fails, they are handed to the engine all the same (an error
+    // would make it drop them, and the lock timer would keep them active for good).
+    const auto failed = [&](const QString &why) {
+        if (messages.isEmpty())
+            *error = why;
+        else
+            qCWarning(lcBullMq).noquote() << "took" << messages.size() << "jobs, then:" << why;
+        return messages;
+    };
     for (int round = 0; round < 2 && !commands.isEmpty(); ++round) {
         const size_t firstScript = size_t(commands.size() - tokens.size());
-        const auto replies = m_connection.pipeline(commands, error);
+        QString roundError;
+        const auto replies = m_connection.pipeline(commands, &roundError);
         if (!replies)
-            return messages;
+            return failed(roundError);
         for (const auto &reply : *replies) {
             if (isError(reply.get())) {
                 const QByteArray text = errorText(reply.get());
                 if (text.startsWith("NOSCRIPT"))
                     m_connection.close(); // reconnecting loads them again
-                *error = describe(QStringLiteral("moveToActive failed: %1").arg(QString::fromUtf8(text)));
-                return messages;
+                return failed(
+                    describe(QStringLiteral("moveToActive failed: %1").arg(QString::fromUtf8(text))));
             }
         }
         const qint64 waiting =
