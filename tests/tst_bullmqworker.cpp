@@ -39,6 +39,8 @@ private slots:
 
 private:
     QJsonObject node(const QStringList &arguments, int timeoutMs = 60000);
+    // bullmq-proof.js add: BullMQ's Queue adds jobs of a kind; its report.
+    QJsonObject addJobs(const QString &queue, const QString &kind, const QString &tag, const QStringList &more = {});
     QProcess *startNode(const QStringList &arguments);
     QProcess *startWatch(const QString &queue, int finished);
     QJsonObject finish(QProcess *watch);
@@ -88,6 +90,14 @@ QJsonObject TestBullMqWorker::node(const QStringList &arguments, int timeoutMs)
     }
     // The report is the last line ("watch" says "ready" first).
     return QJsonDocument::fromJson(process.readAllStandardOutput().trimmed().split('\n').last()).object();
+}
+
+QJsonObject TestBullMqWorker::addJobs(const QString &queue, const QString &kind, const QString &tag,
+                                      const QStringList &more)
+{
+    return node(QStringList{QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"), kind,
+                            QStringLiteral("--tag"), tag} +
+                more);
 }
 
 QProcess *TestBullMqWorker::startNode(const QStringList &arguments)
@@ -189,8 +199,7 @@ void TestBullMqWorker::drainsANodeProducersJobsAsBullMqSays()
 {
     const QString queue = m_tag + QStringLiteral("-mixed");
     const QJsonObject added =
-        node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
-              QStringLiteral("mixed"), QStringLiteral("--tag"), queue});
+        addJobs(queue, QStringLiteral("mixed"), queue);
     const QJsonArray jobs = added.value(QLatin1String("jobs")).toArray();
     QCOMPARE(jobs.size(), 10); // the deduplicated and the custom-id job once each
     QProcess *watch = startWatch(queue, int(jobs.size()));
@@ -244,8 +253,7 @@ void TestBullMqWorker::failuresFollowEachJobsOwnAttemptsAndBackoff()
 {
     const QString queue = m_tag + QStringLiteral("-failing");
     const QJsonObject added =
-        node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
-              QStringLiteral("failing"), QStringLiteral("--tag"), queue});
+        addJobs(queue, QStringLiteral("failing"), queue);
     const QJsonArray jobs = added.value(QLatin1String("jobs")).toArray();
     QCOMPARE(jobs.size(), 3);
     QProcess *watch = startWatch(queue, int(jobs.size()));
@@ -317,8 +325,7 @@ void TestBullMqWorker::jobsPassBetweenOnceAndNodeWorkersBothWays()
 
     // once fails them; Node retries and finishes them.
     const QString toNode = m_tag + QStringLiteral("-to-node");
-    QCOMPARE(node({QStringLiteral("add"), QStringLiteral("--queue"), toNode, QStringLiteral("--kind"),
-                   QStringLiteral("one-try"), QStringLiteral("--tag"), toNode})
+    QCOMPARE(addJobs(toNode, QStringLiteral("one-try"), toNode)
                  .value(QLatin1String("jobs"))
                  .toArray()
                  .size(),
@@ -336,8 +343,7 @@ void TestBullMqWorker::jobsPassBetweenOnceAndNodeWorkersBothWays()
 
     // A Node worker fails them; an operator redrives them; once finishes them.
     const QString toOnce = m_tag + QStringLiteral("-to-once");
-    QCOMPARE(node({QStringLiteral("add"), QStringLiteral("--queue"), toOnce, QStringLiteral("--kind"),
-                   QStringLiteral("one-try"), QStringLiteral("--tag"), toOnce})
+    QCOMPARE(addJobs(toOnce, QStringLiteral("one-try"), toOnce)
                  .value(QLatin1String("jobs"))
                  .toArray()
                  .size(),
@@ -427,8 +433,7 @@ void TestBullMqWorker::honoursPauseAndResume()
         return node({command, QStringLiteral("--queue"), queue});
     };
     QCOMPARE(proof(QStringLiteral("pause")).value(QLatin1String("paused")).toBool(), true);
-    const QJsonArray jobs = node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
-                                  QStringLiteral("single"), QStringLiteral("--tag"), queue})
+    const QJsonArray jobs = addJobs(queue, QStringLiteral("single"), queue)
                                 .value(QLatin1String("jobs")).toArray();
     QCOMPARE(jobs.size(), 1);
     const quint16 port = m_once->startPartnerSim();
@@ -490,8 +495,7 @@ void TestBullMqWorker::anIdleWorkerBlocksOnTheMarkerAsNodeWorkersDo()
 
     // A job, then a delayed one: each taken and sent.
     for (const QString &kind : {QStringLiteral("single"), QStringLiteral("delayed")}) {
-        QCOMPARE(node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
-                       kind, QStringLiteral("--tag"), queue + kind})
+        QCOMPARE(addJobs(queue, kind, queue + kind)
                      .value(QLatin1String("jobs"))
                      .toArray()
                      .size(),
@@ -515,8 +519,7 @@ void TestBullMqWorker::aWorkerKilledMidSendStallsOnceAndFailsOnTheSecond()
 {
     const QString queue = m_tag + QStringLiteral("-stall");
     const QJsonArray jobs =
-        node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
-              QStringLiteral("single"), QStringLiteral("--tag"), queue})
+        addJobs(queue, QStringLiteral("single"), queue)
             .value(QLatin1String("jobs"))
             .toArray();
     QCOMPARE(jobs.size(), 1);
@@ -577,8 +580,7 @@ void TestBullMqWorker::aJobHeldInDoubtFailsRatherThanCompletes()
 {
     const QString queue = m_tag + QStringLiteral("-held");
     const QJsonArray jobs =
-        node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
-              QStringLiteral("single"), QStringLiteral("--tag"), queue})
+        addJobs(queue, QStringLiteral("single"), queue)
             .value(QLatin1String("jobs"))
             .toArray();
     QCOMPARE(jobs.size(), 1);
@@ -640,8 +642,7 @@ void TestBullMqWorker::jobsNoNodeProducerWouldWriteAreWorkedOrFailedNeverFatal()
     for (const QString &tag :
          {QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c"), QStringLiteral("d")}) {
         const QString kind = tag == QLatin1String("a") ? QStringLiteral("one-try") : QStringLiteral("single");
-        QVERIFY(!node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
-                       kind, QStringLiteral("--tag"), queue + tag})
+        QVERIFY(!addJobs(queue, kind, queue + tag)
                      .isEmpty());
     }
     // Jobs 1 to 5; the first three renamed to ids that are not text.
@@ -671,8 +672,7 @@ void TestBullMqWorker::jobsNoNodeProducerWouldWriteAreWorkedOrFailedNeverFatal()
     // Absurd attempts and backoff against a failing partner: one send, then the job waits
     // in delayed for the backoff, bounded to a day, not overflowed into the past.
     const QString absurd = m_tag + QStringLiteral("-absurd");
-    QVERIFY(!node({QStringLiteral("add"), QStringLiteral("--queue"), absurd, QStringLiteral("--kind"),
-                   QStringLiteral("single"), QStringLiteral("--tag"), absurd})
+    QVERIFY(!addJobs(absurd, QStringLiteral("single"), absurd)
                  .isEmpty());
     const QByteArray absurdPrefix = QStringLiteral("bull:%1:").arg(absurd).toUtf8();
     redis({"HSET", absurdPrefix + "1", "opts",
@@ -698,8 +698,7 @@ void TestBullMqWorker::aWorkerPausedPastItsLockChangesNothingWhenItWakes()
     const QString queue = m_tag + QStringLiteral("-paused-worker");
     const QByteArray prefix = QStringLiteral("bull:%1:").arg(queue).toUtf8();
     const QJsonArray jobs =
-        node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
-              QStringLiteral("single"), QStringLiteral("--tag"), queue})
+        addJobs(queue, QStringLiteral("single"), queue)
             .value(QLatin1String("jobs"))
             .toArray();
     QCOMPARE(jobs.size(), 1);
@@ -753,9 +752,7 @@ void TestBullMqWorker::connectionsCutMidRunLoseNothingAndSendNothingTwice()
     constexpr int Jobs = 1000;
     const QString queue = m_tag + QStringLiteral("-cut");
     const QByteArray prefix = QStringLiteral("bull:%1:").arg(queue).toUtf8();
-    QCOMPARE(node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
-                   QStringLiteral("bulk"), QStringLiteral("--count"), QString::number(Jobs),
-                   QStringLiteral("--tag"), queue})
+    QCOMPARE(addJobs(queue, QStringLiteral("bulk"), queue, {QStringLiteral("--count"), QString::number(Jobs)})
                  .value(QLatin1String("jobs"))
                  .toArray()
                  .size(),
@@ -795,8 +792,7 @@ void TestBullMqWorker::connectionsCutMidRunLoseNothingAndSendNothingTwice()
 void TestBullMqWorker::scriptsOfAnotherReleaseAreRefusedByName()
 {
     const QString queue = m_tag + QStringLiteral("-refused");
-    QCOMPARE(node({QStringLiteral("add"), QStringLiteral("--queue"), queue, QStringLiteral("--kind"),
-                   QStringLiteral("single"), QStringLiteral("--tag"), queue})
+    QCOMPARE(addJobs(queue, QStringLiteral("single"), queue)
                  .value(QLatin1String("jobs"))
                  .toArray()
                  .size(),
