@@ -181,6 +181,7 @@ private slots:
     void upgradeCountsTheLedgerAlreadyThere();
     void eventsFilterAndPage();
     void purgeFinishedRemovesOldAppliedKeysOnly();
+    void purgeFoldsTheCounterShardsOfEndedConnections();
 
 private:
     std::unique_ptr<Store> openStore(QString *error) const;
@@ -2365,6 +2366,48 @@ void TestStore::eventsFilterAndPage()
     // Oldest first: the ledger's rows alone, in the other order.
     filter.oldestFirst = true;
     QCOMPARE(oneAtATime(filter), QList<QByteArray>(order.crbegin(), order.crend() - 1));
+}
+
+// Every PostgreSQL connection that changed the ledger left a counter shard of its own:
+// worker starts and reconnections would pile them up for good. The clean-up folds those
+// of ended connections into one, and the counts stay right.
+void TestStore::purgeFoldsTheCounterShardsOfEndedConnections()
+{
+    if (!m_stores.isPostgres())
+        QSKIP("SQLite keeps its counters in one shard");
+    QString error;
+    const auto shards = [&](const QString &which) {
+        QSqlQuery query(m_store->database().connection());
+        const bool ok =
+            query.exec(QStringLiteral("SELECT COUNT(DISTINCT shard) FROM ledger_totals WHERE ") + which) &&
+            query.next();
+        return ok ? query.value(0).toInt() : -1;
+    };
+    const QString ended = QStringLiteral(
+        "shard <> 0 AND shard NOT IN (SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL)");
+    for (int connection = 0; connection < 3; ++connection) {
+        auto other = openStore(&error);
+        QVERIFY2(other, qPrintable(error));
+        for (int i = 0; i < 4; ++i) {
+            const Reminder r =
+                makeReminder(QStringLiteral("shard%1").arg(connection), QStringLiteral("r%1").arg(i));
+            QCOMPARE(claim(*other, claimRequest(r, QStringLiteral("m-%1-%2").arg(connection).arg(i))).outcome,
+                     ClaimResult::Outcome::Claimed);
+            if (i % 2 == 0)
+                QVERIFY(record(*other, r.sendKey, LedgerState::Applied, true, 200));
+        }
+    }
+    // A backend leaves pg_stat_activity a moment after its client hangs up.
+    QTRY_COMPARE_WITH_TIMEOUT(shards(ended), 3, 10000);
+    const Reminder live = makeReminder(QStringLiteral("shard-live"), QStringLiteral("r"));
+    QCOMPARE(claim(*m_store, claimRequest(live, QStringLiteral("m-live"))).outcome,
+             ClaimResult::Outcome::Claimed);
+
+    QVERIFY2(m_store->ledger().purgeFinished(0, &error), qPrintable(error));
+    QCOMPARE(shards(ended), 0);
+    QCOMPARE(shards(QStringLiteral("shard = pg_backend_pid()")), 1); // a live one stays
+    QCOMPARE(shards(QStringLiteral("shard = 0")), 1);
+    // cleanup() checks every count against the ledger's rows.
 }
 
 void TestStore::purgeFinishedRemovesOldAppliedKeysOnly()

@@ -458,7 +458,7 @@ bool SqlLedger::purgeFinished(qint64 beforeMs, QString *error)
             keys.append(select.value(0).toString());
         select.finish();
         if (keys.isEmpty())
-            return transaction.commit(error);
+            return transaction.commit(error) && foldEndedCounterShards(error);
         auto &removeAttempts = m_db.prepared(QStringLiteral("DELETE FROM attempts WHERE send_key = ?"));
         auto &removeKey = m_db.prepared(QStringLiteral("DELETE FROM ledger WHERE send_key = ?"));
         for (const auto &key : std::as_const(keys)) {
@@ -470,8 +470,25 @@ bool SqlLedger::purgeFinished(qint64 beforeMs, QString *error)
         if (!transaction.commit(error))
             return false;
         if (keys.size() < BatchSize)
-            return true;
+            return foldEndedCounterShards(error);
     }
+}
+
+// On PostgreSQL each connection counts into a shard of its own (ledger_totals, keyed by
+// its backend pid), so every worker start and every reconnection adds rows that nothing
+// writes once the connection has ended. Those are folded into shard 0 here, in one
+// statement: a live connection's shard is left alone, even one whose pid an ended
+// connection had, and the sums stay what they were.
+bool SqlLedger::foldEndedCounterShards(QString *error)
+{
+    if (!m_db.isPostgres())
+        return true;
+    auto &fold = m_db.prepared(QStringLiteral(
+        "WITH ended AS (DELETE FROM ledger_totals WHERE shard <> 0 AND shard NOT IN "
+        "(SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL) RETURNING counter, n) "
+        "INSERT INTO ledger_totals (counter, shard, n) SELECT counter, 0, SUM(n) FROM ended GROUP BY counter "
+        "ON CONFLICT (counter, shard) DO UPDATE SET n = ledger_totals.n + excluded.n"));
+    return m_db.exec(fold, error);
 }
 
 } // namespace once

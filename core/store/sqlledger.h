@@ -21,12 +21,15 @@ public:
                              QString *error) override;
     bool record(const QList<LedgerUpdate> &updates, const QList<Attempt> &attempts, QString *error) override;
     bool reopen(const QList<QByteArray> &keys, QString *error) override;
+    // Also folds the counter shards of ended PostgreSQL connections into one.
     bool purgeFinished(qint64 beforeMs, QString *error) override;
 
     // Inserts history rows inside the caller's transaction.
     bool insertAttempts(const QList<Attempt> &attempts, QString *error);
 
 private:
+    bool foldEndedCounterShards(QString *error);
+
     // A taken key's ledger row, as the claims of one batch leave it.
     struct TakenKey
     {
