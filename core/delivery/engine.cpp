@@ -603,9 +603,7 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
         update.state = LedgerState::InDoubt;
         m_pendingAttempts.append(attempt);
         m_pendingUpdates.append(update);
-        acknowledge(
-            delivery,
-            QStringLiteral("in doubt (%1: %2): held for an operator").arg(outcome.errorClass, outcome.error));
+        acknowledge(delivery, heldForOperator(outcome.errorClass + QStringLiteral(": ") + outcome.error));
         return;
     }
 

@@ -47,6 +47,12 @@ struct ClaimResult
     QString notApplied;
 };
 
+// ClaimResult::notApplied (and the engine's) for a key held in doubt for an operator.
+inline QString heldForOperator(const QString &why)
+{
+    return QStringLiteral("in doubt (%1): held for an operator").arg(why);
+}
+
 // One row of an event's history: a step of one delivery.
 struct Attempt
 {

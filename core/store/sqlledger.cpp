@@ -235,7 +235,7 @@ Attempt SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &w
                             .arg(row->ownerMessage.toString(), row->ownerDelivery.toString(), row->ownerWorker);
         if (policy == InDoubtPolicy::Hold) {
             result->outcome = ClaimResult::Outcome::Held;
-            result->notApplied = QStringLiteral("in doubt (%1): held for an operator").arg(attempt.error);
+            result->notApplied = heldForOperator(attempt.error);
             attempt.outcome = QStringLiteral("held");
             hold();
         } else {

@@ -149,8 +149,7 @@ void writeKeepJobs(MsgPackWriter &writer, const QJsonValue &remove)
 
 BullMqQueue::BullMqQueue(QueueLocation location, const QString &consumerName, BullMqScripts scripts)
     : BrokerQueue(std::move(location)), m_scripts(std::move(scripts)), m_workerName(consumerName.toUtf8()),
-      m_connection(RedisEndpoint::of(this->location(), bullMqDetails(this->location()).database),
-                   connectionSetup(this->location(), m_workerName, m_scripts)),
+      m_connection(endpoint(), connectionSetup(this->location(), m_workerName, m_scripts)),
       m_tokenBase(QUuid::createUuid().toByteArray(QUuid::WithoutBraces))
 {
 }
@@ -169,6 +168,11 @@ std::unique_ptr<BullMqQueue> BullMqQueue::connect(const QueueLocation &location,
     qCDebug(lcBullMq).noquote() << "connected to" << location.displayName() << "with BullMQ"
                                 << queue->m_scripts.version() << "scripts from" << queue->m_scripts.folder();
     return queue;
+}
+
+RedisEndpoint BullMqQueue::endpoint() const
+{
+    return RedisEndpoint::of(location(), bullMqDetails(location()).database);
 }
 
 QByteArray BullMqQueue::keyPrefix() const
@@ -194,7 +198,7 @@ QString BullMqQueue::describe(const QString &what) const
 std::unique_ptr<BrokerQueue::MessageWatch> BullMqQueue::watchMessages(std::function<void()> wake) const
 {
     return std::make_unique<BullMqMarkerWatch>(
-        RedisEndpoint::of(location(), bullMqDetails(location()).database), key("marker"), std::move(wake));
+        endpoint(), key("marker"), std::move(wake));
 }
 
 bool BullMqQueue::declareTopology(const QueueTopology &, QString *)

@@ -63,6 +63,7 @@ private:
 
     BullMqQueue(QueueLocation location, const QString &consumerName, BullMqScripts scripts);
 
+    RedisEndpoint endpoint() const; // of the worker's connection and the marker watch's
     QByteArray key(const QByteArray &part) const;
     QByteArray keyPrefix() const; // "<prefix>:<name>:", what a job id follows
     QByteArrayList script(const char *name, const QByteArrayList &keysAndArguments) const;
