@@ -173,6 +173,8 @@ void TestUiBullMq::aConfirmedRetryRunsThroughBullMqAndIsAudited()
     QTRY_COMPARE_WITH_TIMEOUT(jobs->model()->rowCount(), failedBefore, 10000);
     jobs->setCurrentIndex(jobs->model()->index(0, 0));
     const QString id = jobs->model()->index(0, 0).data().toString();
+    auto *details = page.findChild<QPlainTextEdit *>(QStringLiteral("bullmqDetails"));
+    QTRY_VERIFY_WITH_TIMEOUT(details->toPlainText().contains(QStringLiteral("Job %1 ").arg(id)), 10000);
     auto *retry = page.findChild<QPushButton *>(QStringLiteral("bullmqAction-bullmq-retry"));
     QVERIFY(retry->isEnabled());
 
@@ -208,6 +210,13 @@ void TestUiBullMq::aConfirmedRetryRunsThroughBullMqAndIsAudited()
     QTRY_COMPARE_WITH_TIMEOUT(queues->model()->index(rowOf(queues, m_queue), 6).data().toInt(),
                               failedBefore - 1, 15000);
     QCOMPARE(stateOf(), QStringLiteral("waiting"));
+    // The operator sees what the action did, and the job as it is now.
+    auto *status = page.findChild<QLabel *>(QStringLiteral("bullmqStatus"));
+    QTRY_VERIFY2_WITH_TIMEOUT(status->text().contains(QLatin1String("bullmq-retry: 1 job")),
+                              qPrintable(status->text()), 10000);
+    QTRY_VERIFY2_WITH_TIMEOUT(details->toPlainText().contains(QStringLiteral("Job %1 ").arg(id)) &&
+                                  details->toPlainText().contains(QLatin1String(": waiting")),
+                              qPrintable(details->toPlainText().left(200)), 10000);
     QList<once::AuditEntry> audit;
     QTRY_VERIFY_WITH_TIMEOUT(
         (audit = store->inspector().auditLog(10, &error).value_or(QList<once::AuditEntry>())).size() == 1,

@@ -290,6 +290,8 @@ void BullMqPage::connectTo(const QString &redisUrl, const QString &scriptsFolder
     });
     connect(m_bullmq.get(), &BullMqSession::acted, this, &BullMqPage::onActed);
     m_actionsAsked.clear();
+    m_lastOutcome.clear();
+    m_shownJobId.clear();
     m_queues.clear();
     m_queueModel->removeRows(0, m_queueModel->rowCount());
     m_jobModel->removeRows(0, m_jobModel->rowCount());
@@ -313,13 +315,17 @@ void BullMqPage::onActed(BullMqAction action, int jobs, const QString &error)
 {
     const QString detail = m_actionsAsked.isEmpty() ? QString() : m_actionsAsked.takeFirst();
     const QString outcome = tr("%1: %n job(s)", nullptr, jobs).arg(bullMqActionName(action));
-    m_status->setText(error.isEmpty() ? outcome : tr("%1; then failed: %2").arg(outcome, error));
+    m_lastOutcome = error.isEmpty() ? outcome : tr("%1; then failed: %2").arg(outcome, error);
+    m_status->setText(m_lastOutcome);
     if (m_store)
         m_store->recordAudit(bullMqActionName(action),
                              error.isEmpty() ? detail : detail + QStringLiteral(" (failed: %1)").arg(error),
                              jobs);
     refresh();
     listCurrent();
+    // The job on show may be one the action moved: show it as it is now.
+    if (const auto queue = currentQueue(); queue && !m_shownJobId.isEmpty())
+        m_bullmq->details(*queue, m_shownJobId);
 }
 
 void BullMqPage::onScriptsChecked(const QString &readOnlyReason)
@@ -355,8 +361,10 @@ void BullMqPage::onQueuesLoaded(const QList<BullMqQueueSummary> &queues)
             selectRow = row;
     }
     const QString state = m_readOnlyReason.isEmpty() ? QString() : tr(" Read-only: %1").arg(m_readOnlyReason);
-    m_status->setText(
-        tr("%n BullMQ queue(s) at %1.", nullptr, int(queues.size())).arg(m_bullmq->serverName()) + state);
+    // The last action's outcome stays in view: the refresh it asks for answers at once.
+    const QString last = m_lastOutcome.isEmpty() ? QString() : tr(" Last action: %1.").arg(m_lastOutcome);
+    m_status->setText(tr("%n BullMQ queue(s) at %1.", nullptr, int(queues.size())).arg(m_bullmq->serverName()) +
+                      last + state);
     if (selectRow >= 0 && (!selected || m_queueView->currentIndex().row() != selectRow))
         m_queueView->setCurrentIndex(m_queueModel->index(selectRow, QueueName));
 }
@@ -378,6 +386,7 @@ void BullMqPage::selectQueue()
 {
     m_details->clear();
     m_shownSendKey.clear();
+    m_shownJobId.clear();
     m_story->setEnabled(false);
     if (m_search->text().isEmpty())
         listCurrent();
@@ -469,8 +478,13 @@ void BullMqPage::onDetailsLoaded(const BullMqJobDetails &job)
     }
     QStringList lines;
     lines << tr("Job %1 (%2): %3").arg(job.row.id, job.row.name, bullMqStateName(job.state));
-    lines << tr("Added %1, processed %2, finished %3")
-                 .arg(when(job.row.timestampMs), when(job.row.processedOnMs), when(job.row.finishedOnMs));
+    // A job retried or not yet taken has no processing or finishing time: none is shown.
+    QString times = tr("Added %1").arg(when(job.row.timestampMs));
+    if (job.row.processedOnMs > 0)
+        times += tr(", processed %1").arg(when(job.row.processedOnMs));
+    if (job.row.finishedOnMs > 0)
+        times += tr(", finished %1").arg(when(job.row.finishedOnMs));
+    lines << times;
     lines << tr("Attempts made: %1; processed by: %2; %3")
                  .arg(job.row.attemptsMade)
                  .arg(job.processedBy.isEmpty() ? tr("nobody yet") : job.processedBy,
@@ -490,6 +504,7 @@ void BullMqPage::onDetailsLoaded(const BullMqJobDetails &job)
         lines << QString() << tr("Logs:") << job.logs;
     m_details->setPlainText(lines.join(u'\n'));
     m_shownSendKey = job.sendKey;
+    m_shownJobId = job.row.id;
     m_story->setEnabled(!job.sendKey.isEmpty());
 }
 

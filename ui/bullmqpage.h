@@ -73,6 +73,8 @@ private:
     bool m_discovering = false;
     QStringList m_actionsAsked; // the audit details of the actions not answered yet, in order
     QByteArray m_shownSendKey;
+    QString m_shownJobId;  // the job whose details are on show
+    QString m_lastOutcome; // what the last action did, kept on the status line
     qint64 m_listed = 0; // rows of the current state shown so far
 
     QLineEdit *m_url = nullptr;
