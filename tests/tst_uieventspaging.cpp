@@ -10,12 +10,14 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QHeaderView>
 #include <QLoggingCategory>
 #include <QScrollBar>
 #include <QSet>
 #include <QSignalSpy>
 #include <QSqlError>
 #include <QSqlQuery>
+#include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -121,6 +123,7 @@ private slots:
     void aFirstPageGrownByRefreshesIsReadAgainInPieces();
     void aViewScrolledFarAndBackShowsItsRows();
     void aRowSelectedWhileItsPageLoadsOpensItsStory();
+    void theListKeepsTheStoresOrderWhateverTheHeaderSays();
 
 private:
     std::unique_ptr<Store> openStore();
@@ -524,13 +527,56 @@ void TestUiEventsPaging::aRowSelectedWhileItsPageLoadsOpensItsStory()
     page.setSession(&session);
     QVERIFY(scrollToEnd(model));
     letGoOfShownPages(model);
-    // Unsorted, the view's row is the model's; the view scrolls to it.
+    // The view's row is the model's; the view scrolls to it.
     const int row = 5 * PageSize + 3;
     QVERIFY(!model.isResident(row));
     page.eventsView()->selectRow(row);
     QVERIFY(page.storyKey().isEmpty());
     QTRY_COMPARE(page.storyKey(), reference.at(row));
     QTRY_VERIFY(page.storyLoaded());
+}
+
+// The list is the store's order, newest written first, and no other. A click on a header,
+// or a sort kept in the header state an older console saved, used to sort the few pages
+// the model holds, showing one page's rows as if they were the whole ledger's first.
+void TestUiEventsPaging::theListKeepsTheStoresOrderWhateverTheHeaderSays()
+{
+    StoreSession session(m_url);
+    const QList<QByteArray> reference = referenceKeys(session);
+    QCoreApplication::setOrganizationName(QStringLiteral("once-tests"));
+    QCoreApplication::setApplicationName(QStringLiteral("tst_uieventspaging"));
+    {
+        QStandardItemModel columns(0, EventsModel::Count);
+        QHeaderView older(Qt::Horizontal);
+        older.setModel(&columns);
+        older.setSortIndicatorShown(true);
+        older.setSortIndicator(EventsModel::User, Qt::AscendingOrder);
+        Settings().setHeaderState(QStringLiteral("events.sendsFirst"), older.saveState());
+    }
+    EventsPage page;
+    page.resize(1280, 800);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    page.setSession(&session);
+    const EventsModel &model = *page.eventsModel();
+    QTRY_VERIFY(model.hasLoaded() && !model.isLoading() && model.rowCount() >= PageSize);
+    QTableView *view = page.eventsView();
+    const auto shownKeys = [view] {
+        QList<QByteArray> keys;
+        for (int row = 0; row < 30; ++row)
+            keys.append(view->model()->index(row, EventsModel::SendKey).data().toString().toLatin1());
+        return keys;
+    };
+    QCOMPARE(shownKeys(), reference.mid(0, 30));
+    QHeaderView *header = view->horizontalHeader();
+    QVERIFY(!header->isSortIndicatorShown());
+    for (const int column : {EventsModel::User, EventsModel::Sends, EventsModel::User}) {
+        QTest::mouseClick(header->viewport(), Qt::LeftButton, {},
+                          QPoint(header->sectionViewportPosition(column) + 5, header->height() / 2));
+        QCOMPARE(shownKeys(), reference.mid(0, 30));
+    }
+    QVERIFY(!header->isSortIndicatorShown());
+    Settings().setHeaderState(QStringLiteral("events.sendsFirst"), {});
 }
 
 QTEST_MAIN(TestUiEventsPaging)

@@ -47,8 +47,9 @@ public:
         Count
     };
     Q_ENUM(Column)
-    enum Role {
-        RawRole = Qt::UserRole + 1, // the unformatted value, for sorting and filtering
+    enum Role
+    {
+        RawRole = Qt::UserRole + 1, // the unformatted value (a time in ms, a count), for copies and checks
         SendKeyRole,                // the row's send key (QString), on every column
     };
     static constexpr int PageSize = 200;

@@ -21,19 +21,18 @@
 #include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QInputDialog>
+#include <QItemSelectionModel>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QInputDialog>
-#include <QStyle>
-#include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QPushButton>
-#include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QStandardPaths>
+#include <QStyle>
 #include <QTableView>
 #include <QVBoxLayout>
 
@@ -100,8 +99,7 @@ void setupTable(QTableView *view)
 } // namespace
 
 EventsPage::EventsPage(QWidget *parent)
-    : Page(parent), m_model(new EventsModel(this)), m_proxy(new QSortFilterProxyModel(this)),
-      m_attempts(new AttemptsModel(this))
+    : Page(parent), m_model(new EventsModel(this)), m_attempts(new AttemptsModel(this))
 {
     m_search = new QLineEdit;
     m_search->setObjectName(QStringLiteral("search"));
@@ -163,12 +161,10 @@ EventsPage::EventsPage(QWidget *parent)
     m_error->setTextFormat(Qt::PlainText);
     m_error->hide();
 
-    m_proxy->setSourceModel(m_model);
-    m_proxy->setSortRole(EventsModel::RawRole);
     m_table = new QTableView;
     m_table->setObjectName(QStringLiteral("events"));
     setupTable(m_table);
-    m_table->setModel(m_proxy);
+    m_table->setModel(m_model);
     QHeaderView *header = m_table->horizontalHeader();
     const std::pair<EventsModel::Column, int> widths[] = {
         {EventsModel::State, 95},    {EventsModel::User, 110},       {EventsModel::Reminder, 110},
@@ -178,11 +174,12 @@ EventsPage::EventsPage(QWidget *parent)
     };
     for (const auto &[column, width] : widths)
         header->resizeSection(column, width);
-    // Unsorted is the store's order, newest first; a third click on a header returns to it.
-    header->setSortIndicatorClearable(true);
-    header->setSortIndicator(-1, Qt::AscendingOrder);
-    m_table->setSortingEnabled(true);
+    // The store's order, newest written first, and no other: the model holds a few pages
+    // of a ledger of millions, and sorting those by a column would show a screenful of
+    // one page's rows as if they were the whole ledger's first ones. A search or a state
+    // narrows the list instead.
     header->restoreState(Settings().headerState(EventsHeader));
+    header->setSortIndicatorShown(false);
 
     m_tableEmpty = emptyState(QString());
     m_tableEmpty->setObjectName(QStringLiteral("eventsEmpty"));
@@ -256,7 +253,7 @@ EventsPage::EventsPage(QWidget *parent)
         // A row selected while its page was on its way.
         if (m_selectedLoading) {
             const QModelIndexList selected = m_table->selectionModel()->selectedRows();
-            const int source = selected.isEmpty() ? -1 : m_proxy->mapToSource(selected.constFirst()).row();
+            const int source = selected.isEmpty() ? -1 : selected.constFirst().row();
             if (source >= from.row() && source <= to.row())
                 onSelectionChanged();
         }
@@ -425,7 +422,7 @@ void EventsPage::refresh()
 {
     if (!m_session)
         return;
-    const auto [first, last] = visibleSourceRows();
+    const auto [first, last] = visibleRows();
     m_model->refreshRows(first, last);
     if (!m_storyKey.isEmpty() && !m_historyToken)
         requestHistory();
@@ -488,28 +485,18 @@ void EventsPage::applyFilter(bool force)
     updateEmptyState();
 }
 
-std::pair<int, int> EventsPage::visibleSourceRows() const
+std::pair<int, int> EventsPage::visibleRows() const
 {
-    const int proxyRows = m_proxy->rowCount();
-    if (proxyRows == 0)
+    const int rows = m_model->rowCount();
+    if (rows == 0)
         return {0, -1};
     int top = m_table->rowAt(0);
     int bottom = m_table->rowAt(m_table->viewport()->height() - 1);
     if (top < 0)
         top = 0;
     if (bottom < 0)
-        bottom = proxyRows - 1; // the rows end above the bottom of the view
-    // Sorted, the rows on screen may come from anywhere in the model: refresh their span.
-    int first = INT_MAX;
-    int last = -1;
-    for (int row = top; row <= bottom; ++row) {
-        const int source = m_proxy->mapToSource(m_proxy->index(row, 0)).row();
-        first = std::min(first, source);
-        last = std::max(last, source);
-    }
-    if (last < 0)
-        return {0, -1};
-    return {first, std::min(last, first + 2 * EventsModel::PageSize - 1)};
+        bottom = rows - 1; // the rows end above the bottom of the view
+    return {top, std::min(bottom, top + 2 * EventsModel::PageSize - 1)};
 }
 
 void EventsPage::onSelectionChanged()
@@ -519,9 +506,7 @@ void EventsPage::onSelectionChanged()
     // An empty selection (rows that left the filter in a refresh) keeps the story open.
     if (rows.isEmpty())
         return;
-    const QModelIndex source = m_proxy->mapToSource(rows.constFirst());
-    if (!source.isValid())
-        return;
+    const QModelIndex source = rows.constFirst();
     // A row whose page is still on its way has no key yet: its story opens when the page
     // comes (dataChanged).
     const QByteArray sendKey = m_model->event(source.row()).sendKey;
@@ -736,7 +721,7 @@ void EventsPage::selectStoryRow()
     const int row = m_model->rowOfKey(m_storyKey);
     if (row < 0)
         return;
-    const QModelIndex index = m_proxy->mapFromSource(m_model->index(row, 0));
+    const QModelIndex index = m_model->index(row, 0);
     m_table->selectionModel()->select(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
 }
 

@@ -10,7 +10,6 @@ class QComboBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
-class QSortFilterProxyModel;
 class QSplitter;
 class QStackedWidget;
 class QTableView;
@@ -83,12 +82,11 @@ private:
     void chooseExport();
     void choosePartnerPolicy();
     // The visible rows of the table, as rows of the model (first > last when none).
-    std::pair<int, int> visibleSourceRows() const;
+    std::pair<int, int> visibleRows() const;
 
     QPointer<StoreSession> m_session;
     QList<QMetaObject::Connection> m_sessionConnections;
     EventsModel *m_model = nullptr;
-    QSortFilterProxyModel *m_proxy = nullptr;
     AttemptsModel *m_attempts = nullptr;
 
     QLineEdit *m_search = nullptr;
