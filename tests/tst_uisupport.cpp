@@ -286,11 +286,17 @@ void TestUiSupport::searchFindsWhatWaitsInTheQueue()
 
 void TestUiSupport::prefixAndBodySearch()
 {
-    enqueue(QStringLiteral("orders"),
-            {reminder(QStringLiteral("dave-1"), QStringLiteral("r1"), QStringLiteral("Order ORD-4711 ships tomorrow")),
-             reminder(QStringLiteral("dave-2"), QStringLiteral("r2"), QStringLiteral("Order ORD-4712 ships tomorrow")),
-             reminder(QStringLiteral("dave_3"), QStringLiteral("r3"), QStringLiteral("100% off, order ORD-99")),
-             reminder(QStringLiteral("erin"), QStringLiteral("r4"), QStringLiteral("Nothing to see"))});
+    enqueue(
+        QStringLiteral("orders"),
+        {reminder(QStringLiteral("dave-1"), QStringLiteral("r1"),
+                  QStringLiteral("Order ORD-4711 ships tomorrow")),
+         reminder(QStringLiteral("dave-2"), QStringLiteral("r2"),
+                  QStringLiteral("Order ORD-4712 ships tomorrow")),
+         reminder(QStringLiteral("dave_3"), QStringLiteral("r3"), QStringLiteral("100% off, order ORD-99")),
+         reminder(QStringLiteral("erin"), QStringLiteral("r4"), QStringLiteral("Nothing to see")),
+         reminder(QStringLiteral("eve*1"), QStringLiteral("r5"), QStringLiteral("Star")),
+         reminder(QStringLiteral("eve?2"), QStringLiteral("r6"), QStringLiteral("Question")),
+         reminder(QStringLiteral("eve[3]"), QStringLiteral("r7"), QStringLiteral("Bracket"))});
     const auto worker = m_once->run({QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl(), QStringLiteral("--until-idle")},
                                     {}, WorkerTimeoutMs);
     QVERIFY2(worker.exitedWith(0), worker.describe().constData());
@@ -304,13 +310,18 @@ void TestUiSupport::prefixAndBodySearch()
     page.show();
     const QList<std::pair<QString, QString>> searches{
         {QStringLiteral("dave*"), QStringLiteral("4 events")},
-        {QStringLiteral("dave-*"), QStringLiteral("3 events")},  // '-' is no wildcard
-        {QStringLiteral("dave_*"), QStringLiteral("1 event")},   // nor is '_'
-        {QStringLiteral("dave"), QStringLiteral("0 events")},    // without '*': exact
+        {QStringLiteral("dave-*"), QStringLiteral("3 events")}, // '-' is no wildcard
+        {QStringLiteral("dave_*"), QStringLiteral("1 event")},  // nor is '_'
+        {QStringLiteral("dave"), QStringLiteral("0 events")},   // without '*': exact
         {QStringLiteral("body:ORD-471"), QStringLiteral("3 events")},
         {QStringLiteral("body:100% off"), QStringLiteral("1 event")},
         {QStringLiteral("body:ORD-4711"), QStringLiteral("1 event")},
-        {QStringLiteral("+1555*"), QStringLiteral("5 events")},  // destinations
+        {QStringLiteral("+1555*"), QStringLiteral("8 events")}, // destinations
+        {QStringLiteral("eve*"), QStringLiteral("3 events")},
+        {QStringLiteral("eve?*"), QStringLiteral("1 event")},  // '?' is no wildcard
+        {QStringLiteral("eve[*"), QStringLiteral("1 event")},  // nor is '['
+        {QStringLiteral("eve**"), QStringLiteral("1 event")},  // the prefix "eve*"
+        {QStringLiteral("DAVE*"), QStringLiteral("0 events")}, // with its case, as an exact search
     };
     for (const auto &[text, expected] : searches) {
         QVERIFY(searchFor(page, text));

@@ -105,10 +105,11 @@ EventsPage::EventsPage(QWidget *parent)
     m_search->setObjectName(QStringLiteral("search"));
     m_search->setPlaceholderText(tr("User, destination, reminder, send key or event id · prefix* · body:text"));
     m_search->setClearButtonEnabled(true);
-    m_search->setToolTip(tr("Exact match on user id, destination, reminder id, send key or event id.\n"
-                            "End with * for everything starting so (alice* finds alice-2).\n"
-                            "Start with body: to look inside the messages (body:ORD-4711).\n"
-                            "Messages still waiting in the queue are found too, as queued."));
+    m_search->setToolTip(
+        tr("Exact match on user id, destination, reminder id, send key or event id.\n"
+           "End with * for everything starting so, case and all (alice* finds alice-2, not Alice).\n"
+           "Start with body: to look inside the messages (body:ORD-4711).\n"
+           "Messages still waiting in the queue are found too, as queued."));
 
     m_state = new QComboBox;
     m_state->setObjectName(QStringLiteral("stateFilter"));
