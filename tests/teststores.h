@@ -60,14 +60,15 @@ public:
 
     // A store nobody has used: sqlite:/tmp/…/store-N.sqlite, or
     // postgres://once:PASSWORD@127.0.0.1:PORT/once_test_PID_N.
-    QString newUrl()
+    // On PostgreSQL, databaseOptions go to CREATE DATABASE (a collation, a template).
+    QString newUrl(const QString &databaseOptions = {})
     {
         ++m_count;
         if (!m_postgres)
             return QStringLiteral("sqlite:") + filePath(QStringLiteral("store-%1.sqlite").arg(m_count));
         const QString name = QStringLiteral("once_test_%1_%2").arg(QCoreApplication::applicationPid()).arg(m_count);
         QSqlQuery query(m_admin);
-        if (!query.exec(QStringLiteral("CREATE DATABASE %1").arg(name)))
+        if (!query.exec(QStringLiteral("CREATE DATABASE %1 %2").arg(name, databaseOptions)))
             qFatal("TestStores: cannot create the database %s: %s", qPrintable(name), qPrintable(query.lastError().text()));
         m_databases.append(name);
         QUrl url = m_adminUrl;

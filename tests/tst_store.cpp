@@ -146,6 +146,7 @@ private slots:
     void sendsPerBucketReadTheIndexAlone();
     void turnsOnAGrownLedgerFindTheirKeysByIndex();
     void aRarePrefixIsSearchedThroughTheIndexes();
+    void aPrefixSearchCanUseTheIndexesWhateverTheDatabasesCollation();
     void valuesBoundByTheStoreAreStoredAsQtBindsThem();
     void deadLetterPagesWalkTheIndexOfTheirOrder();
     void countsReflectQueueState();
@@ -1085,6 +1086,57 @@ FROM seq
     QVERIFY(newest && !newest->isEmpty());
     QCOMPARE(newest->constFirst().eventId, QStringLiteral("evt-%1").arg(Events - 1, 6, 10, QLatin1Char('0')));
     sqlite3_progress_handler(connection, 0, nullptr, nullptr);
+}
+
+// PostgreSQL serves LIKE 'prefix%' from a column's index only when the column compares
+// byte by byte. A database created with another collation (here C.UTF-8; en_US.UTF-8 on
+// most servers) read the whole ledger for every prefix search until schema 14.
+void TestStore::aPrefixSearchCanUseTheIndexesWhateverTheDatabasesCollation()
+{
+    if (!m_stores.isPostgres())
+        QSKIP("SQLite's columns compare by their bytes already");
+    const QString url = m_stores.newUrl(
+        QStringLiteral("TEMPLATE template0 LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8' ENCODING 'UTF8'"));
+    QString error;
+    auto store = Store::open(url, &error);
+    QVERIFY2(store, qPrintable(error));
+    QSqlDatabase connection = store->database().connection();
+    QSqlQuery collation(connection);
+    QVERIFY(collation.exec(
+                QStringLiteral("SELECT datcollate FROM pg_database WHERE datname = current_database()")) &&
+            collation.next());
+    QCOMPARE(collation.value(0).toString(), QStringLiteral("C.UTF-8"));
+    QSqlQuery settings(connection);
+    QVERIFY(settings.exec(QStringLiteral("SET enable_seqscan = off")));
+    for (const QString &column :
+         {QStringLiteral("user_id"), QStringLiteral("destination"), QStringLiteral("reminder_id"),
+          QStringLiteral("send_key"), QStringLiteral("event_id")}) {
+        QSqlQuery explain(connection);
+        QVERIFY(explain.exec(
+            QStringLiteral("EXPLAIN SELECT send_key FROM ledger WHERE %1 LIKE 'u-0123%' ESCAPE '\\'")
+                .arg(column)));
+        QStringList plan;
+        while (explain.next())
+            plan << explain.value(0).toString();
+        QVERIFY2(!plan.join(QLatin1Char('\n')).contains(QLatin1String("Seq Scan")),
+                 qPrintable(plan.join(QLatin1Char('\n'))));
+    }
+    // A search on that store finds what it should.
+    QVERIFY(settings.exec(QStringLiteral("RESET enable_seqscan")));
+    QVERIFY(TestStores::exec(connection, QStringLiteral(R"sql(
+INSERT INTO ledger (send_key, event_id, user_id, reminder_id, scheduled_at, destination, channel, payload, state,
+                    sends, duplicates, created_at, updated_at)
+SELECT 'u-' || n || ':r', 'evt-' || n, 'u-' || n, 'r', 0, '+1555' || n, 'sms', '{}', 'applied', 1, 0, n, n
+FROM generate_series(1, 300) n
+)sql")));
+    EventFilter filter;
+    filter.text = QStringLiteral("u-1*");
+    const auto rows = store->inspector().events(filter, &error);
+    QVERIFY2(rows, qPrintable(error));
+    QCOMPARE(rows->size(), 100);
+    QCOMPARE(store->inspector().countEvents(filter, &error), std::optional<qint64>(111)); // 1, 10-19, 100-199
+    filter.text = QStringLiteral("U-1*");
+    QCOMPARE(store->inspector().countEvents(filter, &error), std::optional<qint64>(0));
 }
 
 void TestStore::turnsOnAGrownLedgerFindTheirKeysByIndex()

@@ -245,6 +245,37 @@ CREATE INDEX IF NOT EXISTS attempts_at_step_outcome ON attempts(at, step, outcom
 DROP INDEX IF EXISTS attempts_at;
 )sql";
 
+// A prefix search (LIKE 'prefix%') can use a column's index only when the column compares
+// byte by byte: on a database created with another collation (en_US.UTF-8, C.UTF-8, what
+// most servers and hosted services default to) it read the whole ledger. The ids and keys
+// compare by their bytes from now on, as they do on SQLite. No table is rewritten, but the
+// indexes of these columns are built again: about 3 s a million events, once. A database
+// whose own collation is C already has nothing to change.
+const char *const IdsCompareByBytesPostgres = R"sql(
+DO $$
+BEGIN
+    IF (SELECT datcollate FROM pg_database WHERE datname = current_database()) NOT IN ('C', 'POSIX') THEN
+        ALTER TABLE ledger
+            ALTER COLUMN send_key TYPE TEXT COLLATE "C",
+            ALTER COLUMN event_id TYPE TEXT COLLATE "C",
+            ALTER COLUMN user_id TYPE TEXT COLLATE "C",
+            ALTER COLUMN reminder_id TYPE TEXT COLLATE "C",
+            ALTER COLUMN destination TYPE TEXT COLLATE "C";
+    END IF;
+END
+$$
+/
+DO $$
+BEGIN
+    IF (SELECT datcollate FROM pg_database WHERE datname = current_database()) NOT IN ('C', 'POSIX') THEN
+        ALTER TABLE queue
+            ALTER COLUMN send_key TYPE TEXT COLLATE "C",
+            ALTER COLUMN event_id TYPE TEXT COLLATE "C";
+    END IF;
+END
+$$
+)sql";
+
 const Migration Migrations[] = {
     // 1: queue, ledger, history, dead letters, audit log.
     {
@@ -472,7 +503,8 @@ CREATE INDEX queue_samples_at ON queue_samples(at);
     {"ALTER TABLE ledger ADD COLUMN claimed_at INTEGER", "ALTER TABLE ledger ADD COLUMN claimed_at BIGINT"},
     // 5: every delivery's event id finds its event, also a duplicate's, whose id the
     // ledger row (written by the first delivery) does not hold
-    {"CREATE INDEX attempts_event ON attempts(event_id)", "CREATE INDEX attempts_event ON attempts(event_id)"},
+    {"CREATE INDEX attempts_event ON attempts(event_id)",
+     "CREATE INDEX attempts_event ON attempts(event_id)"},
     // 6: whether each partner honours Idempotency-Key, as an operator recorded it, so that
     // every console and `once history` word an event's verdict from the same answer
     {PartnersTable, PartnersTable},
@@ -542,6 +574,9 @@ CREATE INDEX publish_keys_created ON publish_keys(created_at);
     // 13: the counts' triggers on PostgreSQL write their changes themselves, planned once
     // per connection instead of on every call.
     {"", LedgerTotalsPlannedOncePostgres},
+    // 14: on PostgreSQL the ids and keys compare by their bytes whatever the database's
+    // collation, so that a prefix search goes through their indexes. SQLite's already do.
+    {"", IdsCompareByBytesPostgres},
 };
 
 } // namespace
