@@ -30,6 +30,9 @@
 #include <QLoggingCategory>
 #include <QProcess>
 #include <QSet>
+#include <QSqlDatabase>
+#include <QSqlError>
+#include <QSqlQuery>
 #include <QStandardPaths>
 #include <QTcpServer>
 #include <QTcpSocket>
@@ -90,6 +93,7 @@ private slots:
     void dropAfterAcceptHoldNoIdempotency();
     void failsThenSucceedsKeepsKey();
     void retryAfterIsHonoured();
+    void anUntilIdleWorkerWaitsForItsRetryOnItsWayBack();
     void badInputLinesRejectedWithReasons();
     void badInputDelayOverLimitIsUsageError();
     void badInputUncheckedMessageIsDeadLettered();
@@ -734,6 +738,60 @@ void DeliveryTest::retryAfterIsHonoured()
     // A retry row's latency_ms is the delay it scheduled.
     QVERIFY2(retries.first().value(QLatin1String("latency_ms")).toInt() >= 2000,
              qPrintable(QString::fromUtf8(QJsonDocument(retries.first()).toJson(QJsonDocument::Compact))));
+}
+
+// A broker moving a retry from its delay queue back to the queue (RabbitMQ's
+// dead-lettering) counts it nowhere for a moment. A worker run --until-idle that looked
+// then called the queue idle and exited with the reminder still to send: now and then
+// tst_delivery_rabbitmq's retryAfterIsHonoured found the key still retrying. Here the test
+// plays that broker: it takes the waiting retry off the store's queue and puts it back
+// just after its time.
+void DeliveryTest::anUntilIdleWorkerWaitsForItsRetryOnItsWayBack()
+{
+    if (m_queues.isBroker())
+        QSKIP("the test moves the retry through the store's own queue table");
+    PartnerProfile throttled;
+    throttled.throttleRate = 1.0;
+    throttled.retryAfterSeconds = 2;
+    m_partner->setProfile(throttled);
+    const auto keys = enqueueReminders(1, QStringLiteral("transit"));
+    QCOMPARE(keys.size(), 1);
+    QProcess *worker = startWorker(
+        {QStringLiteral("--until-idle"), QStringLiteral("--backoff-base-ms"), QStringLiteral("10")});
+    QVERIFY(pumpUntil([this] { return m_partner->stats().requests >= 1; }, WorkerTimeoutMs));
+    m_partner->setProfile(PartnerProfile{});
+    QVERIFY(pumpUntil(
+        [this] {
+            return storeQuery(QStringLiteral("SELECT COUNT(*) FROM queue WHERE lease_owner IS NULL")) ==
+                   QStringList{QStringLiteral("1")};
+        },
+        WorkerTimeoutMs));
+
+    const bool postgres = !m_storeUrl.startsWith(QLatin1String("sqlite:"));
+    {
+        QSqlDatabase db = m_stores.openRaw(m_storeUrl, QStringLiteral("transit"));
+        QVERIFY2(db.isOpen(), qPrintable(db.lastError().text()));
+        QSqlQuery query(db);
+        if (!postgres)
+            QVERIFY(query.exec(QStringLiteral("PRAGMA busy_timeout = 10000")));
+        QVERIFY2(query.exec(QStringLiteral("CREATE TABLE transit AS SELECT * FROM queue")),
+                 qPrintable(query.lastError().text()));
+        QVERIFY2(query.exec(QStringLiteral("DELETE FROM queue")), qPrintable(query.lastError().text()));
+        // On its way for a moment past its time (2 s): the worker must still be there.
+        QTest::qWait(2200);
+        QVERIFY2(worker->state() == QProcess::Running,
+                 "the worker called the queue idle with its retry on its way");
+        QVERIFY2(query.exec(postgres ? QStringLiteral(
+                                           "INSERT INTO queue OVERRIDING SYSTEM VALUE SELECT * FROM transit")
+                                     : QStringLiteral("INSERT INTO queue SELECT * FROM transit")),
+                 qPrintable(query.lastError().text()));
+        QVERIFY2(query.exec(QStringLiteral("DROP TABLE transit")), qPrintable(query.lastError().text()));
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("transit"));
+    const auto result = waitFor(worker, WorkerTimeoutMs);
+    QVERIFY2(result.exitedWith(0), result.describe().constData());
+    VERIFY_NO_PROBLEMS(exactlyOnceProblems(keys));
+    QCOMPARE(m_partner->stats().requests, 2);
 }
 
 void DeliveryTest::badInputLinesRejectedWithReasons()

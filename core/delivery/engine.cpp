@@ -34,6 +34,10 @@ constexpr qint64 PermanentStoreFailureMs = 10000;
 // What a queue that cannot count waits beyond a lease before it is called idle: the
 // poll that would find a delivery offered again as the lease ends.
 constexpr qint64 UnknownBacklogQuietMarginMs = 1500;
+// How long after its due time a retry this worker scheduled may take to be offered again:
+// a broker's move from a delay queue to the queue (RabbitMQ's dead-lettering) counts the
+// message in neither for that moment.
+constexpr qint64 RetryArrivalMarginMs = 1500;
 } // namespace
 
 Engine::Engine(const EngineConfig &config, QObject *parent)
@@ -424,8 +428,11 @@ void Engine::noteRetriesDue(const QList<Settlement> &settlements, qint64 committ
     if (m_nextRetryDueMs < committedAtMs)
         m_nextRetryDueMs = std::numeric_limits<qint64>::max();
     for (const auto &settlement : settlements) {
-        if (settlement.kind == Settlement::Kind::Retry)
-            m_nextRetryDueMs = std::min(m_nextRetryDueMs, committedAtMs + settlement.delayMs);
+        if (settlement.kind != Settlement::Kind::Retry)
+            continue;
+        m_nextRetryDueMs = std::min(m_nextRetryDueMs, committedAtMs + settlement.delayMs);
+        if (settlement.delayMs <= m_config.untilIdleHorizonMs)
+            m_lastRetryDueMs = std::max(m_lastRetryDueMs, committedAtMs + settlement.delayMs);
     }
 }
 
@@ -735,8 +742,14 @@ void Engine::checkIdle()
     // Leases of crashed workers count as in flight until they expire, so a survivor
     // waits for them rather than declaring the queue done.
     // A broker may hold delayed messages without saying when they are due: wait for them.
-    const bool retryDueSoon = counts->nextVisibleInMs ? *counts->nextVisibleInMs <= m_config.untilIdleHorizonMs
-                                                      : counts->delayed > 0;
+    // And for the retries it scheduled itself until they have had time to be offered again,
+    // whatever the counts say: tst_delivery_rabbitmq saw a worker look while its retry
+    // moved from the delay queue to the queue, call the queue idle and exit with the
+    // reminder still to send.
+    const bool retryDueSoon =
+        (counts->nextVisibleInMs ? *counts->nextVisibleInMs <= m_config.untilIdleHorizonMs
+                                 : counts->delayed > 0) ||
+        nowMs() < m_lastRetryDueMs + RetryArrivalMarginMs;
     if (counts->backlogUnknown) {
         // A queue that cannot count is idle when a whole lease (or the queue's own, if
         // longer) has passed with nothing to lease: by then the deliveries a crashed

@@ -200,6 +200,7 @@ private:
     int m_idleTurns = 0;      // turns in a row that found nothing
     qint64 m_lastLeasedAtMs = 0; // when a turn last leased anything or failed, or the engine started
     qint64 m_nextRetryDueMs = std::numeric_limits<qint64>::max(); // earliest retry this worker scheduled
+    qint64 m_lastRetryDueMs = 0; // latest retry this worker scheduled that --until-idle waits for
     bool m_running = false;
     bool m_paused = false;
     bool m_stopping = false;
