@@ -90,8 +90,8 @@ QString globPrefix(const QString &prefix)
 }
 
 // A column starting with the bound prefix, in a form the column's index serves, and the
-// pattern to bind. On SQLite that is GLOB: its LIKE ignores ASCII case, so it cannot use
-// an index of the exact bytes, and read the whole ledger for every search. Both stores now
+// pattern to bind. On SQLite that is GLOB: its LIKE ignores ASCII case, so no index of the
+// exact bytes could serve it, and every prefix search read the whole ledger. Both stores
 // match a prefix with its case, as an exact search does.
 QString startsWith(const QString &column, bool postgres)
 {

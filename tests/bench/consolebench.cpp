@@ -163,7 +163,11 @@ void ConsoleBench::searches()
         QString text;
     } searches[] = {{"events: search by user", m_user},
                     {"events: search by event id", m_eventId},
-                    {"events: search by send key", m_sendKey}};
+                    {"events: search by send key", m_sendKey},
+                    // A prefix: the user's, which a few of the busiest users share, and one
+                    // no event has, the one that used to read the whole ledger.
+                    {"events: search by a prefix", m_user + QLatin1Char('*')},
+                    {"events: search by a prefix nothing has", QStringLiteral("no-such-id*")}};
     for (const auto &search : searches) {
         EventFilter filter;
         filter.text = search.text;
