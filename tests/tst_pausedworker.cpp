@@ -35,6 +35,7 @@ private slots:
     void resumedWorkerDoesNotSendWhatItNoLongerOwns();
     void lateAnswerSettlesTheKeyAsApplied();
     void resendRefusedWhenTheHistoryHoldsA2xx();
+    void aClaimThatRanOutIsNotCalledASendUnderWay();
 
 private:
     // The two keys of the scenario: the one the paused worker had written to the partner
@@ -303,4 +304,39 @@ void PausedWorkerTest::resendRefusedWhenTheHistoryHoldsA2xx()
 }
 
 QTEST_GUILESS_MAIN(PausedWorkerTest)
+// Support looks an event up while its worker is stopped, and no other worker runs to take
+// its claims over: the history must not say a worker is sending it. It said "a worker is
+// sending it now" for as long as the claim stayed, hours when no worker ran.
+void PausedWorkerTest::aClaimThatRanOutIsNotCalledASendUnderWay()
+{
+    const Paused paused = pauseWorkerMidSend();
+    QVERIFY2(!paused.sent.isEmpty() && !paused.unsent.isEmpty(), "the scenario did not come about");
+    const auto verdictOf = [&](const QByteArray &key) {
+        return history(key).value(QLatin1String("verdict")).toString();
+    };
+
+    // While A's claims run, A is the one sending them.
+    for (const auto &key : {paused.sent, paused.unsent}) {
+        const QString verdict = verdictOf(key);
+        QVERIFY2(verdict.startsWith(
+                     QLatin1String("Not delivered yet: A claimed it to send it; the claim runs until ")),
+                 qPrintable(verdict));
+    }
+
+    // Once they have run out, nobody is: each may have been sent.
+    QVERIFY2(pumpUntil([&] { return verdictOf(paused.unsent).contains(QLatin1String("ran out")); },
+                       2 * LeaseSeconds * 1000),
+             qPrintable(verdictOf(paused.unsent)));
+    for (const auto &key : {paused.sent, paused.unsent}) {
+        const QString verdict = verdictOf(key);
+        QVERIFY2(verdict.startsWith(QLatin1String("Not delivered yet: claimed by A at ")),
+                 qPrintable(verdict));
+        QVERIFY2(verdict.contains(QLatin1String(", may have been sent (the claim ran out at ")),
+                 qPrintable(verdict));
+        QVERIFY2(!verdict.contains(QLatin1String("sending")), qPrintable(verdict));
+        QCOMPARE(ledgerState(key), QString(LedgerState::Claimed));
+    }
+    QCOMPARE(m_partner->stats().effects, 1);
+}
+
 #include "tst_pausedworker.moc"

@@ -340,8 +340,25 @@ void TestUiEvents::summariesAndVerdicts()
     QCOMPARE(eventVerdict(event, {refused, sent}).text,
              QStringLiteral("Delivered once (1 partner call accepted; no duplicate deliveries)"));
     event.state = LedgerState::Claimed;
+    event.claimedBy = QStringLiteral("worker-7");
+    event.claimedAtMs = nowMs() - 2000;
+    event.claimExpiresAtMs = nowMs() + 28000;
     QCOMPARE(eventVerdict(event, {}).kind, Verdict::Kind::Pending);
-    QVERIFY(eventVerdict(event, {}).text.startsWith(QLatin1String("Not delivered yet")));
+    QCOMPARE(eventVerdict(event, {}).text,
+             QStringLiteral("Not delivered yet: worker-7 claimed it to send it; the claim "
+                            "runs until %1")
+                 .arg(formatTime(event.claimExpiresAtMs)));
+    // Its claim ran out with nothing recorded: its worker was killed or paused, and nobody
+    // is sending it. The verdict said "a worker is sending it now", for as long as no worker
+    // ran to take it over.
+    event.claimExpiresAtMs = nowMs() - 1000;
+    QCOMPARE(eventVerdict(event, {}).kind, Verdict::Kind::Uncertain);
+    QCOMPARE(eventVerdict(event, {}).text,
+             QStringLiteral(
+                 "Not delivered yet: claimed by worker-7 at %1, may have been sent (the claim ran out at %2 "
+                 "without a recorded outcome); the next worker to lease it resends it with the same key, or "
+                 "holds it for an operator")
+                 .arg(formatTime(event.claimedAtMs), formatTime(event.claimExpiresAtMs)));
     event.state = LedgerState::InDoubt;
     QVERIFY(eventVerdict(event, {doubt}).text.startsWith(QLatin1String("In doubt: an operator must decide")));
     event.state = LedgerState::Dead;
@@ -837,7 +854,10 @@ void TestUiEvents::refreshKeepsSelectionAndScroll()
     QCOMPARE(selected.state, QStringLiteral("claimed"));
     selectKey(page, selected.sendKey);
     QCOMPARE(page.attemptsModel()->rowCount(), 0);
-    QCOMPARE(page.verdictText(), QStringLiteral("Not delivered yet: a worker is sending it now"));
+    QVERIFY2(page.verdictText().startsWith(
+                 QLatin1String("Not delivered yet: worker-7 claimed it to send it; the claim "
+                               "runs until ")),
+             qPrintable(page.verdictText()));
     QCOMPARE(view->verticalScrollBar()->value(), 0);
 
     // The store moves on under the page: a new event arrives, the selected one is sent.

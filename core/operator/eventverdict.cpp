@@ -186,14 +186,30 @@ Verdict eventVerdict(const EventRow &event, const QList<Attempt> &attempts)
                                      : tr("Dead-lettered: not delivered (%1)").arg(why.join(QStringLiteral("; ")));
         if (!calls.discardedBy.isEmpty())
             verdict.text += tr("; discarded by %1, so nothing will send it").arg(calls.discardedBy);
-    } else {
+    } else if (event.state == LedgerState::Retrying) {
         verdict.kind = Verdict::Kind::Pending;
+        verdict.text = tr("Not delivered yet: %1")
+                           .arg(counted(std::max(calls.failed() + inDoubtCalls, event.sends),
+                                        "1 failed send, retrying", "%1 failed sends, retrying"));
+    } else {
         QString detail;
-        if (event.state == LedgerState::Retrying)
-            detail = counted(std::max(calls.failed() + inDoubtCalls, event.sends), "1 failed send, retrying",
-                             "%1 failed sends, retrying");
-        else
-            detail = inDoubtCalls ? inDoubtNote : tr("a worker is sending it now");
+        if (event.claimExpiresAtMs > 0 && event.claimExpiresAtMs <= nowMs()) {
+            // Its holder was killed, paused or cut off from the store after claiming it:
+            // nobody is sending it, and it may have been sent. "A worker is sending it now"
+            // said so for as long as no worker ran to take it over.
+            verdict.kind = Verdict::Kind::Uncertain;
+            detail =
+                event.whatIsKnown() +
+                tr("; the next worker to lease it resends it with the same key, or holds it for an operator");
+        } else {
+            verdict.kind = Verdict::Kind::Pending;
+            const QString holder = event.claimedBy.isEmpty() ? tr("a worker") : event.claimedBy;
+            detail = event.claimExpiresAtMs > 0 ? tr("%1 claimed it to send it; the claim runs until %2")
+                                                      .arg(holder, formatTime(event.claimExpiresAtMs))
+                                                : tr("%1 is sending it").arg(holder);
+        }
+        if (inDoubtCalls)
+            detail += QStringLiteral("; ") + inDoubtNote;
         verdict.text = tr("Not delivered yet: %1").arg(detail);
     }
     return verdict;

@@ -10,13 +10,16 @@ namespace once {
 // a customer. The console's story, its export and `once history` all word it here.
 struct Verdict
 {
-    enum class Kind {
+    enum class Kind
+    {
         Delivered,  // one effect at the partner
         Pending,    // not delivered yet
         InDoubt,    // an operator must decide
         Dead,       // dead-lettered
-        Uncertain,  // the partner received several calls with the key; whether it honours the key is not recorded
-        Duplicated, // the partner received several calls with the key and does not honour it: it may have acted on each
+        Uncertain,  // the partner received several calls with the key and whether it honours the key is not
+                    // recorded, or a claim ran out without an outcome: whether the partner acted is not known
+        Duplicated, // the partner received several calls with the key and does not honour it: it may have
+                    // acted on each
     };
     Kind kind = Kind::Pending;
     QString text;
