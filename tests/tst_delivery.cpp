@@ -132,6 +132,15 @@ private:
         return waitFor(startWorker(extraArgs, env), WorkerTimeoutMs, eachTurn);
     }
 
+    // The partner answers every request 429 with this Retry-After, until a test changes it.
+    void throttleEveryRequest(int retryAfterSeconds)
+    {
+        PartnerProfile throttled;
+        throttled.throttleRate = 1.0;
+        throttled.retryAfterSeconds = retryAfterSeconds;
+        m_partner->setProfile(throttled);
+    }
+
     // Deterministic partner faults instead of random rates: random ones sometimes never
     // fail at all (the test proves nothing), and sometimes fail five times in a row and
     // open the worker's circuit breaker, whose cooldowns make a run slow and its timing
@@ -701,10 +710,7 @@ void DeliveryTest::failsThenSucceedsKeepsKey()
 
 void DeliveryTest::retryAfterIsHonoured()
 {
-    PartnerProfile throttled;
-    throttled.throttleRate = 1.0;
-    throttled.retryAfterSeconds = 2;
-    m_partner->setProfile(throttled);
+    throttleEveryRequest(2);
     const auto keys = enqueueReminders(1, QStringLiteral("throttle"));
     QCOMPARE(keys.size(), 1);
 
@@ -750,10 +756,7 @@ void DeliveryTest::anUntilIdleWorkerWaitsForItsRetryOnItsWayBack()
 {
     if (m_queues.isBroker())
         QSKIP("the test moves the retry through the store's own queue table");
-    PartnerProfile throttled;
-    throttled.throttleRate = 1.0;
-    throttled.retryAfterSeconds = 2;
-    m_partner->setProfile(throttled);
+    throttleEveryRequest(2);
     const auto keys = enqueueReminders(1, QStringLiteral("transit"));
     QCOMPARE(keys.size(), 1);
     QProcess *worker = startWorker(
