@@ -73,6 +73,7 @@ private slots:
     void declaresTopologyTwice();
     void enqueueLeaseAck();
     void retryComesBackAfterItsDelay();
+    void aRetryIsDueUntilItIsBack();
     void deadLettersRedriveAndDiscard();
     void droppedConsumerMeansRedelivery();
     void crashLoopEndsAsDeadLetter();
@@ -312,6 +313,59 @@ void TestRabbitMqQueue::retryComesBackAfterItsDelay()
     QCOMPARE(third.first().id, first.first().id);
     QCOMPARE(third.first().delivery, 3);
     QVERIFY2(queue->settle({settlement(Settlement::Kind::Ack, third.first())}, &error), qPrintable(error));
+}
+
+void TestRabbitMqQueue::aRetryIsDueUntilItIsBack()
+{
+    // A 2 s delay goes to the 5 s tier. An --until-idle worker asks the counts whether
+    // anything is still to come: they must say the retry is due until it is back, in its
+    // tier, on its way from the tier to the main queue (where it is in neither) and in the
+    // main queue. A worker that looked in between exited with its retries still to come.
+    QueueLocation where;
+    auto queue = declared(&where);
+    QVERIFY(queue);
+    QString error;
+    QVERIFY2(queue->enqueue({message(1)}, &error), qPrintable(error));
+    const auto first = leaseAll(*queue, 1);
+    QCOMPARE(first.size(), 1);
+    QElapsedTimer timer;
+    timer.start();
+    QVERIFY2(queue->settle({settlement(Settlement::Kind::Retry, first.first(), 2000)}, &error),
+             qPrintable(error));
+    const qint64 settledMs = timer.elapsed();
+
+    // Due when the broker offers it again, at the end of its tier, not at the end of its delay.
+    QThread::msleep(3000);
+    const qint64 askedMs = timer.elapsed();
+    auto counts = queue->counts(&error);
+    QVERIFY2(counts, qPrintable(error));
+    QCOMPARE(counts->delayed, 1);
+    QVERIFY(counts->nextVisibleInMs);
+    QVERIFY2(*counts->nextVisibleInMs <= 5000 + settledMs - askedMs && *counts->nextVisibleInMs > 0,
+             qPrintable(QStringLiteral("due in %1 ms, asked %2 ms after the retry went to the 5 s tier")
+                            .arg(*counts->nextVisibleInMs)
+                            .arg(askedMs)));
+
+    // Looked at as often as a worker can look, it is never counted nowhere.
+    QList<QueueMessage> back;
+    int looks = 0;
+    while (back.isEmpty()) {
+        counts = queue->counts(&error);
+        QVERIFY2(counts, qPrintable(error));
+        ++looks;
+        QVERIFY2(counts->delayed + counts->ready + counts->inFlight > 0 || counts->nextVisibleInMs,
+                 qPrintable(QStringLiteral("look %1, %2 ms after the retry: counted nowhere")
+                                .arg(looks)
+                                .arg(timer.elapsed())));
+        back = queue->lease(1, 30000, QStringLiteral("test"), &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QVERIFY2(timer.elapsed() < 15000, "the retry never came back");
+    }
+    QCOMPARE(back.first().id, first.first().id);
+    QCOMPARE(back.first().delivery, 2);
+    QVERIFY2(timer.elapsed() >= 4900, qPrintable(QString::number(timer.elapsed())));
+    QVERIFY2(queue->settle({settlement(Settlement::Kind::Ack, back.first())}, &error), qPrintable(error));
+    qInfo("looked %d times while the retry came back", looks);
 }
 
 void TestRabbitMqQueue::deadLettersRedriveAndDiscard()

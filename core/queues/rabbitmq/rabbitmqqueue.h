@@ -2,6 +2,7 @@
 
 #include "queues/brokerqueue.h"
 
+#include <map>
 #include <memory>
 
 namespace once {
@@ -9,6 +10,10 @@ namespace once {
 namespace amqp {
 class RabbitMqSession;
 }
+
+// For each delay tier (its seconds), when the last message this process sent there
+// enters the main queue again.
+using TierArrivals = std::map<int, qint64>;
 
 // The queue in RabbitMQ (AMQP 0-9-1, through rabbitmq-c): a quorum queue with retry
 // queues per delay tier and a dead-letter queue; see the top of rabbitmqqueue.cpp for
@@ -56,6 +61,7 @@ private:
     QString m_consumerName;
     int m_prefetch = 1;
     std::unique_ptr<amqp::RabbitMqSession> m_session;
+    TierArrivals m_tierArrivals;
 };
 
 } // namespace once
