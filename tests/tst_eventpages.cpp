@@ -1,6 +1,6 @@
 // The Events page's row cache: rows kept as keyset pages, of which only some hold their
 // rows. Pure: no store, no model signals.
-#include "eventpages.h"
+#include "models/eventpages.h"
 
 #include <QTest>
 

@@ -13,17 +13,17 @@
 //
 // The simulator answers on this thread, so every wait for a process runs the event loop
 // (OnceRunner::waitFor), as in tst_delivery.
-#include "brokerqueuedialog.h"
-#include "deadlettersmodel.h"
-#include "deadletterspage.h"
+#include "dialogs/brokerqueuedialog.h"
+#include "dialogs/redrivedialog.h"
+#include "display/queueurl.h"
 #include "mainwindow.h"
-#include "metricchart.h"
-#include "overviewpage.h"
-#include "queueurl.h"
-#include "redrivedialog.h"
-#include "settings.h"
-#include "storesession.h"
-#include "tile.h"
+#include "models/deadlettersmodel.h"
+#include "pages/deadletterspage.h"
+#include "pages/overviewpage.h"
+#include "session/storesession.h"
+#include "settings/settings.h"
+#include "widgets/metricchart.h"
+#include "widgets/tile.h"
 
 #include "deliveryharness.h"
 #include "operator/brokerdeadletters.h"

@@ -4,8 +4,8 @@
 // a search answers, the password never shows, and an action once confirmed runs through
 // BullMQ's scripts (BullMQ's own getState agrees) and is audited with what it did. Every read runs on the
 // page's BullMQ thread; the test only waits for the widgets to change.
-#include "bullmqpage.h"
-#include "storesession.h"
+#include "pages/bullmqpage.h"
+#include "session/storesession.h"
 
 #include "operator/inspector.h"
 #include "store/store.h"

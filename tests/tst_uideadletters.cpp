@@ -2,17 +2,17 @@
 // core API: the table models (checked by QAbstractItemModelTester, and across reloads),
 // the error-class and time filters, the redrive preview's counts and warnings, and
 // redrive, discard and in-doubt decisions carried out from the pages.
-#include "deadlettersmodel.h"
-#include "deadletterspage.h"
-#include "decisiondialog.h"
-#include "eventspage.h"
-#include "indoubtmodel.h"
-#include "indoubtpage.h"
+#include "dialogs/decisiondialog.h"
+#include "dialogs/redrivedialog.h"
 #include "mainwindow.h"
+#include "models/deadlettersmodel.h"
+#include "models/indoubtmodel.h"
 #include "operator/deadletterfile.h"
-#include "redrivedialog.h"
-#include "settings.h"
-#include "storesession.h"
+#include "pages/deadletterspage.h"
+#include "pages/eventspage.h"
+#include "pages/indoubtpage.h"
+#include "session/storesession.h"
+#include "settings/settings.h"
 
 #include "store/store.h"
 

@@ -1,14 +1,14 @@
 // The events page: lazy loading of the ledger, search, the state filter, an event's
 // timeline and verdict, export, and refreshes that keep the operator's place.
-#include "attemptsmodel.h"
-#include "eventsmodel.h"
-#include "eventspage.h"
-#include "eventstory.h"
-#include "humanunits.h"
-#include "historyexport.h"
-#include "settings.h"
+#include "display/eventstory.h"
+#include "display/historyexport.h"
+#include "display/humanunits.h"
+#include "models/attemptsmodel.h"
+#include "models/eventsmodel.h"
+#include "pages/eventspage.h"
+#include "session/storesession.h"
+#include "settings/settings.h"
 #include "store/store.h"
-#include "storesession.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>

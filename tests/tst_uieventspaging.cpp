@@ -1,11 +1,11 @@
 // The Events page's model over more rows than it keeps: pages far from what a view shows
 // are let go and loaded again by their list position when the view comes back to them,
 // so that memory follows the screen, not the depth of the scroll.
-#include "eventsmodel.h"
-#include "eventspage.h"
-#include "settings.h"
+#include "models/eventsmodel.h"
+#include "pages/eventspage.h"
+#include "session/storesession.h"
+#include "settings/settings.h"
 #include "store/store.h"
-#include "storesession.h"
 #include "teststores.h"
 
 #include <QAbstractItemModelTester>

@@ -1,11 +1,11 @@
 // The events page over a ledger of a million events: the first rows and a search by user
 // must show quickly, and the GUI thread must keep turning while the store answers.
-#include "attemptsmodel.h"
-#include "eventsmodel.h"
-#include "eventspage.h"
-#include "settings.h"
+#include "models/attemptsmodel.h"
+#include "models/eventsmodel.h"
+#include "pages/eventspage.h"
+#include "session/storesession.h"
+#include "settings/settings.h"
 #include "store/store.h"
-#include "storesession.h"
 
 #include <QApplication>
 #include <QElapsedTimer>

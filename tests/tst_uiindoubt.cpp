@@ -1,11 +1,11 @@
 // The In doubt page over more events than one read brings: the reader sends them a page
 // at a time, the page shows the first as soon as it comes, and a reload keeps what is
 // shown (and the operator's selection) until it has every row.
-#include "indoubtmodel.h"
-#include "indoubtpage.h"
+#include "models/indoubtmodel.h"
 #include "operator/storereader.h"
+#include "pages/indoubtpage.h"
+#include "session/storesession.h"
 #include "store/store.h"
-#include "storesession.h"
 #include "teststores.h"
 
 #include <QAbstractProxyModel>

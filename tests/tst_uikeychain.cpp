@@ -5,12 +5,12 @@
 // ONCE_TEST_KEYCHAIN=none: the session bus address points where nothing listens, as on a
 // server reached over ssh. ONCE_TEST_KEYCHAIN=secret-service: the test starts a private
 // dbus-daemon and gnome-keyring-daemon (a real Secret Service) in a folder of its own.
+#include "dialogs/postgresdialog.h"
+#include "display/storeurl.h"
 #include "mainwindow.h"
-#include "postgresdialog.h"
-#include "savedpasswords.h"
-#include "settings.h"
-#include "storesession.h"
-#include "storeurl.h"
+#include "session/storesession.h"
+#include "settings/savedpasswords.h"
+#include "settings/settings.h"
 
 #include "store/store.h"
 #include "teststores.h"

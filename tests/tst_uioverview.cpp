@@ -1,21 +1,21 @@
 // The console's Overview, Worker and Audit pages against a real store file: the numbers
 // in the tiles, the alert banner, the audit table, and a worker started from the page
 // delivering to an in-process partner simulator.
-#include "alertbanner.h"
-#include "auditmodel.h"
-#include "auditpage.h"
-#include "enginecontroller.h"
-#include "health.h"
-#include "humanunits.h"
-#include "metricchart.h"
-#include "overviewpage.h"
+#include "dialogs/settingsdialog.h"
+#include "display/humanunits.h"
+#include "models/auditmodel.h"
+#include "pages/auditpage.h"
+#include "pages/overviewpage.h"
+#include "pages/workerpage.h"
+#include "session/enginecontroller.h"
+#include "session/health.h"
+#include "session/storesession.h"
+#include "settings/settings.h"
 #include "sim/partnersimulator.h"
-#include "settings.h"
-#include "settingsdialog.h"
 #include "store/store.h"
-#include "storesession.h"
-#include "tile.h"
-#include "workerpage.h"
+#include "widgets/alertbanner.h"
+#include "widgets/metricchart.h"
+#include "widgets/tile.h"
 
 #include <QAbstractItemModelTester>
 #include <QDateTime>

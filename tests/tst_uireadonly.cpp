@@ -5,11 +5,11 @@
 // asked directly, and the store's rows (and on SQLite its file's bytes) stay as they were;
 // an older store is not upgraded. Stores are made by the real CLI (init, enqueue) and the
 // core API (dead letters, in-doubt events), on SQLite and on PostgreSQL.
-#include "deadletterspage.h"
-#include "indoubtpage.h"
 #include "mainwindow.h"
-#include "storesession.h"
-#include "workerpage.h"
+#include "pages/deadletterspage.h"
+#include "pages/indoubtpage.h"
+#include "pages/workerpage.h"
+#include "session/storesession.h"
 
 #include "deliveryharness.h"
 #include "store/migrations.h"

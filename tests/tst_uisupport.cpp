@@ -2,14 +2,14 @@
 // the real `once` CLI and worker built, with the in-process partner simulator counting
 // what the partner really did. What the window says is checked against those counts.
 #include "deliveryharness.h"
-#include "attemptsmodel.h"
-#include "eventsmodel.h"
-#include "eventspage.h"
 #include "mainwindow.h"
-#include "sim/partnersimulator.h"
 #include "model/reminder.h"
-#include "settings.h"
-#include "storesession.h"
+#include "models/attemptsmodel.h"
+#include "models/eventsmodel.h"
+#include "pages/eventspage.h"
+#include "session/storesession.h"
+#include "settings/settings.h"
+#include "sim/partnersimulator.h"
 #include "teststores.h"
 
 #include <QAction>

@@ -3,14 +3,14 @@
 // shown or saved. Workers are registered through the core (as headless `once worker`
 // processes do), the console is the real MainWindow, offscreen. Runs on SQLite and, as
 // tst_uiworkers_postgres, on PostgreSQL (teststores.h).
+#include "dialogs/postgresdialog.h"
+#include "display/storeurl.h"
 #include "mainwindow.h"
-#include "overviewpage.h"
-#include "postgresdialog.h"
-#include "settings.h"
-#include "storesession.h"
-#include "storeurl.h"
-#include "workerpage.h"
-#include "workersmodel.h"
+#include "models/workersmodel.h"
+#include "pages/overviewpage.h"
+#include "pages/workerpage.h"
+#include "session/storesession.h"
+#include "settings/settings.h"
 
 #include "delivery/engine.h"
 #include "sim/partnersimulator.h"

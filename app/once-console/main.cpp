@@ -1,7 +1,7 @@
-#include "demo.h"
-#include "enginecontroller.h"
 #include "mainwindow.h"
-#include "settings.h"
+#include "session/demo.h"
+#include "session/enginecontroller.h"
+#include "settings/settings.h"
 
 #include "queues/queuebackend.h"
 #include "store/database.h"

@@ -2,13 +2,13 @@
 
 #include "figures.h"
 
-#include "deadletterspage.h"
-#include "deadlettersmodel.h"
-#include "eventsmodel.h"
-#include "indoubtmodel.h"
-#include "indoubtpage.h"
-#include "storesession.h"
+#include "models/deadlettersmodel.h"
+#include "models/eventsmodel.h"
+#include "models/indoubtmodel.h"
 #include "operator/storereader.h"
+#include "pages/deadletterspage.h"
+#include "pages/indoubtpage.h"
+#include "session/storesession.h"
 #include "store/store.h"
 
 #include <QElapsedTimer>

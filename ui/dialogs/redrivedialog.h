@@ -1,0 +1,105 @@
+#pragma once
+
+#include "operator/inspector.h"
+#include "session/redrivereadiness.h"
+
+#include <QDialog>
+#include <QMap>
+
+class QFormLayout;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+class QTreeWidget;
+
+namespace once::ui {
+
+// What the preview shows about the letters a redrive takes: counted by the store for
+// "all matching" (however many), or from the letters themselves when picked one by one.
+struct RedrivePreview
+{
+    qint64 count = 0;
+    QMap<QString, qint64> byClass;
+    qint64 redrivenBefore = 0;
+    qint64 outsideWindow = 0;       // first sent before the idempotency window began
+    QList<once::DeadLetter> sample; // the first few, in the order they go
+
+    static RedrivePreview of(const QList<once::DeadLetter> &letters, qint64 windowStartMs);
+    static RedrivePreview of(const once::DeadLetterCounts &counts, const QString &errorClass,
+                             const QList<once::DeadLetter> &sample);
+};
+
+// The preview and confirmation of a redrive: how many dead letters go back on the queue,
+// a sample of them, how many already died again after an earlier redrive, a warning for
+// those first sent longer ago than the partner keeps idempotency keys, whether a worker
+// would send them and the partner answers now (setReadiness, which the page keeps
+// refreshing while the preview is open), the rate, and the operator's reason for the
+// audit log. Accepting it is the operator's decision; nothing else asks again.
+class RedriveDialog final : public QDialog
+{
+    Q_OBJECT
+    Q_DISABLE_COPY_MOVE(RedriveDialog)
+
+public:
+    static constexpr int SampleSize = 20;
+
+    // auditDetail is what the audit log will say about the selection ("selected 12").
+    RedriveDialog(const QList<once::DeadLetter> &letters, const QString &auditDetail,
+                  int idempotencyWindowHours, int defaultRatePerSecond, QWidget *parent = nullptr);
+    // Letters that are not all at hand (every one that matches a filter): the preview
+    // only. letters() is then empty, and the page redrives by the filter.
+    RedriveDialog(const RedrivePreview &preview, const QString &auditDetail, int idempotencyWindowHours,
+                  int defaultRatePerSecond, QWidget *parent = nullptr);
+    ~RedriveDialog() override;
+
+    const QList<once::DeadLetter> &letters() const { return m_letters; }
+    QString auditDetail() const { return m_auditDetail; }
+    int letterCount() const { return int(m_preview.count); }
+    int sampleCount() const;
+    // Letters that were redriven before and died again.
+    int redrivenBeforeCount() const { return int(m_preview.redrivenBefore); }
+    // Letters first sent longer ago than the partner keeps idempotency keys.
+    int outsideIdempotencyWindowCount() const { return int(m_preview.outsideWindow); }
+    bool showsIdempotencyWarning() const;
+    // Names the queue they go back on, when it is a broker's ("RabbitMQ queue reminders").
+    void setQueueDescription(const QString &queue);
+    QString queueDescription() const;
+    int ratePerSecond() const;
+    void setRatePerSecond(int rate);
+    // What the operator typed, trimmed; empty when nothing.
+    QString reason() const;
+    void setReason(const QString &reason);
+    // Who would send them now; until the first call the preview says it is checking.
+    void setReadiness(const RedriveReadiness &readiness);
+    void setReadinessError(const QString &error);
+    bool readinessKnown() const { return m_readinessKnown; }
+    QString workersText() const;
+    QString partnerText() const;
+    // The warning shown about workers and the partner; empty when none is.
+    QString readinessWarning() const;
+    QPushButton *redriveButton() const { return m_redriveButton; }
+
+private:
+    void buildUi(int idempotencyWindowHours, int defaultRatePerSecond);
+    void updateEstimate();
+
+    QList<once::DeadLetter> m_letters;
+    RedrivePreview m_preview;
+    QString m_auditDetail;
+    QLabel *m_headline = nullptr;
+    QLabel *m_queue = nullptr;
+    QFormLayout *m_facts = nullptr;
+    QSpinBox *m_rate = nullptr;
+    QLabel *m_estimate = nullptr;
+    QLabel *m_windowWarning = nullptr;
+    QLabel *m_workers = nullptr;
+    QLabel *m_partner = nullptr;
+    QLabel *m_readinessWarning = nullptr;
+    bool m_readinessKnown = false;
+    QLineEdit *m_reason = nullptr;
+    QTreeWidget *m_sample = nullptr;
+    QPushButton *m_redriveButton = nullptr;
+};
+
+} // namespace once::ui
