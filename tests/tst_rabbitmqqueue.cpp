@@ -93,6 +93,9 @@ private:
     std::unique_ptr<RabbitMqQueue> declared(QueueLocation *where, const QString &managementUrl = {});
     // Leases until count messages came (or 10 s passed).
     QList<QueueMessage> leaseAll(RabbitMqQueue &queue, int count, int timeoutMs = 10000);
+    // A new queue with one message, leased as *leased (the start of a retry's story);
+    // nullptr after a warning when that failed.
+    std::unique_ptr<RabbitMqQueue> withOneLeased(QueueMessage *leased);
     QueueCounts countsWhen(RabbitMqQueue &queue, const std::function<bool(const QueueCounts &)> &done);
     // The management API, as the test server's user; -1 when it did not answer.
     int management(const QByteArray &verb, const QString &path, QByteArray *body = nullptr);
@@ -165,6 +168,24 @@ QList<QueueMessage> TestRabbitMqQueue::leaseAll(RabbitMqQueue &queue, int count,
             QThread::msleep(5);
     }
     return leased;
+}
+
+std::unique_ptr<RabbitMqQueue> TestRabbitMqQueue::withOneLeased(QueueMessage *leased)
+{
+    QueueLocation where;
+    auto queue = declared(&where);
+    QString error;
+    if (!queue || !queue->enqueue({message(1)}, &error)) {
+        qWarning().noquote() << "enqueue failed:" << error;
+        return nullptr;
+    }
+    const auto first = leaseAll(*queue, 1);
+    if (first.size() != 1) {
+        qWarning() << "leased" << first.size() << "messages, not 1";
+        return nullptr;
+    }
+    *leased = first.first();
+    return queue;
 }
 
 QueueCounts TestRabbitMqQueue::countsWhen(RabbitMqQueue &queue,
@@ -278,17 +299,13 @@ void TestRabbitMqQueue::enqueueLeaseAck()
 
 void TestRabbitMqQueue::retryComesBackAfterItsDelay()
 {
-    QueueLocation where;
-    auto queue = declared(&where);
+    QueueMessage first;
+    auto queue = withOneLeased(&first);
     QVERIFY(queue);
-    QString error;
-    QVERIFY2(queue->enqueue({message(1)}, &error), qPrintable(error));
-    const auto first = leaseAll(*queue, 1);
-    QCOMPARE(first.size(), 1);
     QElapsedTimer timer;
     timer.start();
-    QVERIFY2(queue->settle({settlement(Settlement::Kind::Retry, first.first(), 1000)}, &error),
-             qPrintable(error));
+    QString error;
+    QVERIFY2(queue->settle({settlement(Settlement::Kind::Retry, first, 1000)}, &error), qPrintable(error));
     const auto counts = queue->counts(&error);
     QVERIFY2(counts, qPrintable(error));
     QCOMPARE(counts->delayed, 1);
@@ -301,16 +318,16 @@ void TestRabbitMqQueue::retryComesBackAfterItsDelay()
     QCOMPARE(second.size(), 1);
     QVERIFY2(timer.elapsed() >= 950, qPrintable(QString::number(timer.elapsed())));
     QVERIFY2(timer.elapsed() < 5000, qPrintable(QString::number(timer.elapsed())));
-    QCOMPARE(second.first().id, first.first().id);
-    QCOMPARE(second.first().payload, first.first().payload);
+    QCOMPARE(second.first().id, first.id);
+    QCOMPARE(second.first().payload, first.payload);
     QCOMPARE(second.first().delivery, 2);
-    QCOMPARE(second.first().enqueuedAtMs, first.first().enqueuedAtMs);
+    QCOMPARE(second.first().enqueuedAtMs, first.enqueuedAtMs);
     // A retry without delay (a turn handing its deliveries back) is visible at once.
     QVERIFY2(queue->settle({settlement(Settlement::Kind::Retry, second.first(), 0)}, &error),
              qPrintable(error));
     const auto third = leaseAll(*queue, 1, 2000);
     QCOMPARE(third.size(), 1);
-    QCOMPARE(third.first().id, first.first().id);
+    QCOMPARE(third.first().id, first.id);
     QCOMPARE(third.first().delivery, 3);
     QVERIFY2(queue->settle({settlement(Settlement::Kind::Ack, third.first())}, &error), qPrintable(error));
 }
@@ -321,17 +338,13 @@ void TestRabbitMqQueue::aRetryIsDueUntilItIsBack()
     // anything is still to come: they must say the retry is due until it is back, in its
     // tier, on its way from the tier to the main queue (where it is in neither) and in the
     // main queue. A worker that looked in between exited with its retries still to come.
-    QueueLocation where;
-    auto queue = declared(&where);
+    QueueMessage first;
+    auto queue = withOneLeased(&first);
     QVERIFY(queue);
-    QString error;
-    QVERIFY2(queue->enqueue({message(1)}, &error), qPrintable(error));
-    const auto first = leaseAll(*queue, 1);
-    QCOMPARE(first.size(), 1);
     QElapsedTimer timer;
     timer.start();
-    QVERIFY2(queue->settle({settlement(Settlement::Kind::Retry, first.first(), 2000)}, &error),
-             qPrintable(error));
+    QString error;
+    QVERIFY2(queue->settle({settlement(Settlement::Kind::Retry, first, 2000)}, &error), qPrintable(error));
     const qint64 settledMs = timer.elapsed();
 
     // Due when the broker offers it again, at the end of its tier, not at the end of its delay.
@@ -361,7 +374,7 @@ void TestRabbitMqQueue::aRetryIsDueUntilItIsBack()
         QVERIFY2(error.isEmpty(), qPrintable(error));
         QVERIFY2(timer.elapsed() < 15000, "the retry never came back");
     }
-    QCOMPARE(back.first().id, first.first().id);
+    QCOMPARE(back.first().id, first.id);
     QCOMPARE(back.first().delivery, 2);
     QVERIFY2(timer.elapsed() >= 4900, qPrintable(QString::number(timer.elapsed())));
     QVERIFY2(queue->settle({settlement(Settlement::Kind::Ack, back.first())}, &error), qPrintable(error));
