@@ -1,6 +1,7 @@
 #include "store/database.h"
 
 #include "store/migrations.h"
+#include "store/walcheckpointer.h"
 
 #include <QAtomicInteger>
 #include <QDateTime>
@@ -292,8 +293,16 @@ bool Database::connect(QString *error)
     keepFreedPageCacheResident();
     const QVariant handle = m_db.driver()->handle();
     if (handle.isValid() && qstrcmp(handle.typeName(), "sqlite3*") == 0) {
-        if (auto *connection = *static_cast<sqlite3 *const *>(handle.constData()))
+        if (auto *connection = *static_cast<sqlite3 *const *>(handle.constData())) {
             sqlite3_busy_handler(connection, retryWhileBusy, nullptr);
+            // A worker's turn must not copy the log back into the file before its sends
+            // can start (see WalCheckpointer).
+            if (!isReadOnly()) {
+                if (!m_checkpointer)
+                    m_checkpointer = WalCheckpointer::forFile(m_location.path);
+                m_checkpointer->attach(connection);
+            }
+        }
     }
     struct stat opened = {};
     if (::stat(QFile::encodeName(m_location.path).constData(), &opened) == 0) {

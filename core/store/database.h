@@ -15,6 +15,8 @@
 
 namespace once {
 
+class WalCheckpointer;
+
 // PostgreSQL notification channels. A worker listens to the queue's; the console
 // listens to both and refreshes when either fires.
 namespace Channel {
@@ -121,6 +123,9 @@ private:
     bool m_connectionSuspect = false;
     QStringList m_channels;
     std::unordered_map<QString, std::unique_ptr<QSqlQuery>> m_statements;
+    // SQLite, read-write: checkpoints this connection's log on a thread of its own. Must
+    // outlive the connection, which the destructor closes first.
+    std::shared_ptr<WalCheckpointer> m_checkpointer;
 };
 
 // Rolls back unless committed: early returns on error leave no open transaction.

@@ -1,0 +1,326 @@
+// Who copies an SQLite store's write-ahead log back into its file. A worker's turn must not:
+// its sends wait for its commit, and a checkpoint inside the commit (SQLite's automatic one,
+// once the log holds 1,000 pages) copied the log and synced the file first.
+//
+// The store's file is watched through an SQLite VFS that wraps the real one and notes which
+// thread writes the database file itself: in WAL mode only a checkpoint does.
+
+#include "store/database.h"
+#include "store/storelocation.h"
+#include "store/walcheckpointer.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+using namespace once;
+
+namespace {
+
+// The threads that wrote a main database file, since the last clear().
+struct FileWriters
+{
+    std::mutex mutex;
+    std::set<std::thread::id> threads;
+    std::atomic<bool> watching = false;
+
+    void note()
+    {
+        if (!watching)
+            return;
+        const std::lock_guard lock(mutex);
+        threads.insert(std::this_thread::get_id());
+    }
+    std::set<std::thread::id> seen()
+    {
+        const std::lock_guard lock(mutex);
+        return threads;
+    }
+    void clear()
+    {
+        const std::lock_guard lock(mutex);
+        threads.clear();
+    }
+};
+
+FileWriters writers;
+sqlite3_vfs *realVfs = nullptr;
+
+// A file of the watching VFS: its own methods first, the real file right behind.
+struct WatchedFile
+{
+    sqlite3_file base;
+    bool mainDatabase;
+    sqlite3_file *real() { return reinterpret_cast<sqlite3_file *>(this + 1); }
+};
+
+WatchedFile *watched(sqlite3_file *file)
+{
+    return reinterpret_cast<WatchedFile *>(file);
+}
+
+int watchedWrite(sqlite3_file *file, const void *data, int amount, sqlite3_int64 offset)
+{
+    if (watched(file)->mainDatabase)
+        writers.note();
+    return watched(file)->real()->pMethods->xWrite(watched(file)->real(), data, amount, offset);
+}
+
+sqlite3_io_methods watchedMethods(const sqlite3_io_methods *real)
+{
+    sqlite3_io_methods methods = *real;
+    methods.xClose = [](sqlite3_file *file) {
+        sqlite3_file *inner = watched(file)->real();
+        return inner->pMethods ? inner->pMethods->xClose(inner) : SQLITE_OK;
+    };
+    methods.xRead = [](sqlite3_file *f, void *d, int n, sqlite3_int64 o) {
+        return watched(f)->real()->pMethods->xRead(watched(f)->real(), d, n, o);
+    };
+    methods.xWrite = watchedWrite;
+    methods.xTruncate = [](sqlite3_file *f, sqlite3_int64 size) {
+        return watched(f)->real()->pMethods->xTruncate(watched(f)->real(), size);
+    };
+    methods.xSync = [](sqlite3_file *f, int flags) {
+        return watched(f)->real()->pMethods->xSync(watched(f)->real(), flags);
+    };
+    methods.xFileSize = [](sqlite3_file *f, sqlite3_int64 *size) {
+        return watched(f)->real()->pMethods->xFileSize(watched(f)->real(), size);
+    };
+    methods.xLock = [](sqlite3_file *f, int lock) {
+        return watched(f)->real()->pMethods->xLock(watched(f)->real(), lock);
+    };
+    methods.xUnlock = [](sqlite3_file *f, int lock) {
+        return watched(f)->real()->pMethods->xUnlock(watched(f)->real(), lock);
+    };
+    methods.xCheckReservedLock = [](sqlite3_file *f, int *out) {
+        return watched(f)->real()->pMethods->xCheckReservedLock(watched(f)->real(), out);
+    };
+    methods.xFileControl = [](sqlite3_file *f, int op, void *arg) {
+        return watched(f)->real()->pMethods->xFileControl(watched(f)->real(), op, arg);
+    };
+    methods.xSectorSize = [](sqlite3_file *f) {
+        return watched(f)->real()->pMethods->xSectorSize(watched(f)->real());
+    };
+    methods.xDeviceCharacteristics = [](sqlite3_file *f) {
+        return watched(f)->real()->pMethods->xDeviceCharacteristics(watched(f)->real());
+    };
+    methods.xShmMap = [](sqlite3_file *f, int region, int size, int extend, void volatile **out) {
+        return watched(f)->real()->pMethods->xShmMap(watched(f)->real(), region, size, extend, out);
+    };
+    methods.xShmLock = [](sqlite3_file *f, int offset, int n, int flags) {
+        return watched(f)->real()->pMethods->xShmLock(watched(f)->real(), offset, n, flags);
+    };
+    methods.xShmBarrier = [](sqlite3_file *f) {
+        watched(f)->real()->pMethods->xShmBarrier(watched(f)->real());
+    };
+    methods.xShmUnmap = [](sqlite3_file *f, int remove) {
+        return watched(f)->real()->pMethods->xShmUnmap(watched(f)->real(), remove);
+    };
+    // Memory-mapped reads stay off (the store never turns them on): no xFetch to forward.
+    methods.iVersion = std::min(real->iVersion, 2);
+    methods.xFetch = nullptr;
+    methods.xUnfetch = nullptr;
+    return methods;
+}
+
+int watchedOpen(sqlite3_vfs *, sqlite3_filename name, sqlite3_file *file, int flags, int *outFlags)
+{
+    auto *watchedFile = watched(file);
+    watchedFile->base.pMethods = nullptr;
+    watchedFile->mainDatabase = (flags & SQLITE_OPEN_MAIN_DB) != 0;
+    const int rc = realVfs->xOpen(realVfs, name, watchedFile->real(), flags, outFlags);
+    if (rc != SQLITE_OK || !watchedFile->real()->pMethods)
+        return rc;
+    // One table of methods per kind of real file (they are all the unix VFS's here).
+    static std::mutex mutex;
+    static std::map<const sqlite3_io_methods *, sqlite3_io_methods> tables;
+    const std::lock_guard lock(mutex);
+    const sqlite3_io_methods *real = watchedFile->real()->pMethods;
+    auto table = tables.find(real);
+    if (table == tables.end())
+        table = tables.emplace(real, watchedMethods(real)).first;
+    watchedFile->base.pMethods = &table->second;
+    return SQLITE_OK;
+}
+
+void installWatchingVfs()
+{
+    static sqlite3_vfs vfs;
+    realVfs = sqlite3_vfs_find(nullptr);
+    vfs = *realVfs;
+    vfs.zName = "once-test-watching";
+    vfs.szOsFile = int(sizeof(WatchedFile)) + realVfs->szOsFile;
+    vfs.xOpen = watchedOpen;
+    sqlite3_vfs_register(&vfs, 1);
+}
+
+} // namespace
+
+class TestWalCheckpoint : public QObject
+{
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+
+    std::unique_ptr<Database> openStore(const QString &name)
+    {
+        QString error;
+        const auto location = StoreLocation::parse(m_dir.filePath(name), &error);
+        if (!location)
+            qWarning() << error;
+        auto db = location ? Database::open(*location, &error) : nullptr;
+        if (!db)
+            qWarning() << error;
+        return db;
+    }
+
+    // Commits about this many pages of the log, a few hundred at a time, as turns do.
+    static bool writePages(Database &db, int pages)
+    {
+        QString error;
+        const QByteArray page(3500, 'x'); // a row a page
+        for (int written = 0; written < pages; written += 200) {
+            Transaction transaction(db);
+            if (!transaction.begin(&error))
+                return false;
+            QSqlQuery &insert = db.prepared(QStringLiteral("INSERT INTO filler (bytes) VALUES (?)"));
+            for (int row = 0; row < 200; ++row) {
+                if (!db.execWith(insert, {page}, &error))
+                    return false;
+            }
+            if (!transaction.commit(&error))
+                return false;
+        }
+        return true;
+    }
+
+private slots:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        installWatchingVfs();
+    }
+
+    void aCommitNeverCopiesTheLogBack()
+    {
+        auto db = openStore(QStringLiteral("turns.sqlite"));
+        QVERIFY(db);
+        QString error;
+        QVERIFY2(db->exec(QStringLiteral("CREATE TABLE filler (id INTEGER PRIMARY KEY, bytes BLOB)"), &error),
+                 qPrintable(error));
+        const auto checkpointer = WalCheckpointer::forFile(db->location().path);
+        const quint64 checkpointsBefore = checkpointer->checkpointsRun();
+        writers.clear();
+        writers.watching = true;
+        // Three times past the point where SQLite's own checkpoint ran in the commit.
+        QVERIFY(writePages(*db, 3 * WalCheckpointer::CheckpointPages));
+        QTRY_VERIFY2_WITH_TIMEOUT(!writers.seen().empty(), "nothing copied the log back into the file",
+                                  10000);
+        writers.watching = false;
+        QVERIFY2(!writers.seen().count(std::this_thread::get_id()),
+                 "a commit copied the log back into the file itself");
+        QVERIFY(checkpointer->checkpointsRun() > checkpointsBefore);
+    }
+
+    // The log is copied back and started over while a writer keeps committing: it stays
+    // about the size at which the writer finishes the copy itself.
+    void theLogStaysSmallUnderSteadyWrites()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("steady.sqlite"));
+        auto db = openStore(QStringLiteral("steady.sqlite"));
+        QVERIFY(db);
+        QString error;
+        QVERIFY(db->exec(QStringLiteral("CREATE TABLE filler (id INTEGER PRIMARY KEY, bytes BLOB)"), &error));
+        constexpr qint64 framePlusHeader = 4096 + 24;
+        qint64 largest = 0;
+        for (int round = 0; round < 50; ++round) {
+            QVERIFY(writePages(*db, 400));
+            largest = std::max(largest, QFileInfo(path + QStringLiteral("-wal")).size());
+            QTest::qWait(2); // the next turn's work, while the checkpointer runs
+        }
+        QVERIFY2(largest < (WalCheckpointer::InlineCheckpointPages + 1000) * framePlusHeader,
+                 qPrintable(QStringLiteral("the log grew to %1 pages for 20,000 written")
+                                .arg(largest / framePlusHeader)));
+    }
+
+    // What was committed is in the file once the store is closed, and no log is left.
+    void closingTheStoreLeavesEverythingInTheFile()
+    {
+        const QString name = QStringLiteral("closed.sqlite");
+        {
+            auto db = openStore(name);
+            QVERIFY(db);
+            QString error;
+            QVERIFY(
+                db->exec(QStringLiteral("CREATE TABLE filler (id INTEGER PRIMARY KEY, bytes BLOB)"), &error));
+            QVERIFY(writePages(*db, 2 * WalCheckpointer::CheckpointPages + 100));
+        }
+        QVERIFY2(!QFile::exists(m_dir.filePath(name) + QStringLiteral("-wal")),
+                 "the log outlived the store's close");
+        sqlite3 *raw = nullptr;
+        QCOMPARE(sqlite3_open_v2(QFile::encodeName(m_dir.filePath(name)).constData(), &raw,
+                                 SQLITE_OPEN_READONLY, nullptr),
+                 SQLITE_OK);
+        sqlite3_stmt *count = nullptr;
+        QCOMPARE(sqlite3_prepare_v2(raw, "SELECT count(*) FROM filler", -1, &count, nullptr), SQLITE_OK);
+        QCOMPARE(sqlite3_step(count), SQLITE_ROW);
+        QCOMPARE(sqlite3_column_int(count, 0), 2 * WalCheckpointer::CheckpointPages + 200);
+        sqlite3_finalize(count);
+        sqlite3_close(raw);
+    }
+
+    // A store deleted under a running writer (the worker goes on into the unlinked file
+    // until it notices): the checkpointer says so once and never makes a new, empty store
+    // at the path, where producers would then enqueue unseen.
+    void aDeletedStoreIsNotMadeAgain()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("deleted.sqlite"));
+        auto db = openStore(QStringLiteral("deleted.sqlite"));
+        QVERIFY(db);
+        QString error;
+        QVERIFY(db->exec(QStringLiteral("CREATE TABLE filler (id INTEGER PRIMARY KEY, bytes BLOB)"), &error));
+        for (const char *suffix : {"", "-wal", "-shm"})
+            QVERIFY(QFile::remove(path + QLatin1String(suffix)));
+        static QStringList warnings;
+        static QtMessageHandler previous = nullptr;
+        previous = qInstallMessageHandler(
+            [](QtMsgType type, const QMessageLogContext &context, const QString &text) {
+                if (type == QtWarningMsg && text.contains(QLatin1String("cannot checkpoint")))
+                    warnings << text;
+                previous(type, context, text);
+            });
+        QVERIFY(writePages(*db, 3 * WalCheckpointer::CheckpointPages));
+        QTRY_VERIFY_WITH_TIMEOUT(!warnings.isEmpty(), 10000);
+        qInstallMessageHandler(previous);
+        QVERIFY2(warnings.first().contains(path), qPrintable(warnings.first()));
+        QVERIFY(!warnings.first().contains(QLatin1Char('\n')));
+        QCOMPARE(warnings.size(), 1); // not once a commit
+        QVERIFY2(!QFile::exists(path), "the checkpointer made a new store at the path");
+    }
+
+    // Two write connections to one file (a worker's and its producer's in one process)
+    // share one checkpointer, whatever the path's spelling.
+    void oneCheckpointerAFile()
+    {
+        auto first = openStore(QStringLiteral("shared.sqlite"));
+        auto second = openStore(QStringLiteral("shared.sqlite"));
+        QVERIFY(first && second);
+        const auto checkpointer = WalCheckpointer::forFile(first->location().path);
+        QCOMPARE(WalCheckpointer::forFile(m_dir.filePath(QStringLiteral("./shared.sqlite"))), checkpointer);
+        QVERIFY(WalCheckpointer::forFile(m_dir.filePath(QStringLiteral("other.sqlite"))) != checkpointer);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestWalCheckpoint)
+#include "tst_walcheckpoint.moc"
