@@ -223,8 +223,9 @@ private slots:
         const quint64 checkpointsBefore = checkpointer->checkpointsRun();
         writers.clear();
         writers.watching = true;
-        // Three times past the point where SQLite's own checkpoint ran in the commit.
-        QVERIFY(writePages(*db, 3 * WalCheckpointer::CheckpointPages));
+        // Well past the point where SQLite's own checkpoint ran in the commit, and short
+        // of the one where the commit finishes the copy itself.
+        QVERIFY(writePages(*db, 2 * WalCheckpointer::CheckpointPages + WalCheckpointer::CheckpointPages / 2));
         QTRY_VERIFY2_WITH_TIMEOUT(!writers.seen().empty(), "nothing copied the log back into the file",
                                   10000);
         writers.watching = false;
@@ -244,13 +245,15 @@ private slots:
         QVERIFY(db->exec(QStringLiteral("CREATE TABLE filler (id INTEGER PRIMARY KEY, bytes BLOB)"), &error));
         constexpr qint64 framePlusHeader = 4096 + 24;
         qint64 largest = 0;
-        for (int round = 0; round < 50; ++round) {
+        for (int round = 0; round < 100; ++round) {
             QVERIFY(writePages(*db, 400));
             largest = std::max(largest, QFileInfo(path + QStringLiteral("-wal")).size());
             QTest::qWait(2); // the next turn's work, while the checkpointer runs
         }
-        QVERIFY2(largest < (WalCheckpointer::InlineCheckpointPages + 1000) * framePlusHeader,
-                 qPrintable(QStringLiteral("the log grew to %1 pages for 20,000 written")
+        // Twice the bound: a commit that finds the thread still copying leaves the rest
+        // to the next one, and a busy machine makes that happen a few times in a row.
+        QVERIFY2(largest < 2 * WalCheckpointer::InlineCheckpointPages * framePlusHeader,
+                 qPrintable(QStringLiteral("the log grew to %1 pages for 40,000 written")
                                 .arg(largest / framePlusHeader)));
     }
 

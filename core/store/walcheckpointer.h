@@ -16,9 +16,9 @@ namespace once {
 // SQLite's automatic checkpoint runs inside the commit that takes the log past 1,000
 // pages, on the committing thread: one turn in five of a busy worker copied the log into
 // the file and synced it before the turn's sends could start (13% of the store thread's
-// time at 10,000 reminders/s, and its longest turns). A write connection hands that to
-// this thread instead (attach()); a passive checkpoint runs beside the writers and never
-// waits for them, so nothing a worker sends waits for it either.
+// time at 10,000 reminders/s). A write connection hands that to this thread instead
+// (attach()); a passive checkpoint runs beside the writers and never waits for them.
+// Only past InlineCheckpointPages does a commit copy the little that is left itself.
 //
 // One per store file in a process, shared by its write connections, and stopped when the
 // last of them closes.
@@ -26,7 +26,7 @@ class WalCheckpointer final
 {
 public:
     // What SQLite's automatic checkpoint waits for, kept: the log is copied back once it
-    // holds this many pages, so it grows no larger than before.
+    // holds this many pages.
     static constexpr int CheckpointPages = 1000;
     // Past this the committing connection checkpoints itself after all, so that the log
     // starts over (see onCommit): it grows to about 16 MB instead of 4 MB.
