@@ -69,11 +69,19 @@ WatchedFile *watched(sqlite3_file *file)
     return reinterpret_cast<WatchedFile *>(file);
 }
 
+// A method of the watching file that calls the real file's, whatever its parameters.
+template <auto Method, typename Result, typename... Arguments>
+Result forwarded(sqlite3_file *file, Arguments... arguments)
+{
+    sqlite3_file *real = watched(file)->real();
+    return (real->pMethods->*Method)(real, arguments...);
+}
+
 int watchedWrite(sqlite3_file *file, const void *data, int amount, sqlite3_int64 offset)
 {
     if (watched(file)->mainDatabase)
         writers.note();
-    return watched(file)->real()->pMethods->xWrite(watched(file)->real(), data, amount, offset);
+    return forwarded<&sqlite3_io_methods::xWrite, int>(file, data, amount, offset);
 }
 
 sqlite3_io_methods watchedMethods(const sqlite3_io_methods *real)
@@ -83,49 +91,21 @@ sqlite3_io_methods watchedMethods(const sqlite3_io_methods *real)
         sqlite3_file *inner = watched(file)->real();
         return inner->pMethods ? inner->pMethods->xClose(inner) : SQLITE_OK;
     };
-    methods.xRead = [](sqlite3_file *f, void *d, int n, sqlite3_int64 o) {
-        return watched(f)->real()->pMethods->xRead(watched(f)->real(), d, n, o);
-    };
+    methods.xRead = forwarded<&sqlite3_io_methods::xRead>;
     methods.xWrite = watchedWrite;
-    methods.xTruncate = [](sqlite3_file *f, sqlite3_int64 size) {
-        return watched(f)->real()->pMethods->xTruncate(watched(f)->real(), size);
-    };
-    methods.xSync = [](sqlite3_file *f, int flags) {
-        return watched(f)->real()->pMethods->xSync(watched(f)->real(), flags);
-    };
-    methods.xFileSize = [](sqlite3_file *f, sqlite3_int64 *size) {
-        return watched(f)->real()->pMethods->xFileSize(watched(f)->real(), size);
-    };
-    methods.xLock = [](sqlite3_file *f, int lock) {
-        return watched(f)->real()->pMethods->xLock(watched(f)->real(), lock);
-    };
-    methods.xUnlock = [](sqlite3_file *f, int lock) {
-        return watched(f)->real()->pMethods->xUnlock(watched(f)->real(), lock);
-    };
-    methods.xCheckReservedLock = [](sqlite3_file *f, int *out) {
-        return watched(f)->real()->pMethods->xCheckReservedLock(watched(f)->real(), out);
-    };
-    methods.xFileControl = [](sqlite3_file *f, int op, void *arg) {
-        return watched(f)->real()->pMethods->xFileControl(watched(f)->real(), op, arg);
-    };
-    methods.xSectorSize = [](sqlite3_file *f) {
-        return watched(f)->real()->pMethods->xSectorSize(watched(f)->real());
-    };
-    methods.xDeviceCharacteristics = [](sqlite3_file *f) {
-        return watched(f)->real()->pMethods->xDeviceCharacteristics(watched(f)->real());
-    };
-    methods.xShmMap = [](sqlite3_file *f, int region, int size, int extend, void volatile **out) {
-        return watched(f)->real()->pMethods->xShmMap(watched(f)->real(), region, size, extend, out);
-    };
-    methods.xShmLock = [](sqlite3_file *f, int offset, int n, int flags) {
-        return watched(f)->real()->pMethods->xShmLock(watched(f)->real(), offset, n, flags);
-    };
-    methods.xShmBarrier = [](sqlite3_file *f) {
-        watched(f)->real()->pMethods->xShmBarrier(watched(f)->real());
-    };
-    methods.xShmUnmap = [](sqlite3_file *f, int remove) {
-        return watched(f)->real()->pMethods->xShmUnmap(watched(f)->real(), remove);
-    };
+    methods.xTruncate = forwarded<&sqlite3_io_methods::xTruncate>;
+    methods.xSync = forwarded<&sqlite3_io_methods::xSync>;
+    methods.xFileSize = forwarded<&sqlite3_io_methods::xFileSize>;
+    methods.xLock = forwarded<&sqlite3_io_methods::xLock>;
+    methods.xUnlock = forwarded<&sqlite3_io_methods::xUnlock>;
+    methods.xCheckReservedLock = forwarded<&sqlite3_io_methods::xCheckReservedLock>;
+    methods.xFileControl = forwarded<&sqlite3_io_methods::xFileControl>;
+    methods.xSectorSize = forwarded<&sqlite3_io_methods::xSectorSize>;
+    methods.xDeviceCharacteristics = forwarded<&sqlite3_io_methods::xDeviceCharacteristics>;
+    methods.xShmMap = forwarded<&sqlite3_io_methods::xShmMap>;
+    methods.xShmLock = forwarded<&sqlite3_io_methods::xShmLock>;
+    methods.xShmBarrier = forwarded<&sqlite3_io_methods::xShmBarrier>;
+    methods.xShmUnmap = forwarded<&sqlite3_io_methods::xShmUnmap>;
     // Memory-mapped reads stay off (the store never turns them on): no xFetch to forward.
     methods.iVersion = std::min(real->iVersion, 2);
     methods.xFetch = nullptr;
