@@ -32,7 +32,8 @@ public:
     // starts over (see onCommit): it grows to about 16 MB instead of 4 MB.
     static constexpr int InlineCheckpointPages = 4 * CheckpointPages;
 
-    // The process's checkpointer for this file, started if none is running.
+    // The process's checkpointer for this file, made if it has none (its thread starts
+    // at the first checkpoint wanted).
     static std::shared_ptr<WalCheckpointer> forFile(const QString &path);
     // Makes this connection's commits wake the checkpointer instead of checkpointing
     // themselves. The checkpointer must outlive the connection.
