@@ -7,6 +7,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QRandomGenerator>
+#include <QRegularExpression>
 #include <QTest>
 #include <QUrl>
 
@@ -103,6 +104,7 @@ private slots:
     void randomIdsRoundTripThroughTheKey();
     void parseSendKeyRefusesOtherSpellings_data();
     void parseSendKeyRefusesOtherSpellings();
+    void timesAreReadAsTheGrammarReadsThem();
 };
 
 void TestReminder::parsesValidReminder()
@@ -904,6 +906,85 @@ void TestReminder::parseSendKeyRefusesOtherSpellings()
 {
     QFETCH(QByteArray, key);
     QVERIFY(!parseSendKey(key));
+}
+
+namespace {
+
+// RFC 3339's date-time written as a regular expression, which is how parseRfc3339 read
+// it before it scanned by hand: what the two make of a text must be the same. With the
+// same checks of the values after it: the instant and the canonical text, or nothing.
+std::optional<std::pair<qint64, QString>> readByTheGrammar(const QString &text)
+{
+    static const QRegularExpression pattern(QStringLiteral(
+        R"(\A([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))\z)"));
+    const auto m = pattern.match(text);
+    if (!m.hasMatch())
+        return std::nullopt;
+    const auto number = [&m](int group) { return m.captured(group).toInt(); };
+    const QDate date(number(1) == 0 ? -1 : number(1), number(2), number(3));
+    const bool leapSecond = number(6) == 60;
+    const QTime time(number(4), number(5), leapSecond ? 59 : number(6));
+    if (!date.isValid() || !time.isValid() ||
+        (m.captured(8).isEmpty() && (number(10) > 23 || number(11) > 59)))
+        return std::nullopt;
+    const int offset =
+        m.captured(8).isEmpty() ? (number(10) * 60 + number(11)) * 60 * (m.captured(9) == u"-" ? -1 : 1) : 0;
+    const QDateTime utc = QDateTime(date, time, Qt::OffsetFromUTC, offset).toUTC();
+    if (utc.date().year() < 1 || utc.date().year() > 9999)
+        return std::nullopt;
+    if (leapSecond && (utc.time() != QTime(23, 59, 59) || utc.date().day() != utc.date().daysInMonth()))
+        return std::nullopt;
+    QString fraction = m.captured(7);
+    while (fraction.endsWith(u'0'))
+        fraction.chop(1);
+    const qint64 ms = leapSecond ? 999 : fraction.left(3).leftJustified(3, u'0').toInt();
+    QString canonical = utc.toString(QStringLiteral("yyyy-MM-ddTHH:mm:")) +
+                        (leapSecond ? QStringLiteral("60") : utc.toString(QStringLiteral("ss")));
+    if (!fraction.isEmpty())
+        canonical += u'.' + fraction;
+    return std::pair{utc.toMSecsSinceEpoch() + ms, canonical + u'Z'};
+}
+
+} // namespace
+
+// Near misses of valid times (a character changed, added, dropped or repeated, among
+// them the ones a lenient reader lets through: non-ASCII digits, line ends, a missing
+// colon) are read exactly as the grammar reads them.
+void TestReminder::timesAreReadAsTheGrammarReadsThem()
+{
+    QRandomGenerator random(20261204); // fixed: a failure repeats
+    const QString alphabet = QStringLiteral("0123456789-:.TtZz+ \n\r\u0665\uFF10x");
+    int accepted = 0;
+    for (int i = 0; i < 100000; ++i) {
+        QString text = randomTime(random);
+        for (int edits = int(random.bounded(4)); edits > 0 && !text.isEmpty(); --edits) {
+            const auto at = qsizetype(random.bounded(int(text.size())));
+            switch (random.bounded(4)) {
+            case 0:
+                text[at] = alphabet.at(random.bounded(int(alphabet.size())));
+                break;
+            case 1:
+                text.insert(at, alphabet.at(random.bounded(int(alphabet.size()))));
+                break;
+            case 2:
+                text.remove(at, 1);
+                break;
+            default:
+                text.insert(at, text.mid(at, random.bounded(1, 4)));
+                break;
+            }
+        }
+        const auto expected = readByTheGrammar(text);
+        const auto parsed = parseRfc3339(text);
+        QVERIFY2(bool(parsed) == bool(expected), qPrintable(text));
+        if (!parsed)
+            continue;
+        ++accepted;
+        QCOMPARE(parsed->canonical, expected->second);
+        QCOMPARE(parsed->utc.toMSecsSinceEpoch(), expected->first);
+    }
+    // Both sides of the line were tried.
+    QVERIFY2(accepted > 20000 && accepted < 80000, qPrintable(QString::number(accepted)));
 }
 
 QTEST_GUILESS_MAIN(TestReminder)
