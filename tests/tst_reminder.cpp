@@ -63,6 +63,15 @@ QByteArray rawWith(const char *field, const QByteArray &rawValue, const QByteArr
     return text + extra + '}';
 }
 
+// "k0": 0, "k1": 1, ... as the members of an object, without its braces.
+QByteArray manyNames(int count)
+{
+    QByteArrayList members;
+    for (int i = 0; i < count; ++i)
+        members.append("\"k" + QByteArray::number(i) + "\": " + QByteArray::number(i));
+    return members.join(", ");
+}
+
 QByteArray nested(int depth)
 {
     return QByteArray(depth, '[') + QByteArray(depth, ']');
@@ -586,6 +595,16 @@ void TestReminder::refusesWhatIsNotExactlyUnderstood_data()
                                                   << QStringLiteral("duplicate field \"c\"");
     QTest::newRow("duplicate in an object in an array") << rawWith("list", R"([{}, {"a": 1, "a": 1}])")
                                                         << QStringLiteral("duplicate field \"a\"");
+    // Past a few names an object's names are compared through a set: the same answers.
+    QTest::newRow("duplicate of the first after 31 others")
+        << rawWith("meta", "{" + manyNames(32) + R"(, "k0": 0})") << QStringLiteral("duplicate field \"k0\"");
+    QTest::newRow("duplicate of the last after 40") << rawWith("meta", "{" + manyNames(41) + R"(, "k40": 0})")
+                                                    << QStringLiteral("duplicate field \"k40\"");
+    QTest::newRow("duplicate through an escape after 40")
+        << rawWith("meta", "{" + manyNames(41) + R"(, "k\u0035": 0})")
+        << QStringLiteral("duplicate field \"k5\"");
+    QTest::newRow("escaped first, plain after")
+        << rawWith("meta", R"({"\u0061": 1, "b": 2, "a": 3})") << QStringLiteral("duplicate field \"a\"");
     QTest::newRow("duplicate name shown on one line") << rawWith("x\\ny", "1", R"(, "x\ny": 2)")
                                                       << QStringLiteral("duplicate field \"x\\ny\"");
 
@@ -679,6 +698,10 @@ void TestReminder::acceptsOddButValidMessages_data()
                                             << QByteArray("u-42:r-7:2026-12-01T09:00:00.123456789012Z");
     QTest::newRow("same names in two objects") << rawWith("meta", R"({"a": {"x": 1}, "b": {"x": 2}, "c": [{"x": 3}]})")
                                                << "u-42:r-7" + at;
+    QTest::newRow("a thousand different names")
+        << rawWith("meta", "{" + manyNames(1000) + "}") << "u-42:r-7" + at;
+    QTest::newRow("names that differ only past an escape")
+        << rawWith("meta", R"({"a\u0062": 1, "ac": 2, "a\u0063d": 3})") << "u-42:r-7" + at;
     QTest::newRow("nested 63 deep") << rawWith("meta", nested(63)) << "u-42:r-7" + at;
     QTest::newRow("numbers and literals") << rawWith("n", R"([0, -0, 1.5e+3, -2E-7, 10, true, false, null, "", {}])")
                                           << "u-42:r-7" + at;

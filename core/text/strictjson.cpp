@@ -4,6 +4,9 @@
 #include "text/quotedtext.h"
 
 #include <QSet>
+#include <QVarLengthArray>
+
+#include <algorithm>
 
 #include <cstring>
 #include <optional>
@@ -77,6 +80,34 @@ QString hex4(uint value)
 {
     return QStringLiteral("%1").arg(value, 4, 16, QLatin1Char('0')).toUpper();
 }
+
+// The names of one object so far. Most objects have a few, compared one by one without a
+// hash; a hostile message with thousands in one object is compared through a set, so
+// that the check stays linear in the message.
+class ObjectNames
+{
+public:
+    // False when the name was there already.
+    bool insert(const QByteArray &name)
+    {
+        if (!m_set.isEmpty()) {
+            const auto before = m_set.size();
+            m_set.insert(name);
+            return m_set.size() != before;
+        }
+        if (std::find(m_few.cbegin(), m_few.cend(), name) != m_few.cend())
+            return false;
+        m_few.append(name);
+        if (m_few.size() == FewNames)
+            m_set = QSet<QByteArray>(m_few.cbegin(), m_few.cend());
+        return true;
+    }
+
+private:
+    static constexpr qsizetype FewNames = 32;
+    QVarLengthArray<QByteArray, FewNames> m_few;
+    QSet<QByteArray> m_set;
+};
 
 // A recursive descent over RFC 8259's grammar that stops at the first problem. The
 // recursion is as deep as the nesting, which MaxJsonDepth bounds.
@@ -164,18 +195,18 @@ private:
             ++m_p;
             return true;
         }
-        QSet<QByteArray> names;
+        ObjectNames names;
         for (;;) {
             skipSpace();
             if (!at('"'))
                 return malformed("expected a name in double quotes");
             const uchar *nameAt = m_p;
             QByteArray name;
-            if (!string(&name))
+            if (!memberName(&name))
                 return false;
-            if (names.contains(name))
-                return fail(QStringLiteral("duplicate field ") + quotedForError(QString::fromUtf8(name)), nameAt);
-            names.insert(name);
+            if (!names.insert(name))
+                return fail(QStringLiteral("duplicate field ") + quotedForError(QString::fromUtf8(name)),
+                            nameAt);
             skipSpace();
             if (!at(':'))
                 return malformed("expected ':' after a name");
@@ -225,7 +256,26 @@ private:
         return std::nullopt;
     }
 
-    // decoded, when given, receives the string's text as UTF-8 (names are compared so).
+    // A member's name as UTF-8 after its escapes, which is how names are compared. Without
+    // escapes that is the bytes as written, not copied: they live as long as the check.
+    bool memberName(QByteArray *name)
+    {
+        const uchar *quote = m_p;
+        m_sawEscape = false;
+        if (!string(nullptr))
+            return false;
+        if (!m_sawEscape) {
+            *name = QByteArray::fromRawData(reinterpret_cast<const char *>(quote + 1), m_p - quote - 2);
+            return true;
+        }
+        const uchar *after = m_p;
+        m_p = quote;
+        string(name);
+        m_p = after;
+        return true;
+    }
+
+    // decoded, when given, receives the string's text as UTF-8.
     bool string(QByteArray *decoded)
     {
         ++m_p;
@@ -272,6 +322,7 @@ private:
 
     bool escape(QByteArray *decoded)
     {
+        m_sawEscape = true;
         const uchar *escapeAt = m_p;
         if (m_end - m_p < 2)
             return malformed("unterminated string");
@@ -356,6 +407,7 @@ private:
     const uchar *m_p;
     const uchar *m_end;
     QString m_error;
+    bool m_sawEscape = false;
 };
 
 } // namespace
