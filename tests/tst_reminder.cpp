@@ -1,5 +1,6 @@
 // Reminder validation, RFC 3339 parsing and send-key derivation.
 #include "model/reminder.h"
+#include "text/strictjson.h"
 
 #include <algorithm>
 
@@ -114,6 +115,7 @@ private slots:
     void parseSendKeyRefusesOtherSpellings_data();
     void parseSendKeyRefusesOtherSpellings();
     void timesAreReadAsTheGrammarReadsThem();
+    void membersAreReadAsQtReadsThem();
 };
 
 void TestReminder::parsesValidReminder()
@@ -1008,6 +1010,181 @@ void TestReminder::timesAreReadAsTheGrammarReadsThem()
     }
     // Both sides of the line were tried.
     QVERIFY2(accepted > 20000 && accepted < 80000, qPrintable(QString::number(accepted)));
+}
+
+namespace {
+
+// Random JSON for the members' reader: the reminder's names (some written with escapes,
+// some twice), and values of every kind, strings full of escapes, surrogate pairs, lone
+// surrogates, noncharacters, byte order marks, NUL and raw bytes that are not UTF-8.
+class RandomJson
+{
+public:
+    explicit RandomJson(QRandomGenerator &random) : m_random(random) {}
+
+    QByteArray text()
+    {
+        QByteArray out;
+        if (chance(20))
+            value(&out, 0);
+        else
+            object(&out, 0);
+        // And now and then a byte changed, dropped or added anywhere.
+        for (int edits = chance(4) ? int(m_random.bounded(1, 4)) : 0; edits > 0 && !out.isEmpty(); --edits) {
+            const auto at = qsizetype(m_random.bounded(int(out.size())));
+            const char byte = char(m_random.bounded(256));
+            switch (m_random.bounded(3)) {
+            case 0:
+                out[at] = byte;
+                break;
+            case 1:
+                out.remove(at, 1);
+                break;
+            default:
+                out.insert(at, byte);
+                break;
+            }
+        }
+        return out;
+    }
+
+private:
+    bool chance(int oneIn) { return m_random.bounded(oneIn) == 0; }
+
+    void object(QByteArray *out, int depth)
+    {
+        static const QByteArrayList names = {"user_id", "reminder_id", "scheduled_at",  "destination", "body",
+                                             "channel", "event_id",    "user\\u005fid", "\\u0062ody",  "meta",
+                                             "x"};
+        *out += '{';
+        for (int members = int(m_random.bounded(depth == 0 ? 7 : 3)), i = 0; i < members; ++i) {
+            if (i > 0)
+                *out += ", ";
+            *out += '"' + names.at(m_random.bounded(int(names.size()))) + "\": ";
+            value(out, depth + 1);
+        }
+        *out += '}';
+    }
+
+    void value(QByteArray *out, int depth)
+    {
+        switch (m_random.bounded(depth > 2 ? 5 : 7)) {
+        case 0:
+            *out += "null";
+            break;
+        case 1:
+            *out += QByteArray::number(m_random.bounded(-1000, 1000));
+            break;
+        case 2:
+            *out += chance(2) ? "true" : "false";
+            break;
+        case 5:
+            object(out, depth + 1);
+            break;
+        case 6:
+            *out += '[';
+            value(out, depth + 1);
+            *out += ']';
+            break;
+        default:
+            string(out);
+            break;
+        }
+    }
+
+    void string(QByteArray *out)
+    {
+        static const QByteArrayList pieces = {"a",
+                                              "Z",
+                                              "0",
+                                              " ",
+                                              ":",
+                                              "%",
+                                              "\\\"",
+                                              "\\\\",
+                                              "\\/",
+                                              "\\b",
+                                              "\\f",
+                                              "\\n",
+                                              "\\r",
+                                              "\\t",
+                                              "\\u0000",
+                                              "\\u0041",
+                                              "\\u00e9",
+                                              "\\uFEFF",
+                                              "\\ufeff",
+                                              "\\uFFFF",
+                                              "\\uD83D\\uDD14",
+                                              "\\u20AC",
+                                              "\xc3\xa9",
+                                              "\xe2\x82\xac",
+                                              "\xf0\x9f\x94\x94",
+                                              "\xef\xbf\xbf",
+                                              "\xef\xb7\x90",
+                                              "\x7f"};
+        // What the check refuses, one string in ten.
+        static const QByteArrayList refused = {
+            "\\ud800", "\\udc00", "\xef\xbb\xbf", "\xed\xa0\x80", "\xc0\xaf", "\xff", "\x01", "\\x41", "\\'"};
+        *out += '"';
+        const int length = int(m_random.bounded(6));
+        const int refusedAt = chance(10) ? int(m_random.bounded(length + 1)) : -1;
+        for (int i = 0; i <= length; ++i) {
+            if (i == refusedAt)
+                *out += refused.at(m_random.bounded(int(refused.size())));
+            else if (i < length)
+                *out += pieces.at(m_random.bounded(int(pieces.size())));
+        }
+        *out += '"';
+    }
+
+    QRandomGenerator &m_random;
+};
+
+} // namespace
+
+// The members a reminder is made of are read in the strict check's own pass: what it
+// reads must be what Qt's parser reads from every text that passes the check, and a text
+// that fails is refused with the check's own words.
+void TestReminder::membersAreReadAsQtReadsThem()
+{
+    QRandomGenerator random(20261204); // fixed: a failure repeats
+    RandomJson json(random);
+    const QLatin1StringView names[] = {QLatin1StringView("user_id"), QLatin1StringView("body"),
+                                       QLatin1StringView("channel"), QLatin1StringView("meta")};
+    int passed = 0;
+    int strings = 0;
+    for (int i = 0; i < 100000; ++i) {
+        const QByteArray text = json.text();
+        std::array<JsonMember, 4> members{{{names[0]}, {names[1]}, {names[2]}, {names[3]}}};
+        bool isObject = false;
+        const QString problem = readStrictJsonObject(text, members, &isObject);
+        QCOMPARE(problem, strictJsonProblem(text));
+        if (!problem.isEmpty())
+            continue;
+        ++passed;
+        QJsonParseError error;
+        const QJsonDocument document = QJsonDocument::fromJson(text, &error);
+        // Qt's parser takes only an object or an array as the whole text.
+        if (error.error != QJsonParseError::NoError) {
+            QVERIFY2(!isObject, text.constData());
+            continue;
+        }
+        QCOMPARE(isObject, document.isObject());
+        for (const JsonMember &member : members) {
+            const QJsonValue value = document.object().value(member.name);
+            const auto kind = value.isUndefined() ? JsonMember::Kind::Absent
+                              : value.isNull()    ? JsonMember::Kind::Null
+                              : value.isString()  ? JsonMember::Kind::String
+                                                  : JsonMember::Kind::Other;
+            QVERIFY2(member.kind == kind, text.constData());
+            QCOMPARE(member.text, value.toString());
+            strings += kind == JsonMember::Kind::String ? 1 : 0;
+        }
+    }
+    // Both sides of the check were tried, and many strings read.
+    qInfo() << passed << "texts passed the check," << strings << "strings read";
+    QVERIFY2(passed > 10000 && passed < 90000, qPrintable(QString::number(passed)));
+    QVERIFY2(strings > 8000, qPrintable(QString::number(strings)));
 }
 
 QTEST_GUILESS_MAIN(TestReminder)

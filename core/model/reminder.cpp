@@ -3,10 +3,10 @@
 #include "text/quotedtext.h"
 #include "text/strictjson.h"
 
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QStringDecoder>
 #include <QUrl>
+
+#include <array>
 
 namespace once {
 
@@ -206,20 +206,6 @@ std::optional<SendKeyParts> parseSendKey(const QByteArray &key)
 
 namespace {
 
-std::optional<QString> requiredString(const QJsonObject &object, QLatin1String field, QString *error)
-{
-    const auto value = object.value(field);
-    if (value.isUndefined() || value.isNull()) {
-        *error = QStringLiteral("missing field \"%1\"").arg(field);
-        return std::nullopt;
-    }
-    if (!value.isString() || value.toString().isEmpty()) {
-        *error = QStringLiteral("field \"%1\" must be a non-empty string").arg(field);
-        return std::nullopt;
-    }
-    return value.toString();
-}
-
 ReminderParseResult refused(const QString &error)
 {
     return {std::nullopt, error};
@@ -236,64 +222,80 @@ ReminderParseResult parseReminder(const QByteArray &line)
     if (size > MaxMessageBytes)
         return refused(QStringLiteral("message is %1 bytes, over the 256 KiB limit (%2 bytes)")
                            .arg(QString::number(size), QString::number(MaxMessageBytes)));
-    if (const QString problem = strictJsonProblem(line); !problem.isEmpty())
+    enum Field
+    {
+        UserId,
+        ReminderId,
+        ScheduledAt,
+        Destination,
+        Body,
+        Channel,
+        EventId,
+        FieldCount
+    };
+    std::array<JsonMember, FieldCount> fields{{{QLatin1StringView("user_id")},
+                                               {QLatin1StringView("reminder_id")},
+                                               {QLatin1StringView("scheduled_at")},
+                                               {QLatin1StringView("destination")},
+                                               {QLatin1StringView("body")},
+                                               {QLatin1StringView("channel")},
+                                               {QLatin1StringView("event_id")}}};
+    bool isObject = false;
+    if (const QString problem = readStrictJsonObject(line, fields, &isObject); !problem.isEmpty())
         return refused(problem);
-    QJsonParseError parseError;
-    const auto document = QJsonDocument::fromJson(line, &parseError);
-    if (parseError.error != QJsonParseError::NoError)
-        return refused(QStringLiteral("malformed JSON at offset %1: %2")
-                           .arg(QString::number(parseError.offset), parseError.errorString()));
-    if (!document.isObject())
+    if (!isObject)
         return refused(QStringLiteral("a reminder must be a JSON object"));
-    const QJsonObject object = document.object();
-
-    QString error;
-    const auto userId = requiredString(object, QLatin1String("user_id"), &error);
-    const auto reminderId = userId ? requiredString(object, QLatin1String("reminder_id"), &error) : std::nullopt;
-    const auto scheduledAt = reminderId ? requiredString(object, QLatin1String("scheduled_at"), &error) : std::nullopt;
-    const auto destination = scheduledAt ? requiredString(object, QLatin1String("destination"), &error) : std::nullopt;
-    const auto body = destination ? requiredString(object, QLatin1String("body"), &error) : std::nullopt;
-    if (!body)
-        return refused(error);
-    for (const auto field : {QLatin1String("channel"), QLatin1String("event_id")}) {
-        const auto value = object.value(field);
-        if (!value.isUndefined() && !value.isNull() && !value.isString())
-            return refused(QStringLiteral("field \"%1\" must be a string").arg(field));
+    for (const Field required : {UserId, ReminderId, ScheduledAt, Destination, Body}) {
+        const JsonMember &field = fields[required];
+        if (field.kind == JsonMember::Kind::Absent || field.kind == JsonMember::Kind::Null)
+            return refused(QStringLiteral("missing field \"%1\"").arg(field.name));
+        if (field.kind != JsonMember::Kind::String || field.text.isEmpty())
+            return refused(QStringLiteral("field \"%1\" must be a non-empty string").arg(field.name));
     }
-    const QString channel = object.value(QLatin1String("channel")).toString();
-    const QString eventId = object.value(QLatin1String("event_id")).toString();
+    for (const Field optional : {Channel, EventId}) {
+        const JsonMember &field = fields[optional];
+        if (field.kind == JsonMember::Kind::Other)
+            return refused(QStringLiteral("field \"%1\" must be a string").arg(field.name));
+    }
+    const QString &userId = fields[UserId].text;
+    const QString &reminderId = fields[ReminderId].text;
+    const QString &scheduledAt = fields[ScheduledAt].text;
+    const QString &destination = fields[Destination].text;
+    const QString &channel = fields[Channel].text;
+    const QString &eventId = fields[EventId].text;
 
-    for (const auto &[field, id] : {std::pair{QLatin1String("user_id"), *userId}, {QLatin1String("reminder_id"), *reminderId}}) {
+    for (const auto &[field, id] :
+         {std::pair{QLatin1String("user_id"), userId}, {QLatin1String("reminder_id"), reminderId}}) {
         if (const qsizetype bytes = id.toUtf8().size(); bytes > MaxIdBytes)
             return refused(QStringLiteral("field \"%1\" is %2 bytes of UTF-8, over the limit of %3")
                                .arg(field, QString::number(bytes), QString::number(MaxIdBytes)));
     }
-    if (scheduledAt->size() > MaxScheduledAtChars)
+    if (scheduledAt.size() > MaxScheduledAtChars)
         return refused(QStringLiteral("field \"scheduled_at\" is %1 characters, over the limit of %2")
-                           .arg(QString::number(scheduledAt->size()), QString::number(MaxScheduledAtChars)));
+                           .arg(QString::number(scheduledAt.size()), QString::number(MaxScheduledAtChars)));
     // These fields are kept in text columns, and PostgreSQL's text cannot hold U+0000: one
     // such message would fail a whole batch of claims, again at every try.
-    for (const auto &[field, text] : {std::pair{QLatin1String("user_id"), *userId},
-                                      {QLatin1String("reminder_id"), *reminderId},
-                                      {QLatin1String("destination"), *destination},
+    for (const auto &[field, text] : {std::pair{QLatin1String("user_id"), userId},
+                                      {QLatin1String("reminder_id"), reminderId},
+                                      {QLatin1String("destination"), destination},
                                       {QLatin1String("channel"), channel},
                                       {QLatin1String("event_id"), eventId}}) {
         if (text.contains(QChar(0)))
             return refused(QStringLiteral("field \"%1\" contains U+0000, which a store cannot keep").arg(field));
     }
     QString why;
-    const auto time = parseRfc3339(*scheduledAt, &why);
+    const auto time = parseRfc3339(scheduledAt, &why);
     if (!time)
-        return refused(QStringLiteral("scheduled_at %1 %2").arg(quotedForError(*scheduledAt), why));
+        return refused(QStringLiteral("scheduled_at %1 %2").arg(quotedForError(scheduledAt), why));
 
     Reminder reminder;
-    reminder.userId = *userId;
-    reminder.reminderId = *reminderId;
+    reminder.userId = userId;
+    reminder.reminderId = reminderId;
     reminder.scheduledAt = time->utc;
-    reminder.destination = *destination;
+    reminder.destination = destination;
     reminder.channel = channel;
     reminder.eventId = eventId;
-    reminder.sendKey = sendKeyOf(*userId, *reminderId, *time);
+    reminder.sendKey = sendKeyOf(userId, reminderId, *time);
     reminder.payload = line.trimmed();
     return {std::move(reminder), {}};
 }

@@ -4,6 +4,7 @@
 #include "text/quotedtext.h"
 
 #include <QSet>
+#include <QStringDecoder>
 #include <QVarLengthArray>
 
 #include <algorithm>
@@ -114,16 +115,20 @@ private:
 class Checker
 {
 public:
-    explicit Checker(const QByteArray &text)
-        : m_begin(reinterpret_cast<const uchar *>(text.constData())), m_p(m_begin), m_end(m_begin + text.size())
+    explicit Checker(const QByteArray &text, std::span<JsonMember> members = {})
+        : m_begin(reinterpret_cast<const uchar *>(text.constData())), m_p(m_begin),
+          m_end(m_begin + text.size()), m_members(members)
     {
     }
+
+    bool topIsObject() const { return m_topIsObject; }
 
     QString run()
     {
         if (m_end - m_p >= 3 && std::memcmp(m_p, "\xef\xbb\xbf", 3) == 0)
             m_p += 3;
         skipSpace();
+        m_topIsObject = at('{');
         if (!value(0))
             return m_error;
         skipSpace();
@@ -202,7 +207,7 @@ private:
                 return malformed("expected a name in double quotes");
             const uchar *nameAt = m_p;
             QByteArray name;
-            if (!memberName(&name))
+            if (!stringText(&name))
                 return false;
             if (!names.insert(name))
                 return fail(QStringLiteral("duplicate field ") + quotedForError(QString::fromUtf8(name)),
@@ -212,8 +217,22 @@ private:
                 return malformed("expected ':' after a name");
             ++m_p;
             skipSpace();
-            if (!value(depth))
-                return false;
+            JsonMember *wanted = depth == 1 ? memberNamed(name) : nullptr;
+            if (wanted && at('"')) {
+                QByteArray text;
+                if (!stringText(&text))
+                    return false;
+                wanted->kind = JsonMember::Kind::String;
+                // Not QString::fromUtf8, which drops a byte order mark that opens the text
+                // (\uFEFF, escaped, may open a string).
+                QStringDecoder utf8(QStringDecoder::Utf8, QStringDecoder::Flag::ConvertInitialBom);
+                wanted->text = utf8(text);
+            } else {
+                if (wanted)
+                    wanted->kind = at('n') ? JsonMember::Kind::Null : JsonMember::Kind::Other;
+                if (!value(depth))
+                    return false;
+            }
             if (const auto more = nextMember('}', "expected ',' or '}'"); !more)
                 return false;
             else if (!*more)
@@ -256,21 +275,30 @@ private:
         return std::nullopt;
     }
 
-    // A member's name as UTF-8 after its escapes, which is how names are compared. Without
-    // escapes that is the bytes as written, not copied: they live as long as the check.
-    bool memberName(QByteArray *name)
+    JsonMember *memberNamed(const QByteArray &name)
+    {
+        for (JsonMember &member : m_members) {
+            if (QLatin1StringView(name) == member.name)
+                return &member;
+        }
+        return nullptr;
+    }
+
+    // A string's text as UTF-8 after its escapes (names are compared so). Without escapes
+    // that is the bytes as written, not copied: they live as long as the check.
+    bool stringText(QByteArray *text)
     {
         const uchar *quote = m_p;
         m_sawEscape = false;
         if (!string(nullptr))
             return false;
         if (!m_sawEscape) {
-            *name = QByteArray::fromRawData(reinterpret_cast<const char *>(quote + 1), m_p - quote - 2);
+            *text = QByteArray::fromRawData(reinterpret_cast<const char *>(quote + 1), m_p - quote - 2);
             return true;
         }
         const uchar *after = m_p;
         m_p = quote;
-        string(name);
+        string(text);
         m_p = after;
         return true;
     }
@@ -406,8 +434,10 @@ private:
     const uchar *m_begin;
     const uchar *m_p;
     const uchar *m_end;
+    std::span<JsonMember> m_members;
     QString m_error;
     bool m_sawEscape = false;
+    bool m_topIsObject = false;
 };
 
 } // namespace
@@ -415,6 +445,18 @@ private:
 QString strictJsonProblem(const QByteArray &text)
 {
     return Checker(text).run();
+}
+
+QString readStrictJsonObject(const QByteArray &text, std::span<JsonMember> members, bool *isObject)
+{
+    Checker checker(text, members);
+    const QString problem = checker.run();
+    *isObject = problem.isEmpty() && checker.topIsObject();
+    if (!problem.isEmpty()) {
+        for (JsonMember &member : members)
+            member = JsonMember{member.name, JsonMember::Kind::Absent, {}};
+    }
+    return problem;
 }
 
 } // namespace once

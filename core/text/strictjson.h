@@ -1,7 +1,10 @@
 #pragma once
 
 #include <QByteArray>
+#include <QLatin1StringView>
 #include <QString>
+
+#include <span>
 
 namespace once {
 
@@ -29,5 +32,26 @@ inline constexpr int MaxJsonDepth = 64;
 // Returns an empty string when the text passes, else one line saying what is wrong and at
 // which byte offset.
 QString strictJsonProblem(const QByteArray &text);
+
+// A member of a JSON object's top level, as readStrictJsonObject found it.
+struct JsonMember
+{
+    enum class Kind
+    {
+        Absent,
+        Null,
+        String,
+        Other
+    };
+    QLatin1StringView name; // asked for
+    Kind kind = Kind::Absent;
+    QString text; // a string's text, escapes decoded
+};
+
+// The same check, and in the same pass the members named in `members` at the top level of
+// the text's value, when that value is an object (*isObject). A reader that takes these
+// needs no second parser, which would be another reading that could differ. The members
+// are filled only when the text passes.
+QString readStrictJsonObject(const QByteArray &text, std::span<JsonMember> members, bool *isObject);
 
 } // namespace once
