@@ -1,6 +1,7 @@
 // The store against a real database: schema, queue leases and settlements, the claim
 // ledger, operator operations and the inspector. One suite for every kind of store:
 // SQLite by default, PostgreSQL as tst_store_postgres (see teststores.h).
+#include "delivery/enginestore.h"
 #include "operator/metrics.h"
 #include "store/migrations.h"
 #include "store/store.h"
@@ -145,6 +146,7 @@ private slots:
     void deadLettersPageByKeysetWithoutPayloads();
     void sendsPerBucketReadTheIndexAlone();
     void turnsOnAGrownLedgerFindTheirKeysByIndex();
+    void aTurnsClaimsWaitForTheDiskItsOutcomesNeedNot();
     void aRarePrefixIsSearchedThroughTheIndexes();
     void aPrefixSearchCanUseTheIndexesWhateverTheDatabasesCollation();
     void valuesBoundByTheStoreAreStoredAsQtBindsThem();
@@ -1039,6 +1041,77 @@ void TestStore::deadLettersPageByKeysetWithoutPayloads()
 // the ledger newest first until a page is full: for a prefix no event has, the whole
 // ledger (0.5 s at a million events). What a query read is counted in SQLite's virtual
 // machine steps, the same on any machine.
+// A worker's turn on PostgreSQL commits its outcomes, then its claims: the claims'
+// commit waits for the disk (a send follows it), the outcomes' need not, as the claims'
+// commit flushes the server's log up to itself. What each ledger row was written under
+// is noted by a trigger of the test's own.
+void TestStore::aTurnsClaimsWaitForTheDiskItsOutcomesNeedNot()
+{
+    if (!m_stores.isPostgres())
+        QSKIP("SQLite commits a whole turn at once");
+    QSqlQuery setup(m_store->database().connection());
+    // The test server does not wait for its disk at all; this database's connections do.
+    for (const char *sql : {"DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET synchronous_commit = on', "
+                            "current_database()); END $$",
+                            "CREATE TABLE commit_modes (operation TEXT, mode TEXT)",
+                            "CREATE FUNCTION note_commit_mode() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                            "INSERT INTO commit_modes VALUES (TG_OP, current_setting('synchronous_commit')); "
+                            "RETURN NULL; END $$",
+                            "CREATE TRIGGER note_commit_mode AFTER INSERT OR UPDATE ON ledger "
+                            "FOR EACH ROW EXECUTE FUNCTION note_commit_mode()"}) {
+        QVERIFY2(setup.exec(QString::fromLatin1(sql)), qPrintable(setup.lastError().text()));
+    }
+    QString error;
+    for (const char *user : {"u-1", "u-2"})
+        QVERIFY2(m_store->queue().enqueue(
+                     {outgoing(makeReminder(QString::fromLatin1(user), QStringLiteral("r")))}, &error),
+                 qPrintable(error));
+
+    EngineStore side(m_url, QString(), Worker, 1);
+    QVERIFY2(side.open(&error, EngineStore::Notifications::Ignore), qPrintable(error));
+    TurnRequest first;
+    first.room = 1;
+    first.leaseMs = 60000;
+    first.workerId = Worker;
+    const TurnResult claimed = side.runTurn(first);
+    QVERIFY2(claimed.ok, qPrintable(claimed.error));
+    QCOMPARE(claimed.claims.size(), 1);
+
+    // The next turn records that reminder's outcome, acks it, and claims the other one.
+    const ClaimRequest &done = claimed.claims.constFirst();
+    TurnRequest next = first;
+    next.updates = {LedgerUpdate{done.reminder.sendKey,
+                                 done.messageId,
+                                 done.delivery,
+                                 LedgerState::Applied,
+                                 true,
+                                 nowMs(),
+                                 200,
+                                 {},
+                                 {},
+                                 {}}};
+    next.settlements = {Settlement{Settlement::Kind::Ack, done.messageId, done.delivery, 0, {}}};
+    const TurnResult recorded = side.runTurn(next);
+    QVERIFY2(recorded.ok, qPrintable(recorded.error));
+    QVERIFY(recorded.writesCommitted);
+    QCOMPARE(recorded.claims.size(), 1);
+    QCOMPARE(stateOf(done.reminder.sendKey), QStringLiteral("applied"));
+
+    QSqlQuery modes(m_store->database().connection());
+    QVERIFY2(modes.exec(QStringLiteral("SELECT operation || ' ' || mode FROM commit_modes ORDER BY ctid")),
+             qPrintable(modes.lastError().text()));
+    QStringList written;
+    while (modes.next())
+        written << modes.value(0).toString();
+    // Two claims, each waiting for the disk; the outcome between them did not.
+    QCOMPARE(written, (QStringList{QStringLiteral("INSERT on"), QStringLiteral("UPDATE off"),
+                                   QStringLiteral("INSERT on")}));
+    // And nothing of it stays with the connection.
+    QSqlQuery after(side.store().database().connection());
+    QVERIFY(after.exec(QStringLiteral("SHOW synchronous_commit")) && after.next());
+    QCOMPARE(after.value(0).toString(), QStringLiteral("on"));
+}
+
 void TestStore::aRarePrefixIsSearchedThroughTheIndexes()
 {
     if (m_stores.isPostgres())

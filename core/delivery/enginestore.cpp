@@ -77,16 +77,25 @@ TurnResult EngineStore::runTurn(const TurnRequest &request)
         return runBrokerTurn(request);
     Transaction batch(database);
     const bool writes = !request.updates.isEmpty() || !request.attempts.isEmpty() || !request.settlements.isEmpty();
+    // On PostgreSQL, other workers' transactions run beside this one: commit the outcomes
+    // before leasing and claiming, so that the row locks of one step are not held while
+    // the next waits on another worker's (two short transactions, no lock cycles).
+    const bool outcomesFirst = database.isPostgres() && writes && request.room > 0;
     bool ok = batch.begin(&turn.error);
+    // The outcomes' commit need not wait for the disk: nothing leaves the worker on its
+    // account, and the claims' commit, which the sends wait for, flushes the server's log
+    // up to itself, this one included (a turn that claims nothing leaves that to the
+    // server's WAL writer, a fraction of a second later). Should the server fail before
+    // then, the outcomes are lost together with their acks (one transaction), and those
+    // keys come back in doubt, as after a worker that died before recording.
+    if (ok && outcomesFirst)
+        ok = database.exec(QStringLiteral("SET LOCAL synchronous_commit = off"), &turn.error);
     if (ok && (!request.updates.isEmpty() || !request.attempts.isEmpty())) {
         ok = m_store->ledger().record(request.updates, request.attempts, &turn.error);
         failpoint("after-record");
     }
     ok = ok && m_store->queue().settle(request.settlements, &turn.error);
-    // On PostgreSQL, other workers' transactions run beside this one: commit the outcomes
-    // before leasing and claiming, so that the row locks of one step are not held while
-    // the next waits on another worker's (two short transactions, no lock cycles).
-    if (ok && database.isPostgres() && writes && request.room > 0) {
+    if (ok && outcomesFirst) {
         ok = batch.commit(&turn.error) && batch.begin(&turn.error);
         turn.writesCommitted = ok;
     }
