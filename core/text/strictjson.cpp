@@ -8,7 +8,6 @@
 #include <QVarLengthArray>
 
 #include <algorithm>
-
 #include <cstring>
 #include <optional>
 

@@ -12,8 +12,9 @@ namespace once {
 // bound keeps a hostile message from costing stack or time in any parser that reads it.
 inline constexpr int MaxJsonDepth = 64;
 
-// Checks that bytes are exactly one JSON text as RFC 8259 defines it, before
-// QJsonDocument reads them. Qt's parser is lenient where leniency changes meaning: it
+// Checks that bytes are exactly one JSON text as RFC 8259 defines it, before anything
+// reads them (readStrictJsonObject below reads a reminder's members in the same pass).
+// Qt's parser, for one, is lenient where leniency changes meaning: it
 // takes raw control characters inside strings, escapes such as \x41 and \', escapes of
 // unpaired surrogates (which later become '?' or U+FFFD, so two different ids can meet),
 // numbers such as "1." and ".5", and duplicate names in an object (it keeps the last, a
