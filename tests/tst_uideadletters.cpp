@@ -108,6 +108,7 @@ private slots:
 
     void deadLettersModelShowsLetters();
     void deadLettersModelKeepsRowsAcrossReloads();
+    void deadLettersModelOutlivesItsSession();
     void inDoubtModelShowsEvents();
     void pageFiltersByErrorClassAndTime();
     void pageShowsPayloadOfSelection();
@@ -326,6 +327,26 @@ void TestUiDeadLetters::deadLettersModelShowsLetters()
         if (model.letter(row).errorClass == QLatin1String("invalid-message"))
             QCOMPARE(model.index(row, DeadLettersModel::SendKey).data().toString(), QStringLiteral("(none)"));
     }
+}
+
+// A session that closes while a page is out (the console opening another store): the
+// model lets go of it, asks nothing of it, and takes the next one.
+void TestUiDeadLetters::deadLettersModelOutlivesItsSession()
+{
+    fillStandardSet();
+    DeadLettersModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    auto first = openSession();
+    model.setSession(first.get());
+    model.ensureLoaded();
+    first.reset();
+    model.refresh();
+    model.setFilter(DeadLetterFilter());
+    QCOMPARE(model.rowCount(), 0);
+    const auto next = openSession();
+    model.setSession(next.get());
+    model.ensureLoaded();
+    QTRY_COMPARE(model.rowCount(), 31);
 }
 
 void TestUiDeadLetters::deadLettersModelKeepsRowsAcrossReloads()

@@ -157,6 +157,7 @@ private slots:
     void modelLoadsPagesOnDemand();
     void modelStaysConsistentWhileFetching();
     void newFilterDropsOldAnswers();
+    void modelOutlivesItsSession();
     void attemptsModelAppendsHistory();
     void searchShowsOneUsersEvents();
     void stateFilterNarrowsTheList();
@@ -492,6 +493,27 @@ void TestUiEvents::modelStaysConsistentWhileFetching()
     model.setFilter(bob);
     QTRY_COMPARE(model.rowCount(), 2);
     QTRY_COMPARE(model.total(), qint64(2));
+}
+
+// A session that closes while a page is out (the console opening another store): the
+// model lets go of it, asks nothing of it, and takes the next one.
+void TestUiEvents::modelOutlivesItsSession()
+{
+    EventsModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    auto first = std::make_unique<StoreSession>(m_url);
+    model.setSession(first.get());
+    model.ensureLoaded();
+    first.reset();
+    QCOMPARE(model.session(), nullptr);
+    model.ensureLoaded();
+    model.refreshRows(0, 10);
+    model.setFilter(EventFilter());
+    QCOMPARE(model.rowCount(), 0);
+    StoreSession next(m_url);
+    model.setSession(&next);
+    model.ensureLoaded();
+    QTRY_COMPARE(model.rowCount(), TotalEvents);
 }
 
 void TestUiEvents::newFilterDropsOldAnswers()

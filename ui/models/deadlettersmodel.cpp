@@ -43,18 +43,12 @@ void DeadLettersModel::setSession(StoreSession *session)
 {
     if (session == m_session)
         return;
-    for (const auto &connection : std::as_const(m_connections))
-        disconnect(connection);
-    m_connections.clear();
+    if (m_session)
+        m_session->disconnect(this);
     m_session = session;
     if (m_session) {
-        m_connections << connect(m_session, &StoreSession::deadLettersLoaded, this,
-                                 &DeadLettersModel::onLoaded)
-                      << connect(m_session, &StoreSession::failed, this, &DeadLettersModel::onFailed)
-                      << connect(m_session, &QObject::destroyed, this, [this] {
-                             m_session = nullptr;
-                             m_connections.clear();
-                         });
+        connect(m_session, &StoreSession::deadLettersLoaded, this, &DeadLettersModel::onLoaded);
+        connect(m_session, &StoreSession::failed, this, &DeadLettersModel::onFailed);
     }
     // Rows of another store mean nothing here; nothing is read until a page asks.
     reset(m_filter);

@@ -5,7 +5,7 @@
 #include "operator/inspector.h"
 
 #include <QHash>
-#include <QMetaObject>
+#include <QPointer>
 
 namespace once::ui {
 
@@ -88,8 +88,8 @@ private:
     void onFailed(quint64 token, const QString &error);
     void rebuildIndex();
 
-    StoreSession *m_session = nullptr;
-    QList<QMetaObject::Connection> m_connections;
+    // Null again when a session closes before this model does.
+    QPointer<StoreSession> m_session;
     once::DeadLetterFilter m_filter;
     QHash<QString, int> m_index; // message id -> row
     bool m_atEnd = false;

@@ -60,19 +60,13 @@ void EventsModel::setSession(StoreSession *session)
 {
     if (session == m_session)
         return;
-    for (const auto &connection : std::as_const(m_connections))
-        disconnect(connection);
-    m_connections.clear();
+    if (m_session)
+        m_session->disconnect(this);
     m_session = session;
     if (m_session) {
-        m_connections << connect(m_session, &StoreSession::eventsLoaded, this, &EventsModel::onEventsLoaded)
-                      << connect(m_session, &StoreSession::eventsCounted, this, &EventsModel::onEventsCounted)
-                      << connect(m_session, &StoreSession::failed, this, &EventsModel::onFailed);
-        // A session closing before this model does must not leave a dangling pointer.
-        m_connections << connect(m_session, &QObject::destroyed, this, [this] {
-            m_session = nullptr;
-            m_connections.clear();
-        });
+        connect(m_session, &StoreSession::eventsLoaded, this, &EventsModel::onEventsLoaded);
+        connect(m_session, &StoreSession::eventsCounted, this, &EventsModel::onEventsCounted);
+        connect(m_session, &StoreSession::failed, this, &EventsModel::onFailed);
     }
     // Rows of another store mean nothing here. Nothing is read yet: a hidden page must not
     // keep the store busy; the first refresh or a view's fetchMore() loads.

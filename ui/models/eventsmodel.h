@@ -6,7 +6,7 @@
 #include <QAbstractTableModel>
 #include <QElapsedTimer>
 #include <QHash>
-#include <QMetaObject>
+#include <QPointer>
 #include <QTimer>
 
 namespace once::ui {
@@ -129,8 +129,8 @@ private:
     void splitLongPages();
     void setError(const QString &error);
 
-    StoreSession *m_session = nullptr;
-    QList<QMetaObject::Connection> m_connections;
+    // Null again when a session closes before this model does.
+    QPointer<StoreSession> m_session;
     once::EventFilter m_filter;
     EventPages m_pages;
     int m_residentPageLimit = DefaultResidentPages;
