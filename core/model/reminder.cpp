@@ -2,8 +2,8 @@
 
 #include "text/quotedtext.h"
 #include "text/strictjson.h"
+#include "text/utf8text.h"
 
-#include <QStringDecoder>
 #include <QUrl>
 
 #include <array>
@@ -187,10 +187,7 @@ std::optional<SendKeyParts> parseSendKey(const QByteArray &key)
     // Only the one spelling makeSendKey writes (upper-case hex, unreserved characters
     // left as they are, UTF-8): decoding and encoding again must give the same bytes.
     const auto decodeId = [](const QByteArray &encoded) -> std::optional<QString> {
-        // Not QString::fromUtf8, which drops a byte order mark at the start: an id may
-        // begin with U+FEFF like with any other character.
-        QStringDecoder utf8(QStringDecoder::Utf8, QStringDecoder::Flag::ConvertInitialBom);
-        const QString text = utf8(QByteArray::fromPercentEncoding(encoded));
+        const QString text = textOfUtf8(QByteArray::fromPercentEncoding(encoded));
         if (QUrl::toPercentEncoding(text) != encoded)
             return std::nullopt;
         return text;

@@ -2,9 +2,9 @@
 
 #include "text/hexdigits.h"
 #include "text/quotedtext.h"
+#include "text/utf8text.h"
 
 #include <QSet>
-#include <QStringDecoder>
 #include <QVarLengthArray>
 
 #include <algorithm>
@@ -222,10 +222,7 @@ private:
                 if (!stringText(&text))
                     return false;
                 wanted->kind = JsonMember::Kind::String;
-                // Not QString::fromUtf8, which drops a byte order mark that opens the text
-                // (\uFEFF, escaped, may open a string).
-                QStringDecoder utf8(QStringDecoder::Utf8, QStringDecoder::Flag::ConvertInitialBom);
-                wanted->text = utf8(text);
+                wanted->text = textOfUtf8(text);
             } else {
                 if (wanted)
                     wanted->kind = at('n') ? JsonMember::Kind::Null : JsonMember::Kind::Other;
