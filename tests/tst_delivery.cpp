@@ -45,6 +45,8 @@
 #include <csignal>
 #include <functional>
 #include <memory>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 using namespace once;
 using namespace oncetest;
@@ -100,6 +102,8 @@ private slots:
     void outageLongerThanRetryBudgetThenRedrive();
     void sigtermFinishesInFlight_data();
     void sigtermFinishesInFlight();
+    void aCrashSaysWhere_data();
+    void aCrashSaysWhere();
     void largeTurnsSurviveACrash();
     void largeMessagesLeasedTogether();
     void claimsRunAheadOfSendsOnlyWhenResending_data();
@@ -1044,6 +1048,42 @@ void DeliveryTest::sigtermFinishesInFlight()
                   {QStringLiteral("claimed"), 0},
                   {QStringLiteral("acked"), Count},
                   {QStringLiteral("duplicates_suppressed"), 0}});
+}
+
+void DeliveryTest::aCrashSaysWhere_data()
+{
+    QTest::addColumn<int>("signal");
+    QTest::newRow("SIGSEGV") << int(SIGSEGV);
+    // What glibc raises when it finds the heap corrupted ("double free or corruption").
+    QTest::newRow("SIGABRT") << int(SIGABRT);
+}
+
+// A worker that crashes, which no test can plan, leaves its stack on stderr (the journal,
+// or the failure text of whichever test saw it) and still dies of its signal.
+void DeliveryTest::aCrashSaysWhere()
+{
+    if (m_queues.isBroker())
+        QSKIP("the report is the process's, not the queue's: the store's own queue shows it");
+    QFETCH(int, signal);
+    PartnerProfile slow;
+    slow.latencyMs = 500;
+    m_partner->setProfile(slow);
+    const auto keys = enqueueReminders(20, QStringLiteral("crash"));
+    QCOMPARE(keys.size(), 20);
+    QProcess *worker = startWorker({QStringLiteral("--concurrency"), QStringLiteral("4")});
+    QVERIFY(pumpUntil([this] { return m_partner->stats().requests >= 1; }, WorkerTimeoutMs));
+    // To the main thread, whose stack is known to hold the worker command; kill() would
+    // hand the signal to any of the process's threads.
+    const pid_t pid = pid_t(worker->processId());
+    QCOMPARE(::syscall(SYS_tgkill, pid, pid, signal), 0L);
+    const auto crashed = waitFor(worker, 10000);
+    QVERIFY2(crashed.crashed(), crashed.describe().constData());
+    QCOMPARE(crashed.exitCode, signal);
+    const QByteArray said = QByteArray("once: crashed (") + (signal == SIGSEGV ? "SIGSEGV" : "SIGABRT") + ")";
+    QVERIFY2(crashed.err.contains(said), crashed.describe().constData());
+    // The frames are named: the worker command's own function is among them.
+    QVERIFY2(crashed.err.contains("runWorker"), crashed.describe().constData());
+    m_partner->setProfile(PartnerProfile{});
 }
 
 // Messages near the size limit, many to one lease: a broker's answer holding ten or a

@@ -3,6 +3,7 @@
 #include "session/enginecontroller.h"
 #include "settings/settings.h"
 
+#include "monitoring/crashreport.h"
 #include "queues/queuebackend.h"
 #include "store/database.h"
 
@@ -91,6 +92,7 @@ void answerWithoutWindow(int argc, char *argv[])
 
 int main(int argc, char *argv[])
 {
+    once::reportCrashesOnStderr("once-console");
     answerWithoutWindow(argc, argv);
     QApplication app(argc, argv);
     nameApplication();

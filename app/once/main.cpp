@@ -1,5 +1,7 @@
 #include "cli.h"
 
+#include "monitoring/crashreport.h"
+
 #include <QCoreApplication>
 #include <QLoggingCategory>
 
@@ -53,6 +55,7 @@ void printUsage(FILE *to)
 
 int main(int argc, char *argv[])
 {
+    once::reportCrashesOnStderr("once");
     QCoreApplication app(argc, argv);
     // Per-connection chatter stays off unless QT_LOGGING_RULES asks for it.
     QLoggingCategory::setFilterRules(QStringLiteral("once.*.debug=false"));
