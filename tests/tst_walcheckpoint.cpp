@@ -214,6 +214,45 @@ private slots:
         QVERIFY(checkpointer->checkpointsRun() > checkpointsBefore);
     }
 
+    // A checkpoint syncs the log and the file, each costing the disk as much as a turn's
+    // commit. Past 1,000 pages the log only starts over once everything is copied, so a
+    // log between that and the inline bound woke the thread at every commit: at 10,000
+    // reminders/s, sixty checkpoints a second of some fifty pages each, a third of the
+    // syncs the disk served. One is wanted per CheckpointPages new pages, not per commit.
+    void aCheckpointPerThousandNewPagesNotPerCommit()
+    {
+        auto db = openStore(QStringLiteral("small-turns.sqlite"));
+        QVERIFY(db);
+        QString error;
+        QVERIFY(db->exec(QStringLiteral("CREATE TABLE filler (id INTEGER PRIMARY KEY, bytes BLOB)"), &error));
+        const auto checkpointer = WalCheckpointer::forFile(db->location().path);
+        // Past the first checkpoint, and copied.
+        QVERIFY(writePages(*db, WalCheckpointer::CheckpointPages + 200));
+        QTRY_VERIFY_WITH_TIMEOUT(checkpointer->checkpointsRun() >= 1, 10000);
+        QTest::qWait(50);
+        const quint64 checkpointsBefore = checkpointer->checkpointsRun();
+        // Then 1,200 rows of a page in 240 small commits, back to back as a busy worker's
+        // turns: the log (about 2,600 pages with the tree's own) stays short of the last
+        // stretch before the inline bound, and no commit begins with everything copied,
+        // which is when the log would start over.
+        QSqlQuery &insert = db->prepared(QStringLiteral("INSERT INTO filler (bytes) VALUES (?)"));
+        const QByteArray page(3500, 'x');
+        for (int commit = 0; commit < 240; ++commit) {
+            Transaction transaction(*db);
+            QVERIFY(transaction.begin(&error));
+            for (int row = 0; row < 5; ++row)
+                QVERIFY2(db->execWith(insert, {page}, &error), qPrintable(error));
+            QVERIFY(transaction.commit(&error));
+        }
+        QTRY_VERIFY_WITH_TIMEOUT(checkpointer->checkpointsRun() > checkpointsBefore, 10000);
+        QTest::qWait(50); // for one more, if one was wanted
+        const quint64 checkpoints = checkpointer->checkpointsRun() - checkpointsBefore;
+        // One for the first 1,000 new pages, one more if the log started over on the way.
+        QVERIFY2(
+            checkpoints >= 1 && checkpoints <= 2,
+            qPrintable(QStringLiteral("%1 checkpoints for 1,200 pages in 240 commits").arg(checkpoints)));
+    }
+
     // The log is copied back and started over while a writer keeps committing: it stays
     // about the size at which the writer finishes the copy itself.
     void theLogStaysSmallUnderSteadyWrites()

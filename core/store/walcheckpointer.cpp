@@ -68,6 +68,19 @@ int WalCheckpointer::onCommit(void *checkpointer, sqlite3 *connection, const cha
         return SQLITE_OK;
     }
     auto *self = static_cast<WalCheckpointer *>(checkpointer);
+    int counted = self->m_logPagesCounted.load(std::memory_order_relaxed);
+    // Shorter than when last counted: the log started over, and its pages are all new.
+    // (Another process's commits may take it past the old length before this one sees it:
+    // that process's checkpointer copies meanwhile, and the inline bound holds anyway.)
+    const int added = pages >= counted ? pages - counted : pages;
+    // Nearer the inline bound, more often: the commit that reaches it finds little left.
+    const int every =
+        pages >= InlineCheckpointPages - CheckpointPages ? CheckpointPages / 4 : CheckpointPages;
+    // Counted from here as soon as the checkpoint is asked for, so that the commits made
+    // while it runs do not ask for another one straight after it.
+    if (added < every ||
+        !self->m_logPagesCounted.compare_exchange_strong(counted, pages, std::memory_order_relaxed))
+        return SQLITE_OK;
     {
         const std::lock_guard lock(self->m_mutex);
         self->m_wanted = true;

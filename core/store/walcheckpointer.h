@@ -2,6 +2,7 @@
 
 #include <QString>
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -25,8 +26,12 @@ namespace once {
 class WalCheckpointer final
 {
 public:
-    // What SQLite's automatic checkpoint waits for, kept: the log is copied back once it
-    // holds this many pages.
+    // What SQLite's automatic checkpoint waits for, kept: the log is copied back each time
+    // this many pages were added to it since the last copy. (Not whenever it holds this
+    // many: it starts over only when a transaction begins with everything copied, which
+    // busy writers rarely let happen, so past this size every commit wanted a checkpoint,
+    // and each one syncs the log and the file.) Each quarter of that in the last stretch
+    // before InlineCheckpointPages.
     static constexpr int CheckpointPages = 1000;
     // Past this the committing connection checkpoints itself after all, so that the log
     // starts over (see onCommit): it grows to about 16 MB instead of 4 MB.
@@ -59,6 +64,9 @@ private:
     bool m_wanted = false;
     bool m_stopping = false;
     quint64 m_checkpointsRun = 0;
+    // The log's length in pages when this process last asked for a checkpoint: the
+    // commits that follow count the pages they add from there.
+    std::atomic<int> m_logPagesCounted = 0;
     QString m_lastFailure; // the checkpointer thread's own
     std::thread m_thread;
 };
