@@ -1155,7 +1155,9 @@ FROM seq
     QVERIFY2(steps < 40, qPrintable(QStringLiteral("%1 thousand steps").arg(steps)));
     // A prefix every event has: the newest page, read newest first.
     QCOMPARE(search(QStringLiteral("u-*"), &steps), std::make_pair(qsizetype(100), qint64(Events)));
-    const auto newest = m_store->inspector().events(EventFilter{QStringLiteral("u-*")}, nullptr);
+    EventFilter everyone;
+    everyone.text = QStringLiteral("u-*");
+    const auto newest = m_store->inspector().events(everyone, nullptr);
     QVERIFY(newest && !newest->isEmpty());
     QCOMPARE(newest->constFirst().eventId, QStringLiteral("evt-%1").arg(Events - 1, 6, 10, QLatin1Char('0')));
     sqlite3_progress_handler(connection, 0, nullptr, nullptr);

@@ -46,7 +46,7 @@ struct JsonMember
     };
     QLatin1StringView name; // asked for
     Kind kind = Kind::Absent;
-    QString text; // a string's text, escapes decoded
+    QString text = {}; // a string's text, escapes decoded
 };
 
 // The same check, and in the same pass the members named in `members` at the top level of
