@@ -618,6 +618,18 @@ void TestReminder::refusesWhatIsNotExactlyUnderstood_data()
     QTest::newRow("unterminated string") << QByteArray(R"({"user_id": "u)") << QStringLiteral("malformed JSON");
     for (const char *number : {"01", "1.", ".5", "+1", "-", "1e", "NaN", "Infinity", "0x10"})
         QTest::addRow("number %s", number) << rawWith("n", number) << QStringLiteral("malformed JSON");
+    // Qt's parser, for one, refuses a number a double cannot hold (the forwarded payload
+    // would be no object at all to it), and another parser may read infinity or zero.
+    for (const char *number :
+         {"1e999", "-1e999", "1e-999", "1.7976931348623159e308", "2e-324",
+          "0.0000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+          "0000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+          "0000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+          "0000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+          "1"})
+        QTest::addRow("number %.24s", number)
+            << rawWith("n", QByteArray("[0, ") + number + "]")
+            << QStringLiteral("outside the range of a 64-bit floating-point number at offset");
     QTest::newRow("trailing comma") << rawWith(nullptr, {}, ",") << QStringLiteral("malformed JSON");
     QTest::newRow("single quotes") << rawWith("body", "'b'") << QStringLiteral("malformed JSON");
     QTest::newRow("text after the object") << rawWith(nullptr, {}) + " x" << QStringLiteral("malformed JSON");
@@ -707,6 +719,12 @@ void TestReminder::acceptsOddButValidMessages_data()
     QTest::newRow("nested 63 deep") << rawWith("meta", nested(63)) << "u-42:r-7" + at;
     QTest::newRow("numbers and literals") << rawWith("n", R"([0, -0, 1.5e+3, -2E-7, 10, true, false, null, "", {}])")
                                           << "u-42:r-7" + at;
+    // The edges of what a double holds: the largest, the smallest subnormal, zeros of any
+    // exponent, and more digits than it keeps.
+    QTest::newRow("numbers at a double's edges")
+        << rawWith("n",
+                   "[1.7976931348623157e308, -4.9e-324, 0e999, -0.0e-99999, 123456789012345678901234567890]")
+        << "u-42:r-7" + at;
     QTest::newRow("whitespace around") << " \t\r\n" + rawWith(nullptr, {}) + " \t" << "u-42:r-7" + at;
     QTest::newRow("ended by CRLF") << rawWith(nullptr, {}) + "\r\n" << "u-42:r-7" + at;
 }

@@ -400,9 +400,12 @@ private:
         return m_p != start;
     }
 
-    // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+    // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, and a value a double holds: Qt's
+    // parser refuses one that overflows to infinity or whose non-zero digits round to zero
+    // (the whole payload is then no JSON to it), and others read infinity or zero.
     bool number()
     {
+        const uchar *start = m_p;
         if (at('-'))
             ++m_p;
         if (at('0')) {
@@ -424,6 +427,14 @@ private:
             if (!digits())
                 return malformed("expected a digit in the exponent");
         }
+        bool holds = false;
+        QByteArray::fromRawData(reinterpret_cast<const char *>(start), m_p - start).toDouble(&holds);
+        if (!holds)
+            return fail(QStringLiteral("number %1 is outside the range of a 64-bit floating-point number")
+                            .arg(QString::fromLatin1(reinterpret_cast<const char *>(start),
+                                                     std::min<qsizetype>(m_p - start, 40)) +
+                                 (m_p - start > 40 ? QStringLiteral("...") : QString())),
+                        start);
         return true;
     }
 

@@ -28,6 +28,8 @@ inline constexpr int MaxJsonDepth = 64;
 //     (escaped as \uFEFF it is kept, and allowed);
 //   - escapes only as RFC 8259 lists them, a \uD800-style escape only as a proper pair;
 //   - no name twice in one object (compared after decoding escapes);
+//   - no number a 64-bit double cannot hold (one that overflows to infinity, or whose
+//     non-zero digits round to zero: Qt's parser refuses such a text whole);
 //   - at most MaxJsonDepth levels of nesting; nothing but whitespace after the value.
 // A UTF-8 byte order mark at the very start is allowed, as RFC 8259 permits and Qt does.
 // Returns an empty string when the text passes, else one line saying what is wrong and at
