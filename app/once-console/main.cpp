@@ -3,6 +3,7 @@
 #include "session/enginecontroller.h"
 #include "settings/settings.h"
 
+#include "http/opensslteardown.h"
 #include "monitoring/crashreport.h"
 #include "queues/queuebackend.h"
 #include "store/database.h"
@@ -93,6 +94,7 @@ void answerWithoutWindow(int argc, char *argv[])
 int main(int argc, char *argv[])
 {
     once::reportCrashesOnStderr("once-console");
+    once::skipOpenSslTeardownAtExit();
     answerWithoutWindow(argc, argv);
     QApplication app(argc, argv);
     nameApplication();

@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include "http/opensslteardown.h"
 #include "monitoring/crashreport.h"
 
 #include <QCoreApplication>
@@ -56,6 +57,7 @@ void printUsage(FILE *to)
 int main(int argc, char *argv[])
 {
     once::reportCrashesOnStderr("once");
+    once::skipOpenSslTeardownAtExit();
     QCoreApplication app(argc, argv);
     // Per-connection chatter stays off unless QT_LOGGING_RULES asks for it.
     QLoggingCategory::setFilterRules(QStringLiteral("once.*.debug=false"));
