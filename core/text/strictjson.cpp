@@ -431,9 +431,8 @@ private:
         QByteArray::fromRawData(reinterpret_cast<const char *>(start), m_p - start).toDouble(&holds);
         if (!holds)
             return fail(QStringLiteral("number %1 is outside the range of a 64-bit floating-point number")
-                            .arg(QString::fromLatin1(reinterpret_cast<const char *>(start),
-                                                     std::min<qsizetype>(m_p - start, 40)) +
-                                 (m_p - start > 40 ? QStringLiteral("...") : QString())),
+                            .arg(quotedForError(
+                                QString::fromLatin1(reinterpret_cast<const char *>(start), m_p - start), 40)),
                         start);
         return true;
     }
