@@ -34,6 +34,8 @@ StoreSession::StoreSession(const QString &storeUrl, const QString &queueUrl, Sto
         // A broker's queue changes without the store hearing of it: with one, pages poll
         // as often as on SQLite, and the store's notifications only bring refreshes sooner.
         m_liveUpdates = ok && liveUpdates && !hasBrokerQueue();
+        m_hasOpened = true;
+        m_openError = ok ? QString() : (error.isEmpty() ? tr("the store did not open") : error);
         emit opened(ok, error);
     });
     connect(m_reader, &StoreReader::overviewLoaded, this, &StoreSession::overviewLoaded);

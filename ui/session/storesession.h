@@ -45,6 +45,11 @@ public:
     bool queueFailed() const { return m_queueFailed; }
     // The open failed because no store file is at the path (IfMissing::Refuse).
     bool storeMissing() const { return m_storeMissing; }
+    // Whether opened() has come, and how: for whoever looks after it may have come (a test
+    // waiting on a window that opened its session by itself, as Open Recent does).
+    bool hasOpened() const { return m_hasOpened; }
+    bool isOpen() const { return m_hasOpened && m_openError.isEmpty(); }
+    QString openError() const { return m_openError; }
     // Whether nothing this session does may change the store: asked for, or found once
     // opened() came (a file the user may not write, a role without write grants). The
     // reason is for a person: "you may not write the file …".
@@ -129,6 +134,8 @@ private:
     QString m_brokerName;
     bool m_queueFailed = false;
     bool m_storeMissing = false;
+    bool m_hasOpened = false;
+    QString m_openError;
     bool m_liveUpdates = false;
     Database::Access m_access = Database::Access::AsPermitted;
     QString m_readOnlyReason;
