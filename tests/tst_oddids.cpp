@@ -95,7 +95,10 @@ void OddIdsTest::init()
     m_partner = std::make_unique<PartnerSimulator>();
     QString error;
     QVERIFY2(m_partner->listen(QHostAddress::LocalHost, 0, &error), qPrintable(error));
-    const auto init = m_once->run({QStringLiteral("init")});
+    // A lease of 10 s, the worker's too (its sends time out at 4 s): long for a few
+    // messages, and on a queue that cannot count (Pub/Sub, whose ack deadline follows
+    // it) --until-idle waits a whole lease of quiet, 30 s by default.
+    const auto init = m_once->run({QStringLiteral("init"), QStringLiteral("--lease"), QStringLiteral("10")});
     QVERIFY2(init.exitedWith(0), init.describe().constData());
 }
 
@@ -214,10 +217,12 @@ void OddIdsTest::workerDeadLettersBadMessagesAndAppliesOddIdsOnce()
         QVERIFY2(raw.exitedWith(0), raw.describe().constData());
     }
 
-    const auto worker = m_once->waitFor(
-        m_once->start({QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl(), QStringLiteral("--until-idle"),
-                       QStringLiteral("--lease"), QStringLiteral("30"), QStringLiteral("--backoff-base-ms"), QStringLiteral("50")}),
-        WorkerTimeoutMs);
+    const auto worker =
+        m_once->waitFor(m_once->start({QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl(),
+                                       QStringLiteral("--until-idle"), QStringLiteral("--lease"),
+                                       QStringLiteral("10"), QStringLiteral("--timeout"), QStringLiteral("4"),
+                                       QStringLiteral("--backoff-base-ms"), QStringLiteral("50")}),
+                        WorkerTimeoutMs);
     QVERIFY2(worker.exitedWith(0), worker.describe().constData());
 
     // Every distinct odd id took effect once, under its own key, and nothing else did.
