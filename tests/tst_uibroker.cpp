@@ -134,6 +134,11 @@ bool runWorkerUntilDrained(OnceRunner &runner, const QStringList &worker, QStrin
     return left == 0;
 }
 
+// The lease of the suite's queues and workers: long for a few messages, and short enough
+// for a queue that cannot count (Pub/Sub, whose ack deadline follows it), where
+// --until-idle waits a whole lease of quiet (30 s by default).
+const QString LeaseSeconds = QStringLiteral("10");
+
 // A worker that tries each reminder once, sending to partner, until the queue is drained.
 QStringList workerArgs(const PartnerSimulator &partner)
 {
@@ -141,6 +146,10 @@ QStringList workerArgs(const PartnerSimulator &partner)
             QStringLiteral("--partner"),
             QStringLiteral("http://127.0.0.1:%1/reminders").arg(partner.port()),
             QStringLiteral("--until-idle"),
+            QStringLiteral("--lease"),
+            LeaseSeconds,
+            QStringLiteral("--timeout"),
+            QStringLiteral("4"),
             QStringLiteral("--max-attempts"),
             QStringLiteral("1"),
             QStringLiteral("--concurrency"),
@@ -318,7 +327,7 @@ std::optional<DeliveryStats> TestUiBroker::consoleStats(MainWindow &window)
 void TestUiBroker::buryAtTheQueue(OnceRunner &runner, int count, PartnerSimulator &partner,
                                   QList<ReminderSpec> *reminders)
 {
-    auto result = runner.run({QStringLiteral("init")});
+    auto result = runner.run({QStringLiteral("init"), QStringLiteral("--lease"), LeaseSeconds});
     QVERIFY2(result.exitedWith(0), result.describe().constData());
     QByteArray lines;
     for (int i = 0; i < count; ++i) {
