@@ -35,7 +35,8 @@ StoreSession::StoreSession(const QString &storeUrl, const QString &queueUrl, Sto
         // as often as on SQLite, and the store's notifications only bring refreshes sooner.
         m_liveUpdates = ok && liveUpdates && !hasBrokerQueue();
         m_hasOpened = true;
-        m_openError = ok ? QString() : (error.isEmpty() ? tr("the store did not open") : error);
+        m_openedOk = ok;
+        m_openError = error;
         emit opened(ok, error);
     });
     connect(m_reader, &StoreReader::overviewLoaded, this, &StoreSession::overviewLoaded);
