@@ -1253,14 +1253,14 @@ void DeliveryTest::tokenNeverLeaks()
         const QString file = writeFile(QStringLiteral("probe.jsonl"), probe.line + '\n');
         const auto enqueue = run({QStringLiteral("enqueue"), QStringLiteral("--store"), probeStore, file});
         QVERIFY2(enqueue.exitedWith(0), enqueue.describe().constData());
-        // The suite's short lease: on a queue that cannot count (Pub/Sub), --until-idle
-        // waits a whole lease of quiet, 30 s by default.
+        // The suite's worker (its short lease: on a queue that cannot count, Pub/Sub,
+        // --until-idle waits a whole lease of quiet, 30 s by default) on the probe's store.
         const auto worker =
-            run({QStringLiteral("worker"), QStringLiteral("--store"), probeStore, QStringLiteral("--partner"),
-                 QStringLiteral("http://127.0.0.1:%1/reminders").arg(capture.serverPort()),
-                 QStringLiteral("--lease"), QStringLiteral("2"), QStringLiteral("--timeout"),
-                 QStringLiteral("1"), QStringLiteral("--until-idle")},
-                env, WorkerTimeoutMs);
+            waitFor(startWorker({QStringLiteral("--store"), probeStore, QStringLiteral("--partner"),
+                                 QStringLiteral("http://127.0.0.1:%1/reminders").arg(capture.serverPort()),
+                                 QStringLiteral("--until-idle")},
+                                env),
+                    WorkerTimeoutMs);
         QVERIFY2(worker.exitedWith(0), worker.describe().constData());
         QVERIFY2(received.contains(QByteArray("Authorization: Bearer " + token)), received.constData());
         QVERIFY(received.contains(QByteArray("Idempotency-Key: " + probe.key)));
