@@ -18,6 +18,7 @@
 #include <QFileInfo>
 #include <QProcess>
 #include <QString>
+#include <QStringList>
 
 #include <algorithm>
 #include <cstdio>
@@ -68,6 +69,18 @@ public:
         QFile parameters(QFileInfo(urlFile).dir().filePath(QStringLiteral("url-parameters")));
         if (parameters.open(QIODevice::ReadOnly))
             m_parameters = QString::fromUtf8(parameters.readAll().trimmed());
+    }
+
+    // The lease of a suite whose workers run --until-idle, for once init and once worker
+    // alike: long for a few messages, and short for a queue that cannot count (Pub/Sub,
+    // whose ack deadline follows it), where --until-idle waits a whole lease of quiet
+    // (30 s by default).
+    static QStringList untilIdleLeaseOptions() { return {QStringLiteral("--lease"), QStringLiteral("10")}; }
+    // The worker's, with sends that time out well inside the lease (once worker refuses a
+    // lease a send could outlast).
+    static QStringList untilIdleWorkerOptions()
+    {
+        return untilIdleLeaseOptions() + QStringList{QStringLiteral("--timeout"), QStringLiteral("4")};
     }
 
     bool isBroker() const { return m_backend != nullptr; }

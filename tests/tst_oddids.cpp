@@ -95,10 +95,7 @@ void OddIdsTest::init()
     m_partner = std::make_unique<PartnerSimulator>();
     QString error;
     QVERIFY2(m_partner->listen(QHostAddress::LocalHost, 0, &error), qPrintable(error));
-    // A lease of 10 s, the worker's too (its sends time out at 4 s): long for a few
-    // messages, and on a queue that cannot count (Pub/Sub, whose ack deadline follows
-    // it) --until-idle waits a whole lease of quiet, 30 s by default.
-    const auto init = m_once->run({QStringLiteral("init"), QStringLiteral("--lease"), QStringLiteral("10")});
+    const auto init = m_once->run(QStringList{QStringLiteral("init")} + TestQueues::untilIdleLeaseOptions());
     QVERIFY2(init.exitedWith(0), init.describe().constData());
 }
 
@@ -218,10 +215,10 @@ void OddIdsTest::workerDeadLettersBadMessagesAndAppliesOddIdsOnce()
     }
 
     const auto worker =
-        m_once->waitFor(m_once->start({QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl(),
-                                       QStringLiteral("--until-idle"), QStringLiteral("--lease"),
-                                       QStringLiteral("10"), QStringLiteral("--timeout"), QStringLiteral("4"),
-                                       QStringLiteral("--backoff-base-ms"), QStringLiteral("50")}),
+        m_once->waitFor(m_once->start(QStringList{QStringLiteral("worker"), QStringLiteral("--partner"),
+                                                  partnerUrl(), QStringLiteral("--until-idle"),
+                                                  QStringLiteral("--backoff-base-ms"), QStringLiteral("50")} +
+                                      TestQueues::untilIdleWorkerOptions()),
                         WorkerTimeoutMs);
     QVERIFY2(worker.exitedWith(0), worker.describe().constData());
 

@@ -134,28 +134,20 @@ bool runWorkerUntilDrained(OnceRunner &runner, const QStringList &worker, QStrin
     return left == 0;
 }
 
-// The lease of the suite's queues and workers: long for a few messages, and short enough
-// for a queue that cannot count (Pub/Sub, whose ack deadline follows it), where
-// --until-idle waits a whole lease of quiet (30 s by default).
-const QString LeaseSeconds = QStringLiteral("10");
-
 // A worker that tries each reminder once, sending to partner, until the queue is drained.
 QStringList workerArgs(const PartnerSimulator &partner)
 {
-    return {QStringLiteral("worker"),
-            QStringLiteral("--partner"),
-            QStringLiteral("http://127.0.0.1:%1/reminders").arg(partner.port()),
-            QStringLiteral("--until-idle"),
-            QStringLiteral("--lease"),
-            LeaseSeconds,
-            QStringLiteral("--timeout"),
-            QStringLiteral("4"),
-            QStringLiteral("--max-attempts"),
-            QStringLiteral("1"),
-            QStringLiteral("--concurrency"),
-            QStringLiteral("4"),
-            QStringLiteral("--worker-id"),
-            QStringLiteral("ui-broker-worker")};
+    return QStringList{QStringLiteral("worker"),
+                       QStringLiteral("--partner"),
+                       QStringLiteral("http://127.0.0.1:%1/reminders").arg(partner.port()),
+                       QStringLiteral("--until-idle"),
+                       QStringLiteral("--max-attempts"),
+                       QStringLiteral("1"),
+                       QStringLiteral("--concurrency"),
+                       QStringLiteral("4"),
+                       QStringLiteral("--worker-id"),
+                       QStringLiteral("ui-broker-worker")} +
+           TestQueues::untilIdleWorkerOptions();
 }
 
 // The queue URL with another management API address in place of the test server's.
@@ -327,7 +319,7 @@ std::optional<DeliveryStats> TestUiBroker::consoleStats(MainWindow &window)
 void TestUiBroker::buryAtTheQueue(OnceRunner &runner, int count, PartnerSimulator &partner,
                                   QList<ReminderSpec> *reminders)
 {
-    auto result = runner.run({QStringLiteral("init"), QStringLiteral("--lease"), LeaseSeconds});
+    auto result = runner.run(QStringList{QStringLiteral("init")} + TestQueues::untilIdleLeaseOptions());
     QVERIFY2(result.exitedWith(0), result.describe().constData());
     QByteArray lines;
     for (int i = 0; i < count; ++i) {

@@ -48,7 +48,7 @@ public:
     // Whether opened() has come, and how: for whoever looks after it may have come (a test
     // waiting on a window that opened its session by itself, as Open Recent does).
     bool hasOpened() const { return m_hasOpened; }
-    bool isOpen() const { return m_hasOpened && m_openedOk; }
+    bool isOpen() const { return m_openedOk; }
     QString openError() const { return m_openError; }
     // Whether nothing this session does may change the store: asked for, or found once
     // opened() came (a file the user may not write, a role without write grants). The
