@@ -306,6 +306,33 @@ bool SqlLedger::writeTakenKeys(const QHash<QByteArray, TakenKey> &rows, qint64 n
     return true;
 }
 
+namespace {
+
+// When the key's ledger row was created, or 0 if it has none: what a history row is
+// indexed under (attempts_key_created, schema 15), so that the rows of keys claimed
+// moments ago go at the index's end instead of at their key's random place in it.
+QString keyCreatedAt(const QString &sendKey)
+{
+    return QStringLiteral("COALESCE((SELECT l.created_at FROM ledger l WHERE l.send_key = %1), 0)")
+        .arg(sendKey);
+}
+
+} // namespace
+
+QString SqlLedger::attemptsOfKey(QStringView alias)
+{
+    const QString prefix = alias.isEmpty() ? QString() : alias.toString() + QLatin1Char('.');
+    return QStringLiteral("%1key_created_at IN (%2, 0) AND %1send_key = ?")
+        .arg(prefix, keyCreatedAt(QStringLiteral("?")));
+}
+
+void SqlLedger::bindAttemptsOfKey(QSqlQuery &query, const QByteArray &sendKey)
+{
+    const QString key = QString::fromLatin1(sendKey);
+    query.addBindValue(key);
+    query.addBindValue(key);
+}
+
 bool SqlLedger::insertAttempts(const QList<Attempt> &attempts, QString *error)
 {
     RowBatch rows(m_db, {QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("INTEGER"),
@@ -333,10 +360,11 @@ bool SqlLedger::insertAttempts(const QList<Attempt> &attempts, QString *error)
             rows.add(attempt.auditId > 0 ? QVariant(attempt.auditId) : QVariant());
         }
         auto &insert = m_db.prepared(
-            QStringLiteral("INSERT INTO attempts (send_key, event_id, message_id, delivery, worker_id, at, step, "
-                           "outcome, http_status, latency_ms, error_class, error, provider_request_id, audit_id) "
-                           "SELECT * FROM ")
-            + rows.source());
+            QStringLiteral(
+                "INSERT INTO attempts (send_key, event_id, message_id, delivery, worker_id, at, step, "
+                "outcome, http_status, latency_ms, error_class, error, provider_request_id, audit_id, "
+                "key_created_at) SELECT v.*, ") +
+            keyCreatedAt(QStringLiteral("v.column1")) + QStringLiteral(" FROM ") + rows.source());
         if (!m_db.execWith(insert, rows.parameters(), error))
             return false;
     }
@@ -459,10 +487,12 @@ bool SqlLedger::purgeFinished(qint64 beforeMs, QString *error)
         select.finish();
         if (keys.isEmpty())
             return transaction.commit(error) && foldEndedCounterShards(error);
-        auto &removeAttempts = m_db.prepared(QStringLiteral("DELETE FROM attempts WHERE send_key = ?"));
+        // The history first: its rows are found through their key's ledger row.
+        auto &removeAttempts =
+            m_db.prepared(QStringLiteral("DELETE FROM attempts WHERE ") + attemptsOfKey({}));
         auto &removeKey = m_db.prepared(QStringLiteral("DELETE FROM ledger WHERE send_key = ?"));
         for (const auto &key : std::as_const(keys)) {
-            removeAttempts.addBindValue(key);
+            bindAttemptsOfKey(removeAttempts, key.toLatin1());
             removeKey.addBindValue(key);
             if (!m_db.exec(removeAttempts, error) || !m_db.exec(removeKey, error))
                 return false;

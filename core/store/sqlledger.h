@@ -4,6 +4,7 @@
 
 #include <QHash>
 #include <QSet>
+#include <QSqlQuery>
 #include <QVariant>
 
 #include <optional>
@@ -26,6 +27,12 @@ public:
 
     // Inserts history rows inside the caller's transaction.
     bool insertAttempts(const QList<Attempt> &attempts, QString *error);
+
+    // The condition that finds one key's history rows (of attempts, as `alias`) through
+    // their index: under the time the key's ledger row was created, or under 0 for rows
+    // written where the key had none. It takes the key twice: bindAttemptsOfKey().
+    static QString attemptsOfKey(QStringView alias);
+    static void bindAttemptsOfKey(QSqlQuery &query, const QByteArray &sendKey);
 
 private:
     bool foldEndedCounterShards(QString *error);
