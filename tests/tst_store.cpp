@@ -149,7 +149,7 @@ private slots:
     void turnsOnAGrownLedgerFindTheirKeysByIndex();
     void historyIsFiledUnderTheTimeItsKeysRowWasMade();
     void historyWrittenWithoutItsKeysTimeIsStillFound();
-    void upgradeFilesTheHistoryAlreadyThere();
+    void upgradeKeepsTheHistoryAlreadyThereFound();
     void aTurnsClaimsWaitForTheDiskItsOutcomesNeedNot();
     void aRarePrefixIsSearchedThroughTheIndexes();
     void aPrefixSearchCanUseTheIndexesWhateverTheDatabasesCollation();
@@ -1378,9 +1378,10 @@ void TestStore::historyWrittenWithoutItsKeysTimeIsStillFound()
     QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::InDoubt));
 }
 
-// A store made before schema 15 files the history it already holds when it opens: each
-// row under its key's ledger row, 0 where there is none, and the old index goes.
-void TestStore::upgradeFilesTheHistoryAlreadyThere()
+// A store made before schema 15 keeps the history it holds as it is, filed under 0 (a
+// new column with a default rewrites nothing), and finds it there; what is written after
+// the upgrade is filed under its key's row, and a key's story has both.
+void TestStore::upgradeKeepsTheHistoryAlreadyThereFound()
 {
     const Reminder applied = makeReminder(QStringLiteral("u-a"), QStringLiteral("r"));
     const Reminder retrying = makeReminder(QStringLiteral("u-b"), QStringLiteral("r"));
@@ -1409,14 +1410,21 @@ void TestStore::upgradeFilesTheHistoryAlreadyThere()
     m_store = openStore(&error);
     QVERIFY2(m_store, qPrintable(error));
     QCOMPARE(m_store->database().schemaVersion(), latestSchemaVersion());
-    QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM attempts a JOIN ledger l ON l.send_key = a.send_key "
-                                   "WHERE a.key_created_at = l.created_at AND l.created_at > 0"))
-                 .toInt(),
-             2);
-    QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM attempts WHERE key_created_at = 0")).toInt(), 2);
+    QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM attempts WHERE key_created_at = 0")).toInt(), 4);
     QCOMPARE(attemptsOf(applied.sendKey).size(), 1);
     QCOMPARE(attemptsOf(retrying.sendKey).size(), 1);
     QCOMPARE(attemptsOf("no-row").size(), 1);
+    // The retry's next send, after the upgrade: filed under its key's row, told with the
+    // one before it.
+    QVERIFY(record(*m_store, retrying.sendKey, LedgerState::Applied, true, 200));
+    QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM attempts a JOIN ledger l ON l.send_key = a.send_key "
+                                   "WHERE a.key_created_at = l.created_at AND l.created_at > 0"))
+                 .toInt(),
+             1);
+    QStringList statuses;
+    for (const Attempt &attempt : attemptsOf(retrying.sendKey))
+        statuses << QString::number(attempt.httpStatus);
+    QCOMPARE(statuses, (QStringList{QStringLiteral("503"), QStringLiteral("200")}));
     const QString oldIndex =
         m_stores.isPostgres()
             ? QStringLiteral("SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'attempts_key'")

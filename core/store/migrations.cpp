@@ -281,20 +281,12 @@ $$
 // reminders a second those scattered pages were a third of what each commit wrote and
 // read back. The time the key's ledger row was created comes first instead: a turn's
 // attempts belong to keys claimed moments ago, so their entries go at the index's end.
-// A row written where its key has no ledger row (or by a hand-written INSERT) keeps 0,
-// and a key's history is looked up under both (SqlLedger::attemptsOfKey).
-const char *const AttemptsByKeyCreationSqlite = R"sql(
-ALTER TABLE attempts ADD COLUMN key_created_at INTEGER NOT NULL DEFAULT 0;
-UPDATE attempts
-    SET key_created_at = COALESCE((SELECT l.created_at FROM ledger l WHERE l.send_key = attempts.send_key), 0)
-    WHERE send_key IS NOT NULL;
-CREATE INDEX attempts_key_created ON attempts(key_created_at, send_key, id);
-DROP INDEX attempts_key;
-)sql";
-
-const char *const AttemptsByKeyCreationPostgres = R"sql(
+// Rows written before, where a key had no ledger row, or by a hand-written INSERT keep
+// 0, and a key's history is looked up under both (SqlLedger::attemptsOfKey): filling the
+// column for the rows already there would rewrite the whole history table for nothing.
+// The same text in both dialects.
+const char *const AttemptsByKeyCreation = R"sql(
 ALTER TABLE attempts ADD COLUMN key_created_at BIGINT NOT NULL DEFAULT 0;
-UPDATE attempts a SET key_created_at = l.created_at FROM ledger l WHERE l.send_key = a.send_key;
 CREATE INDEX attempts_key_created ON attempts(key_created_at, send_key, id);
 DROP INDEX attempts_key;
 )sql";
@@ -602,9 +594,7 @@ CREATE INDEX publish_keys_created ON publish_keys(created_at);
     {"", IdsCompareByBytesPostgres},
     // 15: a key's history is indexed under the time its ledger row was created, then the
     // key, so that recording outcomes appends to the index instead of scattering over it.
-    // Fills the new column from the ledger: on a large store, about a minute per ten
-    // million attempts, while the history is locked.
-    {AttemptsByKeyCreationSqlite, AttemptsByKeyCreationPostgres},
+    {AttemptsByKeyCreation, AttemptsByKeyCreation},
 };
 
 } // namespace
