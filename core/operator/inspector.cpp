@@ -1,8 +1,8 @@
 #include "operator/inspector.h"
 
-#include "model/reminder.h"
 #include "store/database.h"
 #include "store/sqlledger.h"
+#include "model/reminder.h"
 
 #include <QJsonDocument>
 #include <QDateTime>
@@ -497,10 +497,10 @@ std::optional<EventRow> Inspector::event(const QString &keyOrEventId, QString *e
     EventRow row = readEvent(query, true);
     query.finish();
     // Workers register the partner they send to; the latest send's worker names it.
-    auto &partner = m_db.prepared(
-        QStringLiteral("SELECT w.partner, p.honours_key FROM attempts a JOIN workers w ON w.id = a.worker_id "
-                       "LEFT JOIN partners p ON p.url = w.partner WHERE ") +
-        SqlLedger::attemptsOfKey(u"a") + QStringLiteral(" AND a.step = 'send' ORDER BY a.id DESC LIMIT 1"));
+    auto &partner = m_db.prepared(QStringLiteral(
+        "SELECT w.partner, p.honours_key FROM attempts a JOIN workers w ON w.id = a.worker_id "
+        "LEFT JOIN partners p ON p.url = w.partner WHERE ") + SqlLedger::attemptsOfKey(u"a")
+        + QStringLiteral(" AND a.step = 'send' ORDER BY a.id DESC LIMIT 1"));
     SqlLedger::bindAttemptsOfKey(partner, row.sendKey);
     if (!m_db.exec(partner, error))
         return std::nullopt;
@@ -514,19 +514,16 @@ std::optional<EventRow> Inspector::event(const QString &keyOrEventId, QString *e
 
 std::optional<QList<Attempt>> Inspector::attempts(const QByteArray &sendKey, QString *error)
 {
-    auto &query = m_db.prepared(
-        QStringLiteral("SELECT send_key, event_id, message_id, delivery, worker_id, at, step, outcome, "
-                       "http_status, latency_ms, "
-                       "error_class, error, provider_request_id, audit_id FROM attempts WHERE ") +
-        SqlLedger::attemptsOfKey({}) +
-        QStringLiteral(" "
-                       // In the order things happened, not the order they were written: a send's row is
-                       // written with its outcome, after rows of what went on meanwhile, but is dated when
-                       // the request left. At one millisecond, a claim comes before its send, and a send
-                       // before what followed from it, duplicates turned away by its outcome included.
-                       "ORDER BY at, CASE WHEN step = 'claim' AND COALESCE(outcome, '') <> 'duplicate' THEN "
-                       "0 WHEN step = 'send' THEN 1 "
-                       "ELSE 2 END, id"));
+    auto &query = m_db.prepared(QStringLiteral(
+        "SELECT send_key, event_id, message_id, delivery, worker_id, at, step, outcome, http_status, latency_ms, "
+        "error_class, error, provider_request_id, audit_id FROM attempts WHERE ")
+        + SqlLedger::attemptsOfKey({}) + QStringLiteral(" "
+        // In the order things happened, not the order they were written: a send's row is
+        // written with its outcome, after rows of what went on meanwhile, but is dated when
+        // the request left. At one millisecond, a claim comes before its send, and a send
+        // before what followed from it, duplicates turned away by its outcome included.
+        "ORDER BY at, CASE WHEN step = 'claim' AND COALESCE(outcome, '') <> 'duplicate' THEN 0 WHEN step = 'send' THEN 1 "
+        "ELSE 2 END, id"));
     SqlLedger::bindAttemptsOfKey(query, sendKey);
     if (!m_db.exec(query, error))
         return std::nullopt;

@@ -282,11 +282,10 @@ bool Operations::resend(BrokerQueue &queue, const QByteArray &sendKey, const QSt
 // resending would act twice at a partner that does not dedupe.
 bool Operations::refuseIfAnswered2xx(const QByteArray &sendKey, QString *error)
 {
-    auto &select = m_db.prepared(
-        QStringLiteral("SELECT at, http_status, provider_request_id FROM attempts WHERE ") +
-        SqlLedger::attemptsOfKey({}) +
-        QStringLiteral(
-            " AND step = 'send' AND http_status >= 200 AND http_status < 300 ORDER BY id LIMIT 1"));
+    auto &select = m_db.prepared(QStringLiteral(
+        "SELECT at, http_status, provider_request_id FROM attempts WHERE ") + SqlLedger::attemptsOfKey({})
+        + QStringLiteral(" AND step = 'send' AND http_status >= 200 AND http_status < 300 "
+                         "ORDER BY id LIMIT 1"));
     SqlLedger::bindAttemptsOfKey(select, sendKey);
     if (!m_db.exec(select, error))
         return false;

@@ -164,10 +164,9 @@ static_assert(MaxAttempts == 8, "Tries lists one row per attempt");
 
 // Each row is filed under the time its key's ledger row was created, as the engine files
 // it (SqlLedger::insertAttempts): the last column of every select below.
-const QString AttemptColumns =
-    QStringLiteral("INSERT INTO attempts (send_key, event_id, message_id, delivery, worker_id, at, step, "
-                   "outcome, http_status, "
-                   "latency_ms, error_class, error, provider_request_id, key_created_at)\n");
+const QString AttemptColumns = QStringLiteral(
+    "INSERT INTO attempts (send_key, event_id, message_id, delivery, worker_id, at, step, outcome, http_status, "
+    "latency_ms, error_class, error, provider_request_id, key_created_at)\n");
 
 // The numbers the SQL is built from, all drawn from the seed: the same seed, the same store.
 struct Draws
@@ -437,27 +436,25 @@ QString GeneratedRows::sendRows() const
             .arg(byState(QStringLiteral("'applied'"), QStringLiteral("'held'"),
                          QStringLiteral("CASE WHEN %1 THEN 'transient' ELSE 'permanent' END").arg(failureIsRetryable()),
                          QStringLiteral("'transient'"), Null));
-    return QStringLiteral("WITH ") + Tries + QLatin1Char('\n') + AttemptColumns + QStringLiteral("SELECT ") +
-           QStringList{
-               sendKey(),
-               QStringLiteral("event_id"),
-               text(QStringLiteral("n + 1")),
-               QStringLiteral("k, worker"),
-               sendAt(),
-               QStringLiteral("'send'"),
-               outcome,
-               QStringLiteral("CASE WHEN %1 THEN 503 ELSE last_http_status END").arg(failedFirst),
-               QStringLiteral("CASE WHEN state_no = %1 AND k = sends THEN latency WHEN state_no = %2 THEN %3 "
-                              "ELSE 25 + 6 * k END")
-                   .arg(number(Applied), number(InDoubt), number(SendTimeoutMs)),
-               QStringLiteral("CASE WHEN %1 THEN 'http-5xx' ELSE last_error_class END").arg(failedFirst),
-               QStringLiteral("CASE WHEN %1 THEN 'HTTP 503: upstream unavailable' ELSE last_error END")
-                   .arg(failedFirst),
-               QStringLiteral("CASE WHEN state_no = %1 AND k = sends THEN 'req_' || %2 END")
-                   .arg(number(Applied), text(QStringLiteral("n + 1"))),
-               QStringLiteral("created_at")}
-               .join(QLatin1String(",\n ")) +
-           QStringLiteral("\nFROM staged JOIN tries ON k <= sends");
+    return QStringLiteral("WITH ") + Tries + QLatin1Char('\n') + AttemptColumns + QStringLiteral("SELECT ")
+           + QStringList{sendKey(),
+                         QStringLiteral("event_id"),
+                         text(QStringLiteral("n + 1")),
+                         QStringLiteral("k, worker"),
+                         sendAt(),
+                         QStringLiteral("'send'"),
+                         outcome,
+                         QStringLiteral("CASE WHEN %1 THEN 503 ELSE last_http_status END").arg(failedFirst),
+                         QStringLiteral("CASE WHEN state_no = %1 AND k = sends THEN latency WHEN state_no = %2 THEN %3 "
+                                        "ELSE 25 + 6 * k END")
+                             .arg(number(Applied), number(InDoubt), number(SendTimeoutMs)),
+                         QStringLiteral("CASE WHEN %1 THEN 'http-5xx' ELSE last_error_class END").arg(failedFirst),
+                         QStringLiteral("CASE WHEN %1 THEN 'HTTP 503: upstream unavailable' ELSE last_error END").arg(failedFirst),
+                         QStringLiteral("CASE WHEN state_no = %1 AND k = sends THEN 'req_' || %2 END")
+                             .arg(number(Applied), text(QStringLiteral("n + 1"))),
+                         QStringLiteral("created_at")}
+                 .join(QLatin1String(",\n "))
+           + QStringLiteral("\nFROM staged JOIN tries ON k <= sends");
 }
 
 // After every failed send that is tried again, and for a key retrying now, the retry the
@@ -465,33 +462,30 @@ QString GeneratedRows::sendRows() const
 QString GeneratedRows::retryRows() const
 {
     const QString delay = QStringLiteral("(1 << CAST(k - 1 AS INTEGER)) * %1").arg(BackoffBaseMs);
-    return QStringLiteral("WITH ") + Tries + QLatin1Char('\n') + AttemptColumns +
-           QStringLiteral(
-               "SELECT %1, event_id, %2, k, worker, %3 + 25 + 6 * k, 'retry', 'scheduled', NULL, %4, NULL,\n"
-               " 'next try in ' || %5 || ' ms (try ' || %6 || ' of %7)', NULL, created_at\n"
-               "FROM staged JOIN tries ON k < sends OR (state_no = %8 AND k = sends)\n"
-               // Checked once an event, before its tries: most events have none.
-               "WHERE sends > 1 OR state_no = %8")
-               .arg(sendKey(), text(QStringLiteral("n + 1")), sendAt(), delay, text(delay),
-                    text(QStringLiteral("k + 1")), number(MaxAttempts), number(Retrying));
+    return QStringLiteral("WITH ") + Tries + QLatin1Char('\n') + AttemptColumns
+           + QStringLiteral("SELECT %1, event_id, %2, k, worker, %3 + 25 + 6 * k, 'retry', 'scheduled', NULL, %4, NULL,\n"
+                            " 'next try in ' || %5 || ' ms (try ' || %6 || ' of %7)', NULL, created_at\n"
+                            "FROM staged JOIN tries ON k < sends OR (state_no = %8 AND k = sends)\n"
+                            // Checked once an event, before its tries: most events have none.
+                            "WHERE sends > 1 OR state_no = %8")
+                 .arg(sendKey(), text(QStringLiteral("n + 1")), sendAt(), delay, text(delay), text(QStringLiteral("k + 1")),
+                      number(MaxAttempts), number(Retrying));
 }
 
 // Another copy of a message with the same key: its claim finds the key taken, and the
 // copy is acknowledged without a send. Copy k of event n is message k * events + n + 1.
 QString GeneratedRows::duplicateRows() const
 {
-    return QStringLiteral(
-               "WITH copies(k, step) AS (VALUES (1, 'claim'), (1, 'ack'), (2, 'claim'), (2, 'ack'))\n") +
-           AttemptColumns +
-           QStringLiteral("SELECT %1, event_id, %2, 1, worker, updated_at + 1000 * k + CASE step WHEN 'ack' "
-                          "THEN 1 ELSE 0 END, step,\n"
-                          " CASE step WHEN 'claim' THEN 'duplicate' ELSE 'acked' END, NULL, NULL, NULL,\n"
-                          " CASE WHEN step = 'ack' THEN NULL ELSE %3 END, NULL, created_at\n"
-                          "FROM staged JOIN copies ON k <= duplicates WHERE duplicates > 0")
-               .arg(sendKey(), text(QStringLiteral("k * %1 + n + 1").arg(m_shape.events)),
-                    byState(QStringLiteral("'already applied'"),
-                            QStringLiteral("'held in doubt for an operator'"),
-                            QStringLiteral("'dead-lettered; an operator may redrive it'"), Null, Null));
+    return QStringLiteral("WITH copies(k, step) AS (VALUES (1, 'claim'), (1, 'ack'), (2, 'claim'), (2, 'ack'))\n")
+           + AttemptColumns
+           + QStringLiteral(
+                 "SELECT %1, event_id, %2, 1, worker, updated_at + 1000 * k + CASE step WHEN 'ack' THEN 1 ELSE 0 END, step,\n"
+                 " CASE step WHEN 'claim' THEN 'duplicate' ELSE 'acked' END, NULL, NULL, NULL,\n"
+                 " CASE WHEN step = 'ack' THEN NULL ELSE %3 END, NULL, created_at\n"
+                 "FROM staged JOIN copies ON k <= duplicates WHERE duplicates > 0")
+                 .arg(sendKey(), text(QStringLiteral("k * %1 + n + 1").arg(m_shape.events)),
+                      byState(QStringLiteral("'already applied'"), QStringLiteral("'held in doubt for an operator'"),
+                              QStringLiteral("'dead-lettered; an operator may redrive it'"), Null, Null));
 }
 
 // How a key's story ended when no send settled it: dead-lettered, or held in doubt (a
@@ -499,23 +493,19 @@ QString GeneratedRows::duplicateRows() const
 // vanished, found run out by the message's next delivery, which held it and was acked).
 QString GeneratedRows::closingRows() const
 {
-    return QStringLiteral("WITH closing(k) AS (VALUES (1), (2))\n") + AttemptColumns +
-           QStringLiteral(
-               "SELECT %1, event_id, %2, CASE WHEN state_no = %3 THEN sends WHEN ran_out = 1 THEN 2 ELSE 1 "
-               "END, worker,\n"
-               " updated_at + k - 1,\n"
-               " CASE WHEN state_no = %3 THEN 'dead-letter' WHEN k = 1 THEN 'claim' ELSE 'ack' END,\n"
-               " CASE WHEN state_no = %3 THEN %4 WHEN k = 1 THEN 'held' ELSE 'acked' END,\n"
-               " NULL, NULL, CASE WHEN state_no = %3 THEN %4 WHEN k = 1 THEN 'in-doubt' END,\n"
-               " CASE WHEN state_no = %3 THEN %5 WHEN k = 1 THEN 'the claim of message ' || %2 || ' delivery "
-               "1 on ' || "
-               "worker || ' ended without a recorded outcome' END, NULL, created_at\n"
-               "FROM staged JOIN closing ON (state_no = %3 AND k = 1) OR (state_no = %6 AND (k = 2 OR "
-               "ran_out = 1))\n"
-               "WHERE state_no IN (%3, %6)")
-               .arg(sendKey(), text(QStringLiteral("n + 1")), number(Dead),
-                    byFailure([](const Failure &f) { return quoted(f.errorClass); }), deadLetterReason(),
-                    number(InDoubt));
+    return QStringLiteral("WITH closing(k) AS (VALUES (1), (2))\n") + AttemptColumns
+           + QStringLiteral(
+                 "SELECT %1, event_id, %2, CASE WHEN state_no = %3 THEN sends WHEN ran_out = 1 THEN 2 ELSE 1 END, worker,\n"
+                 " updated_at + k - 1,\n"
+                 " CASE WHEN state_no = %3 THEN 'dead-letter' WHEN k = 1 THEN 'claim' ELSE 'ack' END,\n"
+                 " CASE WHEN state_no = %3 THEN %4 WHEN k = 1 THEN 'held' ELSE 'acked' END,\n"
+                 " NULL, NULL, CASE WHEN state_no = %3 THEN %4 WHEN k = 1 THEN 'in-doubt' END,\n"
+                 " CASE WHEN state_no = %3 THEN %5 WHEN k = 1 THEN 'the claim of message ' || %2 || ' delivery 1 on ' || "
+                 "worker || ' ended without a recorded outcome' END, NULL, created_at\n"
+                 "FROM staged JOIN closing ON (state_no = %3 AND k = 1) OR (state_no = %6 AND (k = 2 OR ran_out = 1))\n"
+                 "WHERE state_no IN (%3, %6)")
+                 .arg(sendKey(), text(QStringLiteral("n + 1")), number(Dead),
+                      byFailure([](const Failure &f) { return quoted(f.errorClass); }), deadLetterReason(), number(InDoubt));
 }
 
 // Dead letters keep their message's id and payload, and the engine's reason.

@@ -360,11 +360,10 @@ bool SqlLedger::insertAttempts(const QList<Attempt> &attempts, QString *error)
             rows.add(attempt.auditId > 0 ? QVariant(attempt.auditId) : QVariant());
         }
         auto &insert = m_db.prepared(
-            QStringLiteral(
-                "INSERT INTO attempts (send_key, event_id, message_id, delivery, worker_id, at, step, "
-                "outcome, http_status, latency_ms, error_class, error, provider_request_id, audit_id, "
-                "key_created_at) SELECT v.*, ") +
-            keyCreatedAt(QStringLiteral("v.column1")) + QStringLiteral(" FROM ") + rows.source());
+            QStringLiteral("INSERT INTO attempts (send_key, event_id, message_id, delivery, worker_id, at, step, "
+                           "outcome, http_status, latency_ms, error_class, error, provider_request_id, "
+                           "audit_id, key_created_at) SELECT v.*, ")
+            + keyCreatedAt(QStringLiteral("v.column1")) + QStringLiteral(" FROM ") + rows.source());
         if (!m_db.execWith(insert, rows.parameters(), error))
             return false;
     }

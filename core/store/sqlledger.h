@@ -29,8 +29,9 @@ public:
     bool insertAttempts(const QList<Attempt> &attempts, QString *error);
 
     // The condition that finds one key's history rows (of attempts, as `alias`) through
-    // their index: under the time the key's ledger row was created, or under 0 for rows
-    // written where the key had none. It takes the key twice: bindAttemptsOfKey().
+    // their index: under the time the key's ledger row was created, or under 0 (rows
+    // written before schema 15, or where the key had no row). It takes the key twice:
+    // bindAttemptsOfKey().
     static QString attemptsOfKey(QStringView alias);
     static void bindAttemptsOfKey(QSqlQuery &query, const QByteArray &sendKey);
 
