@@ -1,5 +1,6 @@
 #include "http/httpclient.h"
 #include "sim/partnersimulator.h"
+#include "sim/shardedkeyhash.h"
 
 #include <QElapsedTimer>
 #include <QHostAddress>
@@ -142,6 +143,7 @@ private slots:
     void hostileModesMisbehaveAsTheyClaim();
     void hostileReplayKeepsOneEffect();
     void hostileCountLimitsTheMisbehaviour();
+    void keysAreSplitSoThatNoDoublingMovesThemAll();
 };
 
 void tst_PartnerSimulator::listenOnPortZeroPicksAFreePort()
@@ -632,5 +634,35 @@ void tst_PartnerSimulator::hostileCountLimitsTheMisbehaviour()
     QCOMPARE(jsonOf(stats).value(QLatin1String("hostile")).toInt(), 1);
 }
 
+
+void tst_PartnerSimulator::keysAreSplitSoThatNoDoublingMovesThemAll()
+{
+    // Send keys as a worker makes them: user first, so that most begin alike, and a run's
+    // reminders differ only in their counter and time.
+    const auto sendKey = [](int n) -> QByteArray {
+        return "u" + QByteArray::number(n % 10007) + ":r7kq2x-" + QByteArray::number(n)
+               + ":2026-12-05T00:00:0" + QByteArray::number(n % 10) + ".000Z";
+    };
+    const int keys = 200000;
+    ShardedKeyHash<int> effects;
+    for (int n = 0; n < keys; ++n)
+        effects[sendKey(n)] += 1;
+    effects[sendKey(12345)] += 1;
+
+    QCOMPARE(effects.size(), qsizetype(keys));
+    // One hash would move all 200,000 at its last doubling; split evenly, the largest
+    // part holds about a 256th of them (781).
+    const qsizetype even = keys / ShardedKeyHash<int>::Shards;
+    QVERIFY2(effects.largestShard() < 2 * even,
+             qPrintable(QStringLiteral("largest part: %1 keys of %2").arg(effects.largestShard()).arg(keys)));
+    QCOMPARE(*std::as_const(effects).find(sendKey(12345)), 2);
+    QCOMPARE(*effects.find(sendKey(keys - 1)), 1);
+    QCOMPARE(effects.find("u1:never-sent"), nullptr);
+
+    const QHash<QByteArray, int> all = effects.toHash();
+    QCOMPARE(all.size(), qsizetype(keys));
+    QCOMPARE(all.value(sendKey(0)), 1);
+    QCOMPARE(all.value(sendKey(12345)), 2);
+}
 QTEST_GUILESS_MAIN(tst_PartnerSimulator)
 #include "tst_partnersimulator.moc"

@@ -146,7 +146,7 @@ struct PartnerSimulator::Private
     PartnerSimulator *q = nullptr;
     QTcpServer *server = nullptr;
     QRandomGenerator rng{QRandomGenerator::global()->generate()};
-    QHash<QByteArray, KeyRecord> records;
+    ShardedKeyHash<KeyRecord> records;
     qint64 nextId = 0;
     bool outageStarted = false;
     QElapsedTimer outageClock;
@@ -402,21 +402,20 @@ void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, Server
     const QByteArray &key = request.idempotencyKey;
     const bool keyed = profile.idempotent && !key.isEmpty();
     if (keyed) {
-        const auto it = records.constFind(key);
-        if (it != records.constEnd()) {
+        if (const KeyRecord *replayed = std::as_const(records).find(key)) {
             ++stats.duplicateRequests;
-            if (it->inProgress) {
+            if (replayed->inProgress) {
                 respond(*conn, 409, R"({"error":"a request with this Idempotency-Key is in progress"})",
                         request.keepAlive);
-            } else if (it->requestBody != request.body) {
+            } else if (replayed->requestBody != request.body) {
                 respond(*conn, 422, R"({"error":"Idempotency-Key reused with a different body"})",
                         request.keepAlive);
             } else if (answer.hostile) {
-                answerHostile(*conn, answer, it->responseBody);
+                answerHostile(*conn, answer, replayed->responseBody);
             } else {
                 const QByteArray headers =
-                    "X-Request-Id: " + it->requestId + "\r\nIdempotent-Replayed: true\r\n";
-                respond(*conn, it->status, it->responseBody, request.keepAlive, headers);
+                    "X-Request-Id: " + replayed->requestId + "\r\nIdempotent-Replayed: true\r\n";
+                respond(*conn, replayed->status, replayed->responseBody, request.keepAlive, headers);
             }
             return;
         }
@@ -456,12 +455,11 @@ void PartnerSimulator::Private::accept(const ConnectionPtr &conn, const QByteArr
     const QByteArray body =
         R"({"id":"msg_)" + n + R"(","request_id":")" + requestId + R"(","status":"accepted"})";
     if (keyed) {
-        const auto it = records.find(key);
-        if (it != records.end()) {
-            it->inProgress = false;
-            it->status = 200;
-            it->responseBody = body;
-            it->requestId = requestId;
+        if (KeyRecord *record = records.find(key)) {
+            record->inProgress = false;
+            record->status = 200;
+            record->responseBody = body;
+            record->requestId = requestId;
         }
     }
 
@@ -548,7 +546,8 @@ QByteArray PartnerSimulator::Private::statsJson() const
 QByteArray PartnerSimulator::Private::effectsJson() const
 {
     QJsonObject o;
-    for (auto it = q->m_effectsByKey.cbegin(); it != q->m_effectsByKey.cend(); ++it)
+    const QHash<QByteArray, int> effects = q->m_effectsByKey.toHash();
+    for (auto it = effects.cbegin(); it != effects.cend(); ++it)
         o.insert(QString::fromUtf8(it.key()), it.value());
     return QJsonDocument(o).toJson(QJsonDocument::Compact);
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "sim/hostileanswers.h"
+#include "sim/shardedkeyhash.h"
 
 #include <QHash>
 #include <QHostAddress>
@@ -69,7 +70,7 @@ public:
     PartnerProfile profile() const { return m_profile; }
     void setProfile(const PartnerProfile &profile);
     PartnerStats stats() const { return m_stats; }
-    QHash<QByteArray, int> effectsByKey() const { return m_effectsByKey; }
+    QHash<QByteArray, int> effectsByKey() const { return m_effectsByKey.toHash(); }
 
 signals:
     void effectApplied(const QByteArray &idempotencyKey);
@@ -79,7 +80,7 @@ private:
     friend struct Private;
     PartnerProfile m_profile;
     PartnerStats m_stats;
-    QHash<QByteArray, int> m_effectsByKey;
+    ShardedKeyHash<int> m_effectsByKey;
     bool m_tls = false;
     std::unique_ptr<Private> d;
 };
