@@ -153,9 +153,19 @@ bool SqlQueue::settle(const QList<Settlement> &settlements, QString *error)
             rows.add(removals.at(i)->messageId.toLongLong());
             rows.add(removals.at(i)->delivery);
         }
-        // The plain IN on the id lets SQLite find the rows by primary key; the row-value
-        // IN alone would scan the table.
         const QString source = rows.source();
+        if (m_db.isPostgres()) {
+            // One join: every acknowledgement is planned afresh (Database sets custom plans),
+            // and the server planned the two semi-joins SQLite needs in 0.14 ms, this in 0.08.
+            auto &remove = m_db.prepared(QStringLiteral("DELETE FROM queue USING %1 WHERE queue.id = v.column1 "
+                                                        "AND queue.receive_count = v.column2")
+                                             .arg(source));
+            if (!m_db.execWith(remove, rows.parameters(), error))
+                return false;
+            continue;
+        }
+        // SQLite's DELETE joins nothing. The plain IN on the id lets it find the rows by
+        // primary key; the row-value IN alone would scan the table.
         auto &remove = m_db.prepared(QStringLiteral("DELETE FROM queue WHERE id IN (SELECT v.column1 FROM %1) "
                                                     "AND (id, receive_count) IN (SELECT v.column1, v.column2 FROM %1)")
                                          .arg(source));
