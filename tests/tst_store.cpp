@@ -151,6 +151,7 @@ private slots:
     void historyWrittenWithoutItsKeysTimeIsStillFound();
     void upgradeKeepsTheHistoryAlreadyThereFound();
     void aTurnsClaimsWaitForTheDiskItsOutcomesNeedNot();
+    void commitAndBeginLeavesNothingHalfDone();
     void aRarePrefixIsSearchedThroughTheIndexes();
     void aPrefixSearchCanUseTheIndexesWhateverTheDatabasesCollation();
     void valuesBoundByTheStoreAreStoredAsQtBindsThem();
@@ -1123,6 +1124,92 @@ void TestStore::aTurnsClaimsWaitForTheDiskItsOutcomesNeedNot()
     QSqlQuery after(side.store().database().connection());
     QVERIFY(after.exec(QStringLiteral("SHOW synchronous_commit")) && after.next());
     QCOMPARE(after.value(0).toString(), QStringLiteral("on"));
+}
+
+// A turn on PostgreSQL commits its outcomes and begins its claims in one round trip.
+// Whatever fails, no transaction is left open and nothing of the failed one is kept.
+void TestStore::commitAndBeginLeavesNothingHalfDone()
+{
+    Database &db = m_store->database();
+    QString error;
+    std::unique_ptr<Store> other = openStore(&error);
+    QVERIFY2(other, qPrintable(error));
+    const auto rowsSeenElsewhere = [&other] {
+        QSqlQuery query(other->database().connection());
+        return query.exec(QStringLiteral("SELECT COUNT(*) FROM audit_log WHERE actor = 'commit-and-begin'"))
+                       && query.next()
+                   ? query.value(0).toInt()
+                   : -1;
+    };
+    const auto note = [&db](const char *detail) {
+        QString error;
+        const bool written = db.exec(QStringLiteral("INSERT INTO audit_log (at, actor, action, detail) "
+                                                    "VALUES (1, 'commit-and-begin', 'test', '%1')")
+                                         .arg(QLatin1String(detail)),
+                                     &error);
+        if (!written)
+            qWarning().noquote() << error;
+        return written;
+    };
+
+    {
+        Transaction transaction(db);
+        QVERIFY2(transaction.begin(&error, Database::CommitWait::Unflushed), qPrintable(error));
+        QVERIFY(note("first"));
+        QVERIFY2(transaction.commitAndBegin(&error), qPrintable(error));
+        QCOMPARE(rowsSeenElsewhere(), 1);
+        QVERIFY(note("second, rolled back"));
+    } // rolled back here
+    QCOMPARE(rowsSeenElsewhere(), 1);
+
+    // An inner step that failed dooms the outer transaction: nothing commits, nothing begins.
+    {
+        Transaction transaction(db);
+        QVERIFY2(transaction.begin(&error), qPrintable(error));
+        QVERIFY(note("doomed"));
+        {
+            Transaction inner(db);
+            QVERIFY2(inner.begin(&error), qPrintable(error));
+        } // rolled back
+        QVERIFY(!transaction.commitAndBegin(&error));
+        QVERIFY2(!error.isEmpty(), "no reason given");
+    }
+    QCOMPARE(rowsSeenElsewhere(), 1);
+
+    if (m_stores.isPostgres()) {
+        // A COMMIT the server refuses (a constraint checked at commit): the BEGIN after it
+        // in the same string never runs, and the connection is not left in a transaction.
+        QVERIFY2(db.exec(QStringLiteral("CREATE TEMP TABLE checked_at_commit (n INTEGER "
+                                        "UNIQUE DEFERRABLE INITIALLY DEFERRED)"),
+                         &error),
+                 qPrintable(error));
+        Transaction transaction(db);
+        QVERIFY2(transaction.begin(&error), qPrintable(error));
+        QVERIFY(note("refused at commit"));
+        QVERIFY2(db.exec(QStringLiteral("INSERT INTO checked_at_commit VALUES (1), (1)"), &error), qPrintable(error));
+        error.clear();
+        QVERIFY(!transaction.commitAndBegin(&error));
+        QVERIFY2(error.contains(QLatin1String("checked_at_commit")) || error.contains(QLatin1String("duplicate")),
+                 qPrintable(error));
+        QCOMPARE(rowsSeenElsewhere(), 1);
+        QSqlQuery state(db.connection());
+        QVERIFY(state.exec(QStringLiteral("SELECT now() = statement_timestamp()")) && state.next());
+        QVERIFY2(state.value(0).toBool(), "a transaction was left open");
+    }
+
+    // The connection goes on as before: a transaction begun now is one of its own, which
+    // rolls back whole, or commits.
+    {
+        Transaction after(db);
+        QVERIFY2(after.begin(&error), qPrintable(error));
+        QVERIFY(note("after, rolled back"));
+    }
+    QCOMPARE(rowsSeenElsewhere(), 1);
+    Transaction after(db);
+    QVERIFY2(after.begin(&error), qPrintable(error));
+    QVERIFY(note("after"));
+    QVERIFY2(after.commit(&error), qPrintable(error));
+    QCOMPARE(rowsSeenElsewhere(), 2);
 }
 
 void TestStore::aRarePrefixIsSearchedThroughTheIndexes()

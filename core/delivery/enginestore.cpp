@@ -81,22 +81,21 @@ TurnResult EngineStore::runTurn(const TurnRequest &request)
     // before leasing and claiming, so that the row locks of one step are not held while
     // the next waits on another worker's (two short transactions, no lock cycles).
     const bool outcomesFirst = database.isPostgres() && writes && request.room > 0;
-    bool ok = batch.begin(&turn.error);
     // The outcomes' commit need not wait for the disk: nothing leaves the worker on its
     // account, and the claims' commit, which the sends wait for, flushes the server's log
     // up to itself, this one included (a turn that claims nothing leaves that to the
     // server's WAL writer, a fraction of a second later). Should the server fail before
     // then, the outcomes are lost together with their acks (one transaction), and those
     // keys come back in doubt, as after a worker that died before recording.
-    if (ok && outcomesFirst)
-        ok = database.exec(QStringLiteral("SET LOCAL synchronous_commit = off"), &turn.error);
+    const auto wait = outcomesFirst ? Database::CommitWait::Unflushed : Database::CommitWait::Flushed;
+    bool ok = batch.begin(&turn.error, wait);
     if (ok && (!request.updates.isEmpty() || !request.attempts.isEmpty())) {
         ok = m_store->ledger().record(request.updates, request.attempts, &turn.error);
         failpoint("after-record");
     }
     ok = ok && m_store->queue().settle(request.settlements, &turn.error);
     if (ok && outcomesFirst) {
-        ok = batch.commit(&turn.error) && batch.begin(&turn.error);
+        ok = batch.commitAndBegin(&turn.error);
         turn.writesCommitted = ok;
     }
     if (ok && request.room > 0) {

@@ -622,7 +622,7 @@ bool Database::exec(const QString &sql, QString *error)
     return false;
 }
 
-bool Database::begin(QString *error)
+bool Database::begin(QString *error, CommitWait wait)
 {
     if (m_transactionDepth > 0) {
         ++m_transactionDepth;
@@ -632,7 +632,12 @@ bool Database::begin(QString *error)
         return false;
     // SQLite: take the write lock at BEGIN. PostgreSQL: READ COMMITTED, where row locks
     // (SKIP LOCKED leases, FOR UPDATE on a taken key) and the unique send key do the work.
-    if (!exec(isPostgres() ? QStringLiteral("BEGIN") : QStringLiteral("BEGIN IMMEDIATE"), error))
+    // The setting goes with the BEGIN: a round trip of its own cost the server about as
+    // much as a statement that writes, and a worker's every turn began so.
+    QString sql = isPostgres() ? QStringLiteral("BEGIN") : QStringLiteral("BEGIN IMMEDIATE");
+    if (isPostgres() && wait == CommitWait::Unflushed)
+        sql += QStringLiteral("; SET LOCAL synchronous_commit = off");
+    if (!exec(sql, error))
         return false;
     m_transactionDepth = 1;
     m_rollbackOnly = false;
@@ -654,6 +659,19 @@ bool Database::commit(QString *error)
     }
     if (exec(QStringLiteral("COMMIT"), error))
         return true;
+    exec(QStringLiteral("ROLLBACK"), nullptr);
+    return false;
+}
+
+bool Database::commitAndBegin(QString *error)
+{
+    // SQLite runs the first statement of a string only.
+    if (m_transactionDepth != 1 || m_rollbackOnly || !isPostgres())
+        return commit(error) && begin(error);
+    // A COMMIT that fails ends the string there, its transaction rolled back.
+    if (exec(QStringLiteral("COMMIT; BEGIN"), error))
+        return true;
+    m_transactionDepth = 0;
     exec(QStringLiteral("ROLLBACK"), nullptr);
     return false;
 }

@@ -89,8 +89,19 @@ public:
     // deadlock upgrading a read lock. Transactions nest: an inner one joins the outer,
     // and only the outermost commit reaches the disk (how the engine groups a whole
     // turn's writes into one commit). An inner rollback dooms the outer transaction.
-    bool begin(QString *error);
+    // How a transaction's commit waits, on PostgreSQL: Unflushed returns before the
+    // server's log reaches its disk (synchronous_commit off for that transaction alone).
+    // An inner transaction commits as the outer one does.
+    enum class CommitWait
+    {
+        Flushed,
+        Unflushed
+    };
+    bool begin(QString *error, CommitWait wait = CommitWait::Flushed);
     bool commit(QString *error);
+    // Commits the outermost transaction and begins the next, on PostgreSQL in one round
+    // trip. False if either failed; then no transaction is open.
+    bool commitAndBegin(QString *error);
     void rollback();
 
 private:
@@ -140,12 +151,16 @@ public:
         if (m_open)
             m_db.rollback();
     }
-    bool begin(QString *error) { return m_open = m_db.begin(error); }
+    bool begin(QString *error, Database::CommitWait wait = Database::CommitWait::Flushed)
+    {
+        return m_open = m_db.begin(error, wait);
+    }
     bool commit(QString *error)
     {
         m_open = false;
         return m_db.commit(error);
     }
+    bool commitAndBegin(QString *error) { return m_open = m_db.commitAndBegin(error); }
 
 private:
     Database &m_db;
