@@ -546,9 +546,8 @@ QByteArray PartnerSimulator::Private::statsJson() const
 QByteArray PartnerSimulator::Private::effectsJson() const
 {
     QJsonObject o;
-    const QHash<QByteArray, int> effects = q->m_effectsByKey.toHash();
-    for (auto it = effects.cbegin(); it != effects.cend(); ++it)
-        o.insert(QString::fromUtf8(it.key()), it.value());
+    q->m_effectsByKey.forEach(
+        [&o](const QByteArray &key, int effects) { o.insert(QString::fromUtf8(key), effects); });
     return QJsonDocument(o).toJson(QJsonDocument::Compact);
 }
 

@@ -51,13 +51,19 @@ public:
             largest = std::max(largest, shard.size());
         return largest;
     }
+    // Calls visit(key, value) for every key, in no particular order.
+    template<typename Visit>
+    void forEach(Visit visit) const
+    {
+        for (const auto &shard : m_shards)
+            for (auto it = shard.cbegin(); it != shard.cend(); ++it)
+                visit(it.key(), it.value());
+    }
     QHash<QByteArray, T> toHash() const
     {
         QHash<QByteArray, T> all;
         all.reserve(size());
-        for (const auto &shard : m_shards)
-            for (auto it = shard.cbegin(); it != shard.cend(); ++it)
-                all.insert(it.key(), it.value());
+        forEach([&all](const QByteArray &key, const T &value) { all.insert(key, value); });
         return all;
     }
 
