@@ -34,6 +34,9 @@ ApiError apiError(ApiFailure failure, const QString &message, const QString &fie
     case ApiFailure::BadReminder:
         error = {422, "invalid_reminder", message, field.isEmpty() ? QStringLiteral("payload") : field};
         break;
+    case ApiFailure::KeyReused:
+        error = {422, "idempotency_key_reused", message, field.isEmpty() ? QStringLiteral("idempotency_key") : field};
+        break;
     case ApiFailure::RateLimited:
         error = {429, "rate_limited", message, {}, true};
         break;

@@ -18,6 +18,7 @@ enum class ApiFailure {
     LeaseLost,        // ack/nack/extend of a delivery whose lease went to another consumer: 409
     TooLarge,         // a payload over 256 KiB, or a request body over its limit: 413
     BadReminder,      // the payload is not a reminder `once enqueue` would accept: 422
+    KeyReused,        // an idempotency key the producer used within 24 h for another message: 422
     RateLimited,      // the token's configured rate is exceeded: 429 + Retry-After
     StoreUnavailable, // the store did not answer or refused: 503 + Retry-After
     Internal,         // a bug: 500

@@ -3,6 +3,7 @@
 #include "store/database.h"
 #include "operator/operations.h"
 #include "model/reminder.h"
+#include "text/strictjson.h"
 
 #include <QElapsedTimer>
 #include <QHttpServerRequest>
@@ -135,8 +136,51 @@ std::variant<qint64, ApiError> integerField(const QJsonObject &object, const QSt
     return qint64(number);
 }
 
+// Whether text can be a key the store keeps as it is: printable (no control character,
+// U+0000 among them, which PostgreSQL refuses in text), and no surrogate without its pair
+// (which would become '?' on the way to UTF-8, so that two keys became one).
+bool isPrintableKey(const QString &text)
+{
+    for (qsizetype i = 0; i < text.size(); ++i) {
+        const QChar c = text.at(i);
+        if (c.category() == QChar::Other_Control)
+            return false;
+        if (c.isHighSurrogate() && i + 1 < text.size() && text.at(i + 1).isLowSurrogate())
+            ++i;
+        else if (c.isSurrogate())
+            return false;
+    }
+    return true;
+}
+
+// The first number in a JSON value that Qt's reading may have changed: a whole number
+// beyond 2^53, which a double holds only approximately (12345678901234567890 would be
+// written back as 12345678901234567000). Returns its path, or an empty string.
+QString inexactNumber(const QJsonValue &value, const QString &path)
+{
+    constexpr double ExactLimit = 9007199254740992.0; // 2^53
+    if (value.isDouble()) {
+        const double number = value.toDouble();
+        return std::abs(number) > ExactLimit && std::floor(number) == number ? path : QString();
+    }
+    if (value.isArray()) {
+        const QJsonArray array = value.toArray();
+        for (qsizetype i = 0; i < array.size(); ++i)
+            if (QString found = inexactNumber(array.at(i), QStringLiteral("%1[%2]").arg(path).arg(i)); !found.isEmpty())
+                return found;
+    }
+    if (value.isObject()) {
+        const QJsonObject object = value.toObject();
+        for (auto it = object.begin(); it != object.end(); ++it)
+            if (QString found = inexactNumber(it.value(), path + QLatin1Char('.') + it.key()); !found.isEmpty())
+                return found;
+    }
+    return {};
+}
+
 // One message of a publish: its payload validated as `once enqueue` validates a line.
-std::variant<PublishEntry, ApiError> publishEntry(const QJsonObject &object, const QString &prefix)
+// producer: whose idempotency key it is (the token's name).
+std::variant<PublishEntry, ApiError> publishEntry(const QJsonObject &object, const QString &prefix, const QString &producer)
 {
     const QString payloadField = prefix + QStringLiteral("payload");
     const QJsonValue payload = object.value(QStringLiteral("payload"));
@@ -145,9 +189,17 @@ std::variant<PublishEntry, ApiError> publishEntry(const QJsonObject &object, con
     // an object is written compactly.
     if (payload.isString())
         bytes = payload.toString().toUtf8();
-    else if (payload.isObject())
+    else if (payload.isObject()) {
+        // An object is written anew, so a number it could not hold exactly is refused
+        // rather than stored changed.
+        if (const QString inexact = inexactNumber(payload, payloadField); !inexact.isEmpty())
+            return apiError(ApiFailure::BadReminder,
+                            QStringLiteral("%1 is a whole number beyond 2^53, which would not be kept exactly; send it as "
+                                           "a string, or send the payload as its JSON text")
+                                .arg(inexact),
+                            inexact);
         bytes = QJsonDocument(payload.toObject()).toJson(QJsonDocument::Compact);
-    else
+    } else
         return badField(payloadField, QStringLiteral("is required: a reminder as a JSON object (or its text)"));
     if (bytes.size() > MaxMessageBytes)
         return apiError(ApiFailure::TooLarge,
@@ -164,11 +216,21 @@ std::variant<PublishEntry, ApiError> publishEntry(const QJsonObject &object, con
                                     std::get<qint64>(delay) * 1000, 0};
     const QJsonValue key = object.value(QStringLiteral("idempotency_key"));
     if (!key.isUndefined() && !key.isNull()) {
-        if (!key.isString() || key.toString().isEmpty() || key.toString().size() > 256)
-            return badField(prefix + QStringLiteral("idempotency_key"), QStringLiteral("must be text of 1 to 256 characters"));
+        if (!key.isString() || key.toString().isEmpty() || key.toString().size() > 256 || !isPrintableKey(key.toString()))
+            return badField(prefix + QStringLiteral("idempotency_key"),
+                            QStringLiteral("must be printable text of 1 to 256 characters"));
         entry.idempotencyKey = key.toString();
+        entry.producer = producer;
     }
     return entry;
+}
+
+ApiError keyReusedError(const QString &prefix)
+{
+    return apiError(ApiFailure::KeyReused,
+                    QStringLiteral("this idempotency key was used within 24 hours for a different message (payload or "
+                                   "delay); nothing was published: a new message needs a new key"),
+                    prefix + QStringLiteral("idempotency_key"));
 }
 
 QJsonObject publishResultJson(const PublishResult &result)
@@ -179,8 +241,8 @@ QJsonObject publishResultJson(const PublishResult &result)
     return json;
 }
 
-// ack, nack and extend name a delivery: the id consume gave, or a message id and its
-// receive_count.
+// ack, nack, extend and dead_letter name a delivery by the id consume gave: a message id
+// with its receive count names no lease, as anyone could count.
 std::variant<DeliveryId, ApiError> deliveryField(const QJsonObject &body)
 {
     const QJsonValue value = body.value(QStringLiteral("message_id"));
@@ -188,18 +250,43 @@ std::variant<DeliveryId, ApiError> deliveryField(const QJsonObject &body)
         return badField(QStringLiteral("message_id"), QStringLiteral("is required: the id consume returned"));
     if (const auto id = DeliveryId::parse(value.toString()))
         return *id;
-    bool ok = false;
-    const qint64 messageId = value.toString().toLongLong(&ok);
-    if (!ok || messageId <= 0)
-        return badField(QStringLiteral("message_id"), QStringLiteral("is not an id consume returned"));
-    if (!body.contains(QStringLiteral("receive_count")))
-        return badField(QStringLiteral("message_id"),
-                        QStringLiteral("names a message, not a delivery: give the id consume returned, or add its "
-                                       "receive_count"));
-    const auto count = integerField(body, QStringLiteral("receive_count"), 1, std::numeric_limits<int>::max(), std::nullopt);
-    if (const auto *error = std::get_if<ApiError>(&count))
-        return *error;
-    return DeliveryId{messageId, int(std::get<qint64>(count))};
+    return badField(QStringLiteral("message_id"),
+                    QStringLiteral("is not a delivery id consume returned (the message's \"id\", such as "
+                                   "\"41.1.9f0c...\", not its message_id)"));
+}
+
+// Who consumes and settles: the token's name. Leases are bound to it.
+QString consumerName(const QString &tokenName)
+{
+    return QStringLiteral("http:") + (tokenName.isEmpty() ? QStringLiteral("anonymous") : tokenName);
+}
+
+// Text the store cannot keep: PostgreSQL refuses U+0000 in any text column. The payload
+// is stored as bytes and checked as a reminder, so only the request's other strings are
+// looked at. Returns the field's name, or an empty string.
+QString fieldWithNul(const QJsonValue &value, const QString &name)
+{
+    if (value.isString())
+        return value.toString().contains(QChar(0)) ? name : QString();
+    if (value.isArray()) {
+        const QJsonArray array = value.toArray();
+        for (qsizetype i = 0; i < array.size(); ++i)
+            if (const QString field = fieldWithNul(array.at(i), QStringLiteral("%1[%2]").arg(name).arg(i)); !field.isEmpty())
+                return field;
+    }
+    if (value.isObject()) {
+        const QJsonObject object = value.toObject();
+        for (auto it = object.begin(); it != object.end(); ++it) {
+            if (it.key() == QLatin1String("payload"))
+                continue;
+            const QString member = name.isEmpty() ? it.key() : name + QLatin1Char('.') + it.key();
+            if (it.key().contains(QChar(0)))
+                return name.isEmpty() ? QStringLiteral("body") : name;
+            if (const QString field = fieldWithNul(it.value(), member); !field.isEmpty())
+                return field;
+        }
+    }
+    return {};
 }
 
 } // namespace
@@ -326,12 +413,23 @@ std::optional<std::pair<QJsonObject, DeliveryId>> QueueServer::deliveryRequest(c
     return std::pair{*body, std::get<DeliveryId>(delivery)};
 }
 
+// Strict first: Qt's parser keeps the last of two members with one name and turns an
+// unpaired surrogate into '?', so what the server read could differ from what a proxy or
+// the client's own log read in the same bytes (strictjson.h lists what it refuses).
 std::optional<QJsonObject> QueueServer::jsonBody(const ExchangePtr &exchange, const QHttpServerRequest &request)
 {
+    if (const QString problem = strictJsonProblem(request.body()); !problem.isEmpty()) {
+        fail(exchange, badField(QStringLiteral("body"), QStringLiteral("must be one JSON object: ") + problem));
+        return std::nullopt;
+    }
     QJsonParseError parseError;
     const QJsonDocument document = QJsonDocument::fromJson(request.body(), &parseError);
     if (parseError.error != QJsonParseError::NoError || !document.isObject()) {
         fail(exchange, badField(QStringLiteral("body"), QStringLiteral("must be a JSON object")));
+        return std::nullopt;
+    }
+    if (const QString field = fieldWithNul(document.object(), {}); !field.isEmpty()) {
+        fail(exchange, badField(field, QStringLiteral("must not contain U+0000")));
         return std::nullopt;
     }
     return document.object();
@@ -370,11 +468,13 @@ void QueueServer::publish(const ExchangePtr &exchange, const QHttpServerRequest 
     const auto body = jsonBody(exchange, request);
     if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
         return;
-    auto entry = publishEntry(*body, {});
+    auto entry = publishEntry(*body, {}, exchange->tokenName);
     if (const auto *error = std::get_if<ApiError>(&entry))
         return fail(exchange, *error);
-    queuePublish(exchange, {std::get<PublishEntry>(entry)},
-                 [](const QList<PublishResult> &results) { return ApiReply::ok(publishResultJson(results.first())); });
+    queuePublish(exchange, {std::get<PublishEntry>(entry)}, [](const QList<PublishResult> &results) {
+        return results.first().keyReused ? ApiReply::failed(keyReusedError({}))
+                                          : ApiReply::ok(publishResultJson(results.first()));
+    });
 }
 
 void QueueServer::publishBatch(const ExchangePtr &exchange, const QHttpServerRequest &request)
@@ -396,7 +496,7 @@ void QueueServer::publishBatch(const ExchangePtr &exchange, const QHttpServerReq
             errors[i] = badField(prefix.chopped(1), QStringLiteral("must be an object"));
             continue;
         }
-        auto entry = publishEntry(array.at(i).toObject(), prefix);
+        auto entry = publishEntry(array.at(i).toObject(), prefix, exchange->tokenName);
         if (const auto *error = std::get_if<ApiError>(&entry))
             errors[i] = *error;
         else
@@ -406,15 +506,20 @@ void QueueServer::publishBatch(const ExchangePtr &exchange, const QHttpServerReq
         QJsonArray rows;
         qsizetype next = 0;
         int accepted = 0;
-        for (const auto &error : errors) {
+        for (qsizetype i = 0; i < errors.size(); ++i) {
+            std::optional<ApiError> error = errors.at(i);
+            if (!error && results.at(next).keyReused)
+                error = keyReusedError(QStringLiteral("messages[%1].").arg(i));
             if (error) {
                 QJsonObject row = error->toJson();
                 row.insert(QStringLiteral("status"), error->status);
                 rows.append(row);
             } else {
-                rows.append(publishResultJson(results.at(next++)));
+                rows.append(publishResultJson(results.at(next)));
                 ++accepted;
             }
+            if (!errors.at(i))
+                ++next;
         }
         return ApiReply::ok({{QStringLiteral("results"), rows},
                              {QStringLiteral("accepted"), accepted},
@@ -469,7 +574,7 @@ void QueueServer::consume(const ExchangePtr &exchange, const QHttpServerRequest 
     waiter->maxMessages = int(std::get<qint64>(max));
     waiter->visibilityMs = std::get<qint64>(visibility) * 1000;
     waiter->deadlineMs = nowMs() + std::get<qint64>(wait) * 1000;
-    waiter->consumer = QStringLiteral("http:") + (exchange->tokenName.isEmpty() ? QStringLiteral("anonymous") : exchange->tokenName);
+    waiter->consumer = consumerName(exchange->tokenName);
     m_waiters.append(waiter);
     tryWaiter(waiter);
     if (!m_pollTimer.isActive())
@@ -511,7 +616,9 @@ void QueueServer::tryWaiter(const std::shared_ptr<Waiter> &waiter)
                 for (const auto &message : messages) {
                     const auto id = DeliveryId::parse(message.toObject().value(QStringLiteral("id")).toString());
                     if (id)
-                        QMetaObject::invokeMethod(self->m_service, [service = self->m_service, id] { service->nack(*id, 0); });
+                        QMetaObject::invokeMethod(self->m_service, [service = self->m_service, id, consumer = waiter->consumer] {
+                            service->nack(*id, consumer, 0);
+                        });
                 }
             }
             self->respond(waiter->exchange, reply);
@@ -525,7 +632,9 @@ void QueueServer::ack(const ExchangePtr &exchange, const QHttpServerRequest &req
     if (!leased)
         return;
     const auto &[body, delivery] = *leased;
-    answerFromStore(exchange, [id = delivery](QueueService &service) { return service.ack(id); });
+    answerFromStore(exchange, [id = delivery, consumer = consumerName(exchange->tokenName)](QueueService &service) {
+        return service.ack(id, consumer);
+    });
 }
 
 void QueueServer::nack(const ExchangePtr &exchange, const QHttpServerRequest &request)
@@ -537,8 +646,9 @@ void QueueServer::nack(const ExchangePtr &exchange, const QHttpServerRequest &re
     const auto delay = integerField(body, QStringLiteral("delay_seconds"), 0, MaxVisibilitySeconds, 0);
     if (const auto *error = std::get_if<ApiError>(&delay))
         return fail(exchange, *error);
-    answerFromStore(exchange, [id = delivery, delayMs = std::get<qint64>(delay) * 1000](QueueService &service) {
-        return service.nack(id, delayMs);
+    answerFromStore(exchange, [id = delivery, consumer = consumerName(exchange->tokenName),
+                               delayMs = std::get<qint64>(delay) * 1000](QueueService &service) {
+        return service.nack(id, consumer, delayMs);
     });
 }
 
@@ -551,8 +661,9 @@ void QueueServer::extend(const ExchangePtr &exchange, const QHttpServerRequest &
     const auto visibility = integerField(body, QStringLiteral("visibility_timeout"), 1, MaxVisibilitySeconds, std::nullopt);
     if (const auto *error = std::get_if<ApiError>(&visibility))
         return fail(exchange, *error);
-    answerFromStore(exchange, [id = delivery, ms = std::get<qint64>(visibility) * 1000](QueueService &service) {
-        return service.extend(id, ms);
+    answerFromStore(exchange, [id = delivery, consumer = consumerName(exchange->tokenName),
+                               ms = std::get<qint64>(visibility) * 1000](QueueService &service) {
+        return service.extend(id, consumer, ms);
     });
 }
 
@@ -585,8 +696,8 @@ void QueueServer::deadLetter(const ExchangePtr &exchange, const QHttpServerReque
             return fail(exchange, badField(field, QStringLiteral("must be an RFC 3339 time with an offset")));
         *target = time->utc.toMSecsSinceEpoch();
     }
-    answerFromStore(exchange, [id = delivery, info](QueueService &service) {
-        return service.deadLetter(id, info);
+    answerFromStore(exchange, [id = delivery, consumer = consumerName(exchange->tokenName), info](QueueService &service) {
+        return service.deadLetter(id, consumer, info);
     });
 }
 
@@ -648,13 +759,23 @@ void QueueServer::deadLetters(const ExchangePtr &exchange, const QHttpServerRequ
     auto filter = deadLetterFilter(fields);
     if (const auto *error = std::get_if<ApiError>(&filter))
         return fail(exchange, *error);
+    // Paged: a list read whole (a thousand letters of 256 KiB) would be held in memory
+    // at once, and again for each client that reads it slowly.
+    auto &page = std::get<DeadLetterFilter>(filter);
+    page.limit = DefaultDeadLetterPage;
     if (query.hasQueryItem(QStringLiteral("limit"))) {
         bool ok = false;
         const int limit = query.queryItemValue(QStringLiteral("limit")).toInt(&ok);
-        if (!ok || limit < 1 || limit > 100000)
-            return fail(exchange, badField(QStringLiteral("limit"), QStringLiteral("must be a whole number from 1 to 100000")));
-        std::get<DeadLetterFilter>(filter).limit = limit;
+        if (!ok || limit < 1 || limit > MaxDeadLetterPage)
+            return fail(exchange, badField(QStringLiteral("limit"),
+                                           QStringLiteral("must be a whole number from 1 to %1 (a page; follow next_after "
+                                                          "for the next)")
+                                               .arg(MaxDeadLetterPage)));
+        page.limit = limit;
     }
+    if (query.hasQueryItem(QStringLiteral("after"))
+        && !continueAfterCursor(query.queryItemValue(QStringLiteral("after"), QUrl::FullyDecoded), page))
+        return fail(exchange, badField(QStringLiteral("after"), QStringLiteral("must be the next_after of a page")));
     answerFromStore(exchange, [filter = std::get<DeadLetterFilter>(filter)](QueueService &service) {
         return service.deadLetters(filter);
     });

@@ -44,6 +44,8 @@ public:
     static constexpr int MaxWaitSeconds = 20;
     static constexpr qint64 MaxVisibilitySeconds = 12 * 3600;
     static constexpr qint64 DefaultVisibilitySeconds = 30;
+    static constexpr int DefaultDeadLetterPage = 100;
+    static constexpr int MaxDeadLetterPage = 1000;
 
 protected:
     bool handleRequest(const QHttpServerRequest &request, QTcpSocket *socket) override;

@@ -12,8 +12,14 @@
 #include <QTimer>
 #include <QVariant>
 
+#include <QCryptographicHash>
 #include <QElapsedTimer>
+#include <QRandomGenerator>
 #include <QSet>
+
+#include <algorithm>
+#include <array>
+#include <tuple>
 
 namespace once {
 
@@ -23,6 +29,20 @@ namespace {
 
 // How long a client should wait before trying a store that did not answer.
 constexpr int StoreRetryAfterSeconds = 5;
+
+// The unguessable part of a delivery id: 128 bits.
+constexpr qsizetype LeaseSecretBytes = 16;
+
+// What a publish under an idempotency key is compared by when the key comes again: the
+// message as it would be stored, and its delay.
+QString requestDigest(const PublishEntry &entry)
+{
+    QCryptographicHash hash(QCryptographicHash::Sha256);
+    hash.addData(QByteArray::number(entry.message.delayMs));
+    hash.addData(QByteArrayView("\n"));
+    hash.addData(entry.message.payload);
+    return QString::fromLatin1(hash.result().toHex());
+}
 
 QJsonValue bodyJson(const QByteArray &payload)
 {
@@ -42,14 +62,24 @@ ApiReply ApiReply::failed(const ApiError &error)
 
 std::optional<DeliveryId> DeliveryId::parse(const QString &text)
 {
-    const qsizetype dot = text.indexOf(QLatin1Char('.'));
-    if (dot <= 0)
+    const QStringList parts = text.split(QLatin1Char('.'));
+    if (parts.size() != 3 || parts[2].size() != LeaseSecretBytes * 2)
         return std::nullopt;
     bool idOk = false, countOk = false;
-    DeliveryId id{text.left(dot).toLongLong(&idOk), text.mid(dot + 1).toInt(&countOk)};
-    if (!idOk || !countOk || id.messageId <= 0 || id.receiveCount <= 0)
+    DeliveryId id{parts[0].toLongLong(&idOk), parts[1].toInt(&countOk), parts[2]};
+    if (!idOk || !countOk || id.messageId <= 0 || id.receiveCount <= 0
+        || !std::all_of(id.leaseSecret.cbegin(), id.leaseSecret.cend(), [](QChar c) {
+               return (c >= QLatin1Char('0') && c <= QLatin1Char('9')) || (c >= QLatin1Char('a') && c <= QLatin1Char('f'));
+           }))
         return std::nullopt;
     return id;
+}
+
+QString DeliveryId::newLeaseSecret()
+{
+    std::array<quint32, LeaseSecretBytes / 4> words;
+    QRandomGenerator::system()->fillRange(words.data(), words.size());
+    return QString::fromLatin1(QByteArray(reinterpret_cast<const char *>(words.data()), LeaseSecretBytes).toHex());
 }
 
 // A redrive in progress: its letters, where it is, and when it started, for the pace.
@@ -77,17 +107,21 @@ bool QueueService::open(QString *error)
     return bool(m_store);
 }
 
+// The store's own words (its SQL, its driver's message) stay in the server's log: a
+// client learns what happened and what to do, not the statement that failed.
 ApiError QueueService::storeError(const QString &error) const
 {
     switch (m_store->database().lastFailure()) {
     case StoreFailure::Contention:
     case StoreFailure::ConnectionLost:
     case StoreFailure::Permanent:
-        return apiError(ApiFailure::StoreUnavailable, QStringLiteral("the store is unavailable: ") + error);
+        qCWarning(lcQueueService, "the store is unavailable: %s", qPrintable(error));
+        return apiError(ApiFailure::StoreUnavailable, QStringLiteral("the store is unavailable; try again later"));
     case StoreFailure::None:
         break;
     }
-    return apiError(ApiFailure::Internal, error);
+    qCWarning(lcQueueService, "a store call failed: %s", qPrintable(error));
+    return apiError(ApiFailure::Internal, QStringLiteral("the store refused the request (the server's log says why)"));
 }
 
 // A SQLite store deleted or replaced under the server would take writes into a file
@@ -155,6 +189,11 @@ void QueueService::flushPublishes()
         Q_EMIT published();
 }
 
+// Each key is claimed before its message is written: an insert that only the first
+// publisher under the key wins, atomically in the store, so that two servers on one
+// PostgreSQL store (or two commits of one server) never both enqueue under it. A key whose
+// claim is lost is answered from the row that won: the first message's id, or a refusal
+// when the producer sent something else under it.
 bool QueueService::commitPublishes(const QList<PublishEntry *> &entries, QList<PublishResult *> &results, QString *error)
 {
     Database &db = m_store->database();
@@ -166,36 +205,79 @@ bool QueueService::commitPublishes(const QList<PublishEntry *> &entries, QList<P
             return false;
         m_lastPurgeMs = now;
     }
-    // A key seen in this commit, or within the window: the first message's id, nothing new.
-    QHash<QString, qsizetype> firstWithKey;
+    QList<QString> digests(entries.size());
+    // Keys in a fixed order, so that two servers claiming the same keys in one commit each
+    // wait for the other in the same order instead of deadlocking.
+    QList<qsizetype> keyed;
+    for (qsizetype i = 0; i < entries.size(); ++i) {
+        if (entries.at(i)->idempotencyKey.isEmpty())
+            continue;
+        digests[i] = requestDigest(*entries.at(i));
+        keyed.append(i);
+    }
+    std::stable_sort(keyed.begin(), keyed.end(), [&entries](qsizetype a, qsizetype b) {
+        return std::tie(entries.at(a)->producer, entries.at(a)->idempotencyKey)
+               < std::tie(entries.at(b)->producer, entries.at(b)->idempotencyKey);
+    });
+    // An expired key (not purged yet) is claimed anew by overwriting it.
+    auto &claim = db.prepared(QStringLiteral(
+        "INSERT INTO publish_keys (queue_name, producer, idempotency_key, request_digest, message_id, created_at) "
+        "VALUES (?, ?, ?, ?, '', ?) ON CONFLICT (queue_name, producer, idempotency_key) DO UPDATE SET "
+        "request_digest = excluded.request_digest, message_id = '', created_at = excluded.created_at "
+        "WHERE publish_keys.created_at < ? RETURNING created_at"));
+    auto &winner = db.prepared(QStringLiteral("SELECT message_id, request_digest FROM publish_keys "
+                                              "WHERE queue_name = ? AND producer = ? AND idempotency_key = ?"));
+    QSet<qsizetype> claimed;
+    QHash<std::pair<QString, QString>, qsizetype> firstWithKey; // in this commit
+    for (const qsizetype i : std::as_const(keyed)) {
+        const PublishEntry &entry = *entries.at(i);
+        const std::pair owned{entry.producer, entry.idempotencyKey};
+        if (const auto first = firstWithKey.constFind(owned); first != firstWithKey.cend()) {
+            // Its id is filled in below, once the first is inserted.
+            (digests.at(*first) == digests.at(i) ? results[i]->duplicate : results[i]->keyReused) = true;
+            continue;
+        }
+        firstWithKey.insert(owned, i);
+        claim.addBindValue(m_queueName);
+        claim.addBindValue(entry.producer);
+        claim.addBindValue(entry.idempotencyKey);
+        claim.addBindValue(digests.at(i));
+        claim.addBindValue(now);
+        claim.addBindValue(now - IdempotencyWindowMs);
+        if (!db.exec(claim, error))
+            return false;
+        const bool won = claim.next();
+        claim.finish();
+        if (won) {
+            claimed.insert(i);
+            continue;
+        }
+        winner.addBindValue(m_queueName);
+        winner.addBindValue(entry.producer);
+        winner.addBindValue(entry.idempotencyKey);
+        if (!db.exec(winner, error))
+            return false;
+        if (!winner.next()) {
+            *error = QStringLiteral("an idempotency key was neither claimed nor found");
+            return false;
+        }
+        const QString messageId = winner.value(0).toString();
+        const QVariant digest = winner.value(1);
+        winner.finish();
+        // A key kept from before digests were (schema 16) is taken as the same message.
+        if (!digest.isNull() && digest.toString() != digests.at(i))
+            results[i]->keyReused = true;
+        else
+            results[i]->messageId = messageId;
+        results[i]->duplicate = !results[i]->keyReused;
+    }
     QList<OutgoingMessage> messages;
     QList<qsizetype> inserted; // entry index of each message
-    auto &lookup = db.prepared(QStringLiteral(
-        "SELECT message_id FROM publish_keys WHERE queue_name = ? AND idempotency_key = ? AND created_at >= ?"));
     for (qsizetype i = 0; i < entries.size(); ++i) {
-        const PublishEntry &entry = *entries.at(i);
-        if (!entry.idempotencyKey.isEmpty()) {
-            if (firstWithKey.contains(entry.idempotencyKey)) {
-                results[i]->duplicate = true;
-                continue; // its id is filled in below, after the insert
-            }
-            lookup.addBindValue(m_queueName);
-            lookup.addBindValue(entry.idempotencyKey);
-            lookup.addBindValue(now - IdempotencyWindowMs);
-            if (!db.exec(lookup, error))
-                return false;
-            const bool seen = lookup.next();
-            if (seen) {
-                results[i]->messageId = lookup.value(0).toString();
-                results[i]->duplicate = true;
-            }
-            lookup.finish();
-            if (seen)
-                continue;
-            firstWithKey.insert(entry.idempotencyKey, i);
+        if (entries.at(i)->idempotencyKey.isEmpty() || claimed.contains(i)) {
+            messages.append(entries.at(i)->message);
+            inserted.append(i);
         }
-        messages.append(entry.message);
-        inserted.append(i);
     }
     QStringList ids;
     if (!m_store->queue().insert(messages, error, &ids))
@@ -205,25 +287,30 @@ bool QueueService::commitPublishes(const QList<PublishEntry *> &entries, QList<P
         return false;
     }
     auto &remember = db.prepared(QStringLiteral(
-        "INSERT INTO publish_keys (queue_name, idempotency_key, message_id, created_at) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT (queue_name, idempotency_key) DO UPDATE SET message_id = excluded.message_id, "
-        "created_at = excluded.created_at"));
+        "UPDATE publish_keys SET message_id = ? WHERE queue_name = ? AND producer = ? AND idempotency_key = ?"));
     for (qsizetype m = 0; m < inserted.size(); ++m) {
         const qsizetype i = inserted.at(m);
         results[i]->messageId = ids.at(m);
-        const QString &key = entries.at(i)->idempotencyKey;
-        if (key.isEmpty())
+        if (!claimed.contains(i))
             continue;
-        remember.addBindValue(m_queueName);
-        remember.addBindValue(key);
         remember.addBindValue(ids.at(m));
-        remember.addBindValue(now);
+        remember.addBindValue(m_queueName);
+        remember.addBindValue(entries.at(i)->producer);
+        remember.addBindValue(entries.at(i)->idempotencyKey);
         if (!db.exec(remember, error))
             return false;
     }
-    for (qsizetype i = 0; i < entries.size(); ++i)
-        if (results[i]->messageId.isEmpty())
-            results[i]->messageId = results[firstWithKey.value(entries.at(i)->idempotencyKey)]->messageId;
+    for (qsizetype i = 0; i < entries.size(); ++i) {
+        if (results[i]->duplicate && results[i]->messageId.isEmpty()) {
+            const qsizetype first = firstWithKey.value({entries.at(i)->producer, entries.at(i)->idempotencyKey});
+            results[i]->messageId = results[first]->messageId;
+            // The first under the key in this commit may itself have lost to a stored key.
+            results[i]->keyReused = results[first]->keyReused;
+            results[i]->duplicate = !results[i]->keyReused;
+            if (results[i]->keyReused)
+                results[i]->messageId.clear();
+        }
+    }
     return true;
 }
 
@@ -232,7 +319,9 @@ ApiReply QueueService::consume(int maxMessages, qint64 visibilityMs, const QStri
     if (const auto moved = storeMoved())
         return ApiReply::failed(*moved);
     QString error;
-    QList<QueueMessage> leased = m_store->queue().lease(maxMessages, visibilityMs, consumer, &error);
+    const QString secret = DeliveryId::newLeaseSecret();
+    QList<QueueMessage> leased =
+        m_store->queue().lease(maxMessages, visibilityMs, DeliveryId::leaseOwner(consumer, secret), &error);
     if (!error.isEmpty())
         return ApiReply::failed(storeError(error));
     if (m_maxReceives > 0 && !buryOverReceived(leased, &error))
@@ -240,7 +329,7 @@ ApiReply QueueService::consume(int maxMessages, qint64 visibilityMs, const QStri
     QJsonArray messages;
     for (const auto &message : leased)
         messages.append(QJsonObject{
-            {QStringLiteral("id"), DeliveryId{message.id.toLongLong(), message.delivery}.toString()},
+            {QStringLiteral("id"), DeliveryId{message.id.toLongLong(), message.delivery, secret}.toString()},
             {QStringLiteral("message_id"), message.id},
             {QStringLiteral("body"), bodyJson(message.payload)},
             // The bytes as published: a client that hashes or stores them sees the same.
@@ -286,32 +375,37 @@ bool QueueService::buryOverReceived(QList<QueueMessage> &leased, QString *error)
     return true;
 }
 
-ApiReply QueueService::ack(const DeliveryId &delivery)
+ApiReply QueueService::ack(const DeliveryId &delivery, const QString &consumer)
 {
     Settlement settlement;
     settlement.kind = Settlement::Kind::Ack;
-    return settleHeld(delivery, settlement, {{QStringLiteral("acked"), true}});
+    return settleHeld(delivery, consumer, settlement, {{QStringLiteral("acked"), true}});
 }
 
-ApiReply QueueService::nack(const DeliveryId &delivery, qint64 delayMs)
+ApiReply QueueService::nack(const DeliveryId &delivery, const QString &consumer, qint64 delayMs)
 {
     Settlement settlement;
     settlement.kind = Settlement::Kind::Retry;
     settlement.delayMs = std::max<qint64>(0, delayMs);
-    return settleHeld(delivery, settlement, {{QStringLiteral("nacked"), true}});
+    return settleHeld(delivery, consumer, settlement, {{QStringLiteral("nacked"), true}});
 }
 
-ApiReply QueueService::deadLetter(const DeliveryId &delivery, const DeadLetterInfo &info)
+ApiReply QueueService::deadLetter(const DeliveryId &delivery, const QString &consumer, const DeadLetterInfo &info)
 {
     Settlement settlement;
     settlement.kind = Settlement::Kind::DeadLetter;
     settlement.deadLetter = info;
-    return settleHeld(delivery, settlement, {{QStringLiteral("dead_lettered"), true}});
+    return settleHeld(delivery, consumer, settlement, {{QStringLiteral("dead_lettered"), true}});
 }
 
 // The settlement of a lost lease changes nothing by itself (SqlQueue::settle); this
-// checks first, in the same transaction, so it can say so.
-ApiReply QueueService::settleHeld(const DeliveryId &delivery, const Settlement &how, const QJsonObject &answer)
+// checks first, in the same transaction, so it can say so. The delivery is held while its
+// receive count and its lease's owner (the consumer and the lease's secret) are the ones
+// consume handed out: a nack or an ack ends the lease (the owner is cleared, or the row
+// gone), so a second settlement of one delivery finds nothing to settle. On PostgreSQL the
+// row is locked until the settlement commits, so no other server's consume takes it between.
+ApiReply QueueService::settleHeld(const DeliveryId &delivery, const QString &consumer, const Settlement &how,
+                                  const QJsonObject &answer)
 {
     if (const auto moved = storeMoved())
         return ApiReply::failed(*moved);
@@ -320,11 +414,13 @@ ApiReply QueueService::settleHeld(const DeliveryId &delivery, const Settlement &
     Transaction transaction(db);
     if (!transaction.begin(&error))
         return ApiReply::failed(storeError(error));
-    auto &current = db.prepared(QStringLiteral("SELECT receive_count FROM queue WHERE id = ?"));
+    auto &current = db.prepared(QStringLiteral("SELECT receive_count, lease_owner FROM queue WHERE id = ?%1")
+                                    .arg(db.isPostgres() ? QStringLiteral(" FOR UPDATE") : QString()));
     current.addBindValue(delivery.messageId);
     if (!db.exec(current, &error))
         return ApiReply::failed(storeError(error));
-    const bool held = current.next() && current.value(0).toInt() == delivery.receiveCount;
+    const bool held = current.next() && current.value(0).toInt() == delivery.receiveCount
+                      && current.value(1).toString() == delivery.leaseOwner(consumer);
     current.finish();
     if (!held)
         return ApiReply::failed(apiError(ApiFailure::LeaseLost,
@@ -341,7 +437,7 @@ ApiReply QueueService::settleHeld(const DeliveryId &delivery, const Settlement &
     return ApiReply::ok(body);
 }
 
-ApiReply QueueService::extend(const DeliveryId &delivery, qint64 visibilityMs)
+ApiReply QueueService::extend(const DeliveryId &delivery, const QString &consumer, qint64 visibilityMs)
 {
     if (const auto moved = storeMoved())
         return ApiReply::failed(*moved);
@@ -349,10 +445,11 @@ ApiReply QueueService::extend(const DeliveryId &delivery, qint64 visibilityMs)
     QString error;
     const qint64 until = nowMs() + visibilityMs;
     auto &update = db.prepared(QStringLiteral(
-        "UPDATE queue SET visible_at = ? WHERE id = ? AND receive_count = ? AND lease_owner IS NOT NULL"));
+        "UPDATE queue SET visible_at = ? WHERE id = ? AND receive_count = ? AND lease_owner = ?"));
     update.addBindValue(until);
     update.addBindValue(delivery.messageId);
     update.addBindValue(delivery.receiveCount);
+    update.addBindValue(delivery.leaseOwner(consumer));
     if (!db.exec(update, &error))
         return ApiReply::failed(storeError(error));
     if (update.numRowsAffected() < 1)
@@ -386,16 +483,46 @@ ApiReply QueueService::deadLetters(const DeadLetterFilter &filter)
     if (const auto moved = storeMoved())
         return ApiReply::failed(*moved);
     QString error;
-    const auto letters = m_store->inspector().deadLetters(filter, &error);
+    // One letter more than the page, to know whether another page follows.
+    DeadLetterFilter page = filter;
+    page.limit = filter.limit + 1;
+    const auto letters = m_store->inspector().deadLetters(page, &error);
     if (!letters)
         return ApiReply::failed(storeError(error));
     QJsonArray rows;
-    for (const auto &letter : *letters) {
+    qsizetype bytes = 0;
+    QJsonValue nextAfter = QJsonValue::Null;
+    for (qsizetype i = 0; i < letters->size(); ++i) {
+        const DeadLetter &letter = letters->at(i);
+        // A page ends at its limit, or at about MaxDeadLetterPageBytes (a letter may carry
+        // 256 KiB), whichever comes first; at least one letter goes in.
+        if (i == filter.limit || (!rows.isEmpty() && bytes + letter.payload.size() > MaxDeadLetterPageBytes)) {
+            nextAfter = deadLetterCursor(letters->at(i - 1));
+            break;
+        }
         QJsonObject row = letter.toJson();
         row.insert(QStringLiteral("payload"), QString::fromUtf8(letter.payload));
+        bytes += letter.payload.size() + 512;
         rows.append(row);
     }
-    return ApiReply::ok({{QStringLiteral("dead_letters"), rows}});
+    return ApiReply::ok({{QStringLiteral("dead_letters"), rows}, {QStringLiteral("next_after"), nextAfter}});
+}
+
+QString deadLetterCursor(const DeadLetter &letter)
+{
+    return QString::number(letter.deadAtMs) + QLatin1Char(':') + letter.id;
+}
+
+bool continueAfterCursor(const QString &cursor, DeadLetterFilter &filter)
+{
+    const qsizetype colon = cursor.indexOf(QLatin1Char(':'));
+    bool ok = false;
+    const qint64 deadAt = colon > 0 ? cursor.left(colon).toLongLong(&ok) : 0;
+    if (!ok || deadAt < 0 || colon + 1 >= cursor.size())
+        return false;
+    filter.afterDeadAtMs = deadAt;
+    filter.afterId = cursor.mid(colon + 1);
+    return true;
 }
 
 void QueueService::redrive(const RedriveRequest &request, std::function<void(const ApiReply &)> done)

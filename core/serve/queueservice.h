@@ -36,24 +36,42 @@ struct PublishEntry
 {
     OutgoingMessage message;
     QString idempotencyKey; // empty: none
+    // Whose key it is: the token's name ('' without tokens). Two producers' keys never
+    // meet, whatever their text.
+    QString producer;
 };
 
 struct PublishResult
 {
     QString messageId;
     bool duplicate = false; // the key was seen within 24 h: messageId is the first one's
+    // The producer used the key within 24 h for a different message: nothing was
+    // published, and messageId is empty.
+    bool keyReused = false;
 };
 
-// A delivery as consume hands it out. The delivery id is the message id and its receive
-// count: ack, nack and extend name the delivery, so one whose lease went to another
-// consumer is told apart from the current one.
+// A delivery as consume hands it out: the message id, its receive count and a secret
+// drawn for that lease ("41.1.9f0c..."). Ack, nack, extend and dead_letter name the
+// delivery, and only its holder can: the secret is unguessable, and it is checked with the
+// token that consumed (the lease's owner in the store is both). A delivery whose lease went
+// to another consumer, or that was settled already, is told apart from the current one.
 struct DeliveryId
 {
     qint64 messageId = 0;
     int receiveCount = 0;
+    QString leaseSecret; // 32 lowercase hex digits
 
     static std::optional<DeliveryId> parse(const QString &text);
-    QString toString() const { return QStringLiteral("%1.%2").arg(messageId).arg(receiveCount); }
+    // A secret for a new lease, from the system's random source.
+    static QString newLeaseSecret();
+    QString toString() const { return QStringLiteral("%1.%2.%3").arg(messageId).arg(receiveCount).arg(leaseSecret); }
+    // The lease's owner as the store keeps it: the consumer (its token's name) and the
+    // secret, so that neither a guessed id nor another token's consumer settles it.
+    static QString leaseOwner(const QString &consumer, const QString &secret)
+    {
+        return consumer + QLatin1Char('#') + secret;
+    }
+    QString leaseOwner(const QString &consumer) const { return leaseOwner(consumer, leaseSecret); }
 };
 
 // What `POST /v1/queue/dlq/redrive` or `/dlq/discard` asked for, validated.
@@ -67,6 +85,11 @@ struct RedriveRequest
     QString reason;
     QString actor; // the token's name, for the audit log
 };
+
+// A page's cursor in the dead letters' order ("DEADAT:ID"), as `after` takes it back.
+QString deadLetterCursor(const DeadLetter &letter);
+// Sets the filter to continue after the cursor; false when it is not one.
+bool continueAfterCursor(const QString &cursor, DeadLetterFilter &filter);
 
 // The queue operations of `once serve` on the store's own queue: the object lives on a
 // thread of its own with its own store connection, so the HTTP server's event loop never
@@ -100,15 +123,20 @@ public:
     // its entries.
     void publish(const QList<QList<PublishEntry>> &requests, PublishDone done);
 
+    // consumer names who consumes (the token's name); the settlements below take the same
+    // name and succeed only for the holder of the delivery's lease.
     ApiReply consume(int maxMessages, qint64 visibilityMs, const QString &consumer);
-    ApiReply ack(const DeliveryId &delivery);
-    ApiReply nack(const DeliveryId &delivery, qint64 delayMs);
+    ApiReply ack(const DeliveryId &delivery, const QString &consumer);
+    ApiReply nack(const DeliveryId &delivery, const QString &consumer, qint64 delayMs);
     // Moves a leased delivery to the dead letters with the worker's account of it (its
     // send key and event id are the message's own, as the queue holds them).
-    ApiReply deadLetter(const DeliveryId &delivery, const DeadLetterInfo &info);
-    ApiReply extend(const DeliveryId &delivery, qint64 visibilityMs);
+    ApiReply deadLetter(const DeliveryId &delivery, const QString &consumer, const DeadLetterInfo &info);
+    ApiReply extend(const DeliveryId &delivery, const QString &consumer, qint64 visibilityMs);
     ApiReply stats();
+    // A page of dead letters, oldest first: at most filter.limit and about
+    // MaxDeadLetterPageBytes, with the cursor of the next page (next_after) when one follows.
     ApiReply deadLetters(const DeadLetterFilter &filter);
+    static constexpr qsizetype MaxDeadLetterPageBytes = 8 * 1024 * 1024;
     // done runs on the service's thread when the redrive has finished, paced by timers
     // (never a sleep) so the other requests go on meanwhile.
     void redrive(const RedriveRequest &request, std::function<void(const ApiReply &)> done);
@@ -131,7 +159,8 @@ private:
     ApiError storeError(const QString &error) const;
     std::optional<ApiError> storeMoved();
     // Settles a delivery if it is still the current one; lease_lost otherwise.
-    ApiReply settleHeld(const DeliveryId &delivery, const Settlement &settlement, const QJsonObject &answer);
+    ApiReply settleHeld(const DeliveryId &delivery, const QString &consumer, const Settlement &settlement,
+                        const QJsonObject &answer);
     void redriveBatch(std::shared_ptr<struct RedriveRun> run);
     bool buryOverReceived(QList<QueueMessage> &leased, QString *error);
 

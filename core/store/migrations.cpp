@@ -291,6 +291,29 @@ CREATE INDEX attempts_key_created ON attempts(key_created_at, send_key, id);
 DROP INDEX attempts_key;
 )sql";
 
+// once serve's idempotency keys belong to the producer (the token's name) that used
+// them, and remember a digest of what was published under them: another producer's key
+// of the same text is its own, and a key used again with a different payload is refused
+// instead of answered as a duplicate. Keys kept from before name no producer (''): they
+// still match the publishes of a server without tokens, where '' is every producer's
+// name, and no other; they expire within a day. The same text in both dialects.
+const char *const PublishKeysByProducer = R"sql(
+CREATE TABLE publish_keys_by_producer (
+    queue_name TEXT NOT NULL,
+    producer TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    request_digest TEXT,
+    message_id TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (queue_name, producer, idempotency_key)
+);
+INSERT INTO publish_keys_by_producer (queue_name, producer, idempotency_key, request_digest, message_id, created_at)
+    SELECT queue_name, '', idempotency_key, NULL, message_id, created_at FROM publish_keys;
+DROP TABLE publish_keys;
+ALTER TABLE publish_keys_by_producer RENAME TO publish_keys;
+CREATE INDEX publish_keys_created ON publish_keys(created_at);
+)sql";
+
 const Migration Migrations[] = {
     // 1: queue, ledger, history, dead letters, audit log.
     {
@@ -595,6 +618,8 @@ CREATE INDEX publish_keys_created ON publish_keys(created_at);
     // 15: a key's history is indexed under the time its ledger row was created, then the
     // key, so that recording outcomes appends to the index instead of scattering over it.
     {AttemptsByKeyCreation, AttemptsByKeyCreation},
+    // 16: once serve's idempotency keys per producer, with what was published under them.
+    {PublishKeysByProducer, PublishKeysByProducer},
 };
 
 } // namespace

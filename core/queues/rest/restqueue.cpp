@@ -32,6 +32,8 @@ constexpr int MaxBatchMessages = 500;
 constexpr qsizetype MaxBatchPayloadBytes = 6 * 1024 * 1024; // leaves room for the JSON around them
 constexpr int MaxConsumeMessages = 100;
 constexpr int MaxListedDeadLetters = 100000;
+// The largest page `once serve` answers (QueueServer::MaxDeadLetterPage).
+constexpr int DeadLetterPage = 1000;
 constexpr int CallTimeoutMs = 10000;
 // How often a publish or a settlement is tried before it is reported as failed, and the
 // longest Retry-After either waits out on the caller's thread.
@@ -323,6 +325,7 @@ QList<QueueMessage> RestQueue::lease(int max, qint64 leaseMs, const QString &, Q
         message.enqueuedAtMs = timeField(row, QStringLiteral("enqueued_at"));
         message.leaseUntilMs = timeField(row, QStringLiteral("lease_until"));
         message.redriveCount = row.value(QLatin1String("redrive_count")).toInt();
+        m_deliveryIds.insert(heldKey(message.id, message.delivery), row.value(QLatin1String("id")).toString());
         leased.append(std::move(message));
     }
     return leased;
@@ -339,9 +342,15 @@ bool RestQueue::settle(const QList<Settlement> &settlements, QString *error)
 
 bool RestQueue::settleOne(const Settlement &settlement, QString *error)
 {
-    QJsonObject body{{QStringLiteral("queue"), location().name},
-                     {QStringLiteral("message_id"), settlement.messageId},
-                     {QStringLiteral("receive_count"), settlement.delivery}};
+    // A delivery this queue object did not lease (or settled already) has no id here: it
+    // is no longer ours to settle, as the server would answer.
+    const QString held = heldKey(settlement.messageId, settlement.delivery);
+    const QString deliveryId = m_deliveryIds.value(held);
+    if (deliveryId.isEmpty()) {
+        qCInfo(lcRestQueue, "delivery %s was not leased here, or was settled already", qPrintable(held));
+        return true;
+    }
+    QJsonObject body{{QStringLiteral("queue"), location().name}, {QStringLiteral("message_id"), deliveryId}};
     QString endpoint;
     switch (settlement.kind) {
     case Settlement::Kind::Ack:
@@ -374,10 +383,13 @@ bool RestQueue::settleOne(const Settlement &settlement, QString *error)
         if (!again)
             break;
     }
-    if (reply.outcome == Reply::Outcome::Ok)
+    if (reply.outcome == Reply::Outcome::Ok) {
+        m_deliveryIds.remove(held);
         return true;
+    }
     // The lease went to another consumer: this delivery's settlement no longer counts.
     if (reply.code == QLatin1String("lease_lost")) {
+        m_deliveryIds.remove(held);
         qCInfo(lcRestQueue, "delivery %s.%d was no longer ours to settle", qPrintable(settlement.messageId),
                settlement.delivery);
         return true;
@@ -408,18 +420,31 @@ std::optional<QueueCounts> RestQueue::counts(QString *error)
     return counts;
 }
 
+// The server answers a page at a time (at most DeadLetterPage letters, and fewer when
+// they are large): the pages are followed until the limit or the last one.
 std::optional<QList<DeadLetter>> RestQueue::deadLetters(int limit, QString *error)
 {
-    const Reply reply = call("GET", QStringLiteral("/queue/dead_letters"), {},
-                             {{QStringLiteral("queue"), location().name},
-                              {QStringLiteral("limit"), QString::number(std::clamp(limit, 1, MaxListedDeadLetters))}});
-    if (reply.outcome != Reply::Outcome::Ok) {
-        *error = describe(reply, QStringLiteral("listing the dead letters"));
-        return std::nullopt;
-    }
+    limit = std::clamp(limit, 1, MaxListedDeadLetters);
     QList<DeadLetter> letters;
-    for (const auto &row : reply.body.value(QLatin1String("dead_letters")).toArray())
-        letters.append(deadLetterFromJson(row.toObject()));
+    QString after;
+    while (letters.size() < limit) {
+        QList<QPair<QString, QString>> query{
+            {QStringLiteral("queue"), location().name},
+            {QStringLiteral("limit"), QString::number(std::min<qsizetype>(DeadLetterPage, limit - letters.size()))}};
+        if (!after.isEmpty())
+            query.append({QStringLiteral("after"), after});
+        const Reply reply = call("GET", QStringLiteral("/queue/dead_letters"), {}, query);
+        if (reply.outcome != Reply::Outcome::Ok) {
+            *error = describe(reply, QStringLiteral("listing the dead letters"));
+            return std::nullopt;
+        }
+        const QJsonArray rows = reply.body.value(QLatin1String("dead_letters")).toArray();
+        for (const auto &row : rows)
+            letters.append(deadLetterFromJson(row.toObject()));
+        after = reply.body.value(QLatin1String("next_after")).toString();
+        if (after.isEmpty() || rows.isEmpty())
+            break;
+    }
     return letters;
 }
 

@@ -79,6 +79,13 @@ private:
 
     QByteArray m_token;
     std::unique_ptr<BlockingHttpClient> m_http;
+    // The delivery id consume gave each leased message ("41.1.9f0c..."), by message id and
+    // receive count: settling names the lease by it, as the server lets its holder only.
+    static QString heldKey(const QString &messageId, int delivery)
+    {
+        return messageId + QLatin1Char('.') + QString::number(delivery);
+    }
+    QHash<QString, QString> m_deliveryIds;
     qint64 m_busyUntilMs = 0; // lease() asks nothing before this
     bool m_busyLogged = false;
 };
