@@ -469,6 +469,11 @@ void tst_HttpServer::longHeadIsRefused_data()
     // Past libmicrohttpd's buffer (twice headBytes) while still in a header: its own 431.
     QTest::newRow("endless header line")
         << QByteArray("GET / HTTP/1.1\r\nHost: localhost\r\nX-Long: ") << 431;
+    // A whole head over headBytes that fits libmicrohttpd's buffer: the server's 431.
+    QTest::newRow("head over headBytes")
+        << QByteArray("GET / HTTP/1.1\r\nHost: localhost\r\nX-Long: " + QByteArray(40 * 1024, 'a') +
+                      "\r\n\r\n")
+        << 431;
     // ... while still in the request line: its own 414.
     QTest::newRow("endless target") << QByteArray("GET /") << 414;
 }
