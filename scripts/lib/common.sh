@@ -34,6 +34,9 @@ ONCE_PACKAGES=(
     qtkeychain-qt6-dev dbus gnome-keyring libsecret-tools
     prometheus systemd
     libssl-dev
+    # libmicrohttpd (0.9.75, with GnuTLS) serves `once serve`'s HTTP (core/http/httpserver.*):
+    # it bounds connections, heads, bodies and time, which Qt HTTP Server 6.4 does not.
+    libmicrohttpd-dev
 )
 
 ensure_packages() {
