@@ -8,7 +8,8 @@
 #include "serve/queueservice.h"
 
 #include <QCoreApplication>
-#include <QSslConfiguration>
+#include <QSslCertificate>
+#include <QSslKey>
 #include <QThread>
 
 #include <cstdio>
@@ -36,6 +37,22 @@ int runServe(const QStringList &arguments)
         {QStringLiteral("tls-cert"), QStringLiteral("Serve HTTPS with this PEM certificate (with --tls-key)."),
          QStringLiteral("FILE")},
         {QStringLiteral("tls-key"), QStringLiteral("The PEM private key of --tls-cert."), QStringLiteral("FILE")},
+        {QStringLiteral("allowed-host"),
+         QStringLiteral("A host name clients reach this server by (the Host header), besides its listening address; "
+                        "repeatable. On loopback only this machine's own names are taken by default; elsewhere any, "
+                        "unless this is given."),
+         QStringLiteral("NAME")},
+        {QStringLiteral("max-connections"),
+         QStringLiteral("Connections served at once; more wait for one to end. Keep it below the descriptors the "
+                        "process may open (LimitNOFILE)."),
+         QStringLiteral("N"), QStringLiteral("900")},
+        {QStringLiteral("client-timeout"),
+         QStringLiteral("Seconds a connection may be idle, or take between the bytes of a request, or not read its "
+                        "answer, before it is closed."),
+         QStringLiteral("SECONDS"), QStringLiteral("30")},
+        {QStringLiteral("store-timeout"),
+         QStringLiteral("Seconds a request waits for the store before it is answered 503 with Retry-After."),
+         QStringLiteral("SECONDS"), QStringLiteral("10")},
         {QStringLiteral("max-receives"),
          QStringLiteral("A message consumed this many times without an ack goes to the dead letters instead of "
                         "being handed out again, as a managed queue's redrive policy (0: no limit)."),
@@ -50,8 +67,17 @@ int runServe(const QStringList &arguments)
     if (!listen)
         return command.usageError(QStringLiteral("--listen: ") + error);
     const auto maxReceives = command.integer(QStringLiteral("max-receives"), 0, 1000);
-    if (!maxReceives)
+    const auto maxConnections = command.integer(QStringLiteral("max-connections"), 1, 1000000);
+    const auto clientTimeout = command.integer(QStringLiteral("client-timeout"), 1, 3600);
+    const auto storeTimeout = command.integer(QStringLiteral("store-timeout"), 1, 600);
+    if (!maxReceives || !maxConnections || !clientTimeout || !storeTimeout)
         return Usage;
+    QueueServer::Options options;
+    options.limits.http.maxConnections = int(*maxConnections);
+    options.limits.http.connectionTimeoutSeconds = int(*clientTimeout);
+    options.limits.storeTimeoutMs = int(*storeTimeout) * 1000;
+    options.limits.readinessTimeoutMs = std::min(options.limits.storeTimeoutMs, 2000);
+    options.allowedHosts = parser.values(QStringLiteral("allowed-host"));
     const QString queueName = parser.value(QStringLiteral("queue-name"));
     if (queueName.isEmpty())
         return command.usageError(QStringLiteral("--queue-name must not be empty"));
@@ -66,7 +92,7 @@ int runServe(const QStringList &arguments)
                                       .arg(listen->host.toString()));
     }
     const bool tls = parser.isSet(QStringLiteral("tls-cert")) || parser.isSet(QStringLiteral("tls-key"));
-    QSslConfiguration tlsConfiguration = QSslConfiguration::defaultConfiguration();
+    std::optional<std::pair<QByteArray, QByteArray>> tlsPem;
     if (tls) {
         if (!parser.isSet(QStringLiteral("tls-cert")) || !parser.isSet(QStringLiteral("tls-key")))
             return command.usageError(QStringLiteral("give --tls-cert and --tls-key together"));
@@ -77,8 +103,11 @@ int runServe(const QStringList &arguments)
         const auto key = readPemPrivateKey(parser.value(QStringLiteral("tls-key")), &error);
         if (!key)
             return failure(error);
-        tlsConfiguration.setLocalCertificateChain(*chain);
-        tlsConfiguration.setPrivateKey(*key);
+        // Read and checked here (one-line errors naming the file), handed on as PEM.
+        QByteArray certificates;
+        for (const auto &certificate : *chain)
+            certificates += certificate.toPem();
+        tlsPem = std::pair{certificates, key->toPem()};
     }
 
     // The store on a thread of its own: the HTTP event loop never waits on it.
@@ -102,15 +131,11 @@ int runServe(const QStringList &arguments)
 
     int exitCode = Ok;
     {
-        QueueServer server(service, queueName, std::move(tokens));
-        if (tls)
-            server.sslSetup(tlsConfiguration);
-        const quint16 port = server.listen(listen->host, listen->port);
-        if (port == 0) {
-            exitCode = failure(QStringLiteral("cannot listen on %1:%2 (in use, or not an address of this machine)")
-                                   .arg(listen->host.toString())
-                                   .arg(listen->port));
+        QueueServer server(service, queueName, std::move(tokens), options);
+        if (!server.listen(listen->host, listen->port, tlsPem, &error)) {
+            exitCode = failure(QStringLiteral("cannot listen on %1:%2: %3").arg(listen->host.toString()).arg(listen->port).arg(error));
         } else {
+            const quint16 port = server.serverPort();
             const QString host = listen->host.protocol() == QAbstractSocket::IPv6Protocol
                                      ? QLatin1Char('[') + listen->host.toString() + QLatin1Char(']')
                                      : listen->host.toString();

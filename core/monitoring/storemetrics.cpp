@@ -4,7 +4,15 @@
 #include "store/migrations.h"
 #include "store/store.h"
 
+#include <QFile>
+#include <QFileInfo>
 #include <QVariant>
+
+#include <cerrno>
+#include <cstring>
+
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 namespace once {
 
@@ -127,6 +135,41 @@ QString storeUnreadiness(Store &store)
         return QStringLiteral("the store's schema is version %1, this program's %2")
             .arg(version)
             .arg(latestSchemaVersion());
+    return storeUnwritability(store);
+}
+
+// A store that reads but cannot take a write answers reads and fails every publish: a
+// load balancer should send its clients elsewhere. Asked without writing, so a probe
+// every few seconds costs the disk nothing.
+QString storeUnwritability(Store &store)
+{
+    Database &db = store.database();
+    if (db.isPostgres()) {
+        QString error;
+        auto &query = db.prepared(QStringLiteral("SELECT pg_is_in_recovery(), current_setting('transaction_read_only')"));
+        if (!db.exec(query, &error) || !query.next()) {
+            query.finish();
+            return error.isEmpty() ? QStringLiteral("the store did not say whether it takes writes") : error;
+        }
+        const bool standby = query.value(0).toBool();
+        const bool readOnly = query.value(1).toString() == QLatin1String("on");
+        query.finish();
+        if (standby)
+            return QStringLiteral("the store's server is a standby: it takes no writes");
+        if (readOnly)
+            return QStringLiteral("the store's server takes no writes (transaction_read_only is on)");
+        return {};
+    }
+    const QString path = db.location().path;
+    struct statvfs disk = {};
+    if (::statvfs(QFile::encodeName(QFileInfo(path).absolutePath()).constData(), &disk) != 0)
+        return QStringLiteral("the store's folder cannot be looked at: %1").arg(QString::fromLocal8Bit(std::strerror(errno)));
+    if (disk.f_flag & ST_RDONLY)
+        return QStringLiteral("the store's disk is mounted read-only");
+    if (quint64(disk.f_bavail) * disk.f_frsize < MinFreeDiskBytes)
+        return QStringLiteral("the store's disk is full (%1 KiB free)").arg(quint64(disk.f_bavail) * disk.f_frsize / 1024);
+    if (::access(QFile::encodeName(path).constData(), W_OK) != 0)
+        return QStringLiteral("the store's file is not writable by this process");
     return {};
 }
 

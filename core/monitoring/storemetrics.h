@@ -33,8 +33,15 @@ struct StoreMetrics
 
 QByteArray storeExposition(const StoreMetrics &metrics);
 
-// For /readyz: empty when the store answers and its schema is the one this program
-// knows; else why not, in one line without secrets.
+// For /readyz: empty when the store answers, its schema is the one this program knows
+// and it takes writes (storeUnwritability); else why not, in one line without secrets.
 QString storeUnreadiness(Store &store);
+// Empty when the store can take a write as far as can be told without writing: on
+// PostgreSQL a primary not in read-only mode, on SQLite a writable file on a disk that
+// is neither read-only nor full; else why not.
+QString storeUnwritability(Store &store);
+// Below this much free space a SQLite store's disk counts as full: a commit needs room
+// for its WAL frames.
+inline constexpr quint64 MinFreeDiskBytes = 1024 * 1024;
 
 } // namespace once

@@ -25,6 +25,12 @@ ApiError apiError(ApiFailure failure, const QString &message, const QString &fie
     case ApiFailure::MethodNotAllowed:
         error = {405, "method_not_allowed", message};
         break;
+    case ApiFailure::UnknownHost:
+        error = {421, "unknown_host", message};
+        break;
+    case ApiFailure::UnsupportedMediaType:
+        error = {415, "unsupported_media_type", message};
+        break;
     case ApiFailure::LeaseLost:
         error = {409, "lease_lost", message, QStringLiteral("message_id")};
         break;

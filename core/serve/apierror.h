@@ -15,6 +15,8 @@ enum class ApiFailure {
     NotFound,         // no such endpoint: 404
     UnknownQueue,     // a queue this server does not serve: 404
     MethodNotAllowed, // the endpoint exists under another method: 405
+    UnknownHost,      // the Host header names no name this server answers to: 421
+    UnsupportedMediaType, // a body that is not declared application/json: 415
     LeaseLost,        // ack/nack/extend of a delivery whose lease went to another consumer: 409
     TooLarge,         // a payload over 256 KiB, or a request body over its limit: 413
     BadReminder,      // the payload is not a reminder `once enqueue` would accept: 422

@@ -4,14 +4,11 @@
 #include "operator/operations.h"
 #include "model/reminder.h"
 #include "text/strictjson.h"
+#include "text/quotedtext.h"
 
-#include <QElapsedTimer>
-#include <QHttpServerRequest>
-#include <QHttpServerResponder>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QLoggingCategory>
-#include <QTcpSocket>
 #include <QUrlQuery>
 
 #include <algorithm>
@@ -23,19 +20,28 @@ namespace once {
 
 Q_LOGGING_CATEGORY(lcServe, "once.serve")
 
-// One request from arrival to answer. The responder outlives the handler when the answer
-// comes from the store thread or a parked consume.
+// One request from its arrival here to its answer, which may come from the store thread
+// or a parked consume later.
 struct QueueServer::Exchange
 {
-    QHttpServerResponder responder;
-    QPointer<QTcpSocket> socket;
+    quint64 id = 0;
     QByteArray method;
-    QString path;
+    QByteArray path; // for the log: percent-encoded and cut
     QString tokenName; // empty: no tokens configured
     QElapsedTimer clock;
     bool answered = false;
+    bool gone = false; // the client's connection ended before the answer
 
-    bool clientGone() const { return !socket || socket->state() != QAbstractSocket::ConnectedState; }
+    bool clientGone() const { return gone; }
+};
+
+// What a handler reads of a request.
+struct QueueServer::Request
+{
+    const HttpHead &head;
+    const QByteArray &body;
+
+    QUrlQuery query() const { return QUrlQuery(QString::fromLatin1(head.query)); }
 };
 
 struct QueueServer::Waiter
@@ -46,38 +52,51 @@ struct QueueServer::Waiter
     qint64 deadlineMs = 0;
     QString consumer;
     bool asking = false;
+    qint64 askedAtMs = 0;
 };
 
 // The routing table: adding an endpoint (GET /metrics, say) is one row here and a
 // handler. Permission none: no token needed (health checks of a load balancer).
 struct QueueServer::Route
 {
-    QHttpServerRequest::Method method;
-    QString path;
+    QByteArray method;
+    QByteArray path;
     std::optional<ApiPermission> permission;
     Handler handler;
     qsizetype maxBodyBytes = MaxRequestBytes;
 };
 
+std::pair<const QueueServer::Route *, bool> QueueServer::findRoute(const HttpHead &head)
+{
+    const QByteArray method = head.method == "HEAD" ? QByteArrayLiteral("GET") : head.method;
+    bool pathKnown = false;
+    for (const auto &candidate : routes()) {
+        if (candidate.path != head.path)
+            continue;
+        pathKnown = true;
+        if (candidate.method == method)
+            return {&candidate, true};
+    }
+    return {nullptr, pathKnown};
+}
+
 const QList<QueueServer::Route> &QueueServer::routes()
 {
-    using Method = QHttpServerRequest::Method;
     static const QList<Route> table{
-        {Method::Get, QStringLiteral("/healthz"), std::nullopt, &QueueServer::health},
-        {Method::Get, QStringLiteral("/readyz"), std::nullopt, &QueueServer::ready},
-        {Method::Get, QStringLiteral("/metrics"), ApiPermission::Read, &QueueServer::metrics},
-        {Method::Post, QStringLiteral("/v1/queue/publish"), ApiPermission::Publish, &QueueServer::publish},
-        {Method::Post, QStringLiteral("/v1/queue/publish_batch"), ApiPermission::Publish, &QueueServer::publishBatch,
-         MaxBatchRequestBytes},
-        {Method::Post, QStringLiteral("/v1/queue/consume"), ApiPermission::Consume, &QueueServer::consume},
-        {Method::Post, QStringLiteral("/v1/queue/ack"), ApiPermission::Consume, &QueueServer::ack},
-        {Method::Post, QStringLiteral("/v1/queue/nack"), ApiPermission::Consume, &QueueServer::nack},
-        {Method::Post, QStringLiteral("/v1/queue/extend"), ApiPermission::Consume, &QueueServer::extend},
-        {Method::Post, QStringLiteral("/v1/queue/dead_letter"), ApiPermission::Consume, &QueueServer::deadLetter},
-        {Method::Get, QStringLiteral("/v1/queue/stats"), ApiPermission::Read, &QueueServer::stats},
-        {Method::Get, QStringLiteral("/v1/queue/dead_letters"), ApiPermission::Read, &QueueServer::deadLetters},
-        {Method::Post, QStringLiteral("/v1/queue/dlq/redrive"), ApiPermission::Operate, &QueueServer::redrive},
-        {Method::Post, QStringLiteral("/v1/queue/dlq/discard"), ApiPermission::Operate, &QueueServer::discard},
+        {"GET", "/healthz", std::nullopt, &QueueServer::health, 0},
+        {"GET", "/readyz", std::nullopt, &QueueServer::ready, 0},
+        {"GET", "/metrics", ApiPermission::Read, &QueueServer::metrics, 0},
+        {"POST", "/v1/queue/publish", ApiPermission::Publish, &QueueServer::publish},
+        {"POST", "/v1/queue/publish_batch", ApiPermission::Publish, &QueueServer::publishBatch, MaxBatchRequestBytes},
+        {"POST", "/v1/queue/consume", ApiPermission::Consume, &QueueServer::consume},
+        {"POST", "/v1/queue/ack", ApiPermission::Consume, &QueueServer::ack},
+        {"POST", "/v1/queue/nack", ApiPermission::Consume, &QueueServer::nack},
+        {"POST", "/v1/queue/extend", ApiPermission::Consume, &QueueServer::extend},
+        {"POST", "/v1/queue/dead_letter", ApiPermission::Consume, &QueueServer::deadLetter},
+        {"GET", "/v1/queue/stats", ApiPermission::Read, &QueueServer::stats, 0},
+        {"GET", "/v1/queue/dead_letters", ApiPermission::Read, &QueueServer::deadLetters, 0},
+        {"POST", "/v1/queue/dlq/redrive", ApiPermission::Operate, &QueueServer::redrive},
+        {"POST", "/v1/queue/dlq/discard", ApiPermission::Operate, &QueueServer::discard},
     };
     return table;
 }
@@ -85,33 +104,73 @@ const QList<QueueServer::Route> &QueueServer::routes()
 namespace {
 
 constexpr qint64 PollIntervalMs = 250;
+// The longest request path a log line shows.
+constexpr qsizetype MaxLoggedPathBytes = 200;
 
-QByteArray headerValue(const QHttpServerRequest &request, const QByteArray &name)
+// A path as the log shows it: percent-encoded (a %0A stays three characters, a raw
+// control byte or escape sequence never reaches the log or a terminal) and cut.
+QByteArray pathForLog(const QByteArray &path)
 {
-    for (const auto &[key, value] : request.headers())
-        if (key.compare(name, Qt::CaseInsensitive) == 0)
-            return value;
-    return {};
+    QByteArray logged;
+    for (const char c : path.left(MaxLoggedPathBytes)) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte > 0x20 && byte < 0x7f)
+            logged += c;
+        else
+            logged += '%' + QByteArray(1, c).toHex().toUpper();
+    }
+    if (path.size() > MaxLoggedPathBytes)
+        logged += "...";
+    return logged;
 }
 
-QByteArray methodName(QHttpServerRequest::Method method)
+void logRequest(const QByteArray &method, const QByteArray &path, int status, qint64 latencyMs, const QString &tokenName)
 {
-    using Method = QHttpServerRequest::Method;
-    switch (method) {
-    case Method::Get: return "GET";
-    case Method::Put: return "PUT";
-    case Method::Delete: return "DELETE";
-    case Method::Post: return "POST";
-    case Method::Head: return "HEAD";
-    case Method::Options: return "OPTIONS";
-    case Method::Patch: return "PATCH";
-    case Method::Connect: return "CONNECT";
-    case Method::Trace: return "TRACE";
-    case Method::Unknown:
-    case Method::AnyKnown:
-        break;
+    // One line per request, with the token's name, never the token.
+    qCInfo(lcServe, "%s %s %d %lldms token=%s", pathForLog(method).constData(), path.constData(), status, latencyMs,
+           tokenName.isEmpty() ? "-" : qPrintable(tokenName));
+}
+
+// The bearer token of an Authorization header (the scheme's name in any case, as RFC
+// 9110 says), or an empty array.
+QByteArray bearerToken(const QByteArray &authorization)
+{
+    const qsizetype space = authorization.indexOf(' ');
+    if (space < 0 || authorization.left(space).compare("Bearer", Qt::CaseInsensitive) != 0)
+        return {};
+    return authorization.mid(space + 1).trimmed();
+}
+
+// The host a Host header names, lowercase, without its port ("[::1]" keeps its brackets).
+QByteArray hostName(const QByteArray &host)
+{
+    QByteArray name = host.trimmed().toLower();
+    if (name.startsWith('[')) {
+        const qsizetype close = name.indexOf(']');
+        return close < 0 ? name : name.left(close + 1);
     }
-    return "UNKNOWN";
+    const qsizetype colon = name.indexOf(':');
+    return colon < 0 ? name : name.left(colon);
+}
+
+bool isJsonContentType(const QByteArray &contentType)
+{
+    const QByteArray type = contentType.split(';').constFirst().trimmed().toLower();
+    return type == "application/json";
+}
+
+HttpAnswer httpAnswer(const ApiReply &reply)
+{
+    HttpAnswer answer;
+    answer.status = reply.status;
+    const bool text = !reply.textType.isEmpty();
+    answer.body = text ? reply.text : QJsonDocument(reply.body).toJson(QJsonDocument::Compact);
+    answer.headers.emplaceBack("Content-Type", text ? reply.textType : QByteArrayLiteral("application/json"));
+    if (reply.retryAfterSeconds > 0)
+        answer.headers.emplaceBack("Retry-After", QByteArray::number(reply.retryAfterSeconds));
+    if (reply.status == 401)
+        answer.headers.emplaceBack("WWW-Authenticate", "Bearer");
+    return answer;
 }
 
 ApiError badField(const QString &field, const QString &what)
@@ -292,8 +351,9 @@ QString fieldWithNul(const QJsonValue &value, const QString &name)
 } // namespace
 
 QueueServer::QueueServer(QueueService *service, const QString &queueName, std::optional<ApiTokens> tokens,
-                         QObject *parent)
-    : QAbstractHttpServer(parent), m_service(service), m_queueName(queueName), m_tokens(std::move(tokens))
+                         Options options, QObject *parent)
+    : QObject(parent), m_service(service), m_queueName(queueName), m_tokens(std::move(tokens)),
+      m_options(std::move(options))
 {
     m_pollTimer.setInterval(PollIntervalMs);
     connect(&m_pollTimer, &QTimer::timeout, this, &QueueServer::pollWaiters);
@@ -302,65 +362,123 @@ QueueServer::QueueServer(QueueService *service, const QString &queueName, std::o
 
 QueueServer::~QueueServer() = default;
 
-void QueueServer::missingHandler(const QHttpServerRequest &, QTcpSocket *)
+bool QueueServer::listen(const QHostAddress &host, quint16 port,
+                         const std::optional<std::pair<QByteArray, QByteArray>> &tlsPem, QString *error)
 {
-    // handleRequest answers every request itself.
+    // Names a Host header may give. On loopback only this machine's names: a web page the
+    // operator opens elsewhere could resolve its own name to 127.0.0.1 (DNS rebinding)
+    // and read what this server answers.
+    m_hosts.clear();
+    for (const auto &name : std::as_const(m_options.allowedHosts))
+        m_hosts.append(hostName(name.toUtf8()));
+    if (host.isLoopback() || !m_hosts.isEmpty()) {
+        const QByteArray literal = host.toString().toLower().toUtf8();
+        m_hosts.append(host.protocol() == QAbstractSocket::IPv6Protocol ? '[' + literal + ']' : literal);
+        if (host.isLoopback())
+            m_hosts << QByteArrayLiteral("localhost") << QByteArrayLiteral("127.0.0.1") << QByteArrayLiteral("[::1]");
+    }
+    m_http = std::make_unique<HttpServer>([this](const HttpHead &head) { return admit(head); }, m_options.limits.http);
+    connect(m_http.get(), &HttpServer::requestArrived, this, &QueueServer::handle);
+    connect(m_http.get(), &HttpServer::exchangeEnded, this, &QueueServer::ended);
+    return m_http->listen(host, port, tlsPem, error);
 }
 
-bool QueueServer::handleRequest(const QHttpServerRequest &request, QTcpSocket *socket)
+quint16 QueueServer::serverPort() const
 {
-    auto exchange = std::make_shared<Exchange>(Exchange{makeResponder(request, socket), socket, methodName(request.method()),
-                                                        request.url().path(), {}, {}, false});
-    exchange->clock.start();
-    const Route *route = nullptr;
-    bool pathKnown = false;
-    for (const auto &candidate : routes()) {
-        if (candidate.path != exchange->path)
-            continue;
-        pathKnown = true;
-        if (candidate.method == request.method())
-            route = &candidate;
-    }
-    if (!route) {
-        fail(exchange, pathKnown ? apiError(ApiFailure::MethodNotAllowed,
-                                            QStringLiteral("%1 does not take %2").arg(exchange->path,
-                                                                                      QString::fromLatin1(exchange->method)))
-                                 : apiError(ApiFailure::NotFound, QStringLiteral("no endpoint %1").arg(exchange->path)));
-        return true;
-    }
+    return m_http ? m_http->serverPort() : 0;
+}
+
+// libmicrohttpd's thread: everything that can refuse a request without its body. The
+// route, token and rate are looked at again on the server's thread (the route and token
+// without the rate), which is cheaper than carrying them across.
+HttpServer::Admission QueueServer::admit(const HttpHead &head)
+{
+    QElapsedTimer clock;
+    clock.start();
+    QString tokenName;
+    const auto refuse = [&](const ApiError &error, int retryAfter = 0) -> HttpServer::Admission {
+        ApiReply reply = ApiReply::failed(error);
+        if (retryAfter > 0)
+            reply.retryAfterSeconds = retryAfter;
+        logRequest(head.method, pathForLog(head.path), reply.status, clock.elapsed(), tokenName);
+        return httpAnswer(reply);
+    };
+    const QByteArray host = head.header("Host");
+    if (!m_hosts.isEmpty() && !host.isEmpty() && !m_hosts.contains(hostName(host)))
+        return refuse(apiError(ApiFailure::UnknownHost,
+                               QStringLiteral("this server does not answer to the host %1 (once serve --allowed-host)")
+                                   .arg(quotedForError(QString::fromLatin1(host)))));
+    // A browser names the page's origin on a request from another site; no producer or
+    // worker sends one. Refused before the body, so a page cannot publish, consume or
+    // discard through the browser of someone on this machine or network.
+    const QByteArray fetchSite = head.header("Sec-Fetch-Site").toLower();
+    if (head.headerCount("Origin") > 0 || (!fetchSite.isEmpty() && fetchSite != "none" && fetchSite != "same-origin"))
+        return refuse(apiError(ApiFailure::Forbidden, QStringLiteral("requests from web pages are refused")));
+    const auto [route, pathKnown] = findRoute(head);
+    if (!route)
+        return refuse(pathKnown ? apiError(ApiFailure::MethodNotAllowed,
+                                           QStringLiteral("%1 does not take %2")
+                                               .arg(QString::fromLatin1(pathForLog(head.path)),
+                                                    QString::fromLatin1(pathForLog(head.method))))
+                                : apiError(ApiFailure::NotFound,
+                                           QStringLiteral("no endpoint %1").arg(QString::fromLatin1(pathForLog(head.path)))));
     if (route->permission && m_tokens) {
-        const QByteArray authorization = headerValue(request, "Authorization");
-        const ApiToken *token = nullptr;
-        if (authorization.startsWith("Bearer "))
-            token = m_tokens->find(authorization.mid(7).trimmed());
-        if (!token) {
-            fail(exchange, apiError(ApiFailure::Unauthorized,
-                                    authorization.isEmpty() ? QStringLiteral("send Authorization: Bearer TOKEN")
-                                                            : QStringLiteral("the bearer token is not valid")));
-            return true;
+        const QByteArray authorization = head.header("Authorization");
+        const ApiToken *token = m_tokens->find(bearerToken(authorization));
+        if (!token)
+            return refuse(apiError(ApiFailure::Unauthorized, authorization.isEmpty()
+                                                                 ? QStringLiteral("send Authorization: Bearer TOKEN")
+                                                                 : QStringLiteral("the bearer token is not valid")));
+        tokenName = token->name;
+        if (!apiRoleAllows(token->role, *route->permission))
+            return refuse(apiError(ApiFailure::Forbidden, QStringLiteral("the token %1 may not use %2")
+                                                              .arg(token->name, QString::fromLatin1(head.path))));
+        int wait = 0;
+        {
+            QMutexLocker locker(&m_rateMutex);
+            wait = m_rateLimiter.take(*token, nowMs());
         }
+        if (wait)
+            return refuse(apiError(ApiFailure::RateLimited, QStringLiteral("the token %1 is over its rate; try again in %2 s")
+                                                                .arg(token->name)
+                                                                .arg(wait)),
+                          wait);
+    }
+    // A text/plain or form POST is what a page may send anywhere without asking first.
+    if (route->method == "POST" && !isJsonContentType(head.header("Content-Type")))
+        return refuse(apiError(ApiFailure::UnsupportedMediaType, QStringLiteral("send Content-Type: application/json")));
+    bool lengthGiven = false;
+    const qint64 length = head.header("Content-Length").toLongLong(&lengthGiven);
+    if (lengthGiven && length > route->maxBodyBytes)
+        return refuse(apiError(ApiFailure::TooLarge, QStringLiteral("the request body is over %1 bytes").arg(route->maxBodyBytes),
+                               QStringLiteral("body")));
+    return route->maxBodyBytes;
+}
+
+void QueueServer::handle(quint64 id, const HttpHead &head, const QByteArray &body)
+{
+    auto exchange = std::make_shared<Exchange>();
+    exchange->id = id;
+    exchange->method = head.method;
+    exchange->path = pathForLog(head.path);
+    exchange->clock.start();
+    m_open.insert(id, exchange);
+    const auto [route, pathKnown] = findRoute(head);
+    if (!route) // admitted, so it cannot be; answered all the same
+        return fail(exchange, apiError(ApiFailure::NotFound, QStringLiteral("no endpoint")));
+    if (route->permission && m_tokens) {
+        const ApiToken *token = m_tokens->find(bearerToken(head.header("Authorization")));
+        if (!token)
+            return fail(exchange, apiError(ApiFailure::Unauthorized, QStringLiteral("the bearer token is not valid")));
         exchange->tokenName = token->name;
-        if (!apiRoleAllows(token->role, *route->permission)) {
-            fail(exchange, apiError(ApiFailure::Forbidden,
-                                    QStringLiteral("the token %1 may not use %2").arg(token->name, exchange->path)));
-            return true;
-        }
-        if (const int wait = m_rateLimiter.take(*token, nowMs())) {
-            ApiReply reply = ApiReply::failed(apiError(
-                ApiFailure::RateLimited, QStringLiteral("the token %1 is over its rate; try again in %2 s").arg(token->name).arg(wait)));
-            reply.retryAfterSeconds = wait;
-            respond(exchange, reply);
-            return true;
-        }
     }
-    if (request.body().size() > route->maxBodyBytes) {
-        fail(exchange, apiError(ApiFailure::TooLarge,
-                                QStringLiteral("the request body is over %1 bytes").arg(route->maxBodyBytes),
-                                QStringLiteral("body")));
-        return true;
-    }
-    (this->*route->handler)(exchange, request);
-    return true;
+    (this->*route->handler)(exchange, Request{head, body});
+}
+
+void QueueServer::ended(quint64 id)
+{
+    if (const auto exchange = m_open.take(id).lock())
+        exchange->gone = true;
 }
 
 void QueueServer::respond(const ExchangePtr &exchange, const ApiReply &reply)
@@ -368,39 +486,49 @@ void QueueServer::respond(const ExchangePtr &exchange, const ApiReply &reply)
     if (exchange->answered)
         return;
     exchange->answered = true;
-    const qint64 latency = exchange->clock.elapsed();
-    // One line per request, with the token's name, never the token.
-    qCInfo(lcServe, "%s %s %d %lldms token=%s", exchange->method.constData(), qPrintable(exchange->path), reply.status,
-           latency, exchange->tokenName.isEmpty() ? "-" : qPrintable(exchange->tokenName));
-    if (exchange->clientGone())
+    m_open.remove(exchange->id);
+    logRequest(exchange->method, exchange->path, reply.status, exchange->clock.elapsed(), exchange->tokenName);
+    if (exchange->clientGone() || !m_http)
         return;
-    auto &responder = exchange->responder;
-    const bool text = !reply.textType.isEmpty();
-    const QByteArray body = text ? reply.text : QJsonDocument(reply.body).toJson(QJsonDocument::Compact);
-    responder.writeStatusLine(QHttpServerResponder::StatusCode(reply.status));
-    responder.writeHeader("Content-Type", text ? reply.textType : QByteArrayLiteral("application/json"));
-    responder.writeHeader("Content-Length", QByteArray::number(body.size()));
-    if (reply.retryAfterSeconds > 0)
-        responder.writeHeader("Retry-After", QByteArray::number(reply.retryAfterSeconds));
-    if (reply.status == 401)
-        responder.writeHeader("WWW-Authenticate", "Bearer");
-    responder.writeBody(body);
+    m_http->answer(exchange->id, httpAnswer(reply));
 }
 
-void QueueServer::answerFromStore(const ExchangePtr &exchange, std::function<ApiReply(QueueService &)> work)
+bool QueueServer::enterStore(const ExchangePtr &exchange, int timeoutMs)
 {
+    if (m_storeCallsInFlight >= m_options.limits.maxStoreCallsInFlight) {
+        fail(exchange, apiError(ApiFailure::StoreUnavailable,
+                                QStringLiteral("the store is not keeping up (%1 requests waiting for it); try again later")
+                                    .arg(m_storeCallsInFlight)));
+        return false;
+    }
+    ++m_storeCallsInFlight;
+    const int timeout = timeoutMs > 0 ? timeoutMs : m_options.limits.storeTimeoutMs;
+    QTimer::singleShot(timeout, this, [this, weak = std::weak_ptr<Exchange>(exchange), timeout] {
+        if (const auto late = weak.lock(); late && !late->answered)
+            fail(late, apiError(ApiFailure::StoreUnavailable,
+                                QStringLiteral("the store did not answer within %1 s; try again later").arg(timeout / 1000.0)));
+    });
+    return true;
+}
+
+void QueueServer::answerFromStore(const ExchangePtr &exchange, std::function<ApiReply(QueueService &)> work, int timeoutMs)
+{
+    if (!enterStore(exchange, timeoutMs))
+        return;
     QPointer<QueueServer> self(this);
     QMetaObject::invokeMethod(m_service, [self, service = m_service, exchange, work = std::move(work)] {
         const ApiReply reply = work(*service);
         QMetaObject::invokeMethod(self, [self, exchange, reply] {
-            if (self)
-                self->respond(exchange, reply);
+            if (!self)
+                return;
+            self->leaveStore();
+            self->respond(exchange, reply);
         });
     });
 }
 
 std::optional<std::pair<QJsonObject, DeliveryId>> QueueServer::deliveryRequest(const ExchangePtr &exchange,
-                                                                              const QHttpServerRequest &request)
+                                                                              const Request &request)
 {
     const auto body = jsonBody(exchange, request);
     if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
@@ -416,14 +544,14 @@ std::optional<std::pair<QJsonObject, DeliveryId>> QueueServer::deliveryRequest(c
 // Strict first: Qt's parser keeps the last of two members with one name and turns an
 // unpaired surrogate into '?', so what the server read could differ from what a proxy or
 // the client's own log read in the same bytes (strictjson.h lists what it refuses).
-std::optional<QJsonObject> QueueServer::jsonBody(const ExchangePtr &exchange, const QHttpServerRequest &request)
+std::optional<QJsonObject> QueueServer::jsonBody(const ExchangePtr &exchange, const Request &request)
 {
-    if (const QString problem = strictJsonProblem(request.body()); !problem.isEmpty()) {
+    if (const QString problem = strictJsonProblem(request.body); !problem.isEmpty()) {
         fail(exchange, badField(QStringLiteral("body"), QStringLiteral("must be one JSON object: ") + problem));
         return std::nullopt;
     }
     QJsonParseError parseError;
-    const QJsonDocument document = QJsonDocument::fromJson(request.body(), &parseError);
+    const QJsonDocument document = QJsonDocument::fromJson(request.body, &parseError);
     if (parseError.error != QJsonParseError::NoError || !document.isObject()) {
         fail(exchange, badField(QStringLiteral("body"), QStringLiteral("must be a JSON object")));
         return std::nullopt;
@@ -448,22 +576,23 @@ bool QueueServer::checkQueue(const ExchangePtr &exchange, const QJsonValue &queu
     return true;
 }
 
-void QueueServer::health(const ExchangePtr &exchange, const QHttpServerRequest &)
+void QueueServer::health(const ExchangePtr &exchange, const Request &)
 {
     respond(exchange, ApiReply::ok({{QStringLiteral("status"), QStringLiteral("ok")}}));
 }
 
-void QueueServer::ready(const ExchangePtr &exchange, const QHttpServerRequest &)
+void QueueServer::ready(const ExchangePtr &exchange, const Request &)
 {
-    answerFromStore(exchange, [](QueueService &service) { return service.readiness(); });
+    answerFromStore(exchange, [](QueueService &service) { return service.readiness(); },
+                    m_options.limits.readinessTimeoutMs);
 }
 
-void QueueServer::metrics(const ExchangePtr &exchange, const QHttpServerRequest &)
+void QueueServer::metrics(const ExchangePtr &exchange, const Request &)
 {
     answerFromStore(exchange, [](QueueService &service) { return service.metrics(); });
 }
 
-void QueueServer::publish(const ExchangePtr &exchange, const QHttpServerRequest &request)
+void QueueServer::publish(const ExchangePtr &exchange, const Request &request)
 {
     const auto body = jsonBody(exchange, request);
     if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
@@ -477,7 +606,7 @@ void QueueServer::publish(const ExchangePtr &exchange, const QHttpServerRequest 
     });
 }
 
-void QueueServer::publishBatch(const ExchangePtr &exchange, const QHttpServerRequest &request)
+void QueueServer::publishBatch(const ExchangePtr &exchange, const Request &request)
 {
     const auto body = jsonBody(exchange, request);
     if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
@@ -532,6 +661,8 @@ void QueueServer::publishBatch(const ExchangePtr &exchange, const QHttpServerReq
 
 void QueueServer::queuePublish(const ExchangePtr &exchange, const QList<PublishEntry> &entries, PublishAnswer answer)
 {
+    if (!enterStore(exchange, 0))
+        return;
     if (m_outgoing.isEmpty())
         QMetaObject::invokeMethod(this, &QueueServer::handOffPublishes, Qt::QueuedConnection);
     m_outgoing.append({exchange, std::move(answer)});
@@ -550,14 +681,16 @@ void QueueServer::handOffPublishes()
         QMetaObject::invokeMethod(self, [self, outgoing, results, failure] {
             if (!self)
                 return;
-            for (qsizetype i = 0; i < outgoing.size(); ++i)
+            for (qsizetype i = 0; i < outgoing.size(); ++i) {
+                self->leaveStore();
                 self->respond(outgoing[i].exchange,
                               failure ? ApiReply::failed(*failure) : outgoing[i].answer(results.at(i)));
+            }
         });
     });
 }
 
-void QueueServer::consume(const ExchangePtr &exchange, const QHttpServerRequest &request)
+void QueueServer::consume(const ExchangePtr &exchange, const Request &request)
 {
     const auto body = jsonBody(exchange, request);
     if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
@@ -590,29 +723,46 @@ void QueueServer::pollWaiters()
 
 void QueueServer::tryWaiter(const std::shared_ptr<Waiter> &waiter)
 {
-    if (waiter->asking)
+    if (waiter->asking) {
+        // A stalled store: answered now, and what it leases later is handed back.
+        if (nowMs() - waiter->askedAtMs > m_options.limits.storeTimeoutMs) {
+            m_waiters.removeOne(waiter);
+            fail(waiter->exchange, apiError(ApiFailure::StoreUnavailable,
+                                            QStringLiteral("the store did not answer within %1 s; try again later")
+                                                .arg(m_options.limits.storeTimeoutMs / 1000.0)));
+        }
         return;
-    if (waiter->exchange->clientGone()) {
+    }
+    if (waiter->exchange->answered || waiter->exchange->clientGone()) {
         m_waiters.removeOne(waiter);
         return;
     }
+    if (m_storeCallsInFlight >= m_options.limits.maxStoreCallsInFlight) {
+        m_waiters.removeOne(waiter);
+        enterStore(waiter->exchange, 0); // answers why
+        return;
+    }
+    ++m_storeCallsInFlight;
     waiter->asking = true;
+    waiter->askedAtMs = nowMs();
     QPointer<QueueServer> self(this);
     QMetaObject::invokeMethod(m_service, [self, service = m_service, waiter] {
         const ApiReply reply = service->consume(waiter->maxMessages, waiter->visibilityMs, waiter->consumer);
         QMetaObject::invokeMethod(self, [self, waiter, reply] {
             if (!self)
                 return;
+            self->leaveStore();
             waiter->asking = false;
             const QJsonArray messages = reply.body.value(QStringLiteral("messages")).toArray();
-            if (reply.status == 200 && messages.isEmpty() && nowMs() < waiter->deadlineMs
-                && !waiter->exchange->clientGone())
+            const bool abandoned = waiter->exchange->answered || waiter->exchange->clientGone();
+            if (reply.status == 200 && messages.isEmpty() && nowMs() < waiter->deadlineMs && !abandoned)
                 return; // keeps waiting: the timer or the next publish asks again
             self->m_waiters.removeOne(waiter);
             if (self->m_waiters.isEmpty())
                 self->m_pollTimer.stop();
-            if (waiter->exchange->clientGone() && !messages.isEmpty()) {
-                // Leased for a client that left while we looked: back on the queue at once.
+            if (abandoned && !messages.isEmpty()) {
+                // Leased for a client that left, or was told the store did not answer,
+                // while we looked: back on the queue at once.
                 for (const auto &message : messages) {
                     const auto id = DeliveryId::parse(message.toObject().value(QStringLiteral("id")).toString());
                     if (id)
@@ -626,7 +776,7 @@ void QueueServer::tryWaiter(const std::shared_ptr<Waiter> &waiter)
     });
 }
 
-void QueueServer::ack(const ExchangePtr &exchange, const QHttpServerRequest &request)
+void QueueServer::ack(const ExchangePtr &exchange, const Request &request)
 {
     const auto leased = deliveryRequest(exchange, request);
     if (!leased)
@@ -637,7 +787,7 @@ void QueueServer::ack(const ExchangePtr &exchange, const QHttpServerRequest &req
     });
 }
 
-void QueueServer::nack(const ExchangePtr &exchange, const QHttpServerRequest &request)
+void QueueServer::nack(const ExchangePtr &exchange, const Request &request)
 {
     const auto leased = deliveryRequest(exchange, request);
     if (!leased)
@@ -652,7 +802,7 @@ void QueueServer::nack(const ExchangePtr &exchange, const QHttpServerRequest &re
     });
 }
 
-void QueueServer::extend(const ExchangePtr &exchange, const QHttpServerRequest &request)
+void QueueServer::extend(const ExchangePtr &exchange, const Request &request)
 {
     const auto leased = deliveryRequest(exchange, request);
     if (!leased)
@@ -667,7 +817,7 @@ void QueueServer::extend(const ExchangePtr &exchange, const QHttpServerRequest &
     });
 }
 
-void QueueServer::deadLetter(const ExchangePtr &exchange, const QHttpServerRequest &request)
+void QueueServer::deadLetter(const ExchangePtr &exchange, const Request &request)
 {
     const auto leased = deliveryRequest(exchange, request);
     if (!leased)
@@ -701,7 +851,7 @@ void QueueServer::deadLetter(const ExchangePtr &exchange, const QHttpServerReque
     });
 }
 
-void QueueServer::stats(const ExchangePtr &exchange, const QHttpServerRequest &request)
+void QueueServer::stats(const ExchangePtr &exchange, const Request &request)
 {
     if (!checkQueue(exchange, request.query().queryItemValue(QStringLiteral("queue"), QUrl::FullyDecoded)))
         return;
@@ -745,7 +895,7 @@ std::variant<DeadLetterFilter, ApiError> deadLetterFilter(const QJsonObject &obj
 
 } // namespace
 
-void QueueServer::deadLetters(const ExchangePtr &exchange, const QHttpServerRequest &request)
+void QueueServer::deadLetters(const ExchangePtr &exchange, const Request &request)
 {
     const QUrlQuery query = request.query();
     if (!checkQueue(exchange, query.queryItemValue(QStringLiteral("queue"), QUrl::FullyDecoded)))
@@ -781,13 +931,13 @@ void QueueServer::deadLetters(const ExchangePtr &exchange, const QHttpServerRequ
     });
 }
 
-void QueueServer::redrive(const ExchangePtr &exchange, const QHttpServerRequest &request)
+void QueueServer::redrive(const ExchangePtr &exchange, const Request &request)
 {
     if (const auto redrive = redriveRequest(exchange, request))
         runRedrive(exchange, *redrive);
 }
 
-void QueueServer::discard(const ExchangePtr &exchange, const QHttpServerRequest &request)
+void QueueServer::discard(const ExchangePtr &exchange, const Request &request)
 {
     if (auto redrive = redriveRequest(exchange, request)) {
         redrive->discard = true;
@@ -795,7 +945,7 @@ void QueueServer::discard(const ExchangePtr &exchange, const QHttpServerRequest 
     }
 }
 
-std::optional<RedriveRequest> QueueServer::redriveRequest(const ExchangePtr &exchange, const QHttpServerRequest &request)
+std::optional<RedriveRequest> QueueServer::redriveRequest(const ExchangePtr &exchange, const Request &request)
 {
     const auto body = jsonBody(exchange, request);
     if (!body || !checkQueue(exchange, body->value(QStringLiteral("queue"))))
