@@ -1,5 +1,7 @@
 #pragma once
 
+#include "http/requesthead.h"
+
 #include <QByteArray>
 #include <QByteArrayView>
 #include <QHostAddress>
@@ -13,21 +15,6 @@
 #include <variant>
 
 namespace once {
-
-// A request as far as its head.
-struct HttpHead
-{
-    QByteArray method;                                // as sent ("GET", "HEAD", "POST", ...)
-    QByteArray path;                                  // raw (still percent-encoded), without the query
-    QByteArray query;                                 // raw, what follows '?', may be empty
-    QByteArray version;                               // "HTTP/1.1" or "HTTP/1.0"
-    QList<std::pair<QByteArray, QByteArray>> headers; // as sent, in order, duplicates kept
-    QHostAddress peer;
-
-    // The first value, the name compared case-insensitively; empty if absent.
-    QByteArray header(QByteArrayView name) const;
-    int headerCount(QByteArrayView name) const;
-};
 
 struct HttpAnswer
 {
