@@ -255,6 +255,7 @@ private Q_SLOTS:
     void stalledBodyIsClosed();
     void answerNotReadIsClosed();
     void listenFailsInOneLine();
+    void anyListensOnBothFamilies();
     void connectionsBeyondTheCapWait();
     void bodiesAcrossConnectionsAreBounded();
     void http10IsAnsweredThenClosed();
@@ -583,6 +584,34 @@ void tst_HttpServer::listenFailsInOneLine()
                           std::pair{QByteArray("not a certificate"), QByteArray("s3cr3t-key")}, &error));
     QVERIFY2(error.startsWith(QStringLiteral("cannot listen on 127.0.0.1:0: ")), qPrintable(error));
     QVERIFY2(!error.contains(QStringLiteral("s3cr3t")) && !error.contains(u'\n'), qPrintable(error));
+}
+
+void tst_HttpServer::anyListensOnBothFamilies()
+{
+    HttpServer server([](const HttpHead &head) {
+        return HttpServer::Admission(HttpAnswer{200, {}, head.peer.toString().toLatin1(), false});
+    });
+    QString error;
+    QVERIFY2(server.listen(QHostAddress::Any, 0, std::nullopt, &error), qPrintable(error));
+    RawClient v4(server.serverPort());
+    v4.write(Get);
+    const auto fromV4 = v4.answer();
+    QVERIFY(fromV4);
+    QCOMPARE(fromV4->body, QByteArray("127.0.0.1"));
+    QTcpSocket probe;
+    probe.connectToHost(QHostAddress::LocalHostIPv6, server.serverPort());
+    if (!probe.waitForConnected(2000))
+        QSKIP("no IPv6 loopback here");
+    probe.write(Get);
+    QByteArray wire;
+    std::optional<WireAnswer> fromV6;
+    QVERIFY(QTest::qWaitFor(
+        [&] {
+            wire += probe.readAll();
+            return (fromV6 = takeAnswer(wire)).has_value();
+        },
+        10000));
+    QCOMPARE(fromV6->body, QByteArray("::1"));
 }
 
 void tst_HttpServer::connectionsBeyondTheCapWait()

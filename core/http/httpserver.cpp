@@ -276,8 +276,14 @@ MHD_Result onHead(State *state, MHD_Connection *mhd, Request *request, const cha
     head.query = question < 0 ? QByteArray() : request->target.mid(question + 1);
     CollectedHeaders collected{&head.headers};
     MHD_get_connection_values_n(mhd, MHD_HEADER_KIND, &collectHeader, &collected);
-    if (const MHD_ConnectionInfo *info = MHD_get_connection_info(mhd, MHD_CONNECTION_INFO_CLIENT_ADDRESS))
+    if (const MHD_ConnectionInfo *info = MHD_get_connection_info(mhd, MHD_CONNECTION_INFO_CLIENT_ADDRESS)) {
         head.peer = QHostAddress(info->client_addr);
+        // An IPv4 client of a dual-stack socket arrives as ::ffff:a.b.c.d: one address, one form.
+        bool v4 = false;
+        const quint32 address = head.peer.toIPv4Address(&v4);
+        if (v4)
+            head.peer = QHostAddress(address);
+    }
     if (request->connection) {
         QMutexLocker lock(&state->mutex);
         request->connection->waitingForHeadSince = -1;
