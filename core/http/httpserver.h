@@ -54,8 +54,9 @@ struct HttpServerLimits
 // could be read two ways (request smuggling) are refused with a 400 before the Admit is
 // asked: more than one Content-Length, Transfer-Encoding other than exactly "chunked", both
 // headers, Transfer-Encoding on HTTP/1.0, header names that are not tokens, control
-// characters in header values, folded header lines. HTTP/1.0 requests get their answer with the connection
-// closed. Logs go to the category once.http.server and never hold header values or request targets.
+// characters in header values, folded header lines. HTTP/1.0 requests get their answer with
+// the connection closed. Logs go to the category once.http.server and never hold header
+// values or request targets.
 class HttpServer final : public QObject
 {
     Q_OBJECT
