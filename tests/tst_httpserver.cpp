@@ -255,12 +255,15 @@ private Q_SLOTS:
     void stalledBodyIsClosed();
     void answerNotReadIsClosed();
     void listenFailsInOneLine();
+    void anyListensOnBothFamilies();
     void connectionsBeyondTheCapWait();
     void bodiesAcrossConnectionsAreBounded();
     void http10IsAnsweredThenClosed();
     void connectionCloseIsHonoured();
     void expectContinueGets100BeforeTheBody();
     void headAnswersHeadersOnly();
+    void framingIsJudgedFromTheHead_data();
+    void framingIsJudgedFromTheHead();
     void ambiguousFramingIsRefused_data();
     void ambiguousFramingIsRefused();
     void servesHttps();
@@ -583,6 +586,34 @@ void tst_HttpServer::listenFailsInOneLine()
     QVERIFY2(!error.contains(QStringLiteral("s3cr3t")) && !error.contains(u'\n'), qPrintable(error));
 }
 
+void tst_HttpServer::anyListensOnBothFamilies()
+{
+    HttpServer server([](const HttpHead &head) {
+        return HttpServer::Admission(HttpAnswer{200, {}, head.peer.toString().toLatin1(), false});
+    });
+    QString error;
+    QVERIFY2(server.listen(QHostAddress::Any, 0, std::nullopt, &error), qPrintable(error));
+    RawClient v4(server.serverPort());
+    v4.write(Get);
+    const auto fromV4 = v4.answer();
+    QVERIFY(fromV4);
+    QCOMPARE(fromV4->body, QByteArray("127.0.0.1"));
+    QTcpSocket probe;
+    probe.connectToHost(QHostAddress::LocalHostIPv6, server.serverPort());
+    if (!probe.waitForConnected(2000))
+        QSKIP("no IPv6 loopback here");
+    probe.write(Get);
+    QByteArray wire;
+    std::optional<WireAnswer> fromV6;
+    QVERIFY(QTest::qWaitFor(
+        [&] {
+            wire += probe.readAll();
+            return (fromV6 = takeAnswer(wire)).has_value();
+        },
+        10000));
+    QCOMPARE(fromV6->body, QByteArray("::1"));
+}
+
 void tst_HttpServer::connectionsBeyondTheCapWait()
 {
     HttpServerLimits limits;
@@ -742,6 +773,66 @@ void tst_HttpServer::headAnswersHeadersOnly()
     QVERIFY(next);
     QCOMPARE(next->body, QByteArray("/ok"));
     QCOMPARE(m_delivered.value(0).head.method, QByteArray("HEAD"));
+}
+
+void tst_HttpServer::framingIsJudgedFromTheHead_data()
+{
+    using Headers = QList<std::pair<QByteArray, QByteArray>>;
+    QTest::addColumn<QByteArray>("method");
+    QTest::addColumn<QByteArray>("version");
+    QTest::addColumn<Headers>("headers");
+    QTest::addColumn<QByteArray>("problem"); // empty: none
+    const QByteArray v11 = "HTTP/1.1";
+    QTest::newRow("no body") << QByteArray("GET") << v11 << Headers{{"Host", "h"}} << QByteArray();
+    QTest::newRow("length") << QByteArray("POST") << v11 << Headers{{"content-length", "12"}} << QByteArray();
+    QTest::newRow("chunked") << QByteArray("POST") << v11 << Headers{{"Transfer-Encoding", "Chunked"}}
+                             << QByteArray();
+    QTest::newRow("tab and obs-text")
+        << QByteArray("GET") << v11 << Headers{{"X-A", "a\tb \xe9"}} << QByteArray();
+    QTest::newRow("method") << QByteArray("GE T") << v11 << Headers{}
+                            << QByteArray("the method is not a token");
+    QTest::newRow("name") << QByteArray("GET") << v11 << Headers{{"X A", "1"}}
+                          << QByteArray("a header name is not a token");
+    QTest::newRow("NUL") << QByteArray("GET") << v11 << Headers{{"X-A", QByteArray("a\0b", 3)}}
+                         << QByteArray("a header value holds a control character");
+    QTest::newRow("DEL") << QByteArray("GET") << v11 << Headers{{"X-A", "a\x7f"}}
+                         << QByteArray("a header value holds a control character");
+    QTest::newRow("two lengths") << QByteArray("POST") << v11
+                                 << Headers{{"Content-Length", "1"}, {"content-length", "1"}}
+                                 << QByteArray("more than one Content-Length");
+    QTest::newRow("length 0x10") << QByteArray("POST") << v11 << Headers{{"Content-Length", "0x10"}}
+                                 << QByteArray("the Content-Length is not a number");
+    QTest::newRow("empty length") << QByteArray("POST") << v11 << Headers{{"Content-Length", ""}}
+                                  << QByteArray("the Content-Length is not a number");
+    QTest::newRow("two encodings") << QByteArray("POST") << v11
+                                   << Headers{{"Transfer-Encoding", "chunked"},
+                                              {"Transfer-Encoding", "chunked"}}
+                                   << QByteArray("more than one Transfer-Encoding");
+    QTest::newRow("both") << QByteArray("POST") << v11
+                          << Headers{{"Transfer-Encoding", "chunked"}, {"Content-Length", "3"}}
+                          << QByteArray("both Content-Length and Transfer-Encoding");
+    QTest::newRow("HTTP/1.0 chunked")
+        << QByteArray("POST") << QByteArray("HTTP/1.0") << Headers{{"Transfer-Encoding", "chunked"}}
+        << QByteArray("Transfer-Encoding before HTTP/1.1");
+    QTest::newRow("gzip, chunked") << QByteArray("POST") << v11
+                                   << Headers{{"Transfer-Encoding", "gzip, chunked"}}
+                                   << QByteArray("a Transfer-Encoding other than chunked");
+}
+
+void tst_HttpServer::framingIsJudgedFromTheHead()
+{
+    using Headers = QList<std::pair<QByteArray, QByteArray>>;
+    QFETCH(QByteArray, method);
+    QFETCH(QByteArray, version);
+    QFETCH(Headers, headers);
+    QFETCH(QByteArray, problem);
+    HttpHead head;
+    head.method = method;
+    head.path = "/";
+    head.version = version;
+    head.headers = headers;
+    const char *found = framingProblem(head);
+    QCOMPARE(QByteArray(found), problem);
 }
 
 void tst_HttpServer::ambiguousFramingIsRefused_data()

@@ -1,5 +1,7 @@
 #include "http/httpserver.h"
 
+#include "http/httpsyntax.h"
+
 #include <QDeadlineTimer>
 #include <QHash>
 #include <QLoggingCategory>
@@ -24,25 +26,6 @@ Q_LOGGING_CATEGORY(lcHttpServer, "once.http.server")
 
 namespace once {
 
-QByteArray HttpHead::header(QByteArrayView name) const
-{
-    for (const auto &[key, value] : headers) {
-        if (key.compare(name, Qt::CaseInsensitive) == 0)
-            return value;
-    }
-    return {};
-}
-
-int HttpHead::headerCount(QByteArrayView name) const
-{
-    int count = 0;
-    for (const auto &header : headers) {
-        if (header.first.compare(name, Qt::CaseInsensitive) == 0)
-            ++count;
-    }
-    return count;
-}
-
 namespace {
 
 // How often the deadlines of heads and the sockets of requests waiting for their answer
@@ -52,43 +35,6 @@ constexpr int SweepIntervalMs = 250;
 qint64 nowMs()
 {
     return QDeadlineTimer::current().deadline();
-}
-
-// RFC 9110 5.6.2: what a method and a header name may be made of.
-bool isToken(QByteArrayView text)
-{
-    if (text.isEmpty())
-        return false;
-    for (const char c : text) {
-        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                        QByteArrayView("!#$%&'*+-.^_`|~").contains(c);
-        if (!ok)
-            return false;
-    }
-    return true;
-}
-
-// RFC 9110 5.5: visible characters, spaces, tabs and obs-text; no other control character
-// (a bare CR or a NUL read one way by a proxy and another way here).
-bool isFieldValue(QByteArrayView text)
-{
-    for (const char c : text) {
-        const auto u = static_cast<unsigned char>(c);
-        if ((u < 0x20 && u != '\t') || u == 0x7f)
-            return false;
-    }
-    return true;
-}
-
-bool isDigits(QByteArrayView text)
-{
-    if (text.isEmpty())
-        return false;
-    for (const char c : text) {
-        if (c < '0' || c > '9')
-            return false;
-    }
-    return true;
 }
 
 // One TCP connection: libmicrohttpd's socket context.
@@ -255,7 +201,7 @@ MHD_Result queueAnswer(MHD_Connection *mhd, const Request &request, const HttpAn
     for (const auto &[name, value] : answer.headers) {
         if (name.compare("Content-Length", Qt::CaseInsensitive) == 0)
             continue;
-        if (!isToken(name) || !isFieldValue(value) ||
+        if (!http::isToken(name) || !http::isFieldValue(value) ||
             MHD_add_response_header(response, name.constData(), value.constData()) != MHD_YES) {
             qCWarning(lcHttpServer, "an answer's header %s was left out: not a valid header",
                       name.constData());
@@ -319,49 +265,6 @@ MHD_Result collectHeader(void *cls, MHD_ValueKind kind, const char *key, size_t 
     return MHD_YES;
 }
 
-// Why a head's framing is refused, or nullptr. What libmicrohttpd 0.9.75 lets through
-// even with MHD_OPTION_STRICT_FOR_CLIENT: it takes the first of several Content-Length
-// headers, lets any Transfer-Encoding win over a Content-Length, reads a body of a
-// Transfer-Encoding other than chunked until the connection closes, and keeps a space
-// before a header's colon as part of the name ("Transfer-Encoding :" is then no
-// Transfer-Encoding to it, while a proxy may read one).
-const char *framingProblem(const HttpHead &head)
-{
-    if (!isToken(head.method))
-        return "the method is not a token";
-    for (const auto &[name, value] : head.headers) {
-        if (!isToken(name))
-            return "a header name is not a token";
-        if (!isFieldValue(value))
-            return "a header value holds a control character";
-    }
-    const int lengths = head.headerCount("Content-Length");
-    const int encodings = head.headerCount("Transfer-Encoding");
-    if (lengths > 1)
-        return "more than one Content-Length";
-    if (lengths == 1 && !isDigits(head.header("Content-Length")))
-        return "the Content-Length is not a number";
-    if (encodings > 1)
-        return "more than one Transfer-Encoding";
-    if (encodings == 1) {
-        if (lengths == 1)
-            return "both Content-Length and Transfer-Encoding";
-        if (head.version != "HTTP/1.1")
-            return "Transfer-Encoding before HTTP/1.1";
-        if (head.header("Transfer-Encoding").compare("chunked", Qt::CaseInsensitive) != 0)
-            return "a Transfer-Encoding other than chunked";
-    }
-    return nullptr;
-}
-
-qsizetype headSize(const HttpHead &head, qsizetype targetSize)
-{
-    qsizetype size = head.method.size() + 1 + targetSize + 1 + head.version.size() + 2 + 2;
-    for (const auto &[name, value] : head.headers)
-        size += name.size() + 2 + value.size() + 2;
-    return size;
-}
-
 MHD_Result onHead(State *state, MHD_Connection *mhd, Request *request, const char *method,
                   const char *version)
 {
@@ -373,15 +276,21 @@ MHD_Result onHead(State *state, MHD_Connection *mhd, Request *request, const cha
     head.query = question < 0 ? QByteArray() : request->target.mid(question + 1);
     CollectedHeaders collected{&head.headers};
     MHD_get_connection_values_n(mhd, MHD_HEADER_KIND, &collectHeader, &collected);
-    if (const MHD_ConnectionInfo *info = MHD_get_connection_info(mhd, MHD_CONNECTION_INFO_CLIENT_ADDRESS))
+    if (const MHD_ConnectionInfo *info = MHD_get_connection_info(mhd, MHD_CONNECTION_INFO_CLIENT_ADDRESS)) {
         head.peer = QHostAddress(info->client_addr);
+        // An IPv4 client of a dual-stack socket arrives as ::ffff:a.b.c.d: one address, one form.
+        bool v4 = false;
+        const quint32 address = head.peer.toIPv4Address(&v4);
+        if (v4)
+            head.peer = QHostAddress(address);
+    }
     if (request->connection) {
         QMutexLocker lock(&state->mutex);
         request->connection->waitingForHeadSince = -1;
     }
     request->stage = Request::Stage::Done;
 
-    if (headSize(head, request->target.size()) > state->limits.headBytes)
+    if (headSize(head) > state->limits.headBytes)
         return queueAnswer(mhd, *request, refusal(431, "Request Header Fields Too Large"), true);
     const char *problem = collected.folded ? "a header line folded (obs-fold)" : framingProblem(head);
     if (problem) {

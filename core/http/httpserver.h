@@ -1,5 +1,7 @@
 #pragma once
 
+#include "http/requesthead.h"
+
 #include <QByteArray>
 #include <QByteArrayView>
 #include <QHostAddress>
@@ -13,21 +15,6 @@
 #include <variant>
 
 namespace once {
-
-// A request as far as its head.
-struct HttpHead
-{
-    QByteArray method;                                // as sent ("GET", "HEAD", "POST", ...)
-    QByteArray path;                                  // raw (still percent-encoded), without the query
-    QByteArray query;                                 // raw, what follows '?', may be empty
-    QByteArray version;                               // "HTTP/1.1" or "HTTP/1.0"
-    QList<std::pair<QByteArray, QByteArray>> headers; // as sent, in order, duplicates kept
-    QHostAddress peer;
-
-    // The first value, the name compared case-insensitively; empty if absent.
-    QByteArray header(QByteArrayView name) const;
-    int headerCount(QByteArrayView name) const;
-};
 
 struct HttpAnswer
 {
@@ -67,8 +54,9 @@ struct HttpServerLimits
 // could be read two ways (request smuggling) are refused with a 400 before the Admit is
 // asked: more than one Content-Length, Transfer-Encoding other than exactly "chunked", both
 // headers, Transfer-Encoding on HTTP/1.0, header names that are not tokens, control
-// characters in header values, folded header lines. HTTP/1.0 requests get their answer with the connection
-// closed. Logs go to the category once.http.server and never hold header values or request targets.
+// characters in header values, folded header lines. HTTP/1.0 requests get their answer with
+// the connection closed. Logs go to the category once.http.server and never hold header
+// values or request targets.
 class HttpServer final : public QObject
 {
     Q_OBJECT

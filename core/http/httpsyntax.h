@@ -2,7 +2,7 @@
 
 #include <QByteArrayView>
 
-// Small pieces of HTTP/1.1 syntax shared by the client and the partner simulator.
+// Small pieces of HTTP/1.1 syntax shared by the client, the server and the partner simulator.
 namespace once::http {
 
 inline bool equalsCi(QByteArrayView a, QByteArrayView b)
@@ -19,6 +19,18 @@ inline bool isToken(QByteArrayView text)
         const bool tchar = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
                            || QByteArrayView("!#$%&'*+-.^_`|~").contains(c);
         if (!tchar)
+            return false;
+    }
+    return true;
+}
+
+// RFC 9110 5.5: visible characters, spaces, tabs and obs-text; no other control character
+// (a bare CR or a NUL, which one reader may take for a line's end and another not).
+inline bool isFieldValue(QByteArrayView text)
+{
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if ((u < 0x20 && u != '\t') || u == 0x7f)
             return false;
     }
     return true;
