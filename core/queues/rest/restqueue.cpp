@@ -491,8 +491,8 @@ std::optional<QueueCounts> RestQueue::counts(QString *error)
     const Reply reply = call("GET", QStringLiteral("/queue/stats"), {}, {{QStringLiteral("queue"), location().name}});
     if (reply.httpStatus == 403 && reply.outcome == Reply::Outcome::Refused) {
         m_statsForbidden = true;
-        qCInfo(lcRestQueue, "%s; counting as a queue that cannot count: --until-idle ends a whole lease after "
-                            "the last message consumed",
+        qCInfo(lcRestQueue, "%s; the backlog is unknown then, and --until-idle ends once a whole lease has passed "
+                            "with nothing consumed",
                qPrintable(describe(reply, QStringLiteral("reading the counts"))));
         return unknown();
     }
