@@ -477,6 +477,36 @@ public:
         return quint16(match.captured(1).toUInt());
     }
 
+    // Starts `once serve --listen 127.0.0.1:0 OPTIONS` on this runner's store and returns the
+    // port its first line names, or 0 (after a warning). *server, if given, is the process,
+    // its standard error the read channel (one line per request).
+    quint16 startServe(const QStringList &options = {}, QProcess **server = nullptr)
+    {
+        QProcess *process = start(QStringList{QStringLiteral("serve"), QStringLiteral("--listen"),
+                                              QStringLiteral("127.0.0.1:0")}
+                                  + options);
+        process->setReadChannel(QProcess::StandardError);
+        if (server)
+            *server = process;
+        static const QRegularExpression listening(QStringLiteral("listening on https?://[^ ]+:(\\d+) for"));
+        QByteArray said;
+        QRegularExpressionMatch match;
+        pumpUntil(
+            [&] {
+                while (process->canReadLine() && !match.hasMatch()) {
+                    said += process->readLine();
+                    match = listening.match(QString::fromUtf8(said));
+                }
+                return match.hasMatch() || process->state() == QProcess::NotRunning;
+            },
+            15000);
+        if (!match.hasMatch()) {
+            qWarning("once serve did not start: %s%s", said.constData(), process->readAllStandardError().constData());
+            return 0;
+        }
+        return quint16(match.captured(1).toUInt());
+    }
+
     // Arguments as they may be shown: store URLs without their password.
     static QStringList shown(QStringList args)
     {

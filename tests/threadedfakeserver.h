@@ -107,6 +107,12 @@ public:
         return m_requests;
     }
     qsizetype requestCount() const { return requests().size(); }
+    // Forgets the requests seen so far: a suite sharing one server between its tests.
+    void clearRequests()
+    {
+        QMutexLocker lock(&m_mutex);
+        m_requests.clear();
+    }
 
 private:
     void accept()

@@ -124,8 +124,8 @@ void Engine::start()
     m_storeDisplayName = onStore([](Store &store) { return store.database().location().displayName(); });
     if (!m_config.queueUrl.isEmpty()) {
         EngineStore *side = m_storeSide;
-        m_storeDisplayName += QStringLiteral(" with the queue at ")
-                              + onStore([side](Store &) { return side->queueDisplayName(); });
+        m_queueDisplayName = onStore([side](Store &) { return side->queueDisplayName(); });
+        m_storeDisplayName += QStringLiteral(" with the queue at ") + m_queueDisplayName;
     }
     m_running = true;
     m_countersTimer.start();
@@ -261,6 +261,7 @@ void Engine::onTurnPartDone(const TurnResult &result, TurnPart part)
     TurnResult &merged = m_turn->result;
     merged.ok = merged.ok && result.ok;
     merged.failure = std::max(merged.failure, result.failure); // the graver of the two
+    merged.queueFailed = merged.queueFailed || result.queueFailed;
     if (!result.error.isEmpty())
         merged.error += (merged.error.isEmpty() ? QString() : QStringLiteral("; ")) + result.error;
     if (part != TurnPart::Claims)
@@ -393,9 +394,17 @@ bool Engine::noteStoreFailure(const TurnResult &result)
     if (result.error != m_storeFailure.lastError || now - m_storeFailure.lastWarnedMs >= 10000) {
         m_storeFailure.lastError = result.error;
         m_storeFailure.lastWarnedMs = now;
-        qCWarning(lcEngine).noquote() << QStringLiteral("store write failed (%1), retrying: %2")
-                                                 .arg(QString::fromLatin1(storeFailureName(result.failure)), result.error);
-        emit errorOccurred(QStringLiteral("store write failed: ") + result.error);
+        // A broker's failure is the queue's, named by its URL (without secrets): an operator
+        // told the store failed would look at the wrong server.
+        if (result.queueFailed) {
+            const QString what = QStringLiteral("the queue %1 failed").arg(m_queueDisplayName);
+            qCWarning(lcEngine).noquote() << what + QStringLiteral(", retrying: ") + result.error;
+            emit errorOccurred(what + QStringLiteral(": ") + result.error);
+        } else {
+            qCWarning(lcEngine).noquote() << QStringLiteral("store write failed (%1), retrying: %2")
+                                                     .arg(QString::fromLatin1(storeFailureName(result.failure)), result.error);
+            emit errorOccurred(QStringLiteral("store write failed: ") + result.error);
+        }
     }
     return true;
 }

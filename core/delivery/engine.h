@@ -185,6 +185,7 @@ private:
     QThread m_claimThread;
     EngineStore *m_claimSide = nullptr;
     QString m_storeDisplayName;
+    QString m_queueDisplayName; // a broker's, empty for the store's own queue
     std::unique_ptr<Turn> m_turn;
     bool m_cycleWanted = false;
     PartnerSender *m_sender = nullptr;

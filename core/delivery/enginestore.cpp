@@ -142,12 +142,15 @@ TurnResult EngineStore::runBrokerTurn(const TurnRequest &request)
     if (std::any_of(request.settlements.cbegin(), request.settlements.cend(),
                     [](const Settlement &settlement) { return settlement.kind == Settlement::Kind::Ack; }))
         failpoint("before-ack");
-    if (!m_broker->settle(request.settlements, &turn.error))
+    if (!m_broker->settle(request.settlements, &turn.error)) {
+        turn.queueFailed = true;
         return turn;
+    }
     if (request.room > 0) {
         turn.leased = m_broker->lease(request.room, request.leaseMs, request.workerId, &turn.error);
         if (!turn.error.isEmpty()) {
             turn.leased.clear();
+            turn.queueFailed = true;
             return turn;
         }
     }

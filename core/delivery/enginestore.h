@@ -32,6 +32,7 @@ struct TurnResult
     bool writesCommitted = false;
     QString error;
     StoreFailure failure = StoreFailure::None; // what the failed step met: try again, or not
+    bool queueFailed = false; // the broker's queue failed (settling or leasing), not the store
     QList<QueueMessage> leased;
     QList<ClaimRequest> claims;  // the leased messages that parse...
     QList<int> claimedMessages;  // ...at these indexes of leased

@@ -27,10 +27,19 @@ Q_LOGGING_CATEGORY(lcRestQueue, "once.queues.rest")
 namespace {
 
 // once serve's limits (docs/http-api.md): a publish_batch holds at most 500 messages in
-// at most 8 MiB, a consume at most 100, a dead-letter listing at most 100000.
+// a request body of at most 8 MiB, as sent (payloads escaped as JSON strings), a consume
+// at most 100, a dead-letter listing at most 100000.
 constexpr int MaxBatchMessages = 500;
-constexpr qsizetype MaxBatchPayloadBytes = 6 * 1024 * 1024; // leaves room for the JSON around them
+constexpr qsizetype MaxBatchRequestBytes = 8 * 1024 * 1024;
 constexpr int MaxConsumeMessages = 100;
+// What one consumed message may take in the answer: its payload of at most 256 KiB twice
+// (as text and as the body object), each at most doubled by escaping, and its fields. A
+// consume answer is refused unread beyond this for every message asked for, plus the
+// first again (the answer's `message`) and the envelope.
+constexpr qint64 MaxConsumedMessageBytes = 4 * 256 * 1024 + 16 * 1024;
+constexpr qint64 ConsumeEnvelopeBytes = 64 * 1024;
+// A dead-letter listing may be long; the answer is the API's own, not a partner's.
+constexpr qint64 MaxAnswerBytes = 256 * 1024 * 1024;
 constexpr int MaxListedDeadLetters = 100000;
 // The largest page `once serve` answers (QueueServer::MaxDeadLetterPage).
 constexpr int DeadLetterPage = 1000;
@@ -42,6 +51,14 @@ constexpr qint64 MaxPublishWaitMs = 30000;
 constexpr qint64 MaxSettleWaitMs = 5000;
 // A 429 or 503 without a Retry-After: ask again after this.
 constexpr qint64 DefaultRetryAfterMs = 1000;
+// The longest a worker stops consuming for one Retry-After: parseRetryAfterMs allows a
+// partner a day, but one queue answer (a maintenance page's date in 9999, a server's
+// bug) must not stop a worker for that long. Asking again after five minutes costs one
+// call.
+constexpr qint64 MaxBusyWaitMs = 5 * 60 * 1000;
+// With stats forbidden, while the queue asks to wait: nothing can be seen, so nothing
+// is idle. A year, for the engine's quiet before it calls a queue that cannot count idle.
+constexpr qint64 HiddenWhileBusyMs = 365LL * 24 * 3600 * 1000;
 
 qint64 timeField(const QJsonObject &object, const QString &field)
 {
@@ -108,6 +125,13 @@ std::unique_ptr<RestQueue> RestQueue::connect(const QueueLocation &location, QSt
 RestQueue::Reply RestQueue::call(const QByteArray &method, const QString &endpoint, const QJsonObject &body,
                                  const QList<QPair<QString, QString>> &query)
 {
+    return call(method, endpoint, method == "GET" ? QByteArray() : QJsonDocument(body).toJson(QJsonDocument::Compact),
+                query, MaxAnswerBytes);
+}
+
+RestQueue::Reply RestQueue::call(const QByteArray &method, const QString &endpoint, const QByteArray &body,
+                                 const QList<QPair<QString, QString>> &query, qint64 maxAnswerBytes)
+{
     HttpRequest request;
     request.url = restDetails(location()).apiUrl;
     request.url.setPath(request.url.path() + endpoint);
@@ -117,10 +141,9 @@ RestQueue::Reply RestQueue::call(const QByteArray &method, const QString &endpoi
     request.url.setQuery(urlQuery);
     request.method = method;
     request.timeoutMs = CallTimeoutMs;
-    // A dead-letter listing may be long; the answer is the API's own, not a partner's.
-    request.maxResponseBodyBytes = 256 * 1024 * 1024;
+    request.maxResponseBodyBytes = maxAnswerBytes;
     if (method != "GET") {
-        request.body = QJsonDocument(body).toJson(QJsonDocument::Compact);
+        request.body = body;
         request.headers.append(qMakePair(QByteArray("Content-Type"), QByteArray("application/json")));
     }
     if (!m_token.isEmpty())
@@ -235,52 +258,72 @@ bool RestQueue::enqueue(const QList<OutgoingMessage> &messages, QString *error)
             return false;
         }
     }
-    for (qsizetype start = 0; start < messages.size();) {
-        QJsonArray batch;
-        qsizetype bytes = 0;
-        qsizetype end = start;
-        while (end < messages.size() && batch.size() < MaxBatchMessages
-               && (batch.isEmpty() || bytes + messages.at(end).payload.size() <= MaxBatchPayloadBytes)) {
-            const OutgoingMessage &message = messages.at(end);
-            // The key is made once, before the first try: a retry after an answer that
-            // never came is then turned away as a duplicate instead of adding a copy.
-            batch.append(QJsonObject{
-                {QStringLiteral("payload"), QString::fromUtf8(message.payload)},
-                {QStringLiteral("delay_seconds"), wholeSecondsUp(message.delayMs)},
-                {QStringLiteral("idempotency_key"), QUuid::createUuid().toString(QUuid::WithoutBraces)},
-            });
-            bytes += message.payload.size();
-            ++end;
+    // The batches are cut by the request's size as it goes out: a payload full of quotes
+    // or backslashes doubles when escaped, and a bound on the payloads' own size let such
+    // batches reach the server's 8 MiB limit (413 for the whole batch).
+    const QByteArray head = "{\"messages\":[";
+    const QByteArray tail =
+        "]," + QJsonDocument(QJsonObject{{QStringLiteral("queue"), location().name}}).toJson(QJsonDocument::Compact).mid(1);
+    QByteArray body = head;
+    qsizetype first = 0;
+    int count = 0;
+    for (qsizetype i = 0; i < messages.size(); ++i) {
+        const OutgoingMessage &message = messages.at(i);
+        // The key is made once, before the first try: a retry after an answer that never
+        // came is then turned away as a duplicate instead of adding a copy.
+        const QByteArray entry = QJsonDocument(QJsonObject{
+                                                   {QStringLiteral("payload"), QString::fromUtf8(message.payload)},
+                                                   {QStringLiteral("delay_seconds"), wholeSecondsUp(message.delayMs)},
+                                                   {QStringLiteral("idempotency_key"),
+                                                    QUuid::createUuid().toString(QUuid::WithoutBraces)},
+                                               })
+                                     .toJson(QJsonDocument::Compact);
+        // A message too large for any batch goes alone: the server says what is wrong with it.
+        if (count > 0
+            && (count == MaxBatchMessages || body.size() + 1 + entry.size() + tail.size() > MaxBatchRequestBytes)) {
+            if (!publishBatch(body + tail, first, count, error))
+                return false;
+            body = head;
+            first = i;
+            count = 0;
         }
-        const QJsonObject body{{QStringLiteral("queue"), location().name}, {QStringLiteral("messages"), batch}};
-        Reply reply;
-        for (int attempt = 1; attempt <= Tries; ++attempt) {
-            reply = call("POST", QStringLiteral("/queue/publish_batch"), body);
-            const bool again = reply.outcome == Reply::Outcome::NotSent || reply.outcome == Reply::Outcome::InDoubt
-                               || (reply.outcome == Reply::Outcome::Busy && waitOut(reply, MaxPublishWaitMs));
-            if (!again || attempt == Tries)
-                break;
-            qCInfo(lcRestQueue, "%s", qPrintable(describe(reply, QStringLiteral("publishing; trying again"))));
-        }
-        if (reply.outcome != Reply::Outcome::Ok) {
-            *error = describe(reply, QStringLiteral("publishing %1 messages").arg(batch.size()));
-            return false;
-        }
-        // Every entry answers for itself: the first refused one is the error.
-        const QJsonArray results = reply.body.value(QLatin1String("results")).toArray();
-        for (qsizetype i = 0; i < results.size(); ++i) {
-            const QJsonObject refused = results.at(i).toObject().value(QLatin1String("error")).toObject();
-            if (refused.isEmpty())
-                continue;
-            Reply entry;
-            entry.outcome = Reply::Outcome::Refused;
-            entry.httpStatus = results.at(i).toObject().value(QLatin1String("status")).toInt();
-            entry.code = refused.value(QLatin1String("code")).toString();
-            entry.message = refused.value(QLatin1String("message")).toString();
-            *error = describe(entry, QStringLiteral("publishing message %1").arg(start + i + 1));
-            return false;
-        }
-        start = end;
+        if (count > 0)
+            body += ',';
+        body += entry;
+        ++count;
+    }
+    return count == 0 || publishBatch(body + tail, first, count, error);
+}
+
+// body holds messages first .. first + count - 1 of the caller's list.
+bool RestQueue::publishBatch(const QByteArray &body, qsizetype first, qsizetype count, QString *error)
+{
+    Reply reply;
+    for (int attempt = 1; attempt <= Tries; ++attempt) {
+        reply = call("POST", QStringLiteral("/queue/publish_batch"), body, {}, MaxAnswerBytes);
+        const bool again = reply.outcome == Reply::Outcome::NotSent || reply.outcome == Reply::Outcome::InDoubt
+                           || (reply.outcome == Reply::Outcome::Busy && waitOut(reply, MaxPublishWaitMs));
+        if (!again || attempt == Tries)
+            break;
+        qCInfo(lcRestQueue, "%s", qPrintable(describe(reply, QStringLiteral("publishing; trying again"))));
+    }
+    if (reply.outcome != Reply::Outcome::Ok) {
+        *error = describe(reply, QStringLiteral("publishing %1 messages").arg(count));
+        return false;
+    }
+    // Every entry answers for itself: the first refused one is the error.
+    const QJsonArray results = reply.body.value(QLatin1String("results")).toArray();
+    for (qsizetype i = 0; i < results.size(); ++i) {
+        const QJsonObject refused = results.at(i).toObject().value(QLatin1String("error")).toObject();
+        if (refused.isEmpty())
+            continue;
+        Reply entry;
+        entry.outcome = Reply::Outcome::Refused;
+        entry.httpStatus = results.at(i).toObject().value(QLatin1String("status")).toInt();
+        entry.code = refused.value(QLatin1String("code")).toString();
+        entry.message = refused.value(QLatin1String("message")).toString();
+        *error = describe(entry, QStringLiteral("publishing message %1").arg(first + i + 1));
+        return false;
     }
     return true;
 }
@@ -292,17 +335,26 @@ QList<QueueMessage> RestQueue::lease(int max, qint64 leaseMs, const QString &, Q
         return leased;
     // No long polling: the engine's turn also settles and records, and it polls an idle
     // queue on its own schedule.
-    const Reply reply = call("POST", QStringLiteral("/queue/consume"),
-                             {{QStringLiteral("queue"), location().name},
-                              {QStringLiteral("max_messages"), std::clamp(max, 1, MaxConsumeMessages)},
+    const int asked = std::clamp(max, 1, MaxConsumeMessages);
+    const QJsonObject request{{QStringLiteral("queue"), location().name},
+                              {QStringLiteral("max_messages"), asked},
                               {QStringLiteral("visibility_timeout"), std::max<qint64>(1, wholeSecondsUp(leaseMs))},
-                              {QStringLiteral("wait_seconds"), 0}});
+                              {QStringLiteral("wait_seconds"), 0}};
+    const Reply reply = call("POST", QStringLiteral("/queue/consume"), QJsonDocument(request).toJson(QJsonDocument::Compact),
+                             {}, (asked + 1) * MaxConsumedMessageBytes + ConsumeEnvelopeBytes);
     if (reply.outcome == Reply::Outcome::Busy) {
-        m_busyUntilMs = nowMs() + reply.retryAfterMs;
-        if (!m_busyLogged)
-            qCWarning(lcRestQueue, "%s; consuming nothing for %d s (said once until the queue answers again)",
-                      qPrintable(describe(reply, QStringLiteral("the queue asks to wait"))),
-                      wholeSecondsUp(reply.retryAfterMs));
+        const qint64 waitMs = std::min(reply.retryAfterMs, MaxBusyWaitMs);
+        m_busyUntilMs = nowMs() + waitMs;
+        if (!m_busyLogged) {
+            const QString capped = waitMs < reply.retryAfterMs
+                                       ? QStringLiteral(" (it asked for %1 s; a queue is waited %2 s at most)")
+                                             .arg(QString::number(wholeSecondsUp(reply.retryAfterMs)),
+                                                  QString::number(wholeSecondsUp(MaxBusyWaitMs)))
+                                       : QString();
+            qCWarning(lcRestQueue, "%s; consuming nothing for %d s%s (said once until the queue answers again)",
+                      qPrintable(describe(reply, QStringLiteral("the queue asks to wait"))), wholeSecondsUp(waitMs),
+                      qPrintable(capped));
+        }
         m_busyLogged = true;
         return leased;
     }
@@ -313,17 +365,51 @@ QList<QueueMessage> RestQueue::lease(int max, qint64 leaseMs, const QString &, Q
     if (m_busyLogged)
         qCInfo(lcRestQueue, "the REST queue %s answers again", qPrintable(location().displayName()));
     m_busyLogged = false;
-    for (const auto &value : reply.body.value(QLatin1String("messages")).toArray()) {
-        const QJsonObject row = value.toObject();
+    const QJsonValue messages = reply.body.value(QLatin1String("messages"));
+    const auto malformed = [&](const QString &why) {
+        *error = asOneLine(QStringLiteral("consuming at the REST queue %1: the answer is malformed (%2); nothing "
+                                          "was taken, and what it leased comes back when its lease ends")
+                               .arg(location().displayName(), why));
+        return QList<QueueMessage>();
+    };
+    if (!messages.isArray())
+        return malformed(QStringLiteral("no messages list"));
+    const QJsonArray rows = messages.toArray();
+    // Whatever it sent beyond what was asked for is not ours to work on: it is neither
+    // taken nor given back (a nack would count as a delivery), and comes back when the
+    // lease the server gave it ends.
+    if (rows.size() > asked)
+        qCWarning(lcRestQueue, "the REST queue %s answered %lld messages to a consume of %d: took the first %d, "
+                               "the other %lld come back when their lease ends",
+                  qPrintable(location().displayName()), qint64(rows.size()), asked, asked,
+                  qint64(rows.size() - asked));
+    for (qsizetype i = 0; i < std::min<qsizetype>(rows.size(), asked); ++i) {
+        const QJsonObject row = rows.at(i).toObject();
         QueueMessage message;
         message.id = row.value(QLatin1String("message_id")).toString();
         const QJsonValue payload = row.value(QLatin1String("payload"));
-        message.payload = payload.isString()
-                              ? payload.toString().toUtf8()
-                              : QJsonDocument(row.value(QLatin1String("body")).toObject()).toJson(QJsonDocument::Compact);
-        message.delivery = row.value(QLatin1String("receive_count")).toInt();
+        const QJsonValue body = row.value(QLatin1String("body"));
+        const auto leaseUntil = parseRfc3339(row.value(QLatin1String("lease_until")).toString());
+        const qint64 delivery = row.value(QLatin1String("receive_count")).toInteger(0);
+        // Each of these settles the message or tells when its lease ends: without one, the
+        // delivery could never be acked, or would look expired and never be sent.
+        QString missing;
+        if (message.id.isEmpty())
+            missing = QStringLiteral("message_id");
+        else if (delivery < 1 || delivery > std::numeric_limits<int>::max())
+            missing = QStringLiteral("receive_count");
+        else if (!leaseUntil)
+            missing = QStringLiteral("lease_until");
+        else if (!payload.isString() && !body.isObject())
+            missing = QStringLiteral("payload");
+        if (!missing.isEmpty())
+            return malformed(QStringLiteral("message %1 of %2 has no valid %3")
+                                 .arg(QString::number(i + 1), QString::number(rows.size()), missing));
+        message.payload = payload.isString() ? payload.toString().toUtf8()
+                                             : QJsonDocument(body.toObject()).toJson(QJsonDocument::Compact);
+        message.delivery = int(delivery);
         message.enqueuedAtMs = timeField(row, QStringLiteral("enqueued_at"));
-        message.leaseUntilMs = timeField(row, QStringLiteral("lease_until"));
+        message.leaseUntilMs = leaseUntil->utc.toMSecsSinceEpoch();
         message.redriveCount = row.value(QLatin1String("redrive_count")).toInt();
         m_deliveryIds.insert(heldKey(message.id, message.delivery), row.value(QLatin1String("id")).toString());
         leased.append(std::move(message));
@@ -400,7 +486,28 @@ bool RestQueue::settleOne(const Settlement &settlement, QString *error)
 
 std::optional<QueueCounts> RestQueue::counts(QString *error)
 {
+    // A consumer's token may not read stats (403). Its worker still needs counts for
+    // --until-idle: the backlog is then unknown, and the engine calls the queue idle once a
+    // whole lease has passed with nothing to consume, as for a queue that cannot count.
+    // What waits at the server with a delay is not seen then until it is due.
+    const auto unknown = [this] {
+        QueueCounts counts;
+        counts.backlogUnknown = true;
+        counts.unavailable = QStringLiteral("the token's role may not read the queue's stats (HTTP 403 forbidden)");
+        if (nowMs() < m_busyUntilMs)
+            counts.hiddenUpToMs = HiddenWhileBusyMs;
+        return counts;
+    };
+    if (m_statsForbidden)
+        return unknown();
     const Reply reply = call("GET", QStringLiteral("/queue/stats"), {}, {{QStringLiteral("queue"), location().name}});
+    if (reply.httpStatus == 403 && reply.outcome == Reply::Outcome::Refused) {
+        m_statsForbidden = true;
+        qCInfo(lcRestQueue, "%s; the backlog is unknown then, and --until-idle ends once a whole lease has passed "
+                            "with nothing consumed",
+               qPrintable(describe(reply, QStringLiteral("reading the counts"))));
+        return unknown();
+    }
     if (reply.outcome != Reply::Outcome::Ok) {
         *error = describe(reply, QStringLiteral("reading the counts"));
         return std::nullopt;

@@ -25,7 +25,16 @@ struct HttpResult;
 // A publish is never sent twice without its idempotency keys: every message gets one
 // before the first try, so a retry after an answer that never came cannot add a copy.
 // 429 and 503 from the queue itself are honoured: lease() returns nothing until the
-// Retry-After has passed, and says so in the log once per wait, not per call.
+// Retry-After has passed (five minutes at most), and says so in the log once per wait.
+//
+// A consume answer is the server's word on what this worker now holds, so it is bounded
+// before it is read (a budget per message asked for) and checked after: messages beyond
+// those asked for are left to come back when their lease ends, and a message without
+// what settles it (its id, receive count and lease) makes the whole answer malformed.
+//
+// A token whose role may not read stats (a consumer's) still lets a worker run
+// --until-idle: counts() then reports the backlog unknown, and the engine decides from
+// what consume answers, as for a queue that cannot count.
 class RestQueue final : public BrokerQueue
 {
 public:
@@ -68,10 +77,15 @@ private:
 
     Reply call(const QByteArray &method, const QString &endpoint, const QJsonObject &body = {},
                const QList<QPair<QString, QString>> &query = {});
+    // body: the request's JSON text as it goes out; an answer over maxAnswerBytes is refused
+    // unread (InDoubt, in the client's words).
+    Reply call(const QByteArray &method, const QString &endpoint, const QByteArray &body,
+               const QList<QPair<QString, QString>> &query, qint64 maxAnswerBytes);
     // The reply as an error line naming the queue; never holds the token.
     QString describe(const Reply &reply, const QString &what) const;
     // Waits out a Busy reply's Retry-After, at most capMs; false if it asks for longer.
     bool waitOut(const Reply &reply, qint64 capMs);
+    bool publishBatch(const QByteArray &body, qsizetype first, qsizetype count, QString *error);
     bool settleOne(const Settlement &settlement, QString *error);
     std::optional<QList<DeadLetter>> takeDeadLetters(const QString &endpoint, int max,
                                                      const std::function<bool(const DeadLetter &)> &select,
@@ -88,6 +102,7 @@ private:
     QHash<QString, QString> m_deliveryIds;
     qint64 m_busyUntilMs = 0; // lease() asks nothing before this
     bool m_busyLogged = false;
+    bool m_statsForbidden = false; // the token's role may not read stats: counts() asks no more
 };
 
 } // namespace once
