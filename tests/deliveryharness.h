@@ -479,8 +479,9 @@ public:
 
     // Starts `once serve --listen 127.0.0.1:0 OPTIONS` on this runner's store and returns the
     // port its first line names, or 0 (after a warning). *server, if given, is the process,
-    // its standard error the read channel (one line per request).
-    quint16 startServe(const QStringList &options = {}, QProcess **server = nullptr)
+    // its standard error the read channel (one line per request); *startLines, what it said
+    // up to where it listens.
+    quint16 startServe(const QStringList &options = {}, QProcess **server = nullptr, QByteArray *startLines = nullptr)
     {
         QProcess *process = start(QStringList{QStringLiteral("serve"), QStringLiteral("--listen"),
                                               QStringLiteral("127.0.0.1:0")}
@@ -500,6 +501,8 @@ public:
                 return match.hasMatch() || process->state() == QProcess::NotRunning;
             },
             15000);
+        if (startLines)
+            *startLines = said;
         if (!match.hasMatch()) {
             qWarning("once serve did not start: %s%s", said.constData(), process->readAllStandardError().constData());
             return 0;

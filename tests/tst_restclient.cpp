@@ -242,6 +242,9 @@ void RestClientTest::messageThatCannotBeSettledIsAMalformedAnswer_data()
                                             << QStringLiteral("message 2 of 3 has no valid lease_until");
     QTest::newRow("no message_id") << QStringLiteral("message_id") << QJsonValue(QJsonValue::Undefined)
                                    << QStringLiteral("message 2 of 3 has no valid message_id");
+    // The delivery id is what settles it (its lease's secret): without it, never acked.
+    QTest::newRow("no id") << QStringLiteral("id") << QJsonValue(QJsonValue::Undefined)
+                           << QStringLiteral("message 2 of 3 has no valid id");
     QTest::newRow("receive_count 0") << QStringLiteral("receive_count") << QJsonValue(0)
                                      << QStringLiteral("message 2 of 3 has no valid receive_count");
     QTest::newRow("messages not a list") << QStringLiteral("messages") << QJsonValue(QStringLiteral("none today"))

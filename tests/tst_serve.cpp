@@ -229,48 +229,18 @@ void ServeTest::cleanup()
     m_dir.reset();
 }
 
-namespace {
-
-// The port a starting `once serve` says it listens on (its first line), read into log; 0
-// when it ended or said nothing within 15 s.
-quint16 listeningPort(QProcess *server, QByteArray &log)
-{
-    server->setReadChannel(QProcess::StandardError);
-    static const QRegularExpression listening(QStringLiteral("listening on https?://[^ ]+:(\\d+) for"));
-    QRegularExpressionMatch match;
-    pumpUntil(
-        [&] {
-            log += server->readAllStandardError();
-            match = listening.match(QString::fromUtf8(log));
-            return match.hasMatch() || server->state() == QProcess::NotRunning;
-        },
-        15000);
-    if (!match.hasMatch()) {
-        qWarning("once serve did not start: %s", log.constData());
-        return 0;
-    }
-    return quint16(match.captured(1).toUInt());
-}
-
-} // namespace
-
 bool ServeTest::startServer(const QStringList &extra, bool withTokens)
 {
-    QStringList args{QStringLiteral("serve"), QStringLiteral("--listen"), QStringLiteral("127.0.0.1:0")};
+    QStringList args;
     if (withTokens)
         args << QStringLiteral("--tokens") << m_tokensFile;
-    m_server = m_runner->start(args + extra);
-    m_serverLog.clear();
-    m_port = listeningPort(m_server, m_serverLog);
+    m_port = m_runner->startServe(args + extra, &m_server, &m_serverLog);
     return m_port != 0;
 }
 
 quint16 ServeTest::startAnotherServer(QProcess **process)
 {
-    *process = m_runner->start({QStringLiteral("serve"), QStringLiteral("--listen"), QStringLiteral("127.0.0.1:0"),
-                                QStringLiteral("--tokens"), m_tokensFile});
-    QByteArray log;
-    return listeningPort(*process, log);
+    return m_runner->startServe({QStringLiteral("--tokens"), m_tokensFile}, process);
 }
 
 void ServeTest::stopServer()

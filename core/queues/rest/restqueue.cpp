@@ -383,6 +383,7 @@ QList<QueueMessage> RestQueue::lease(int max, qint64 leaseMs, const QString &, Q
                                "the other %lld come back when their lease ends",
                   qPrintable(location().displayName()), qint64(rows.size()), asked, asked,
                   qint64(rows.size() - asked));
+    QList<std::pair<QString, QString>> deliveryIds; // what settling each needs
     for (qsizetype i = 0; i < std::min<qsizetype>(rows.size(), asked); ++i) {
         const QJsonObject row = rows.at(i).toObject();
         QueueMessage message;
@@ -391,11 +392,14 @@ QList<QueueMessage> RestQueue::lease(int max, qint64 leaseMs, const QString &, Q
         const QJsonValue body = row.value(QLatin1String("body"));
         const auto leaseUntil = parseRfc3339(row.value(QLatin1String("lease_until")).toString());
         const qint64 delivery = row.value(QLatin1String("receive_count")).toInteger(0);
+        const QString deliveryId = row.value(QLatin1String("id")).toString();
         // Each of these settles the message or tells when its lease ends: without one, the
         // delivery could never be acked, or would look expired and never be sent.
         QString missing;
         if (message.id.isEmpty())
             missing = QStringLiteral("message_id");
+        else if (deliveryId.isEmpty())
+            missing = QStringLiteral("id");
         else if (delivery < 1 || delivery > std::numeric_limits<int>::max())
             missing = QStringLiteral("receive_count");
         else if (!leaseUntil)
@@ -411,9 +415,12 @@ QList<QueueMessage> RestQueue::lease(int max, qint64 leaseMs, const QString &, Q
         message.enqueuedAtMs = timeField(row, QStringLiteral("enqueued_at"));
         message.leaseUntilMs = leaseUntil->utc.toMSecsSinceEpoch();
         message.redriveCount = row.value(QLatin1String("redrive_count")).toInt();
-        m_deliveryIds.insert(heldKey(message.id, message.delivery), row.value(QLatin1String("id")).toString());
+        deliveryIds.append({heldKey(message.id, message.delivery), deliveryId});
         leased.append(std::move(message));
     }
+    // Only a whole answer is taken: a malformed one above leaves nothing behind.
+    for (const auto &[held, id] : std::as_const(deliveryIds))
+        m_deliveryIds.insert(held, id);
     return leased;
 }
 
