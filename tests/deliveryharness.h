@@ -305,6 +305,9 @@ public:
     ~OnceRunner() { killAll(); }
 
     const QString &storeUrl() const { return m_storeUrl; }
+    // A command that every process is started through, once's own command line after it
+    // (runuser -u nobody --: as another user); empty (the default) starts once itself.
+    void setWrapper(const QStringList &wrapper) { m_wrapper = wrapper; }
 
     // The environment of every process: this one's, without what would change what once
     // does behind a test's back, plus `extra`. The BullMQ scripts are the ones the suite
@@ -331,8 +334,13 @@ public:
             args.insert(2, m_storeUrl);
         }
         auto process = std::make_unique<QProcess>();
-        process->setProgram(m_onceBin);
-        process->setArguments(args);
+        if (m_wrapper.isEmpty()) {
+            process->setProgram(m_onceBin);
+            process->setArguments(args);
+        } else {
+            process->setProgram(m_wrapper.constFirst());
+            process->setArguments(m_wrapper.mid(1) + QStringList{m_onceBin} + args);
+        }
         QMap<QString, QString> extra = env;
         if (!m_queueUrl.isEmpty() && !extra.contains(QStringLiteral("ONCE_QUEUE")))
             extra.insert(QStringLiteral("ONCE_QUEUE"), m_queueUrl);
@@ -352,7 +360,9 @@ public:
     ProcessResult waitFor(QProcess *process, int timeoutMs, const std::function<void()> &eachTurn = {})
     {
         ProcessResult result;
-        result.what = QStringLiteral("once ") + shown(process->arguments()).join(QLatin1Char(' '));
+        // Through a wrapper, once's own arguments follow the wrapper's and once's path.
+        const QStringList args = process->arguments().mid(m_wrapper.size());
+        result.what = QStringList(m_wrapper + QStringList{QStringLiteral("once")} + shown(args)).join(QLatin1Char(' '));
         result.finished = pumpUntil(
             [&] {
                 if (eachTurn)
@@ -368,7 +378,7 @@ public:
         if (!result.finished) {
             process->kill();
             process->waitForFinished(5000);
-            if (process->arguments().value(0) == QLatin1String("worker"))
+            if (args.value(0) == QLatin1String("worker"))
                 result.what += QStringLiteral(" (store then: %1)")
                                    .arg(QString::fromUtf8(QJsonDocument(stats()).toJson(QJsonDocument::Compact)));
         }
@@ -522,6 +532,7 @@ private:
     QString m_onceBin;
     QString m_storeUrl;
     QString m_queueUrl;
+    QStringList m_wrapper;
     std::vector<std::unique_ptr<QProcess>> m_processes;
 };
 

@@ -12,6 +12,7 @@
 #include <QSqlError>
 #include <QSqlResult>
 #include <QThread>
+#include <QUrl>
 
 #include <sqlite3.h>
 #include <fcntl.h>
@@ -68,6 +69,40 @@ void keepFreedPageCacheResident()
     std::call_once(once, [] { mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024); });
 }
 
+// Whether the kernel lets this process write there (effective ids and capabilities, an
+// immutable file, a read-only mount).
+bool mayWrite(const QString &path)
+{
+    return ::faccessat(AT_FDCWD, QFile::encodeName(path).constData(), W_OK, AT_EACCESS) == 0;
+}
+
+// Whether the file's header says write-ahead log (its read and write versions, bytes 18
+// and 19, are 2 in WAL mode and 1 with a rollback journal).
+bool isWalModeFile(const QString &path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return false;
+    const QByteArray header = file.read(20);
+    return header.size() == 20 && header.startsWith("SQLite format 3") && header.at(18) == 2 && header.at(19) == 2;
+}
+
+// A store in WAL mode is read through its index, the -shm file beside it, which SQLite
+// creates at the first read when it is not there, even on a read-only connection. Where
+// the reader may not create it (a backup on a read-only mount, another user's store in a
+// folder of theirs), the first read fails with "attempt to write a readonly database".
+// With neither the index nor the log there, nobody has the store open for writing (a
+// writer keeps both while it runs, and its last close checkpoints the log into the file),
+// so the file alone is the whole store: it is read as it is (SQLite's immutable=1), with
+// no index, no log and no locks. A writer that starts later is not seen until the store is
+// opened again; where a writer runs, its -wal and -shm are there and are read as usual.
+bool mustReadAsItIs(const QFileInfo &file)
+{
+    const QString path = file.absoluteFilePath();
+    return !mayWrite(file.absolutePath()) && !QFile::exists(path + QStringLiteral("-wal"))
+           && !QFile::exists(path + QStringLiteral("-shm")) && isWalModeFile(path);
+}
+
 } // namespace
 
 Database::~Database()
@@ -103,6 +138,17 @@ std::unique_ptr<Database> Database::open(const StoreLocation &location, QString 
         const QFileInfo file(location.path);
         if (access == Access::AsPermitted)
             db->settleSqliteAccess();
+        // SQLite would open the file read-only by itself and fail at the first read with
+        // "attempt to write a readonly database (in: PRAGMA cache_size=-65536)": say why.
+        if (access == Access::ReadWrite) {
+            if (const QString reason = db->sqliteWriteRefusal(); !reason.isEmpty()) {
+                db->m_lastFailure = StoreFailure::Permanent;
+                *error = QStringLiteral("cannot write the store %1: %2; commands that only look, such as once stats, "
+                                        "open it read-only")
+                             .arg(location.displayName(), reason);
+                return nullptr;
+            }
+        }
         if (db->isReadOnly()) {
             // Looking never creates: a mistyped path is an error, not a new empty store.
             if (!file.exists()) {
@@ -114,9 +160,18 @@ std::unique_ptr<Database> Database::open(const StoreLocation &location, QString 
             return nullptr;
         }
         db->m_db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), db->m_connectionName);
-        db->m_db.setDatabaseName(location.path);
-        if (db->isReadOnly())
-            db->m_db.setConnectOptions(QStringLiteral("QSQLITE_OPEN_READONLY"));
+        if (db->isReadOnly() && mustReadAsItIs(file)) {
+            // A URI, so that a path with '?', '#' or '%' in it stays the path.
+            QUrl uri = QUrl::fromLocalFile(file.absoluteFilePath());
+            uri.setQuery(QStringLiteral("immutable=1"));
+            db->m_db.setDatabaseName(uri.toString(QUrl::FullyEncoded));
+            db->m_db.setConnectOptions(QStringLiteral("QSQLITE_OPEN_READONLY;QSQLITE_OPEN_URI"));
+            qCDebug(lcDatabase).noquote() << location.displayName() << "is read as it is on disk";
+        } else {
+            db->m_db.setDatabaseName(location.path);
+            if (db->isReadOnly())
+                db->m_db.setConnectOptions(QStringLiteral("QSQLITE_OPEN_READONLY"));
+        }
     }
     if (!db->connect(error))
         return nullptr;
@@ -141,21 +196,25 @@ void Database::becomeReadOnly(const QString &reason)
 void Database::settleSqliteAccess()
 {
     m_access = Access::ReadWrite;
+    if (const QString reason = sqliteWriteRefusal(); !reason.isEmpty())
+        becomeReadOnly(reason);
+}
+
+// Why this process may not write the store's file, in words for a person; empty when it
+// may, or when there is no file yet.
+QString Database::sqliteWriteRefusal() const
+{
     const QFileInfo file(m_location.path);
     if (!file.exists())
-        return;
-    const auto mayWrite = [](const QString &path) {
-        return ::faccessat(AT_FDCWD, QFile::encodeName(path).constData(), W_OK, AT_EACCESS) == 0;
-    };
-    if (!mayWrite(file.absoluteFilePath())) {
-        becomeReadOnly(QStringLiteral("you may not write the file %1 (%2)")
-                           .arg(file.absoluteFilePath(), QString::fromLocal8Bit(std::strerror(errno))));
-        return;
-    }
+        return {};
+    if (!mayWrite(file.absoluteFilePath()))
+        return QStringLiteral("you may not write the file %1 (%2)")
+            .arg(file.absoluteFilePath(), QString::fromLocal8Bit(std::strerror(errno)));
     // SQLite writes its journal (the -wal and -shm files) beside the store.
     if (!mayWrite(file.absolutePath()))
-        becomeReadOnly(QStringLiteral("you may not write the folder %1, where the store keeps its journal (%2)")
-                           .arg(file.absolutePath(), QString::fromLocal8Bit(std::strerror(errno))));
+        return QStringLiteral("you may not write the folder %1, where the store keeps its journal (%2)")
+            .arg(file.absolutePath(), QString::fromLocal8Bit(std::strerror(errno)));
+    return {};
 }
 
 // A role that may write none of the store's tables (support staff, a reporting job; see
@@ -325,10 +384,20 @@ bool Database::connect(QString *error)
         noteFailure(query.lastError());
         // The first read of the file: one that is not SQLite at all fails here, and
         // SQLite's own words ("file is not a database") would name neither file nor cause.
-        if ((query.lastError().nativeErrorCode().toInt() & 0xff) == SQLITE_NOTADB)
+        const int code = query.lastError().nativeErrorCode().toInt() & 0xff;
+        if (code == SQLITE_NOTADB)
             *error = QStringLiteral("%1 is not a once store: the file is not an SQLite database (a store is created "
                                     "by once init or the console)")
                          .arg(m_location.displayName());
+        else if ((code == SQLITE_CANTOPEN || code == SQLITE_READONLY) && isReadOnly()
+                 && QFile::exists(m_location.path + QStringLiteral("-wal"))
+                 && !QFile::exists(m_location.path + QStringLiteral("-shm")))
+            // A log left without its index (see mustReadAsItIs): SQLite would make the index.
+            *error = QStringLiteral("cannot read the store %1: its write-ahead log (-wal) is there without its index "
+                                    "(-shm), which SQLite must create to read it, and this user may not write the "
+                                    "folder %2 (open it once where the folder may be written, or copy the files "
+                                    "to a folder that may be)")
+                         .arg(m_location.displayName(), QFileInfo(m_location.path).absolutePath());
         else
             *error = QStringLiteral("%1 (in: %2)").arg(query.lastError().text(), QString::fromLatin1(pragma));
         return false;

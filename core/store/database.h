@@ -109,6 +109,7 @@ private:
     bool connect(QString *error);
     // Access::AsPermitted: what this user may not write turns the connection read-only.
     void settleSqliteAccess();
+    QString sqliteWriteRefusal() const;
     bool settlePostgresAccess(QString *error);
     void becomeReadOnly(const QString &reason);
     bool readSchemaVersion(int *version, QString *error);
