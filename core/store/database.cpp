@@ -93,8 +93,8 @@ std::unique_ptr<Database> Database::open(const StoreLocation &location, QString 
             return nullptr;
         }
         db->m_db = QSqlDatabase::addDatabase(QStringLiteral("QPSQL"), db->m_connectionName);
-        db->m_db.setHostName(location.host);
-        db->m_db.setPort(location.port);
+        db->m_db.setHostName(location.libpqHosts());
+        db->m_db.setPort(location.qpsqlPort());
         db->m_db.setUserName(location.user);
         db->m_db.setPassword(location.password);
         db->m_db.setDatabaseName(location.database);
