@@ -137,6 +137,7 @@ private slots:
     void libpqOptionsQuoteEveryValue();
     void multiHostUrls_data();
     void multiHostUrls();
+    void urlMayTuneTheDeadConnectionSettings();
     void queryValuesReachLibpqAsTheyAre();
 
     // Queue
@@ -687,6 +688,7 @@ void TestStore::libpqOptionsQuoteEveryValue_data()
 {
     QTest::addColumn<QString>("query");
     QTest::addColumn<QString>("options");
+    // Every option below ends with the dead-connection settings (see StoreLocation).
     QTest::newRow("none") << QString() << QStringLiteral("connect_timeout='10';application_name='once'");
     QTest::newRow("keywords inside a value") << QStringLiteral("application_name=x%20password%3Dy%20host%3D/tmp")
                                              << QStringLiteral("application_name='x password=y host=/tmp';connect_timeout='10'");
@@ -705,7 +707,7 @@ void TestStore::libpqOptionsQuoteEveryValue()
     const auto location = StoreLocation::parse(
         QStringLiteral("postgres://user@db/once") + (query.isEmpty() ? QString() : QLatin1Char('?') + query), &error);
     QVERIFY2(location, qPrintable(error));
-    QCOMPARE(location->libpqOptions(), options);
+    QCOMPARE(location->libpqOptions(), options + QStringLiteral(";keepalives='1';keepalives_idle='5';keepalives_interval='1';keepalives_count='3';tcp_user_timeout='5000'"));
 }
 
 // Several hosts, as libpq takes them for high availability (Patroni and the like): it
@@ -785,6 +787,18 @@ void TestStore::multiHostUrls()
     QCOMPARE(location->qpsqlPort(), -1);
     QVERIFY2(location->libpqOptions().startsWith(QStringLiteral("port='%1';").arg(ports.join(QLatin1Char(',')))),
              qPrintable(location->libpqOptions()));
+}
+
+// The URL's own keepalive or TCP timeout settings win over once's defaults.
+void TestStore::urlMayTuneTheDeadConnectionSettings()
+{
+    QString error;
+    const auto location =
+        StoreLocation::parse(QStringLiteral("postgres://once@db/once?tcp_user_timeout=20000&keepalives=0"), &error);
+    QVERIFY2(location, qPrintable(error));
+    QCOMPARE(location->libpqOptions(),
+             QStringLiteral("tcp_user_timeout='20000';keepalives='0';connect_timeout='10';application_name='once';"
+                            "keepalives_idle='5';keepalives_interval='1';keepalives_count='3'"));
 }
 
 // What a query value says reaches libpq as that one option's value, however it is

@@ -142,6 +142,7 @@ TurnResult EngineStore::runBrokerTurn(const TurnRequest &request)
     if (std::any_of(request.settlements.cbegin(), request.settlements.cend(),
                     [](const Settlement &settlement) { return settlement.kind == Settlement::Kind::Ack; }))
         failpoint("before-ack");
+    turn.brokerFailed = true;
     if (!m_broker->settle(request.settlements, &turn.error))
         return turn;
     if (request.room > 0) {
@@ -151,6 +152,7 @@ TurnResult EngineStore::runBrokerTurn(const TurnRequest &request)
             return turn;
         }
     }
+    turn.brokerFailed = false;
     if (turn.leased.isEmpty()) {
         turn.ok = true;
         turn.failure = StoreFailure::None;

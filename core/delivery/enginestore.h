@@ -32,6 +32,7 @@ struct TurnResult
     bool writesCommitted = false;
     QString error;
     StoreFailure failure = StoreFailure::None; // what the failed step met: try again, or not
+    bool brokerFailed = false; // the step that failed was the broker's, not the store's
     QList<QueueMessage> leased;
     QList<ClaimRequest> claims;  // the leased messages that parse...
     QList<int> claimedMessages;  // ...at these indexes of leased
@@ -61,6 +62,7 @@ public:
     Store &store() { return *m_store; }
     MessageQueue &queue();
     QString queueDisplayName() const;
+    bool usesBroker() const { return m_broker != nullptr; }
     bool listening() const { return m_listening; }
 
     // Records outcomes and settles their messages, then leases and claims new work: one

@@ -62,6 +62,12 @@ ALTER TABLE workers ADD COLUMN last_failure_at BIGINT;
 ALTER TABLE workers ADD COLUMN last_error_class TEXT;
 )sql";
 
+// The same text in both dialects.
+const char *const WorkersStoreLoss = R"sql(
+ALTER TABLE workers ADD COLUMN store_lost_at BIGINT;
+ALTER TABLE workers ADD COLUMN store_back_at BIGINT;
+)sql";
+
 // The counters: "state:<state>" for each ledger state, "duplicate_keys" (keys with at
 // least one duplicate delivery turned away) and "duplicate_deliveries" (their sum). A
 // counter's value is the sum of its shards.
@@ -595,6 +601,9 @@ CREATE INDEX publish_keys_created ON publish_keys(created_at);
     // 15: a key's history is indexed under the time its ledger row was created, then the
     // key, so that recording outcomes appends to the index instead of scattering over it.
     {AttemptsByKeyCreation, AttemptsByKeyCreation},
+    // 16: each worker's last spell without its store in its heartbeat (when it lost the
+    // connection, when it had it back), so that a worker that was cut off says so
+    {WorkersStoreLoss, WorkersStoreLoss},
 };
 
 } // namespace

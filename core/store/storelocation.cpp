@@ -231,6 +231,11 @@ QString StoreLocation::libpqOptions() const
         {"connect_timeout", QStringLiteral("10")},
         // Names each connection in pg_stat_activity, so a DBA can tell once's from others.
         {"application_name", QStringLiteral("once")},
+        {"keepalives", QStringLiteral("1")},
+        {"keepalives_idle", QString::number(KeepalivesIdleS)},
+        {"keepalives_interval", QString::number(KeepalivesIntervalS)},
+        {"keepalives_count", QString::number(KeepalivesCount)},
+        {"tcp_user_timeout", QString::number(TcpUserTimeoutMs)},
     };
     for (const auto &[name, value] : defaults) {
         if (!given.contains(QLatin1String(name)))

@@ -43,9 +43,22 @@ struct StoreLocation
     int qpsqlPort() const;
     // The options for libpq's connection string (Qt's QPSQL setConnectOptions): every
     // value in single quotes with '\' and '\'' escaped; then, with several servers, their
-    // ports; then connect_timeout=10 and application_name=once unless the URL gave its own.
+    // ports; then connect_timeout=10, application_name=once and the dead-connection
+    // settings below, each unless the URL gave its own.
     QString libpqOptions() const;
 
+    // A connection whose packets are silently dropped (a cut cable, a firewall, a failed
+    // host that sends no reset) would otherwise wait for TCP to give up: about 15 minutes
+    // with data unacknowledged, two hours idle. With these, libpq's socket fails within
+    // TcpUserTimeoutMs of a request going unanswered (and an idle one within the
+    // keepalives' 5 + 3 x 1 s), so the worker reconnects (and says so) within seconds, and
+    // its reconnect attempts stop waiting on SYNs sent before the network came back.
+    // A server slow to answer is not dead: TCP acknowledges the request at once, and the
+    // keepalives' probes while a long query runs.
+    static constexpr int KeepalivesIdleS = 5;
+    static constexpr int KeepalivesIntervalS = 1;
+    static constexpr int KeepalivesCount = 3;
+    static constexpr int TcpUserTimeoutMs = 5000;
 };
 
 // Where a URL's authority holds its hosts: after "scheme://" and any "USER[:PASSWORD]@",

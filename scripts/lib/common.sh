@@ -34,6 +34,8 @@ ONCE_PACKAGES=(
     qtkeychain-qt6-dev dbus gnome-keyring libsecret-tools
     prometheus systemd
     libssl-dev
+    # tst_storenetwork drops a store's packets silently inside network namespaces of its own
+    nftables
 )
 
 ensure_packages() {

@@ -130,6 +130,11 @@ void checkConnectString(const StoreLocation &location)
     const std::pair<QByteArray, QByteArray> defaults[] = {
         {"connect_timeout", "10"},
         {"application_name", "once"},
+        {"keepalives", "1"},
+        {"keepalives_idle", QByteArray::number(StoreLocation::KeepalivesIdleS)},
+        {"keepalives_interval", QByteArray::number(StoreLocation::KeepalivesIntervalS)},
+        {"keepalives_count", QByteArray::number(StoreLocation::KeepalivesCount)},
+        {"tcp_user_timeout", QByteArray::number(StoreLocation::TcpUserTimeoutMs)},
     };
     for (const auto &[key, value] : defaults) {
         if (!given.contains(key))
