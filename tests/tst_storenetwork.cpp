@@ -1,6 +1,7 @@
 // The network between a worker and its PostgreSQL store failing as networks do: packets
-// silently dropped for a while (no reset: a failed switch, a firewall, a host that froze).
-// Effects are counted at the in-process partner simulator: nothing is
+// silently dropped for a while (no reset: a failed switch, a firewall, a host that froze),
+// and a primary that dies and is replaced by its promoted standby, reached through a URL
+// of several hosts. Effects are counted at the in-process partner simulator: nothing is
 // lost or applied twice, and the worker says what happened, once.
 //
 // Each test runs servers of its own (scripts/postgres-cluster), not the suites' shared
@@ -110,6 +111,7 @@ private slots:
     void cleanup();
 
     void silentCutIsNoticedAndOutlived();
+    void failoverToPromotedStandby();
 
 private:
     QString partnerUrl() const { return QStringLiteral("http://127.0.0.1:%1/reminders").arg(m_partner->port()); }
@@ -307,6 +309,60 @@ void StoreNetworkTest::silentCutIsNoticedAndOutlived()
     QVERIFY2(lostAt.msecsTo(backAt) > CutMs - 10000 && lostAt.msecsTo(backAt) < CutMs + 5000,
              QJsonDocument(self).toJson().constData());
     QCOMPARE(log.count("lost the store"), qsizetype(1));
+}
+
+// A store reached through a URL of several hosts, as libpq takes them for high
+// availability: the primary dies, its standby is promoted, and the worker goes on against
+// the new primary (target_session_attrs=read-write keeps it off the standby until then).
+void StoreNetworkTest::failoverToPromotedStandby()
+{
+    const QString primary = cluster(QStringLiteral("primary"));
+    const QString standby = cluster(QStringLiteral("standby"));
+    m_clusters << standby << primary;
+    QVERIFY(runCommand(m_clusterScript, {QStringLiteral("start"), primary}).ok);
+    QVERIFY(runCommand(m_clusterScript, {QStringLiteral("standby"), standby, primary}).ok);
+    const QUrl primaryUrl(clusterUrl(primary));
+    const QUrl standbyUrl(clusterUrl(standby));
+    QVERIFY(primaryUrl.isValid() && standbyUrl.isValid());
+    const QString storeUrl = QStringLiteral("postgres://once:%1@127.0.0.1:%2,127.0.0.1:%3/postgres"
+                                            "?target_session_attrs=read-write")
+                                 .arg(primaryUrl.password())
+                                 .arg(primaryUrl.port())
+                                 .arg(standbyUrl.port());
+
+    QVERIFY(startPartner());
+    m_once = std::make_unique<OnceRunner>(m_onceBin, storeUrl);
+    QVERIFY(m_once->run({QStringLiteral("init")}).exitedWith(0));
+    auto keys = m_once->enqueueReminders(m_dir->path(), 60, QStringLiteral("before"));
+    QCOMPARE(keys.size(), 60);
+    QProcess *worker = m_once->start({QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl(),
+                                      QStringLiteral("--concurrency"), QStringLiteral("2")});
+    ErrorLog log(worker);
+    QVERIFY2(pumpUntil([&] { return m_partner->stats().effects >= 5; }, WorkerTimeoutMs), log.text().constData());
+
+    QVERIFY(runCommand(m_clusterScript, {QStringLiteral("crash"), primary}).ok);
+    QElapsedTimer clock;
+    clock.start();
+    const qint64 effectsAtCrash = m_partner->stats().effects;
+    QVERIFY2(pumpUntil([&] { return log.count("lost the store") > 0; }, 10000), log.text().constData());
+    QVERIFY(runCommand(m_clusterScript, {QStringLiteral("promote"), standby}).ok);
+    const qint64 promotedMs = clock.elapsed();
+    QVERIFY2(pumpUntil([&] { return log.count("is back at") > 0; }, 30000), log.text().constData());
+    qInfo("primary crashed; standby promoted %lld ms later; the worker had the store back %lld ms after the "
+          "promotion (%lld of %lld delivered at the crash)",
+          promotedMs, clock.elapsed() - promotedMs, effectsAtCrash, qint64(keys.size()));
+    QVERIFY2(worker->state() == QProcess::Running, log.text().constData());
+
+    keys += m_once->enqueueReminders(m_dir->path(), 5, QStringLiteral("after"));
+    QCOMPARE(keys.size(), 65);
+    QVERIFY2(pumpUntil([&] { return m_partner->stats().effects >= keys.size(); }, WorkerTimeoutMs),
+             log.text().constData());
+    VERIFY_NO_PROBLEMS(exactlyOnceProblems(keys));
+    QCOMPARE(log.count("lost the store"), qsizetype(1));
+    // What the worker says names both servers and no password.
+    QVERIFY2(log.text().contains(QStringLiteral("127.0.0.1:%1,127.0.0.1:%2").arg(primaryUrl.port()).arg(standbyUrl.port()).toUtf8()),
+             log.text().constData());
+    QVERIFY(!log.text().contains(primaryUrl.password().toUtf8()));
 }
 
 QTEST_GUILESS_MAIN(StoreNetworkTest)
