@@ -510,8 +510,12 @@ QSqlQuery &Database::prepared(const QString &sql)
         slot = std::make_unique<QSqlQuery>(m_db);
         slot->setForwardOnly(true);
         if (!slot->prepare(sql)) {
-            qCWarning(lcDatabase).noquote() << "cannot prepare" << sql.simplified().left(120) << slot->lastError().text();
             noteFailure(slot->lastError());
+            // A lost connection is said once by whoever runs the statement (the engine:
+            // "lost the store"), not here for every statement of the dead session.
+            if (m_lastFailure != StoreFailure::ConnectionLost)
+                qCWarning(lcDatabase).noquote() << "cannot prepare" << sql.simplified().left(120)
+                                                << slot->lastError().text();
         }
     }
     return *slot;
@@ -528,7 +532,7 @@ bool Database::exec(QSqlQuery &query, QString *error)
         m_lastFailure = StoreFailure::ConnectionLost;
         m_connectionSuspect = true;
         if (error)
-            *error = QStringLiteral("no connection to the store (reconnecting)");
+            *error = QStringLiteral("no connection to the store");
         return false;
     }
     if (query.exec())
