@@ -213,6 +213,8 @@ private:
     QString planOf(QString sql, const QVariantList &values = {});
     // What takes attempts back to before schema 15 (their rows filed by key alone).
     static QStringList undoHistoryByKeysTime();
+    // What takes the workers table back to before schema 16 (no store loss in heartbeats).
+    static QStringList undoWorkersStoreLoss();
     // Leases the one ready message, settles it as dead with the given info.
     bool buryOne(const DeadLetterInfo &info, QueueMessage *buried);
 
@@ -305,6 +307,12 @@ QStringList TestStore::undoHistoryByKeysTime()
     return {QStringLiteral("DROP INDEX attempts_key_created"),
             QStringLiteral("ALTER TABLE attempts DROP COLUMN key_created_at"),
             QStringLiteral("CREATE INDEX attempts_key ON attempts(send_key, id)")};
+}
+
+QStringList TestStore::undoWorkersStoreLoss()
+{
+    return {QStringLiteral("ALTER TABLE workers DROP COLUMN store_lost_at"),
+            QStringLiteral("ALTER TABLE workers DROP COLUMN store_back_at")};
 }
 
 QString TestStore::planOf(QString sql, const QVariantList &values)
@@ -1582,7 +1590,7 @@ void TestStore::upgradeKeepsTheHistoryAlreadyThereFound()
                                     "'claim', 'claimed')"),
                      &error),
              qPrintable(error));
-    for (const QString &statement : undoHistoryByKeysTime())
+    for (const QString &statement : undoWorkersStoreLoss() + undoHistoryByKeysTime())
         QVERIFY2(db.exec(statement, &error), qPrintable(error));
     QVERIFY2(db.exec(QStringLiteral("UPDATE schema_version SET version = 14"), &error), qPrintable(error));
     m_store.reset();
@@ -2748,7 +2756,7 @@ void TestStore::upgradeCountsTheLedgerAlreadyThere()
                           QStringLiteral("DROP TRIGGER ledger_totals_duplicates"),
                           QStringLiteral("DROP TRIGGER ledger_totals_delete"),
                           QStringLiteral("DROP TABLE ledger_totals")};
-    for (const QString &statement : downgrade + undoHistoryByKeysTime())
+    for (const QString &statement : undoWorkersStoreLoss() + downgrade + undoHistoryByKeysTime())
         QVERIFY2(m_store->database().exec(statement, &error), qPrintable(error));
     QVERIFY2(m_store->database().exec(QStringLiteral("UPDATE schema_version SET version = 9"), &error), qPrintable(error));
     m_store.reset();
