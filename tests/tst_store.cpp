@@ -135,6 +135,9 @@ private slots:
     void storeUrlQueryCannotRedirectTheConnection();
     void libpqOptionsQuoteEveryValue_data();
     void libpqOptionsQuoteEveryValue();
+    void multiHostUrls_data();
+    void multiHostUrls();
+    void urlMayTuneTheDeadConnectionSettings();
     void queryValuesReachLibpqAsTheyAre();
 
     // Queue
@@ -210,6 +213,8 @@ private:
     QString planOf(QString sql, const QVariantList &values = {});
     // What takes attempts back to before schema 15 (their rows filed by key alone).
     static QStringList undoHistoryByKeysTime();
+    // What takes the workers table back to before schema 17 (no store loss in heartbeats).
+    static QStringList undoWorkersStoreLoss();
     // Leases the one ready message, settles it as dead with the given info.
     bool buryOne(const DeadLetterInfo &info, QueueMessage *buried);
 
@@ -304,6 +309,12 @@ QStringList TestStore::undoHistoryByKeysTime()
             QStringLiteral("CREATE INDEX attempts_key ON attempts(send_key, id)")};
 }
 
+QStringList TestStore::undoWorkersStoreLoss()
+{
+    return {QStringLiteral("ALTER TABLE workers DROP COLUMN store_lost_at"),
+            QStringLiteral("ALTER TABLE workers DROP COLUMN store_back_at")};
+}
+
 QString TestStore::planOf(QString sql, const QVariantList &values)
 {
     for (const QVariant &value : values) {
@@ -381,8 +392,7 @@ void TestStore::schemaVersionIsSet()
     if (m_stores.isPostgres()) {
         const QUrl url(m_url);
         QCOMPARE(location.kind, StoreLocation::Kind::Postgres);
-        QCOMPARE(location.host, QStringLiteral("127.0.0.1"));
-        QCOMPARE(location.port, url.port());
+        QCOMPARE(location.servers, (QList<StoreLocation::Server>{{QStringLiteral("127.0.0.1"), url.port()}}));
         QCOMPARE(location.user, QStringLiteral("once"));
         QCOMPARE(location.password, m_stores.password());
         QCOMPARE(location.database, url.path().mid(1));
@@ -491,8 +501,7 @@ void TestStore::storeUrlIsValidated()
     const auto postgres = StoreLocation::parse(QStringLiteral("postgres://user:secret@db:5432/once"), &error);
     QVERIFY2(postgres, qPrintable(error));
     QCOMPARE(postgres->kind, StoreLocation::Kind::Postgres);
-    QCOMPARE(postgres->host, QStringLiteral("db"));
-    QCOMPARE(postgres->port, 5432);
+    QCOMPARE(postgres->servers, (QList<StoreLocation::Server>{{QStringLiteral("db"), 5432}}));
     QCOMPARE(postgres->user, QStringLiteral("user"));
     QCOMPARE(postgres->password, QStringLiteral("secret"));
     QCOMPARE(postgres->database, QStringLiteral("once"));
@@ -500,11 +509,11 @@ void TestStore::storeUrlIsValidated()
     QCOMPARE(postgres->displayName(), QStringLiteral("postgres://user@db:5432/once"));
     const auto otherPort = StoreLocation::parse(QStringLiteral("postgres://user@db:6543/once"), &error);
     QVERIFY2(otherPort, qPrintable(error));
-    QCOMPARE(otherPort->port, 6543);
+    QCOMPARE(otherPort->servers.constFirst().port, 6543);
     QVERIFY(otherPort->password.isEmpty()); // left to PGPASSWORD
     const auto defaultPort = StoreLocation::parse(QStringLiteral("postgres://user:secret@db/once"), &error);
     QVERIFY2(defaultPort, qPrintable(error));
-    QCOMPARE(defaultPort->port, 5432);
+    QCOMPARE(defaultPort->servers.constFirst().port, 5432);
 
     // A URL that cannot name a database is refused up front, saying what is missing,
     // without repeating the password.
@@ -687,6 +696,7 @@ void TestStore::libpqOptionsQuoteEveryValue_data()
 {
     QTest::addColumn<QString>("query");
     QTest::addColumn<QString>("options");
+    // Every option below ends with the dead-connection settings (see StoreLocation).
     QTest::newRow("none") << QString() << QStringLiteral("connect_timeout='10';application_name='once'");
     QTest::newRow("keywords inside a value") << QStringLiteral("application_name=x%20password%3Dy%20host%3D/tmp")
                                              << QStringLiteral("application_name='x password=y host=/tmp';connect_timeout='10'");
@@ -705,7 +715,98 @@ void TestStore::libpqOptionsQuoteEveryValue()
     const auto location = StoreLocation::parse(
         QStringLiteral("postgres://user@db/once") + (query.isEmpty() ? QString() : QLatin1Char('?') + query), &error);
     QVERIFY2(location, qPrintable(error));
-    QCOMPARE(location->libpqOptions(), options);
+    QCOMPARE(location->libpqOptions(), options + QStringLiteral(";keepalives='1';keepalives_idle='5';keepalives_interval='1';keepalives_count='3';tcp_user_timeout='5000'"));
+}
+
+// Several hosts, as libpq takes them for high availability (Patroni and the like): it
+// tries each in turn and keeps the first that suits target_session_attrs. servers: the
+// hosts and ports parsed, "HOST:PORT" joined by spaces; empty when the URL is refused, and
+// then errorMentions is in its one-line error, which repeats no password.
+void TestStore::multiHostUrls_data()
+{
+    QTest::addColumn<QString>("url");
+    QTest::addColumn<QString>("servers");
+    QTest::addColumn<QString>("shown");
+    QTest::addColumn<QString>("errorMentions");
+    QTest::newRow("two with ports") << QStringLiteral("postgres://once:hunter2@h1:5432,h2:5433/db?target_session_attrs=read-write")
+                                    << QStringLiteral("h1:5432 h2:5433") << QStringLiteral("postgres://once@h1:5432,h2:5433/db")
+                                    << QString();
+    QTest::newRow("default ports") << QStringLiteral("postgresql://once@h1,h2,h3/db") << QStringLiteral("h1:5432 h2:5432 h3:5432")
+                                   << QStringLiteral("postgres://once@h1:5432,h2:5432,h3:5432/db") << QString();
+    QTest::newRow("one port given") << QStringLiteral("postgres://once@h1,h2:6000/db") << QStringLiteral("h1:5432 h2:6000")
+                                    << QStringLiteral("postgres://once@h1:5432,h2:6000/db") << QString();
+    QTest::newRow("IPv6 and IPv4") << QStringLiteral("postgres://once@[::1]:5432,127.0.0.1:5433/db")
+                                   << QStringLiteral("::1:5432 127.0.0.1:5433")
+                                   << QStringLiteral("postgres://once@[::1]:5432,127.0.0.1:5433/db") << QString();
+    QTest::newRow("no user") << QStringLiteral("postgres://h1,h2/db") << QStringLiteral("h1:5432 h2:5432")
+                             << QStringLiteral("postgres://h1:5432,h2:5432/db") << QString();
+    QTest::newRow("password with a comma") << QStringLiteral("postgres://once:hunter2,x@h1,h2/db")
+                                           << QStringLiteral("h1:5432 h2:5432") << QStringLiteral("postgres://once@h1:5432,h2:5432/db")
+                                           << QString();
+    QTest::newRow("empty entry") << QStringLiteral("postgres://once:hunter2@h1,,h2/db") << QString() << QString()
+                                 << QStringLiteral("an empty entry");
+    QTest::newRow("trailing comma") << QStringLiteral("postgres://once:hunter2@h1:5432,/db") << QString() << QString()
+                                    << QStringLiteral("an empty entry");
+    QTest::newRow("port not a number") << QStringLiteral("postgres://once:hunter2@h1,h2:x/db") << QString() << QString()
+                                       << QStringLiteral("\"h2:x\", which is not HOST[:PORT]");
+    QTest::newRow("port out of range") << QStringLiteral("postgres://once:hunter2@h1,h2:70000/db") << QString() << QString()
+                                       << QStringLiteral("\"h2:70000\"");
+    QTest::newRow("port only") << QStringLiteral("postgres://once:hunter2@h1,:5433/db") << QString() << QString()
+                               << QStringLiteral("\":5433\"");
+    QTest::newRow("no database") << QStringLiteral("postgres://once:hunter2@h1,h2/") << QString() << QString()
+                                 << QStringLiteral("names no database");
+    QTest::newRow("hosts in the query too") << QStringLiteral("postgres://once:hunter2@h1,h2/db?host=h3") << QString()
+                                            << QString() << QStringLiteral("cannot set \"host\"");
+}
+
+void TestStore::multiHostUrls()
+{
+    QFETCH(QString, url);
+    QFETCH(QString, servers);
+    QFETCH(QString, shown);
+    QFETCH(QString, errorMentions);
+    QString error;
+    const auto location = StoreLocation::parse(url, &error);
+    if (servers.isEmpty()) {
+        QVERIFY2(!location, qPrintable(url));
+        QVERIFY2(error.contains(errorMentions), qPrintable(error));
+        QVERIFY2(!error.contains(QLatin1Char('\n')) && !error.contains(QLatin1String("hunter2")), qPrintable(error));
+        return;
+    }
+    QVERIFY2(location, qPrintable(error));
+    QStringList parsed;
+    QStringList hosts;
+    QStringList ports;
+    for (const auto &server : location->servers) {
+        parsed << QStringLiteral("%1:%2").arg(server.host).arg(server.port);
+        hosts << server.host;
+        ports << QString::number(server.port);
+    }
+    QCOMPARE(parsed.join(QLatin1Char(' ')), servers);
+    QCOMPARE(location->database, QStringLiteral("db"));
+    QCOMPARE(location->displayName(), shown);
+    // What is shown reads back as the same store.
+    const auto again = StoreLocation::parse(shown, &error);
+    QVERIFY2(again, qPrintable(error));
+    QCOMPARE(again->servers, location->servers);
+    QCOMPARE(again->user, location->user);
+    // libpq gets the hosts as its host list and their ports as its port list, in order.
+    QCOMPARE(location->libpqHosts(), hosts.join(QLatin1Char(',')));
+    QCOMPARE(location->qpsqlPort(), -1);
+    QVERIFY2(location->libpqOptions().startsWith(QStringLiteral("port='%1';").arg(ports.join(QLatin1Char(',')))),
+             qPrintable(location->libpqOptions()));
+}
+
+// The URL's own keepalive or TCP timeout settings win over once's defaults.
+void TestStore::urlMayTuneTheDeadConnectionSettings()
+{
+    QString error;
+    const auto location =
+        StoreLocation::parse(QStringLiteral("postgres://once@db/once?tcp_user_timeout=20000&keepalives=0"), &error);
+    QVERIFY2(location, qPrintable(error));
+    QCOMPARE(location->libpqOptions(),
+             QStringLiteral("tcp_user_timeout='20000';keepalives='0';connect_timeout='10';application_name='once';"
+                            "keepalives_idle='5';keepalives_interval='1';keepalives_count='3'"));
 }
 
 // What a query value says reaches libpq as that one option's value, however it is
@@ -1489,7 +1590,7 @@ void TestStore::upgradeKeepsTheHistoryAlreadyThereFound()
                                     "'claim', 'claimed')"),
                      &error),
              qPrintable(error));
-    for (const QString &statement : undoHistoryByKeysTime())
+    for (const QString &statement : undoWorkersStoreLoss() + undoHistoryByKeysTime())
         QVERIFY2(db.exec(statement, &error), qPrintable(error));
     QVERIFY2(db.exec(QStringLiteral("UPDATE schema_version SET version = 14"), &error), qPrintable(error));
     m_store.reset();
@@ -2655,7 +2756,7 @@ void TestStore::upgradeCountsTheLedgerAlreadyThere()
                           QStringLiteral("DROP TRIGGER ledger_totals_duplicates"),
                           QStringLiteral("DROP TRIGGER ledger_totals_delete"),
                           QStringLiteral("DROP TABLE ledger_totals")};
-    for (const QString &statement : downgrade + undoHistoryByKeysTime())
+    for (const QString &statement : undoWorkersStoreLoss() + downgrade + undoHistoryByKeysTime())
         QVERIFY2(m_store->database().exec(statement, &error), qPrintable(error));
     QVERIFY2(m_store->database().exec(QStringLiteral("UPDATE schema_version SET version = 9"), &error), qPrintable(error));
     m_store.reset();

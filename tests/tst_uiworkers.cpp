@@ -203,6 +203,13 @@ void TestUiWorkers::storeUrlsLoseTheirPassword_data()
     QTest::newRow("encoded password")
         << QStringLiteral("postgresql://u:p%40ss%2Fw@h/d") << QStringLiteral("postgresql://u@h/d")
         << QStringLiteral("postgres://u@h:5432/d");
+    QTest::newRow("several hosts")
+        << QStringLiteral("postgres://once:s3cret@h1:5432,h2:5433/once?target_session_attrs=read-write")
+        << QStringLiteral("postgres://once@h1:5432,h2:5433/once?target_session_attrs=read-write")
+        << QStringLiteral("postgres://once@h1:5432,h2:5433/once");
+    QTest::newRow("several hosts without password") << QStringLiteral("postgres://once@h1,h2/once")
+                                                    << QStringLiteral("postgres://once@h1,h2/once")
+                                                    << QStringLiteral("postgres://once@h1:5432,h2:5432/once");
     QTest::newRow("unparseable") << QStringLiteral("postgres://u:p@ss w@h/d")
                                  << QStringLiteral("postgres://u@h/d") << QStringLiteral("postgres://u@h/d");
 }
@@ -214,6 +221,9 @@ void TestUiWorkers::storeUrlsLoseTheirPassword()
     QFETCH(QString, shown);
     QCOMPARE(storeUrlWithoutPassword(url), saved);
     QCOMPARE(storeDisplayName(url), shown);
+    // A saved URL gets its remembered password back, to be opened.
+    if (const QString password = storePassword(url); !password.isEmpty())
+        QCOMPARE(storeUrlWithPassword(saved, password), url);
     Settings settings;
     settings.addRecentStore(url);
     QCOMPARE(settings.recentStores().value(0), saved);
@@ -689,8 +699,7 @@ void TestUiWorkers::postgresDialogBuildsTheUrl()
     QString error;
     const auto location = StoreLocation::parse(url, &error);
     QVERIFY2(location, qPrintable(error));
-    QCOMPARE(location->host, QStringLiteral("db.example"));
-    QCOMPARE(location->port, 5433);
+    QCOMPARE(location->servers, (QList<StoreLocation::Server>{{QStringLiteral("db.example"), 5433}}));
     QCOMPARE(location->database, QStringLiteral("once"));
     QCOMPARE(location->user, QStringLiteral("operator"));
     QCOMPARE(location->password, QStringLiteral("p@ss/w:rd"));

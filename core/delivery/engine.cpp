@@ -4,6 +4,7 @@
 #include "delivery/enginestore.h"
 #include "delivery/partnersender.h"
 #include "store/store.h"
+#include "text/jsonvalues.h"
 
 #include <QCoreApplication>
 #include <QDateTime>
@@ -350,6 +351,7 @@ void Engine::onTurnDone(TurnResult result)
         return;
     }
     m_storeFailure = {};
+    noteStoreBack();
     if (m_stopping && m_inFlight == 0 && !hasPendingWrites()) {
         finish(0);
         return;
@@ -390,6 +392,12 @@ bool Engine::noteStoreFailure(const TurnResult &result)
                  .arg(m_storeDisplayName, QString::fromLatin1(storeFailureName(result.failure)), result.error));
         return false;
     }
+    // Every turn of a spell without the store fails, and so do the reconnects: said once
+    // as it starts and once as it ends, not at every try.
+    if (result.failure == StoreFailure::ConnectionLost && !result.queueFailed) {
+        noteStoreLost(result.error);
+        return true;
+    }
     // A failing store fails every quarter second: say so when it changes, then every 10 s.
     if (result.error != m_storeFailure.lastError || now - m_storeFailure.lastWarnedMs >= 10000) {
         m_storeFailure.lastError = result.error;
@@ -407,6 +415,43 @@ bool Engine::noteStoreFailure(const TurnResult &result)
         }
     }
     return true;
+}
+
+void Engine::noteStoreLost(const QString &error)
+{
+    if (m_counters.storeLost())
+        return;
+    m_counters.storeLostAtMs = nowMs();
+    m_counters.storeBackAtMs = 0;
+    const QString message = QStringLiteral("lost the store %1 at %2, reconnecting: %3")
+                                .arg(m_storeDisplayName, formatTime(m_counters.storeLostAtMs), error.simplified());
+    qCWarning(lcEngine).noquote() << message;
+    emit errorOccurred(message);
+}
+
+void Engine::noteStoreBack()
+{
+    if (!m_counters.storeLost())
+        return;
+    m_counters.storeBackAtMs = nowMs();
+    qCInfo(lcEngine).noquote() << QStringLiteral("the store %1 is back at %2, after %3 s without it")
+                                      .arg(m_storeDisplayName, formatTime(m_counters.storeBackAtMs),
+                                           QString::number(double(m_counters.storeBackAtMs - m_counters.storeLostAtMs) / 1000, 'f', 1));
+    // At once, rather than at the next beat: the console shows the spell from here.
+    heartbeat();
+}
+
+void Engine::reportStoreCall(const QString &what, StoreFailure failure, const QString &error)
+{
+    QMetaObject::invokeMethod(
+        this,
+        [this, what, failure, error] {
+            if (failure == StoreFailure::ConnectionLost)
+                noteStoreLost(error);
+            else
+                qCWarning(lcEngine).noquote() << what << "failed:" << error;
+        },
+        Qt::QueuedConnection);
 }
 
 // The turn's settlements are on the queue: those messages are no longer in flight.
@@ -781,11 +826,11 @@ void Engine::purgeExpired()
     if (m_config.retentionMs <= 0 || !m_storeSide)
         return;
     const qint64 before = nowMs() - m_config.retentionMs;
-    onStoreLater([before](Store &store) {
+    onStoreLater([this, before](Store &store) {
         QString error;
         if (!store.ledger().purgeFinished(before, &error) || !store.metrics().purgeBefore(before, &error)
             || !store.workers().purgeBefore(before, &error))
-            qCWarning(lcEngine).noquote() << "retention clean-up failed:" << error;
+            reportStoreCall(QStringLiteral("retention clean-up"), store.database().lastFailure(), error);
     });
 }
 
@@ -794,14 +839,16 @@ void Engine::purgeExpired()
 void Engine::sampleQueue()
 {
     EngineStore *side = m_storeSide;
-    onStoreLater([side](Store &store) {
+    onStoreLater([this, side](Store &store) {
         QString error;
         const auto counts = side->queue().counts(&error);
         // A queue that counts nothing (Pub/Sub) leaves the charts empty, not at zero.
         if (counts && counts->backlogUnknown)
             return;
-        if (!counts || !store.metrics().recordSample(*counts, nowMs(), &error))
+        if (!counts && side->usesBroker())
             qCWarning(lcEngine).noquote() << "sampling the queue failed:" << error;
+        else if (!counts || !store.metrics().recordSample(*counts, nowMs(), &error))
+            reportStoreCall(QStringLiteral("sampling the queue"), store.database().lastFailure(), error);
     });
 }
 
@@ -810,10 +857,10 @@ void Engine::heartbeat()
     if (!m_running)
         return;
     const QString state = m_paused ? QStringLiteral("paused") : QStringLiteral("running");
-    onStoreLater([id = m_config.workerId, state, counters = counters()](Store &store) {
+    onStoreLater([this, id = m_config.workerId, state, counters = counters()](Store &store) {
         QString error;
         if (!store.workers().heartbeat(id, state, counters, &error))
-            qCWarning(lcEngine).noquote() << "heartbeat failed:" << error;
+            reportStoreCall(QStringLiteral("heartbeat"), store.database().lastFailure(), error);
     });
 }
 

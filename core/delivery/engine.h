@@ -65,6 +65,12 @@ struct EngineCounters
     qint64 lastFailureAtMs = 0;
     QString lastErrorClass;
     SendStatistics sends; // every partner call by outcome, and how long it took
+    // The worker's last spell without its store (its connection lost: a server gone, a
+    // network cut, a failover): when it began, and when the store answered again (0 while
+    // the spell lasts). Both 0 until the first such spell.
+    qint64 storeLostAtMs = 0;
+    qint64 storeBackAtMs = 0;
+    bool storeLost() const { return storeLostAtMs && !storeBackAtMs; }
     int inFlight = 0;
     CircuitBreaker::State breaker = CircuitBreaker::State::Closed;
     bool paused = false;
@@ -164,6 +170,11 @@ private:
     void onTurnDone(TurnResult result);
     void adjustClaimAhead(const Turn &turn);
     bool noteStoreFailure(const TurnResult &result);
+    void noteStoreLost(const QString &error);
+    void noteStoreBack();
+    // For a store call beside the turns (heartbeat, sample, clean-up), from the store's
+    // thread: what it met, said on the engine's.
+    void reportStoreCall(const QString &what, StoreFailure failure, const QString &error);
     void settled(const Turn &turn, qint64 committedAtMs);
     // Runs a store call on the store's thread and waits for it.
     template<typename Function>

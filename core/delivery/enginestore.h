@@ -62,6 +62,7 @@ public:
     Store &store() { return *m_store; }
     MessageQueue &queue();
     QString queueDisplayName() const;
+    bool usesBroker() const { return m_broker != nullptr; }
     bool listening() const { return m_listening; }
 
     // Records outcomes and settles their messages, then leases and claims new work: one

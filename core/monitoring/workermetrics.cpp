@@ -30,6 +30,14 @@ QByteArray workerExposition(const EngineCounters &counters)
               QStringLiteral("Deliveries this worker has leased and not yet settled."), counters.inFlight);
     out.gauge(QStringLiteral("once_worker_paused"), QStringLiteral("1 while this worker is paused, else 0."),
               counters.paused ? 1 : 0);
+    // Scraped from the worker, so it shows while the store cannot (the heartbeat there
+    // stops for as long as the spell lasts).
+    out.gauge(QStringLiteral("once_worker_store_lost"),
+              QStringLiteral("1 while this worker has lost its connection to the store and is reconnecting, else 0."),
+              counters.storeLost() ? 1 : 0);
+    out.gauge(QStringLiteral("once_worker_store_lost_at_seconds"),
+              QStringLiteral("When this worker last lost its connection to the store (Unix time), or 0."),
+              double(counters.storeLostAtMs) / 1000);
     return out.text();
 }
 

@@ -107,6 +107,7 @@ bool mustReadAsItIs(const QFileInfo &file)
 
 Database::~Database()
 {
+    m_unconnected.reset();
     m_statements.clear();
     m_db.close();
     m_db = QSqlDatabase();
@@ -128,8 +129,8 @@ std::unique_ptr<Database> Database::open(const StoreLocation &location, QString 
             return nullptr;
         }
         db->m_db = QSqlDatabase::addDatabase(QStringLiteral("QPSQL"), db->m_connectionName);
-        db->m_db.setHostName(location.host);
-        db->m_db.setPort(location.port);
+        db->m_db.setHostName(location.libpqHosts());
+        db->m_db.setPort(location.qpsqlPort());
         db->m_db.setUserName(location.user);
         db->m_db.setPassword(location.password);
         db->m_db.setDatabaseName(location.database);
@@ -411,6 +412,36 @@ bool Database::connect(QString *error)
            && exec(QStringLiteral("PRAGMA synchronous=FULL"), error);
 }
 
+namespace {
+
+// Set on a thread while it drops the statements of a session that is gone.
+thread_local bool droppingDeadStatements = false;
+QtMessageHandler handlerBeforeOurs = nullptr;
+
+// Qt's PostgreSQL driver tries to DEALLOCATE each prepared statement of a session that
+// is gone, and warns for every one: a dozen lines for one lost connection, which the
+// engine has already reported once. Only those warnings, and only then, are dropped.
+void quietDeadStatements(QtMsgType type, const QMessageLogContext &context, const QString &message)
+{
+    if (droppingDeadStatements && type == QtWarningMsg && message.startsWith(QLatin1String("Unable to free statement")))
+        return;
+    if (handlerBeforeOurs)
+        handlerBeforeOurs(type, context, message);
+    else
+        qt_message_output(type, context, message); // unreachable: Qt's default is a handler too
+}
+
+} // namespace
+
+void Database::dropStatements()
+{
+    static std::once_flag installed;
+    std::call_once(installed, [] { handlerBeforeOurs = qInstallMessageHandler(quietDeadStatements); });
+    droppingDeadStatements = true;
+    m_statements.clear();
+    droppingDeadStatements = false;
+}
+
 bool Database::ensureConnected(QString *error)
 {
     if (!m_connectionSuspect)
@@ -422,7 +453,7 @@ bool Database::ensureConnected(QString *error)
     // The server went away (a restart or a failover to a replica): start a new session.
     // Nothing is lost by it: an open transaction died with the old session, so its
     // leases and claims never happened.
-    m_statements.clear();
+    dropStatements();
     m_db.close();
     if (!connect(error))
         return false;
@@ -537,13 +568,23 @@ bool Database::listen(const QString &channel)
 
 QSqlQuery &Database::prepared(const QString &sql)
 {
+    // No session (a reconnect failed; the next transaction tries again): a statement that
+    // exec() fails at once, rather than one Qt warns about and this cache keeps unprepared.
+    if (isPostgres() && !m_db.isOpen()) {
+        m_unconnected = std::make_unique<QSqlQuery>(m_db);
+        return *m_unconnected;
+    }
     auto &slot = m_statements[sql];
     if (!slot) {
         slot = std::make_unique<QSqlQuery>(m_db);
         slot->setForwardOnly(true);
         if (!slot->prepare(sql)) {
-            qCWarning(lcDatabase).noquote() << "cannot prepare" << sql.simplified().left(120) << slot->lastError().text();
             noteFailure(slot->lastError());
+            // A lost connection is said once by whoever runs the statement (the engine:
+            // "lost the store"), not here for every statement of the dead session.
+            if (m_lastFailure != StoreFailure::ConnectionLost)
+                qCWarning(lcDatabase).noquote() << "cannot prepare" << sql.simplified().left(120)
+                                                << slot->lastError().text();
         }
     }
     return *slot;
@@ -556,6 +597,13 @@ QString Database::repeatRows(const QString &row, qsizetype rows)
 
 bool Database::exec(QSqlQuery &query, QString *error)
 {
+    if (isPostgres() && !m_db.isOpen()) {
+        m_lastFailure = StoreFailure::ConnectionLost;
+        m_connectionSuspect = true;
+        if (error)
+            *error = QStringLiteral("no connection to the store");
+        return false;
+    }
     if (query.exec())
         return true;
     noteFailure(query.lastError());
@@ -682,6 +730,10 @@ bool Database::execWith(QSqlQuery &query, const QVariantList &values, QString *e
 
 bool Database::exec(const QString &sql, QString *error)
 {
+    if (isPostgres() && !m_db.isOpen()) {
+        QSqlQuery none(m_db);
+        return exec(none, error); // says why, without Qt's warning
+    }
     QSqlQuery query(m_db);
     if (query.exec(sql))
         return true;

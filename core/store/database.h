@@ -115,6 +115,7 @@ private:
     bool readSchemaVersion(int *version, QString *error);
     bool migrate(QString *error);
     bool ensureConnected(QString *error);
+    void dropStatements();
     void noteFailure(const QSqlError &failure);
     bool execWhileBusy(const QString &sql, QString *error);
 
@@ -135,6 +136,7 @@ private:
     bool m_connectionSuspect = false;
     QStringList m_channels;
     std::unordered_map<QString, std::unique_ptr<QSqlQuery>> m_statements;
+    std::unique_ptr<QSqlQuery> m_unconnected; // prepared()'s answer while there is no session
     // SQLite, read-write: checkpoints this connection's log on a thread of its own. Must
     // outlive the connection, which the destructor closes first.
     std::shared_ptr<WalCheckpointer> m_checkpointer;

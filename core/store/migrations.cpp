@@ -62,6 +62,12 @@ ALTER TABLE workers ADD COLUMN last_failure_at BIGINT;
 ALTER TABLE workers ADD COLUMN last_error_class TEXT;
 )sql";
 
+// The same text in both dialects.
+const char *const WorkersStoreLoss = R"sql(
+ALTER TABLE workers ADD COLUMN store_lost_at BIGINT;
+ALTER TABLE workers ADD COLUMN store_back_at BIGINT;
+)sql";
+
 // The counters: "state:<state>" for each ledger state, "duplicate_keys" (keys with at
 // least one duplicate delivery turned away) and "duplicate_deliveries" (their sum). A
 // counter's value is the sum of its shards.
@@ -620,6 +626,9 @@ CREATE INDEX publish_keys_created ON publish_keys(created_at);
     {AttemptsByKeyCreation, AttemptsByKeyCreation},
     // 16: once serve's idempotency keys per producer, with what was published under them.
     {PublishKeysByProducer, PublishKeysByProducer},
+    // 17: each worker's last spell without its store in its heartbeat (when it lost the
+    // connection, when it had it back), so that a worker that was cut off says so
+    {WorkersStoreLoss, WorkersStoreLoss},
 };
 
 } // namespace

@@ -60,10 +60,15 @@ QString quotedForLibpq(QString value)
     return QLatin1Char('\'') + value + QLatin1Char('\'');
 }
 
+// QUrl takes one host: a URL with several (postgres://h1:5432,h2:5432/db) is read as one
+// URL per host, each checked as a URL of one host is.
 std::optional<StoreLocation> parsePostgres(const QString &text, QString *error)
 {
+    const UrlHostList hostList = urlHostList(text);
+    const QStringList hosts = text.mid(hostList.start, hostList.size).split(QLatin1Char(','));
     // Errors quote the URL without its password: a typo must not put a secret in a log.
-    const QUrl url(text, QUrl::StrictMode);
+    QString first = text;
+    const QUrl url(first.replace(hostList.start, hostList.size, hosts.constFirst()), QUrl::StrictMode);
     QUrl shown = url;
     shown.setPassword(QString());
     if (!url.isValid()) {
@@ -72,14 +77,22 @@ std::optional<StoreLocation> parsePostgres(const QString &text, QString *error)
     }
     StoreLocation location;
     location.kind = StoreLocation::Kind::Postgres;
-    location.host = url.host();
-    location.port = url.port(5432);
     location.user = url.userName();
     location.password = url.password();
     location.database = url.path().mid(1);
-    if (location.host.isEmpty()) {
-        *error = QStringLiteral("the PostgreSQL URL names no host (postgres://USER@HOST[:PORT]/DB)");
-        return std::nullopt;
+    for (const QString &host : hosts) {
+        // Only the host part is shown: the rest of the URL may hold a password.
+        const QUrl one(QStringLiteral("postgres://") + host, QUrl::StrictMode);
+        // A host that decodes to a comma would be two hosts to libpq.
+        if (host.isEmpty() || !one.isValid() || one.host().isEmpty() || one.host().contains(QLatin1Char(','))
+            || !one.userInfo().isEmpty() || !one.path().isEmpty()) {
+            *error = hosts.size() == 1 ? QStringLiteral("the PostgreSQL URL names no host (postgres://USER@HOST[:PORT]/DB)")
+                                       : QStringLiteral("the PostgreSQL URL's host list has %1, which is not HOST[:PORT] "
+                                                        "(postgres://USER@HOST1[:PORT1],HOST2[:PORT2]/DB)")
+                                             .arg(host.isEmpty() ? QStringLiteral("an empty entry") : quotedForError(host));
+            return std::nullopt;
+        }
+        location.servers.append({one.host(), one.port(5432)});
     }
     if (location.database.isEmpty() || location.database.contains(QLatin1Char('/'))) {
         *error = QStringLiteral("the PostgreSQL URL names no database (postgres://USER@HOST[:PORT]/DB)");
@@ -161,36 +174,89 @@ std::optional<StoreLocation> StoreLocation::parse(const QString &text, QString *
 QString StoreLocation::displayName() const
 {
     if (kind == Kind::Postgres) {
+        // Each host as QUrl shows one (an IPv6 address in brackets), then the hosts joined
+        // as libpq's URLs take them.
+        QStringList hosts;
+        for (const Server &server : servers) {
+            QUrl one;
+            one.setScheme(QStringLiteral("postgres"));
+            one.setHost(server.host);
+            one.setPort(server.port);
+            hosts.append(one.authority(QUrl::EncodeSpaces));
+        }
         QUrl url;
         url.setScheme(QStringLiteral("postgres"));
         url.setUserName(user);
-        url.setHost(host);
-        url.setPort(port);
+        url.setHost(QStringLiteral("host.invalid"));
         url.setPath(QLatin1Char('/') + database);
         // Spaces encoded: the text must read back as this same store.
-        return url.toDisplayString(QUrl::EncodeSpaces);
+        QString shown = url.toDisplayString(QUrl::EncodeSpaces);
+        const UrlHostList hostList = urlHostList(shown);
+        return shown.replace(hostList.start, hostList.size, hosts.join(QLatin1Char(',')));
     }
     return QStringLiteral("sqlite:") + path;
+}
+
+QString StoreLocation::libpqHosts() const
+{
+    QStringList hosts;
+    for (const Server &server : servers)
+        hosts.append(server.host);
+    return hosts.join(QLatin1Char(','));
+}
+
+int StoreLocation::qpsqlPort() const
+{
+    return servers.size() == 1 ? servers.constFirst().port : -1;
 }
 
 QString StoreLocation::libpqOptions() const
 {
     QStringList quoted;
-    bool timeoutGiven = false;
-    bool nameGiven = false;
+    QStringList given;
+    // After the host, where Qt's driver puts it; "port" is refused in the URL's query.
+    if (servers.size() > 1) {
+        QStringList ports;
+        for (const Server &server : servers)
+            ports.append(QString::number(server.port));
+        quoted.append(QStringLiteral("port=") + quotedForLibpq(ports.join(QLatin1Char(','))));
+    }
     for (const QString &option : options) {
         const qsizetype equals = option.indexOf(QLatin1Char('='));
         const QString name = option.left(equals);
-        timeoutGiven = timeoutGiven || name == QLatin1String("connect_timeout");
-        nameGiven = nameGiven || name == QLatin1String("application_name");
+        given.append(name);
         quoted.append(name + QLatin1Char('=') + quotedForLibpq(option.mid(equals + 1)));
     }
-    if (!timeoutGiven)
-        quoted.append(QStringLiteral("connect_timeout='10'"));
-    // Names each connection in pg_stat_activity, so a DBA can tell once's from others.
-    if (!nameGiven)
-        quoted.append(QStringLiteral("application_name='once'"));
+    const std::pair<const char *, QString> defaults[] = {
+        {"connect_timeout", QStringLiteral("10")},
+        // Names each connection in pg_stat_activity, so a DBA can tell once's from others.
+        {"application_name", QStringLiteral("once")},
+        {"keepalives", QStringLiteral("1")},
+        {"keepalives_idle", QString::number(KeepalivesIdleS)},
+        {"keepalives_interval", QString::number(KeepalivesIntervalS)},
+        {"keepalives_count", QString::number(KeepalivesCount)},
+        {"tcp_user_timeout", QString::number(TcpUserTimeoutMs)},
+    };
+    for (const auto &[name, value] : defaults) {
+        if (!given.contains(QLatin1String(name)))
+            quoted.append(QLatin1String(name) + QLatin1Char('=') + quotedForLibpq(value));
+    }
     return quoted.join(QLatin1Char(';'));
+}
+
+UrlHostList urlHostList(const QString &url)
+{
+    const qsizetype scheme = url.indexOf(QLatin1String("://"));
+    if (scheme < 0)
+        return {};
+    const qsizetype authority = scheme + 3;
+    qsizetype end = authority;
+    while (end < url.size() && url.at(end) != QLatin1Char('/') && url.at(end) != QLatin1Char('?')
+           && url.at(end) != QLatin1Char('#'))
+        ++end;
+    const qsizetype at = end > authority ? url.lastIndexOf(QLatin1Char('@'), end - 1) : -1;
+    const qsizetype start = at >= authority ? at + 1 : authority;
+    return {start, end - start};
 }
 
 QString defaultStoreUrl()

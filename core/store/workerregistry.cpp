@@ -66,6 +66,8 @@ QJsonObject WorkerRecord::toJson(qint64 nowMs) const
         {QStringLiteral("failing_since"), failingSinceMs ? QJsonValue(formatTime(failingSinceMs)) : QJsonValue(QJsonValue::Null)},
         {QStringLiteral("last_failure_at"), lastFailureAtMs ? QJsonValue(formatTime(lastFailureAtMs)) : QJsonValue(QJsonValue::Null)},
         {QStringLiteral("last_error_class"), lastErrorClass.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(lastErrorClass)},
+        {QStringLiteral("store_lost_at"), timeOrNull(storeLostAtMs)},
+        {QStringLiteral("store_back_at"), timeOrNull(storeBackAtMs)},
     };
 }
 
@@ -78,7 +80,8 @@ bool WorkerRegistry::announce(const WorkerRecord &worker, QString *error)
         "partner = excluded.partner, concurrency = excluded.concurrency, state = 'running', "
         "started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, stopped_at = NULL, applied = 0, "
         "duplicates = 0, retries = 0, dead_lettered = 0, held = 0, in_flight = 0, breaker = 'closed', failures = 0, "
-        "consecutive_failures = 0, failing_since = NULL, last_failure_at = NULL, last_error_class = NULL"));
+        "consecutive_failures = 0, failing_since = NULL, last_failure_at = NULL, last_error_class = NULL, "
+        "store_lost_at = NULL, store_back_at = NULL"));
     const qint64 now = nowMs();
     upsert.addBindValue(worker.id);
     upsert.addBindValue(worker.host);
@@ -108,7 +111,7 @@ bool WorkerRegistry::writeProgress(const QString &id, const QString &state, cons
     auto &update = m_db.prepared(QStringLiteral(
         "UPDATE workers SET state = ?, heartbeat_at = ?, stopped_at = ?, applied = ?, duplicates = ?, retries = ?, "
         "dead_lettered = ?, held = ?, in_flight = ?, breaker = ?, failures = ?, consecutive_failures = ?, "
-        "failing_since = ?, last_failure_at = ?, last_error_class = ? WHERE id = ?"));
+        "failing_since = ?, last_failure_at = ?, last_error_class = ?, store_lost_at = ?, store_back_at = ? WHERE id = ?"));
     const qint64 now = nowMs();
     update.addBindValue(state);
     update.addBindValue(now);
@@ -126,6 +129,8 @@ bool WorkerRegistry::writeProgress(const QString &id, const QString &state, cons
     update.addBindValue(counters.failingSinceMs ? QVariant(counters.failingSinceMs) : QVariant());
     update.addBindValue(counters.lastFailureAtMs ? QVariant(counters.lastFailureAtMs) : QVariant());
     update.addBindValue(counters.lastErrorClass.isEmpty() ? QVariant() : QVariant(counters.lastErrorClass));
+    update.addBindValue(counters.storeLostAtMs ? QVariant(counters.storeLostAtMs) : QVariant());
+    update.addBindValue(counters.storeBackAtMs ? QVariant(counters.storeBackAtMs) : QVariant());
     update.addBindValue(id);
     return m_db.exec(update, error) && m_db.notify(Channel::Activity, error);
 }
@@ -135,7 +140,7 @@ std::optional<QList<WorkerRecord>> WorkerRegistry::list(QString *error)
     auto &query = m_db.prepared(QStringLiteral(
         "SELECT id, host, pid, version, partner, concurrency, state, started_at, heartbeat_at, stopped_at, applied, "
         "duplicates, retries, dead_lettered, held, in_flight, breaker, failures, consecutive_failures, failing_since, "
-        "last_failure_at, last_error_class FROM workers "
+        "last_failure_at, last_error_class, store_lost_at, store_back_at FROM workers "
         "ORDER BY CASE WHEN state = 'stopped' THEN 1 ELSE 0 END, heartbeat_at DESC, id"));
     if (!m_db.exec(query, error))
         return std::nullopt;
@@ -164,6 +169,8 @@ std::optional<QList<WorkerRecord>> WorkerRegistry::list(QString *error)
         worker.failingSinceMs = query.value(19).toLongLong();
         worker.lastFailureAtMs = query.value(20).toLongLong();
         worker.lastErrorClass = query.value(21).toString();
+        worker.storeLostAtMs = query.value(22).toLongLong();
+        worker.storeBackAtMs = query.value(23).toLongLong();
         workers.append(std::move(worker));
     }
     query.finish();

@@ -42,6 +42,11 @@ struct WorkerRecord
     qint64 failingSinceMs = 0; // 0: its last send was accepted (or it sent nothing yet)
     qint64 lastFailureAtMs = 0;
     QString lastErrorClass;
+    // Its last spell without the store (schema version 17): when it lost the connection,
+    // and when it had it back (0 while the spell lasts, though the worker cannot write
+    // then: its heartbeat ages, and the next one says when the store came back).
+    qint64 storeLostAtMs = 0;
+    qint64 storeBackAtMs = 0;
 
     // A worker that says it runs but has not written a heartbeat for a while crashed,
     // was killed or lost its store: it is gone, and its leases will expire.

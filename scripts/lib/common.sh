@@ -37,6 +37,8 @@ ONCE_PACKAGES=(
     # libmicrohttpd (0.9.75, with GnuTLS) serves `once serve`'s HTTP (core/http/httpserver.*):
     # it bounds connections, heads, bodies and time, which Qt HTTP Server 6.4 does not.
     libmicrohttpd-dev
+    # tst_storenetwork drops a store's packets silently inside network namespaces of its own
+    nftables
 )
 
 ensure_packages() {

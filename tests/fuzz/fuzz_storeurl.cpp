@@ -30,15 +30,16 @@ QString qpsqlQuote(QString value)
 QByteArray connectString(const StoreLocation &location)
 {
     QString text;
-    if (!location.host.isEmpty())
-        text += QStringLiteral("host=") + qpsqlQuote(location.host);
+    if (!location.libpqHosts().isEmpty())
+        text += QStringLiteral("host=") + qpsqlQuote(location.libpqHosts());
     if (!location.database.isEmpty())
         text += QStringLiteral(" dbname=") + qpsqlQuote(location.database);
     if (!location.user.isEmpty())
         text += QStringLiteral(" user=") + qpsqlQuote(location.user);
     if (!location.password.isEmpty())
         text += QStringLiteral(" password=") + qpsqlQuote(location.password);
-    text += QStringLiteral(" port=") + qpsqlQuote(QString::number(location.port));
+    if (location.qpsqlPort() != -1)
+        text += QStringLiteral(" port=") + qpsqlQuote(QString::number(location.qpsqlPort()));
     QString options = location.libpqOptions();
     options.replace(QLatin1Char(';'), QLatin1Char(' '));
     text += QLatin1Char(' ') + options;
@@ -106,28 +107,39 @@ std::optional<QList<Pair>> libpqRead(const QByteArray &text)
 void checkConnectString(const StoreLocation &location)
 {
     QList<Pair> expected;
-    if (!location.host.isEmpty())
-        expected.append(Pair{"host", location.host.toUtf8()});
+    QStringList ports;
+    for (const auto &server : location.servers)
+        ports.append(QString::number(server.port));
+    expected.append(Pair{"host", location.libpqHosts().toUtf8()});
     if (!location.database.isEmpty())
         expected.append(Pair{"dbname", location.database.toUtf8()});
     if (!location.user.isEmpty())
         expected.append(Pair{"user", location.user.toUtf8()});
     if (!location.password.isEmpty())
         expected.append(Pair{"password", location.password.toUtf8()});
-    expected.append(Pair{"port", QByteArray::number(location.port)});
-    bool timeout = false, name = false;
+    // One server's port as Qt's own keyword; several servers' as a list among the options.
+    expected.append(Pair{"port", ports.join(QLatin1Char(',')).toUtf8()});
+    QList<QByteArray> given;
     for (const QString &option : location.options) {
         const qsizetype equals = option.indexOf(QLatin1Char('='));
         FUZZ_CHECK(equals > 0, option);
         const QByteArray key = option.left(equals).toUtf8();
-        timeout = timeout || key == "connect_timeout";
-        name = name || key == "application_name";
+        given.append(key);
         expected.append(Pair{key, option.mid(equals + 1).toUtf8()});
     }
-    if (!timeout)
-        expected.append(Pair{"connect_timeout", "10"});
-    if (!name)
-        expected.append(Pair{"application_name", "once"});
+    const std::pair<QByteArray, QByteArray> defaults[] = {
+        {"connect_timeout", "10"},
+        {"application_name", "once"},
+        {"keepalives", "1"},
+        {"keepalives_idle", QByteArray::number(StoreLocation::KeepalivesIdleS)},
+        {"keepalives_interval", QByteArray::number(StoreLocation::KeepalivesIntervalS)},
+        {"keepalives_count", QByteArray::number(StoreLocation::KeepalivesCount)},
+        {"tcp_user_timeout", QByteArray::number(StoreLocation::TcpUserTimeoutMs)},
+    };
+    for (const auto &[key, value] : defaults) {
+        if (!given.contains(key))
+            expected.append(Pair{key, value});
+    }
     const QByteArray text = connectString(location);
     const auto read = libpqRead(text);
     FUZZ_CHECK(read, QStringLiteral("libpq cannot read the connection string"));
@@ -160,7 +172,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(!location->path.isEmpty() && location->path.startsWith(QLatin1Char('/')), location->path);
         return 0;
     }
-    FUZZ_CHECK(!location->host.isEmpty() && !location->database.isEmpty(), text);
+    FUZZ_CHECK(!location->servers.isEmpty() && !location->database.isEmpty(), text);
+    for (const auto &server : location->servers)
+        FUZZ_CHECK(!server.host.isEmpty() && !server.host.contains(QLatin1Char(',')), text);
     checkConnectString(*location);
     // What is shown does not depend on the password, and names the same store.
     StoreLocation other = *location;
@@ -169,7 +183,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(shown == other.displayName(), shown);
     const auto again = StoreLocation::parse(shown, &error);
     FUZZ_CHECK(again, shown + QStringLiteral(": ") + error);
-    FUZZ_CHECK(again->host == location->host && again->port == location->port && again->user == location->user
+    FUZZ_CHECK(again->servers == location->servers && again->user == location->user
                    && again->database == location->database,
                shown);
     return 0;

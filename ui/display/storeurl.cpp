@@ -22,6 +22,28 @@ QString stripPasswordByHand(const QString &url)
     return stripped;
 }
 
+// QUrl reads one host: a PostgreSQL URL with several (postgres://u@h1:5432,h2:5432/db)
+// is edited with a placeholder in their place (*hosts gets them), then given them back.
+QString withOneHost(const QString &url, QString *hosts)
+{
+    const UrlHostList list = urlHostList(url);
+    const QString found = url.mid(list.start, list.size);
+    if (!isPostgresUrl(url) || !found.contains(QLatin1Char(',')))
+        return url;
+    *hosts = found;
+    QString one = url;
+    return one.replace(list.start, list.size, QStringLiteral("hosts.invalid"));
+}
+
+QString withHostsBack(const QString &url, const QString &hosts)
+{
+    if (hosts.isEmpty())
+        return url;
+    const UrlHostList list = urlHostList(url);
+    QString text = url;
+    return text.replace(list.start, list.size, hosts);
+}
+
 } // namespace
 
 bool isPostgresUrl(const QString &url)
@@ -41,29 +63,32 @@ QString storeUrlWithoutPassword(const QString &url)
 {
     if (!url.contains(QLatin1String("://")))
         return url; // a file: nothing secret in it
-    QUrl parsed(url, QUrl::StrictMode);
+    QString hosts;
+    QUrl parsed(withOneHost(url, &hosts), QUrl::StrictMode);
     if (!parsed.isValid())
         return stripPasswordByHand(url);
     if (parsed.password().isEmpty())
         return url; // as typed, rather than as QUrl would re-encode it
     parsed.setPassword(QString());
-    return parsed.toString(QUrl::FullyEncoded);
+    return withHostsBack(parsed.toString(QUrl::FullyEncoded), hosts);
 }
 
 QString storePassword(const QString &url)
 {
     if (!url.contains(QLatin1String("://")))
         return QString();
-    return QUrl(url, QUrl::StrictMode).password(QUrl::FullyDecoded);
+    QString hosts;
+    return QUrl(withOneHost(url, &hosts), QUrl::StrictMode).password(QUrl::FullyDecoded);
 }
 
 QString storeUrlWithPassword(const QString &url, const QString &password)
 {
-    QUrl parsed(url, QUrl::StrictMode);
+    QString hosts;
+    QUrl parsed(withOneHost(url, &hosts), QUrl::StrictMode);
     if (!parsed.isValid() || password.isEmpty())
         return url;
     parsed.setPassword(password, QUrl::DecodedMode);
-    return parsed.toString(QUrl::FullyEncoded);
+    return withHostsBack(parsed.toString(QUrl::FullyEncoded), hosts);
 }
 
 QString storeShortName(const QString &url)
@@ -73,7 +98,7 @@ QString storeShortName(const QString &url)
     if (!location)
         return storeDisplayName(url);
     if (location->kind == StoreLocation::Kind::Postgres)
-        return QCoreApplication::translate("once::ui", "%1 on %2").arg(location->database, location->host);
+        return QCoreApplication::translate("once::ui", "%1 on %2").arg(location->database, location->libpqHosts());
     return QFileInfo(location->path).fileName();
 }
 
