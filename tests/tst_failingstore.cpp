@@ -16,6 +16,9 @@
 #include <QFile>
 #include <QJsonObject>
 #include <QLoggingCategory>
+#include <QNetworkAccessManager>
+#include <QNetworkReply>
+#include <QSqlError>
 #include <QSqlQuery>
 #include <QTemporaryDir>
 #include <QTest>
@@ -45,6 +48,7 @@ private slots:
     void readingCommandsNeedOnlyReadAccess();
     void sigtermEndsWithinTheGraceWhileTheStoreIsLocked();
     void racingInitsNeverFail();
+    void serveIsNotReadyWhileTheStoreTakesNoWrites();
 
 private:
     QString partnerUrl() const { return QStringLiteral("http://127.0.0.1:%1/reminders").arg(m_partner->port()); }
@@ -538,4 +542,68 @@ void FailingStoreTest::racingInitsNeverFail()
 }
 
 QTEST_GUILESS_MAIN(FailingStoreTest)
+// Reported: /readyz said 200 while the disk was full or the store read-only, so a load
+// balancer kept sending publishes that could only fail. It asks whether the store takes
+// writes (without writing), and says why not.
+void FailingStoreTest::serveIsNotReadyWhileTheStoreTakesNoWrites()
+{
+    QString store = m_storeUrl;
+    QString disk, why;
+    if (!m_stores.isPostgres()) {
+        if (!mountScratch(QStringLiteral("4M"), &disk, &why))
+            QSKIP(qPrintable(why));
+        store = QStringLiteral("sqlite:") + disk + QStringLiteral("/store.sqlite");
+    }
+    OnceRunner once(m_onceBin, store);
+    QVERIFY(once.run({QStringLiteral("init")}).exitedWith(0));
+    QProcess *server = nullptr;
+    const quint16 port = once.startServe({}, &server);
+    QVERIFY(port != 0);
+    QNetworkAccessManager network;
+    const auto readiness = [&] {
+        QNetworkRequest request(QUrl(QStringLiteral("http://127.0.0.1:%1/readyz").arg(port)));
+        request.setTransferTimeout(10000);
+        std::unique_ptr<QNetworkReply> reply(network.get(request));
+        pumpUntil([&] { return reply->isFinished(); }, 15000);
+        return std::pair{reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt(), reply->readAll()};
+    };
+    QCOMPARE(readiness().first, 200);
+    QString database;
+    QSqlQuery admin;
+    if (m_stores.isPostgres()) {
+        // A DBA's switch (or a primary demoted): the server's next session takes no writes.
+        database = QUrl(m_storeUrl).path().mid(1);
+        admin = QSqlQuery(m_stores.admin());
+        QVERIFY2(admin.exec(QStringLiteral("ALTER DATABASE %1 SET default_transaction_read_only = on").arg(database)),
+                 qPrintable(admin.lastError().text()));
+        QVERIFY(admin.exec(QStringLiteral("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '%1' "
+                                          "AND pid <> pg_backend_pid()")
+                               .arg(database)));
+    } else {
+        QFile filler(disk + QStringLiteral("/filler"));
+        QVERIFY(filler.open(QIODevice::WriteOnly));
+        const QByteArray block(16 * 1024, 'x');
+        while (filler.write(block) == block.size() && filler.flush()) {
+        }
+    }
+    // The first look after a terminated session may only find the connection gone.
+    std::pair<int, QByteArray> notReady;
+    QVERIFY(pumpUntil([&] { return (notReady = readiness()).second.contains("writes") || notReady.second.contains("full"); },
+                      20000));
+    QCOMPARE(notReady.first, 503);
+    QVERIFY2(notReady.second.contains(m_stores.isPostgres() ? "takes no writes" : "disk is full"), notReady.second.constData());
+    if (m_stores.isPostgres()) {
+        admin.exec(QStringLiteral("ALTER DATABASE %1 RESET default_transaction_read_only").arg(database));
+        admin.exec(QStringLiteral("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '%1' "
+                                  "AND pid <> pg_backend_pid()")
+                       .arg(database));
+    } else {
+        QVERIFY(QFile::remove(disk + QStringLiteral("/filler")));
+    }
+    QVERIFY(pumpUntil([&] { return readiness().first == 200; }, 20000));
+    server->terminate();
+    server->waitForFinished(10000);
+    once.release(server);
+}
+
 #include "tst_failingstore.moc"

@@ -14,7 +14,7 @@ ONCE_BUILD=${ONCE_BUILD_DIR:-$ONCE_ROOT/build}
 # sanitizers) build the fuzz targets of tests/fuzz (scripts/fuzz). qtkeychain-qt6-dev keeps
 # the console's remembered passwords in the system keychain; dbus, gnome-keyring and
 # libsecret-tools give tst_uikeychain a private Secret Service to remember them in.
-# qt6-httpserver-dev serves once serve and the metrics endpoints (qt6-websockets-dev because
+# qt6-httpserver-dev serves the metrics endpoints of a worker (qt6-websockets-dev because
 # Debian's Qt6HttpServer CMake package needs Qt6WebSockets but the package does not depend
 # on it); prometheus brings promtool, which judges
 # them, and the server that tst_prometheus scrapes them with (its post-install may enable
