@@ -5,6 +5,7 @@
 #pragma once
 
 #include "model/reminder.h"
+#include "sim/partnersimulator.h"
 #include "teststores.h"
 
 #include <QCoreApplication>
@@ -172,6 +173,23 @@ inline QStringList storeRows(const TestStores &stores, const QString &storeUrl, 
             *error = problem;
     }
     return rows;
+}
+
+// Effects at a partner simulator per key: empty when each key had exactly one and nothing
+// else took effect twice, else the first problems in one line.
+inline QString exactlyOnceProblems(const once::PartnerSimulator &partner, const QList<QByteArray> &keys)
+{
+    const auto effects = partner.effectsByKey();
+    QStringList problems;
+    for (const auto &key : keys) {
+        if (effects.value(key) != 1)
+            problems << QStringLiteral("%1 had %2 effects").arg(QString::fromLatin1(key), QString::number(effects.value(key)));
+    }
+    if (effects.size() != keys.size())
+        problems << QStringLiteral("%1 keys had effects, expected %2").arg(effects.size()).arg(keys.size());
+    if (const qint64 duplicates = partner.stats().duplicateEffects; duplicates != 0)
+        problems << QStringLiteral("%1 duplicate effects").arg(duplicates);
+    return problems.mid(0, 10).join(QLatin1String("; "));
 }
 
 // The peak resident memory of a running process (VmHWM in /proc/PID/status), in KiB; -1

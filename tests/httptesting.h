@@ -5,6 +5,7 @@
 #include "http/httpclient.h"
 
 #include <QHostAddress>
+#include <QProcess>
 #include <QTcpServer>
 #include <QTcpSocket>
 #include <QTest>
@@ -17,6 +18,24 @@ namespace oncetest {
 
 using namespace once;
 
+
+// A self-signed certificate for 127.0.0.1 and its unencrypted EC key, made by the openssl
+// command as certificatePath and keyPath; empty when made, else why not.
+inline QString makeLoopbackCertificate(const QString &certificatePath, const QString &keyPath)
+{
+    QProcess openssl;
+    openssl.start(QStringLiteral("openssl"),
+                  {QStringLiteral("req"), QStringLiteral("-x509"), QStringLiteral("-newkey"), QStringLiteral("ec"),
+                   QStringLiteral("-pkeyopt"), QStringLiteral("ec_paramgen_curve:prime256v1"), QStringLiteral("-nodes"),
+                   QStringLiteral("-keyout"), keyPath, QStringLiteral("-out"), certificatePath, QStringLiteral("-days"),
+                   QStringLiteral("2"), QStringLiteral("-subj"), QStringLiteral("/CN=127.0.0.1"), QStringLiteral("-addext"),
+                   QStringLiteral("subjectAltName=IP:127.0.0.1")});
+    if (!openssl.waitForFinished(30000))
+        return QStringLiteral("openssl did not finish");
+    if (openssl.exitCode() != 0)
+        return QString::fromLocal8Bit(openssl.readAllStandardError());
+    return {};
+}
 
 // The credential every test request carries; no error text may ever show it.
 inline constexpr char kSecret[] = "s3cr3t-token-never-logged";

@@ -61,8 +61,6 @@ private:
     bool mountScratch(const QString &size, QString *path, QString *why);
     bool remountReadOnly(const QString &path);
     QString sqlitePath() const { return m_storeUrl.mid(int(qstrlen("sqlite:"))); }
-    // Effects at the partner per key: empty when each key had exactly one.
-    QString exactlyOnceProblems(const QList<QByteArray> &keys) const;
 
     TestStores m_stores;
     QString m_onceBin;
@@ -140,19 +138,6 @@ bool FailingStoreTest::remountReadOnly(const QString &path)
     return QProcess::execute(QStringLiteral("mount"), {QStringLiteral("-o"), QStringLiteral("remount,ro"), path}) == 0;
 }
 
-QString FailingStoreTest::exactlyOnceProblems(const QList<QByteArray> &keys) const
-{
-    const auto effects = m_partner->effectsByKey();
-    QStringList problems;
-    for (const auto &key : keys) {
-        if (effects.value(key) != 1)
-            problems << QStringLiteral("%1 had %2 effects").arg(QString::fromLatin1(key), QString::number(effects.value(key)));
-    }
-    if (effects.size() != keys.size())
-        problems << QStringLiteral("%1 keys had effects, expected %2").arg(effects.size()).arg(keys.size());
-    return problems.mid(0, 10).join(QLatin1String("; "));
-}
-
 void FailingStoreTest::storeFileGoneStopsTheWorker_data()
 {
     QTest::addColumn<bool>("replaced");
@@ -196,7 +181,7 @@ void FailingStoreTest::storeFileGoneStopsTheWorker()
     // What was enqueued into the new store is delivered by a worker on it, once.
     const auto rest = m_once->run(workerArgs({QStringLiteral("--until-idle")}), {}, WorkerTimeoutMs);
     QVERIFY2(rest.exitedWith(0), rest.describe().constData());
-    VERIFY_NO_PROBLEMS(exactlyOnceProblems(before + after));
+    VERIFY_NO_PROBLEMS(exactlyOnceProblems(*m_partner, before + after));
     // The counts each store keeps agree with its rows: the new one's, and the old file's,
     // which the worker wrote until it noticed.
     VERIFY_NO_PROBLEMS(m_stores.totalsDisagreeWithLedger(m_storeUrl));
@@ -243,7 +228,7 @@ void FailingStoreTest::fullDiskStopsTheWorkerAndLosesNothing()
     const auto rest = m_once->run(workerArgs({QStringLiteral("--store"), store, QStringLiteral("--until-idle")}), {},
                                   WorkerTimeoutMs);
     QVERIFY2(rest.exitedWith(0), rest.describe().constData());
-    VERIFY_NO_PROBLEMS(exactlyOnceProblems(keys));
+    VERIFY_NO_PROBLEMS(exactlyOnceProblems(*m_partner, keys));
     const auto stats = QJsonDocument::fromJson(
                            m_once->run({QStringLiteral("stats"), QStringLiteral("--json"), QStringLiteral("--store"), store}).out)
                            .object();
@@ -481,7 +466,7 @@ void FailingStoreTest::sigtermEndsWithinTheGraceWhileTheStoreIsLocked()
     m_partner->setProfile(PartnerProfile{});
     const auto rest = m_once->run(workerArgs({QStringLiteral("--until-idle")}), {}, WorkerTimeoutMs);
     QVERIFY2(rest.exitedWith(0), rest.describe().constData());
-    VERIFY_NO_PROBLEMS(exactlyOnceProblems(keys));
+    VERIFY_NO_PROBLEMS(exactlyOnceProblems(*m_partner, keys));
     // The worker cut off mid-transaction and the one after it kept the counts with the rows.
     VERIFY_NO_PROBLEMS(m_stores.totalsDisagreeWithLedger(m_storeUrl));
 }

@@ -2,6 +2,7 @@
 // in the test process, answered from the test's event loop, and clients that write exactly
 // what an attacker or a careless client would, over QTcpSocket and QSslSocket.
 #include "http/httpserver.h"
+#include "httptesting.h"
 
 #include <QDeadlineTimer>
 #include <QElapsedTimer>
@@ -893,16 +894,8 @@ void tst_HttpServer::servesHttps()
     QTemporaryDir dir;
     const QString certificatePath = dir.filePath(QStringLiteral("server.pem"));
     const QString keyPath = dir.filePath(QStringLiteral("server.key"));
-    QProcess openssl;
-    openssl.start(
-        QStringLiteral("openssl"),
-        {QStringLiteral("req"), QStringLiteral("-x509"), QStringLiteral("-newkey"), QStringLiteral("ec"),
-         QStringLiteral("-pkeyopt"), QStringLiteral("ec_paramgen_curve:prime256v1"), QStringLiteral("-nodes"),
-         QStringLiteral("-keyout"), keyPath, QStringLiteral("-out"), certificatePath, QStringLiteral("-days"),
-         QStringLiteral("2"), QStringLiteral("-subj"), QStringLiteral("/CN=127.0.0.1"),
-         QStringLiteral("-addext"), QStringLiteral("subjectAltName=IP:127.0.0.1")});
-    QVERIFY(openssl.waitForFinished(30000));
-    QVERIFY2(openssl.exitCode() == 0, openssl.readAllStandardError().constData());
+    const QString made = oncetest::makeLoopbackCertificate(certificatePath, keyPath);
+    QVERIFY2(made.isEmpty(), qPrintable(made));
     QFile certificate(certificatePath);
     QFile key(keyPath);
     QVERIFY(certificate.open(QIODevice::ReadOnly) && key.open(QIODevice::ReadOnly));

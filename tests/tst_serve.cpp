@@ -4,6 +4,7 @@
 #include "serve/apierror.h"
 #include "serve/apitokens.h"
 #include "deliveryharness.h"
+#include "httptesting.h"
 #include "metricstesting.h"
 #include "sim/partnersimulator.h"
 #include "store/store.h"
@@ -100,17 +101,6 @@ QList<int> statusCodes(const QByteArray &stream)
     return codes;
 }
 
-// A process's resident memory at its peak, in MiB (VmHWM).
-qint64 peakMemoryMiB(qint64 pid)
-{
-    QFile status(QStringLiteral("/proc/%1/status").arg(pid));
-    if (!status.open(QIODevice::ReadOnly))
-        return -1;
-    for (const QByteArray &line : status.readAll().split('\n'))
-        if (line.startsWith("VmHWM:"))
-            return line.mid(6).trimmed().split(' ').constFirst().toLongLong() / 1024;
-    return -1;
-}
 
 
 } // namespace
@@ -843,7 +833,7 @@ void ServeTest::refusedRequestsAreAnsweredBeforeTheirBody()
           unauthenticated, chunked, header);
     for (const qint64 sent : {unauthenticated, chunked, header})
         QVERIFY2(sent >= 0 && sent < 64 * 1024 * 1024, QByteArray::number(sent).constData());
-    const qint64 peak = peakMemoryMiB(pid);
+    const qint64 peak = peakMemoryKiB(pid) / 1024;
     qInfo("once serve's peak memory: %lld MiB", peak);
     QVERIFY2(peak > 0 && peak < 120, QByteArray::number(peak).constData());
     QCOMPARE(get(QStringLiteral("/healthz"), {}).status, 200);
@@ -1646,15 +1636,8 @@ void ServeTest::servesHttpsWithItsOwnCertificate()
         QSKIP("the openssl command is missing");
     const QString cert = m_dir->filePath(QStringLiteral("server.pem"));
     const QString key = m_dir->filePath(QStringLiteral("server.key"));
-    QProcess openssl;
-    openssl.start(QStringLiteral("openssl"),
-                  {QStringLiteral("req"), QStringLiteral("-x509"), QStringLiteral("-newkey"), QStringLiteral("ec"),
-                   QStringLiteral("-pkeyopt"), QStringLiteral("ec_paramgen_curve:prime256v1"), QStringLiteral("-nodes"),
-                   QStringLiteral("-keyout"), key, QStringLiteral("-out"), cert, QStringLiteral("-days"),
-                   QStringLiteral("2"), QStringLiteral("-subj"), QStringLiteral("/CN=127.0.0.1"),
-                   QStringLiteral("-addext"), QStringLiteral("subjectAltName=IP:127.0.0.1")});
-    QVERIFY(openssl.waitForFinished(30000));
-    QVERIFY2(openssl.exitCode() == 0, openssl.readAllStandardError().constData());
+    const QString made = makeLoopbackCertificate(cert, key);
+    QVERIFY2(made.isEmpty(), qPrintable(made));
     QVERIFY(startServer({QStringLiteral("--tls-cert"), cert, QStringLiteral("--tls-key"), key}));
     QVERIFY2(m_serverLog.contains("listening on https://"), m_serverLog.constData());
 

@@ -716,6 +716,26 @@ void TestUiWorkers::postgresDialogBuildsTheUrl()
     QVERIFY(again.passwordField()->text().isEmpty());
     QCOMPARE(again.sslModeField()->currentData().toString(), QStringLiteral("require"));
     QCOMPARE(again.url(), QStringLiteral("postgres://operator@db.example:5433/once?sslmode=require"));
+
+    // Several hosts (libpq's high availability), typed in the host field: each without a
+    // port of its own takes the port field's.
+    PostgresDialog failover;
+    failover.hostField()->setText(QStringLiteral("db1, db2:5433"));
+    failover.portField()->setValue(5432);
+    failover.databaseField()->setText(QStringLiteral("once"));
+    failover.userField()->setText(QStringLiteral("operator"));
+    failover.passwordField()->setText(QStringLiteral("p@ss"));
+    const auto several = StoreLocation::parse(failover.url(), &error);
+    QVERIFY2(several, qPrintable(failover.url()));
+    QCOMPARE(several->servers, (QList<StoreLocation::Server>{{QStringLiteral("db1"), 5432}, {QStringLiteral("db2"), 5433}}));
+    QCOMPARE(several->password, QStringLiteral("p@ss"));
+    QCOMPARE(preview->text(), QStringLiteral("postgres://operator@db.example:5433/once")); // the first dialog's
+    // And filled again from such a URL, options kept.
+    PostgresDialog reopened;
+    reopened.setUrl(QStringLiteral("postgres://operator@db1:5432,db2:5433/once?target_session_attrs=read-write"));
+    QCOMPARE(reopened.hostField()->text(), QStringLiteral("db1,db2:5433"));
+    QCOMPARE(reopened.portField()->value(), 5432);
+    QCOMPARE(reopened.url(), QStringLiteral("postgres://operator@db1:5432,db2:5433/once?target_session_attrs=read-write"));
 }
 
 QTEST_MAIN(TestUiWorkers)

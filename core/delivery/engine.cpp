@@ -8,9 +8,11 @@
 
 #include <QCoreApplication>
 #include <QDateTime>
+#include <QElapsedTimer>
 #include <QSqlDriver>
 #include <QTimeZone>
 #include <QSysInfo>
+#include <QThread>
 
 #include <QLoggingCategory>
 
@@ -32,6 +34,9 @@ constexpr int MinSplitTurnHalf = 32;
 // How long a permanent store failure may last before the engine gives up (see
 // noteStoreFailure): long enough for a brief I/O error or a failover's read-only moment.
 constexpr qint64 PermanentStoreFailureMs = 10000;
+// How long a starting worker keeps trying to register while its store's connection is
+// being lost (a failover): as long as a running one keeps trying before giving up.
+constexpr qint64 RegisterRetryMs = PermanentStoreFailureMs;
 // What a queue that cannot count waits beyond a lease before it is called idle: the
 // poll that would find a delivery offered again as the lease ends.
 constexpr qint64 UnknownBacklogQuietMarginMs = 1500;
@@ -109,9 +114,20 @@ void Engine::start()
     self.version = QStringLiteral(ONCE_VERSION);
     self.partner = m_sender->displayUrl();
     self.concurrency = m_config.concurrency;
-    if (!onStore([&](Store &store) { return store.workers().announce(self, &error); })) {
-        fail(QStringLiteral("cannot register the worker on the store: ") + error);
-        return;
+    // A worker that starts as its store fails over (its new session ended while it
+    // registers) tries again for a while instead of exiting, as its turns would.
+    QElapsedTimer registering;
+    registering.start();
+    while (!onStore([&](Store &store) {
+        return store.database().ensureConnected(&error) && store.workers().announce(self, &error);
+    })) {
+        const StoreFailure failure = onStore([](Store &store) { return store.database().lastFailure(); });
+        const bool passing = failure == StoreFailure::ConnectionLost || failure == StoreFailure::Contention;
+        if (!passing || registering.elapsed() > RegisterRetryMs) {
+            fail(QStringLiteral("cannot register the worker on the store: ") + error);
+            return;
+        }
+        QThread::msleep(200);
     }
     m_listening = m_storeSide->listening();
     connect(m_storeSide, &EngineStore::notified, this, &Engine::onNotification);

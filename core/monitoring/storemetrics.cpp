@@ -144,6 +144,9 @@ QString storeUnreadiness(Store &store)
 QString storeUnwritability(Store &store)
 {
     Database &db = store.database();
+    // Opened to read only (support staff's console, a reporting job): it writes nothing.
+    if (db.isReadOnly())
+        return {};
     if (db.isPostgres()) {
         QString error;
         auto &query = db.prepared(QStringLiteral("SELECT pg_is_in_recovery(), current_setting('transaction_read_only')"));

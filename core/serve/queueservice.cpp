@@ -125,10 +125,14 @@ ApiError QueueService::storeError(const QString &error) const
 }
 
 // A SQLite store deleted or replaced under the server would take writes into a file
-// nobody reads: answer 503 until it is back.
+// nobody reads: answer 503 until it is back. A PostgreSQL session that was lost is
+// replaced here, before each request, whether or not the request begins a transaction
+// (which would reconnect by itself): /readyz and stats would otherwise fail for ever.
 std::optional<ApiError> QueueService::storeMoved()
 {
     QString error;
+    if (!m_store->database().ensureConnected(&error))
+        return storeError(error);
     if (m_store->database().isStillAtPath(&error))
         return std::nullopt;
     return apiError(ApiFailure::StoreUnavailable,

@@ -69,6 +69,11 @@ public:
     // Subscriptions survive a reconnect. Returns false on SQLite.
     bool listen(const QString &channel);
 
+    // PostgreSQL: starts a new session when a call found the last one gone (a failover, a
+    // restart); true when there is a session. Free while nothing failed. begin() does it
+    // itself; a caller that reads without a transaction calls it first.
+    bool ensureConnected(QString *error);
+
     // Prepares (and caches) a statement on this connection.
     QSqlQuery &prepared(const QString &sql);
     // A multi-row VALUES list: row "(?, ?)" three times is "(?, ?), (?, ?), (?, ?)".
@@ -114,7 +119,6 @@ private:
     void becomeReadOnly(const QString &reason);
     bool readSchemaVersion(int *version, QString *error);
     bool migrate(QString *error);
-    bool ensureConnected(QString *error);
     void dropStatements();
     void noteFailure(const QSqlError &failure);
     bool execWhileBusy(const QString &sql, QString *error);

@@ -1,6 +1,7 @@
 #include "dialogs/postgresdialog.h"
 
 #include "display/storeurl.h"
+#include "store/storelocation.h"
 
 #include <QComboBox>
 #include <QFormLayout>
@@ -22,6 +23,9 @@ PostgresDialog::PostgresDialog(QWidget *parent) : ConnectionDialog(parent)
     setWindowTitle(tr("Open PostgreSQL Store"));
     m_host = new QLineEdit(QStringLiteral("localhost"));
     m_host->setObjectName(QStringLiteral("host"));
+    // libpq's high availability (Patroni and the like): it tries the hosts in turn.
+    m_host->setToolTip(tr("One host, or several separated by commas (db1,db2:5433): libpq tries them in turn. "
+                          "Add target_session_attrs=read-write to the URL to reach the primary."));
     m_port = new QSpinBox;
     m_port->setObjectName(QStringLiteral("port"));
     m_port->setRange(1, 65535);
@@ -65,17 +69,26 @@ PostgresDialog::PostgresDialog(QWidget *parent) : ConnectionDialog(parent)
 
 void PostgresDialog::setUrl(const QString &text)
 {
-    const QUrl url(text, QUrl::StrictMode);
-    if (!url.isValid() || !isPostgresUrl(text))
+    QString error;
+    const auto location = isPostgresUrl(text) ? StoreLocation::parse(text, &error) : std::nullopt;
+    if (!location || location->servers.isEmpty())
         return;
-    m_host->setText(url.host());
-    m_port->setValue(url.port(5432));
-    m_database->setText(url.path().mid(1));
-    m_user->setText(url.userName());
-    m_password->setText(url.password());
+    // One server: its host and port in their fields. Several: all in the host field, the
+    // port field for those that have the default.
+    const int port = location->servers.constFirst().port;
+    QStringList hosts;
+    for (const auto &server : location->servers)
+        hosts << (server.port == port ? server.host : server.host + QLatin1Char(':') + QString::number(server.port));
+    m_host->setText(hosts.join(QLatin1Char(',')));
+    m_port->setValue(port);
+    m_database->setText(location->database);
+    m_user->setText(location->user);
+    m_password->setText(location->password);
     m_otherOptions.clear();
     m_sslMode->setCurrentIndex(0);
-    for (const auto &[key, value] : QUrlQuery(url).queryItems(QUrl::FullyDecoded)) {
+    const qsizetype queryStart = text.indexOf(QLatin1Char('?'));
+    const QUrlQuery query(queryStart < 0 ? QString() : text.mid(queryStart + 1));
+    for (const auto &[key, value] : query.queryItems(QUrl::FullyDecoded)) {
         if (key == SslMode) {
             const int index = m_sslMode->findData(value);
             m_sslMode->setCurrentIndex(index >= 0 ? index : 0);
@@ -90,7 +103,12 @@ QString PostgresDialog::url() const
 {
     QUrl url;
     url.setScheme(QStringLiteral("postgres"));
-    url.setHost(m_host->text().trimmed());
+    // Several hosts are no authority QUrl can hold: the URL takes a stand-in host, which
+    // the host list replaces once it is written.
+    const QString hostText = m_host->text().trimmed();
+    const bool severalHosts = hostText.contains(QLatin1Char(','));
+    const QString standIn = QStringLiteral("hosts.invalid");
+    url.setHost(severalHosts ? standIn : hostText);
     url.setPort(m_port->value());
     url.setUserName(m_user->text().trimmed(), QUrl::DecodedMode);
     if (!m_password->text().isEmpty())
@@ -103,7 +121,17 @@ QString PostgresDialog::url() const
         query.addQueryItem(key, value);
     if (!query.isEmpty())
         url.setQuery(query);
-    return url.toString(QUrl::FullyEncoded);
+    QString text = url.toString(QUrl::FullyEncoded);
+    if (severalHosts) {
+        QStringList servers;
+        for (const QString &host : hostText.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+            const QString server = host.trimmed();
+            servers << (server.contains(QLatin1Char(':')) ? server
+                                                          : server + QLatin1Char(':') + QString::number(m_port->value()));
+        }
+        text.replace(standIn + QLatin1Char(':') + QString::number(m_port->value()), servers.join(QLatin1Char(',')));
+    }
+    return text;
 }
 
 void PostgresDialog::updateOk()
