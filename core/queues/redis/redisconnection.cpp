@@ -15,8 +15,9 @@ namespace once {
 namespace {
 
 constexpr int ConnectTimeoutMs = 5000;
-// No command blocks at the server (no XREADGROUP BLOCK, no BLPOP): any answer slower than
-// this is a server or network gone, not a wait.
+// Longer than any command blocks at the server (the streams issue no XREADGROUP BLOCK;
+// BullMQ's marker watch blocks in BZPOPMIN for 1 s at most): any answer slower than this
+// is a server or network gone, not a wait.
 constexpr int CommandTimeoutMs = 10000;
 // A connection cut off silently (packets dropped, no reset) must fail in seconds, so that
 // the reconnect runs, not after TCP's retransmissions (minutes): data unacknowledged this
