@@ -4,9 +4,12 @@
 // of several hosts. Effects are counted at the in-process partner simulator: nothing is
 // lost or applied twice, and the worker says what happened, once.
 //
-// Each test runs servers of its own (scripts/postgres-cluster), not the suites' shared
-// one: it kills or cuts them off. The cut needs root (network namespaces and nftables,
-// tests/scripts/netns-pair) and skips without it.
+// The same cut between a worker and its broker (Redis Streams): the worker says it lost
+// the queue, once, and goes on when the network is back.
+//
+// Each test runs servers of its own (scripts/postgres-cluster, scripts/redis-server), not
+// the suites' shared ones: it kills or cuts them off. The cut needs root (network
+// namespaces and nftables, tests/scripts/netns-pair) and skips without it.
 #include "deliveryharness.h"
 #include "sim/partnersimulator.h"
 
@@ -112,16 +115,23 @@ private slots:
 
     void silentCutIsNoticedAndOutlived();
     void failoverToPromotedStandby();
+    void silentCutFromRedisIsNoticedAndOutlived();
 
 private:
     QString partnerUrl() const { return QStringLiteral("http://127.0.0.1:%1/reminders").arg(m_partner->port()); }
     bool startPartner();
     QString cluster(const QString &name) const { return m_dir->filePath(name); }
     static QString clusterUrl(const QString &dir);
+    // Whether a network can be cut silently here; if not, *why says what is missing.
+    bool canCutNetworks(QString *why) const;
+    // A namespace pair for this test (cleanup removes it); its server side's name.
+    QString upNamespacePair();
 
     QString m_onceBin;
     QString m_clusterScript;
     QString m_netnsScript;
+    QString m_redisScript;
+    QStringList m_redisServers; // folders of servers started in m_namespacePair's server side
     std::unique_ptr<QTemporaryDir> m_dir;
     std::unique_ptr<PartnerSimulator> m_partner;
     std::unique_ptr<OnceRunner> m_once;
@@ -135,9 +145,10 @@ void StoreNetworkTest::initTestCase()
     QVERIFY2(QFile::exists(m_onceBin), "ONCE_BIN must name the built once binary (ctest sets it)");
     m_clusterScript = qEnvironmentVariable("ONCE_TEST_POSTGRES_CLUSTER");
     m_netnsScript = qEnvironmentVariable("ONCE_TEST_NETNS_PAIR");
-    QVERIFY2(QFile::exists(m_clusterScript) && QFile::exists(m_netnsScript),
-             "ONCE_TEST_POSTGRES_CLUSTER and ONCE_TEST_NETNS_PAIR must name scripts/postgres-cluster and "
-             "tests/scripts/netns-pair (ctest sets them)");
+    m_redisScript = qEnvironmentVariable("ONCE_TEST_REDIS_SERVER");
+    QVERIFY2(QFile::exists(m_clusterScript) && QFile::exists(m_netnsScript) && QFile::exists(m_redisScript),
+             "ONCE_TEST_POSTGRES_CLUSTER, ONCE_TEST_NETNS_PAIR and ONCE_TEST_REDIS_SERVER must name "
+             "scripts/postgres-cluster, tests/scripts/netns-pair and scripts/redis-server (ctest sets them)");
     QLoggingCategory::setFilterRules(QStringLiteral("once.core.partnersim.debug=false"));
 }
 
@@ -157,6 +168,12 @@ void StoreNetworkTest::cleanup()
     for (const QString &dir : std::as_const(m_clusters))
         runCommand(m_clusterScript, {QStringLiteral("stop"), dir});
     m_clusters.clear();
+    // Inside the server side, where the script finds the server on 127.0.0.1.
+    for (const QString &dir : std::as_const(m_redisServers))
+        runCommand(QStringLiteral("ip"),
+                   {QStringLiteral("netns"), QStringLiteral("exec"), m_namespacePair + QStringLiteral("-srv"),
+                    m_redisScript, QStringLiteral("stop"), dir});
+    m_redisServers.clear();
     if (!m_namespacePair.isEmpty())
         runCommand(m_netnsScript, {QStringLiteral("down"), m_namespacePair});
     m_namespacePair.clear();
@@ -186,6 +203,25 @@ QString StoreNetworkTest::clusterUrl(const QString &dir)
     return QString::fromUtf8(file.readAll()).trimmed();
 }
 
+bool StoreNetworkTest::canCutNetworks(QString *why) const
+{
+    if (::geteuid() != 0)
+        *why = QStringLiteral("cutting a network silently needs root (network namespaces and nftables)");
+    else if (!runCommand(QStringLiteral("ip"), {QStringLiteral("netns"), QStringLiteral("list")}).ok)
+        *why = QStringLiteral("ip netns is not available here (Debian: iproute2)");
+    else if (!runCommand(QStringLiteral("nft"), {QStringLiteral("--version")}).ok)
+        *why = QStringLiteral("nft is not available here (Debian: nftables)");
+    return why->isEmpty();
+}
+
+QString StoreNetworkTest::upNamespacePair()
+{
+    m_namespacePair = QStringLiteral("once%1").arg(QCoreApplication::applicationPid());
+    if (!runCommand(m_netnsScript, {QStringLiteral("up"), m_namespacePair}).ok)
+        return {};
+    return m_namespacePair + QStringLiteral("-srv");
+}
+
 // Packets between worker and store dropped for 15 s, without a reset: TCP alone would
 // notice only after minutes, and come back seconds after the network did (its
 // retransmissions back off). The worker must say within seconds that it lost the store,
@@ -193,17 +229,13 @@ QString StoreNetworkTest::clusterUrl(const QString &dir)
 // and deliver everything exactly once.
 void StoreNetworkTest::silentCutIsNoticedAndOutlived()
 {
-    if (::geteuid() != 0)
-        QSKIP("cutting a network silently needs root (network namespaces and nftables)");
-    if (!runCommand(QStringLiteral("ip"), {QStringLiteral("netns"), QStringLiteral("list")}).ok)
-        QSKIP("ip netns is not available here (Debian: iproute2)");
-    if (!runCommand(QStringLiteral("nft"), {QStringLiteral("--version")}).ok)
-        QSKIP("nft is not available here (Debian: nftables)");
+    QString why;
+    if (!canCutNetworks(&why))
+        QSKIP(qPrintable(why));
     constexpr qint64 CutMs = 15000;
 
-    m_namespacePair = QStringLiteral("once%1").arg(QCoreApplication::applicationPid());
-    QVERIFY(runCommand(m_netnsScript, {QStringLiteral("up"), m_namespacePair}).ok);
-    const QString serverSide = m_namespacePair + QStringLiteral("-srv");
+    const QString serverSide = upNamespacePair();
+    QVERIFY(!serverSide.isEmpty());
     const QString dir = cluster(QStringLiteral("cut"));
     m_clusters.append(dir);
     QVERIFY(runCommand(QStringLiteral("ip"), {QStringLiteral("netns"), QStringLiteral("exec"), serverSide,
@@ -347,6 +379,95 @@ void StoreNetworkTest::failoverToPromotedStandby()
     QVERIFY2(log.text().contains(QStringLiteral("127.0.0.1:%1,127.0.0.1:%2").arg(primaryUrl.port()).arg(standbyUrl.port()).toUtf8()),
              log.text().constData());
     QVERIFY(!log.text().contains(primaryUrl.password().toUtf8()));
+}
+
+// The store's cut, between a worker and its Redis Streams queue: the store (SQLite) stays,
+// the broker goes quiet for 15 s. Without keepalives and a user timeout on its socket the
+// worker would wait on a command for TCP's retransmissions; it must say within seconds
+// that it lost the queue (named without its password), once, take it back within seconds
+// of the network's return, and deliver everything exactly once.
+void StoreNetworkTest::silentCutFromRedisIsNoticedAndOutlived()
+{
+    QString why;
+    if (!canCutNetworks(&why))
+        QSKIP(qPrintable(why));
+    constexpr qint64 CutMs = 15000;
+
+    const QString serverSide = upNamespacePair();
+    QVERIFY(!serverSide.isEmpty());
+    const QString redisDir = m_dir->filePath(QStringLiteral("redis"));
+    m_redisServers.append(redisDir);
+    const QStringList inServerSide{QStringLiteral("netns"), QStringLiteral("exec"), serverSide};
+    QVERIFY(runCommand(QStringLiteral("ip"),
+                       inServerSide + QStringList{m_redisScript, QStringLiteral("start"), redisDir})
+                .ok);
+    QFile urlFile(redisDir + QStringLiteral("/url"));
+    QVERIFY(urlFile.open(QIODevice::ReadOnly));
+    const QUrl serverUrl(QString::fromUtf8(urlFile.readAll()).trimmed());
+    QVERIFY(serverUrl.isValid() && !serverUrl.password().isEmpty());
+    // scripts/redis-server binds 127.0.0.1 only: the worker reaches it across the pair.
+    QVERIFY(runCommand(QStringLiteral("ip"),
+                       inServerSide + QStringList{QStringLiteral("env"),
+                                                  QStringLiteral("REDISCLI_AUTH=") + serverUrl.password(),
+                                                  QStringLiteral("redis-cli"), QStringLiteral("-p"),
+                                                  QString::number(serverUrl.port()), QStringLiteral("config"),
+                                                  QStringLiteral("set"), QStringLiteral("bind"),
+                                                  QStringLiteral("127.0.0.1 169.254.77.1")})
+                .ok);
+    const QString queueUrl = QStringLiteral("redis://:%1@169.254.77.1:%2/0?stream=cut")
+                                 .arg(serverUrl.password())
+                                 .arg(serverUrl.port());
+
+    NetworkNamespace clientSide(m_namespacePair + QStringLiteral("-cli"));
+    QVERIFY(clientSide.entered());
+    QVERIFY(startPartner());
+    m_once = std::make_unique<OnceRunner>(
+        m_onceBin, QStringLiteral("sqlite:") + m_dir->filePath(QStringLiteral("ledger.db")), queueUrl);
+    QVERIFY(m_once->run({QStringLiteral("init")}).exitedWith(0));
+    auto keys = m_once->enqueueReminders(m_dir->path(), 60, QStringLiteral("before"));
+    QCOMPARE(keys.size(), 60);
+    QProcess *worker = m_once->start({QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl(),
+                                      QStringLiteral("--concurrency"), QStringLiteral("2")});
+    ErrorLog log(worker);
+    QVERIFY2(pumpUntil([&] { return m_partner->stats().effects >= 5; }, WorkerTimeoutMs),
+             log.text().constData());
+
+    QElapsedTimer clock;
+    QVERIFY(runCommand(m_netnsScript, {QStringLiteral("cut"), m_namespacePair}).ok);
+    clock.start();
+    const qint64 effectsAtCut = m_partner->stats().effects;
+    QVERIFY2(pumpUntil([&] { return log.count("lost the queue") > 0; }, int(CutMs)),
+             qPrintable(QStringLiteral("nothing said within %1 s of the cut: %2")
+                            .arg(CutMs / 1000)
+                            .arg(QString::fromUtf8(log.text()))));
+    const qint64 detectedMs = clock.elapsed();
+    pumpUntil([&] { return clock.elapsed() >= CutMs || worker->state() == QProcess::NotRunning; },
+              int(CutMs));
+    QVERIFY2(worker->state() == QProcess::Running, log.text().constData());
+    QVERIFY(runCommand(m_netnsScript, {QStringLiteral("heal"), m_namespacePair}).ok);
+    const qint64 cutMs = clock.elapsed();
+    QVERIFY2(pumpUntil([&] { return log.count("is back at") > 0; }, 30000), log.text().constData());
+    const qint64 resumedMs = clock.elapsed() - cutMs;
+    qInfo("cut for %lld ms: the worker said it lost the queue %lld ms after the cut, and had it back %lld ms "
+          "after the heal (%lld of %lld delivered at the cut)",
+          cutMs, detectedMs, resumedMs, effectsAtCut, qint64(keys.size()));
+    QCOMPARE(log.count("lost the queue"), qsizetype(1));
+    const QByteArray named = QStringLiteral("lost the queue redis://169.254.77.1:%1/0?stream=cut at ")
+                                 .arg(serverUrl.port())
+                                 .toUtf8();
+    QVERIFY2(log.text().contains(named), log.text().constData());
+    QVERIFY2(!log.text().contains("failed"), log.text().constData());
+    QVERIFY2(!log.text().contains(serverUrl.password().toUtf8()),
+             "the worker's log shows the broker's password");
+    QVERIFY2(detectedMs < 10000, log.text().constData());
+    QVERIFY2(resumedMs < 8000, log.text().constData());
+
+    keys += m_once->enqueueReminders(m_dir->path(), 5, QStringLiteral("after"));
+    QCOMPARE(keys.size(), 65);
+    QVERIFY2(pumpUntil([&] { return m_partner->stats().effects >= keys.size(); }, WorkerTimeoutMs),
+             log.text().constData());
+    VERIFY_NO_PROBLEMS(exactlyOnceProblems(*m_partner, keys));
+    QCOMPARE(log.count("lost the queue"), qsizetype(1));
 }
 
 QTEST_GUILESS_MAIN(StoreNetworkTest)

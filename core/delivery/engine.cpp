@@ -279,6 +279,7 @@ void Engine::onTurnPartDone(const TurnResult &result, TurnPart part)
     merged.ok = merged.ok && result.ok;
     merged.failure = std::max(merged.failure, result.failure); // the graver of the two
     merged.queueFailed = merged.queueFailed || result.queueFailed;
+    merged.queueLost = merged.queueLost || result.queueLost;
     if (!result.error.isEmpty())
         merged.error += (merged.error.isEmpty() ? QString() : QStringLiteral("; ")) + result.error;
     if (part != TurnPart::Claims)
@@ -368,6 +369,7 @@ void Engine::onTurnDone(TurnResult result)
     }
     m_storeFailure = {};
     noteStoreBack();
+    noteQueueBack();
     if (m_stopping && m_inFlight == 0 && !hasPendingWrites()) {
         finish(0);
         return;
@@ -410,6 +412,10 @@ bool Engine::noteStoreFailure(const TurnResult &result)
     }
     // Every turn of a spell without the store fails, and so do the reconnects: said once
     // as it starts and once as it ends, not at every try.
+    if (result.queueLost) {
+        noteQueueLost(result.error);
+        return true;
+    }
     if (result.failure == StoreFailure::ConnectionLost && !result.queueFailed) {
         noteStoreLost(result.error);
         return true;
@@ -455,6 +461,28 @@ void Engine::noteStoreBack()
                                            QString::number(double(m_counters.storeBackAtMs - m_counters.storeLostAtMs) / 1000, 'f', 1));
     // At once, rather than at the next beat: the console shows the spell from here.
     heartbeat();
+}
+
+void Engine::noteQueueLost(const QString &error)
+{
+    if (m_queueLostAtMs)
+        return;
+    m_queueLostAtMs = nowMs();
+    const QString message = QStringLiteral("lost the queue %1 at %2, reconnecting: %3")
+                                .arg(m_queueDisplayName, formatTime(m_queueLostAtMs), error.simplified());
+    qCWarning(lcEngine).noquote() << message;
+    emit errorOccurred(message);
+}
+
+void Engine::noteQueueBack()
+{
+    if (!m_queueLostAtMs)
+        return;
+    const qint64 backAtMs = nowMs();
+    qCInfo(lcEngine).noquote() << QStringLiteral("the queue %1 is back at %2, after %3 s without it")
+                                      .arg(m_queueDisplayName, formatTime(backAtMs),
+                                           QString::number(double(backAtMs - m_queueLostAtMs) / 1000, 'f', 1));
+    m_queueLostAtMs = 0;
 }
 
 void Engine::reportStoreCall(const QString &what, StoreFailure failure, const QString &error)
@@ -861,7 +889,9 @@ void Engine::sampleQueue()
         // A queue that counts nothing (Pub/Sub) leaves the charts empty, not at zero.
         if (counts && counts->backlogUnknown)
             return;
-        if (!counts && side->usesBroker())
+        if (!counts && side->usesBroker() && side->brokerConnectionLost())
+            QMetaObject::invokeMethod(this, [this, error] { noteQueueLost(error); }, Qt::QueuedConnection);
+        else if (!counts && side->usesBroker())
             qCWarning(lcEngine).noquote() << "sampling the queue failed:" << error;
         else if (!counts || !store.metrics().recordSample(*counts, nowMs(), &error))
             reportStoreCall(QStringLiteral("sampling the queue"), store.database().lastFailure(), error);

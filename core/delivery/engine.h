@@ -172,6 +172,10 @@ private:
     bool noteStoreFailure(const TurnResult &result);
     void noteStoreLost(const QString &error);
     void noteStoreBack();
+    // The same for a broker's connection, with its own spell: a worker may lose its
+    // queue and keep its store, and an operator must know which server to look at.
+    void noteQueueLost(const QString &error);
+    void noteQueueBack();
     // For a store call beside the turns (heartbeat, sample, clean-up), from the store's
     // thread: what it met, said on the engine's.
     void reportStoreCall(const QString &what, StoreFailure failure, const QString &error);
@@ -197,6 +201,7 @@ private:
     EngineStore *m_claimSide = nullptr;
     QString m_storeDisplayName;
     QString m_queueDisplayName; // a broker's, empty for the store's own queue
+    qint64 m_queueLostAtMs = 0; // while the broker's connection is lost (0: it is not)
     std::unique_ptr<Turn> m_turn;
     bool m_cycleWanted = false;
     PartnerSender *m_sender = nullptr;

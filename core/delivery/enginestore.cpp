@@ -115,6 +115,11 @@ TurnResult EngineStore::runTurn(const TurnRequest &request)
     return turn;
 }
 
+bool EngineStore::brokerConnectionLost() const
+{
+    return m_broker && m_broker->connectionLost();
+}
+
 // With a broker the queue is outside the store's transactions, so the order of the steps
 // is what keeps a reminder from taking effect twice: outcomes are committed before their
 // messages are acked (a crash in between redelivers a message the ledger already knows
@@ -144,6 +149,7 @@ TurnResult EngineStore::runBrokerTurn(const TurnRequest &request)
         failpoint("before-ack");
     if (!m_broker->settle(request.settlements, &turn.error)) {
         turn.queueFailed = true;
+        turn.queueLost = m_broker->connectionLost();
         return turn;
     }
     if (request.room > 0) {
@@ -151,6 +157,7 @@ TurnResult EngineStore::runBrokerTurn(const TurnRequest &request)
         if (!turn.error.isEmpty()) {
             turn.leased.clear();
             turn.queueFailed = true;
+            turn.queueLost = m_broker->connectionLost();
             return turn;
         }
     }

@@ -33,6 +33,7 @@ struct TurnResult
     QString error;
     StoreFailure failure = StoreFailure::None; // what the failed step met: try again, or not
     bool queueFailed = false; // the broker's queue failed (settling or leasing), not the store
+    bool queueLost = false;   // ...because its connection was lost (BrokerQueue::connectionLost)
     QList<QueueMessage> leased;
     QList<ClaimRequest> claims;  // the leased messages that parse...
     QList<int> claimedMessages;  // ...at these indexes of leased
@@ -63,6 +64,7 @@ public:
     MessageQueue &queue();
     QString queueDisplayName() const;
     bool usesBroker() const { return m_broker != nullptr; }
+    bool brokerConnectionLost() const;
     bool listening() const { return m_listening; }
 
     // Records outcomes and settles their messages, then leases and claims new work: one

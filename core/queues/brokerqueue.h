@@ -65,6 +65,11 @@ public:
     public:
         virtual ~MessageWatch() = default;
     };
+    // Whether the broker's connection is gone (lost, or not made again since): the last
+    // failure was the network's or the server's going, not an answer, and the next call
+    // connects afresh. The worker says such a spell once, as it starts and as it ends.
+    virtual bool connectionLost() const { return false; }
+
     virtual std::unique_ptr<MessageWatch> watchMessages(std::function<void()> wake) const
     {
         Q_UNUSED(wake);

@@ -35,6 +35,7 @@ public:
     QList<QueueMessage> lease(int max, qint64 leaseMs, const QString &workerId, QString *error) override;
     bool settle(const QList<Settlement> &settlements, QString *error) override;
     std::optional<QueueCounts> counts(QString *error) override;
+    bool connectionLost() const override { return !m_connection.isOpen(); }
 
     bool declareTopology(const QueueTopology &topology, QString *error) override;
     QString describeTopology(const QueueTopology &topology) const override;

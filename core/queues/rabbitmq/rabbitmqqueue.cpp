@@ -219,6 +219,11 @@ std::unique_ptr<RabbitMqQueue> RabbitMqQueue::connect(const QueueLocation &locat
     return queue;
 }
 
+bool RabbitMqQueue::connectionLost() const
+{
+    return !m_session || m_session->broken();
+}
+
 RabbitMqSession *RabbitMqQueue::session(QString *error)
 {
     if (!m_session || m_session->broken()) {

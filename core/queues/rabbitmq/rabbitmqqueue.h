@@ -33,6 +33,7 @@ public:
     QList<QueueMessage> lease(int max, qint64 leaseMs, const QString &workerId, QString *error) override;
     bool settle(const QList<Settlement> &settlements, QString *error) override;
     std::optional<QueueCounts> counts(QString *error) override;
+    bool connectionLost() const override;
 
     bool declareTopology(const QueueTopology &topology, QString *error) override;
     std::optional<QList<DeadLetter>> deadLetters(int limit, QString *error) override;

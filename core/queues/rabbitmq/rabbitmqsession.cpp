@@ -7,6 +7,12 @@
 
 #include <amqp_tcp_socket.h>
 
+#include <cerrno>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 namespace once {
 
 Q_LOGGING_CATEGORY(lcRabbitMq, "once.core.rabbitmq")
@@ -16,8 +22,14 @@ namespace amqp {
 namespace {
 
 // rabbitmq-c answers heartbeats only while it is called; a worker calls lease() at
-// least every few seconds, a console counts() every two.
-constexpr int HeartbeatSeconds = 60;
+// least every few seconds, a console counts() every two. Short, because heartbeats are
+// what finds a connection cut off silently while it is idle: rabbitmq-c fails a call
+// after two beats without a frame from the broker, and a beat of ours left unacknowledged
+// for UserTimeoutMs ends the connection sooner.
+constexpr int HeartbeatSeconds = 10;
+// Data unacknowledged this long ends the connection: a silent cut (packets dropped, no
+// reset) fails in seconds, and the reconnect runs, not after TCP's retransmissions.
+constexpr int UserTimeoutMs = 5000;
 constexpr int ConnectTimeoutMs = 5000;
 constexpr int RpcTimeoutMs = 15000;
 constexpr int ConfirmTimeoutMs = 15000;
@@ -68,6 +80,10 @@ bool RabbitMqSession::open(const QString &connectionName, QString *error)
                                                 &connectTimeout);
     if (status != AMQP_STATUS_OK)
         return fail(QStringLiteral("cannot connect: %1").arg(connectProblem(status)), error);
+    const int userTimeout = UserTimeoutMs;
+    if (::setsockopt(amqp_get_sockfd(m_connection), IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeout,
+                     sizeof userTimeout) != 0)
+        return fail(QStringLiteral("cannot set up the connection: %1").arg(qt_error_string(errno)), error);
     const timeval rpcTimeout{RpcTimeoutMs / 1000, 0};
     amqp_set_handshake_timeout(m_connection, &connectTimeout);
     amqp_set_rpc_timeout(m_connection, &rpcTimeout);

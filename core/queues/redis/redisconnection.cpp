@@ -6,12 +6,41 @@
 
 #include <cerrno>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 namespace once {
 
 namespace {
 
 constexpr int ConnectTimeoutMs = 5000;
+// Longer than any command blocks at the server (the streams issue no XREADGROUP BLOCK;
+// BullMQ's marker watch blocks in BZPOPMIN for 1 s at most): any answer slower than this
+// is a server or network gone, not a wait.
 constexpr int CommandTimeoutMs = 10000;
+// A connection cut off silently (packets dropped, no reset) must fail in seconds, so that
+// the reconnect runs, not after TCP's retransmissions (minutes): data unacknowledged this
+// long ends it, and so do keepalive probes unanswered while it is idle. hiredis 0.14's
+// redisEnableKeepAlive fixes the idle time at 15 s.
+constexpr int UserTimeoutMs = 5000;
+constexpr int KeepAliveIdleSeconds = 5;
+constexpr int KeepAliveIntervalSeconds = 2;
+constexpr int KeepAliveProbes = 2;
+
+bool setOption(int fd, int level, int name, int value)
+{
+    return ::setsockopt(fd, level, name, &value, sizeof value) == 0;
+}
+
+bool failFast(int fd)
+{
+    return setOption(fd, SOL_SOCKET, SO_KEEPALIVE, 1) &&
+           setOption(fd, IPPROTO_TCP, TCP_KEEPIDLE, KeepAliveIdleSeconds) &&
+           setOption(fd, IPPROTO_TCP, TCP_KEEPINTVL, KeepAliveIntervalSeconds) &&
+           setOption(fd, IPPROTO_TCP, TCP_KEEPCNT, KeepAliveProbes) &&
+           setOption(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, UserTimeoutMs);
+}
 
 timeval toTimeval(int ms)
 {
@@ -66,10 +95,13 @@ bool RedisConnection::open(QString *error)
                 .arg(context ? QString::fromLocal8Bit(context->errstr) : QStringLiteral("out of memory")));
         return false;
     }
-    if (redisSetTimeout(context.get(), toTimeval(CommandTimeoutMs)) != REDIS_OK ||
-        redisEnableKeepAlive(context.get()) != REDIS_OK) {
+    if (redisSetTimeout(context.get(), toTimeval(CommandTimeoutMs)) != REDIS_OK) {
         *error = describe(
             QStringLiteral("cannot set up the connection: %1").arg(QString::fromLocal8Bit(context->errstr)));
+        return false;
+    }
+    if (!failFast(context->fd)) {
+        *error = describe(QStringLiteral("cannot set up the connection: %1").arg(qt_error_string(errno)));
         return false;
     }
     m_context = std::move(context);
