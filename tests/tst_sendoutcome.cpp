@@ -99,7 +99,13 @@ void TestSendOutcome::classifiesResponses_data()
     QTest::newRow("429 unreadable Retry-After") << 429 << QByteArray("soon") << K::Transient
                                                 << QStringLiteral("rate-limited") << qint64(-1);
     QTest::newRow("400") << 400 << QByteArray() << K::Permanent << QStringLiteral("rejected") << qint64(-1);
-    QTest::newRow("401") << 401 << QByteArray() << K::Permanent << QStringLiteral("rejected") << qint64(-1);
+    // A refused credential fails every reminder alike: an outage to wait out, not a bad reminder.
+    QTest::newRow("401") << 401 << QByteArray() << K::CredentialsRefused << QStringLiteral("credentials-refused")
+                         << qint64(-1);
+    QTest::newRow("403") << 403 << QByteArray() << K::CredentialsRefused << QStringLiteral("credentials-refused")
+                         << qint64(-1);
+    QTest::newRow("407") << 407 << QByteArray() << K::CredentialsRefused << QStringLiteral("credentials-refused")
+                         << qint64(-1);
     QTest::newRow("404") << 404 << QByteArray() << K::Permanent << QStringLiteral("rejected") << qint64(-1);
     QTest::newRow("500") << 500 << QByteArray() << K::Transient << QStringLiteral("http-5xx") << qint64(-1);
     QTest::newRow("502") << 502 << QByteArray() << K::Transient << QStringLiteral("http-5xx") << qint64(-1);

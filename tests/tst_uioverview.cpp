@@ -104,9 +104,11 @@ private slots:
 
     void overviewShowsEmptyStateWithoutStore();
     void overviewTilesShowStoreNumbers();
+    void overviewSaysWhatThePartnerAnsweredAndWhenSendsWereEarly();
     void bannerAppearsWhenOldestReadyMessageIsTooOld();
     void bannerStaysHiddenWhenAllIsWell();
     void bannerWarnsOfFailingPartnerAndEventsInDoubt();
+    void healthAlertsSayThePartnerRefusesEveryone();
     void bannerShowsOpenCircuitBreaker();
     void chartsAndTilesTellTheTruth();
     void healthAlertsFollowTheWorkers_data();
@@ -371,7 +373,7 @@ void TestUiOverview::overviewTilesShowStoreNumbers()
     // Two of three sends in the last five minutes failed.
     QCOMPARE(tile("errorRateTile")->value(), QStringLiteral("67 %"));
     QCOMPARE(tile("errorRateTile")->severity(), Severity::Alert);
-    QCOMPARE(tile("latenessTile")->value(), QStringLiteral("2 h / 2 h"));
+    QCOMPARE(tile("latenessTile")->value(), QStringLiteral("2 h late / 2 h late"));
     // The ready messages were enqueued moments ago.
     QVERIFY2(tile("oldestReadyTile")->value().endsWith(QStringLiteral(" ms"))
                  || tile("oldestReadyTile")->value().endsWith(QStringLiteral(" s")),
@@ -626,6 +628,72 @@ void TestUiOverview::healthAlertsFollowTheWorkers()
                                                                             : QStringLiteral("warning: "))
                           + alerts.constFirst().text;
     QVERIFY2(shown.startsWith(expected), qPrintable(shown));
+}
+
+// A revoked credential refuses every reminder alike: no blip to wait out (the alert comes
+// with the breaker, not after partnerDownAfterMs), and the banner says what answered and
+// what to do. Before, the 401s were bad reminders: no banner for minutes, then one that
+// named no status and no next step.
+void TestUiOverview::healthAlertsSayThePartnerRefusesEveryone()
+{
+    const qint64 now = 1'800'000'000'000;
+    WorkerRecord worker;
+    worker.id = QStringLiteral("w-1");
+    worker.state = QStringLiteral("running");
+    worker.heartbeatAtMs = now - 1000;
+    worker.breaker = QStringLiteral("open");
+    worker.consecutiveFailures = 5;
+    worker.failingSinceMs = now - 4000;
+    worker.lastFailureAtMs = now - 500;
+    worker.lastErrorClass = QStringLiteral("credentials-refused");
+    worker.lastHttpStatus = 401;
+    HealthThresholds thresholds;
+    thresholds.partnerDownAfterMs = 60 * 1000;
+
+    QList<HealthAlert> alerts = healthAlerts(std::nullopt, {worker}, now, thresholds);
+    QVERIFY(!alerts.isEmpty());
+    QCOMPARE(alerts.constFirst().severity, Severity::Alert);
+    QCOMPARE(alerts.constFirst().text,
+             QStringLiteral("The partner refuses our credentials (HTTP 401) since %1: reminders wait and none is "
+                            "dead-lettered. Fix the partner token; they resume by themselves.")
+                 .arg(formatDisplayTime(worker.failingSinceMs)));
+
+    worker.lastErrorClass = QStringLiteral("partner-refusing");
+    worker.lastHttpStatus = 400;
+    alerts = healthAlerts(std::nullopt, {worker}, now, thresholds);
+    QVERIFY(!alerts.isEmpty());
+    QCOMPARE(alerts.constFirst().severity, Severity::Alert);
+    QVERIFY2(alerts.constFirst().text.startsWith(QStringLiteral("The partner refuses every reminder (HTTP 400) since ")),
+             qPrintable(alerts.constFirst().text));
+}
+
+// Three seconds into a total outage, after a good five minutes, the rate read a few
+// percent: the tile says the last sends all failed, and since when. A store whose
+// scheduled_at is the appointment read "-35 h": now "35 h early", saying what it is.
+void TestUiOverview::overviewSaysWhatThePartnerAnsweredAndWhenSendsWereEarly()
+{
+    const qint64 spellStart = nowMs() - 3000;
+    for (int i = 0; i < 40; ++i)
+        claimAndRecord(makeReminder(QStringLiteral("u"), QStringLiteral("ok%1").arg(i),
+                                    QDateTime::currentDateTimeUtc().addSecs(35 * 3600)),
+                       LedgerState::Applied, QString(), spellStart - 60'000 + i);
+    for (int i = 0; i < 4; ++i)
+        claimAndRecord(makeReminder(QStringLiteral("u"), QStringLiteral("down%1").arg(i)), LedgerState::Retrying,
+                       QStringLiteral("http-5xx"), spellStart + i);
+
+    EngineController engine;
+    StoreSession session(storeUrl());
+    OverviewPage page(&engine);
+    page.setSession(&session);
+    page.refresh();
+    const auto tile = [&page](const char *name) { return page.findChild<Tile *>(QLatin1String(name)); };
+    QTRY_COMPARE(tile("errorRateTile")->value(), QStringLiteral("last 4 failed"));
+    QCOMPARE(tile("errorRateTile")->severity(), Severity::Alert);
+    QCOMPARE(tile("errorRateTile")->subCaption(),
+             QStringLiteral("in a row since %1; 4 of 44 sends failed").arg(formatDisplayTime(spellStart)));
+    QVERIFY2(tile("latenessTile")->value().startsWith(QStringLiteral("35 h")) && tile("latenessTile")->value().endsWith(QStringLiteral(" early")),
+             qPrintable(tile("latenessTile")->value()));
+    QVERIFY(tile("latenessTile")->subCaption().contains(QStringLiteral("before scheduled_at")));
 }
 
 // --- Worker -------------------------------------------------------------------------

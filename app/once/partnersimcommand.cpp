@@ -48,6 +48,7 @@ int runPartnerSim(const QStringList &arguments)
         {QStringLiteral("outage-after"), QStringLiteral("Start an outage after N requests (0: never)."), QStringLiteral("N"), QStringLiteral("0")},
         {QStringLiteral("outage-seconds"), QStringLiteral("How long the outage lasts."), QStringLiteral("S"), QStringLiteral("0")},
         {QStringLiteral("outage-every"), QStringLiteral("Repeat the outage every S seconds (0: once)."), QStringLiteral("S"), QStringLiteral("0")},
+        {QStringLiteral("refuse-status"), QStringLiteral("Answer every request with this 4xx status without acting (401: a revoked token; 0: never)."), QStringLiteral("STATUS"), QStringLiteral("0")},
         {QStringLiteral("drop-after-accept-rate"), QStringLiteral("Share of requests applied and then left without an answer."), QStringLiteral("R"), QStringLiteral("0")},
         {QStringLiteral("no-idempotency"), QStringLiteral("Ignore Idempotency-Key: every request is an effect.")},
         {QStringLiteral("hostile"), hostileHelp(), QStringLiteral("MODE"), QStringLiteral("none")},
@@ -68,7 +69,10 @@ int runPartnerSim(const QStringList &arguments)
     const auto outageEvery = command.integer(QStringLiteral("outage-every"), 0, 86400);
     const auto dropRate = command.rate(QStringLiteral("drop-after-accept-rate"));
     const auto hostileCount = command.integer(QStringLiteral("hostile-count"), 0, 1LL << 30);
-    if (!port || !failRate || !throttleRate || !retryAfter || !latency || !outageAfter || !outageSeconds || !outageEvery
+    const auto refuseStatus = command.integer(QStringLiteral("refuse-status"), 0, 499);
+    if (refuseStatus && *refuseStatus != 0 && *refuseStatus < 400)
+        return command.usageError(QStringLiteral("--refuse-status must be 0 or a 4xx status"));
+    if (!refuseStatus || !port || !failRate || !throttleRate || !retryAfter || !latency || !outageAfter || !outageSeconds || !outageEvery
         || !dropRate || !hostileCount)
         return Usage;
     const auto hostile = hostileModeFromName(parser.value(QStringLiteral("hostile")));
@@ -84,6 +88,7 @@ int runPartnerSim(const QStringList &arguments)
     profile.outageSeconds = int(*outageSeconds);
     profile.outageEverySeconds = int(*outageEvery);
     profile.dropAfterAcceptRate = *dropRate;
+    profile.refuseStatus = int(*refuseStatus);
     profile.idempotent = !parser.isSet(QStringLiteral("no-idempotency"));
     profile.hostile = *hostile;
     profile.hostileCount = int(*hostileCount);

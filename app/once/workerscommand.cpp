@@ -83,16 +83,25 @@ int runWorkers(const QStringList &arguments)
                              QStringLiteral("STATUS"), QStringLiteral("STARTED"), QStringLiteral("HEARTBEAT"),
                              QStringLiteral("APPLIED"), QStringLiteral("DUPLICATES"),
                              QStringLiteral("RETRIES"), QStringLiteral("DEAD"), QStringLiteral("IN_FLIGHT"),
-                             QStringLiteral("PARTNER")}};
+                             QStringLiteral("IN_DOUBT"), QStringLiteral("PARTNER")}};
+    QStringList overruled; // workers holding what they were started to resend
     for (const auto &worker : *workers) {
+        QString inDoubt = worker.inDoubtPolicy.isEmpty() ? QStringLiteral("-") : worker.inDoubtPolicy;
+        if (worker.holdsAgainstItsStart()) {
+            inDoubt += QLatin1Char('*');
+            overruled << worker.id;
+        }
         rows.append({worker.id, worker.host, QString::number(worker.pid), worker.status(now),
                      formatTime(worker.startedAtMs), age(now - worker.heartbeatAtMs),
                      QString::number(worker.applied), QString::number(worker.duplicates),
                      QString::number(worker.retries), QString::number(worker.deadLettered),
-                     QString::number(worker.inFlight),
+                     QString::number(worker.inFlight), inDoubt,
                      worker.partner.isEmpty() ? QStringLiteral("-") : worker.partner});
     }
-    printTable(rows, {false, false, true, false, false, false, true, true, true, true, true, false});
+    printTable(rows, {false, false, true, false, false, false, true, true, true, true, true, false, false});
+    if (!overruled.isEmpty())
+        printLine(QStringLiteral("* started with --in-doubt resend, but holds sends left in doubt for an operator: the "
+                                 "store records that its partner does not honour Idempotency-Key (once partners)"));
     return Ok;
 }
 

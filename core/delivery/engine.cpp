@@ -44,6 +44,9 @@ constexpr qint64 UnknownBacklogQuietMarginMs = 1500;
 // a broker's move from a delay queue to the queue (RabbitMQ's dead-lettering) counts the
 // message in neither for that moment.
 constexpr qint64 RetryArrivalMarginMs = 1500;
+// The same permanent answer to this many different reminders in a row is the partner
+// refusing everyone (an API or account change), not ten bad reminders: they wait.
+constexpr int RefusalsInARowForEveryone = 10;
 } // namespace
 
 Engine::Engine(const EngineConfig &config, QObject *parent)
@@ -90,6 +93,8 @@ EngineCounters Engine::counters() const
     counters.breaker = m_breaker.state(nowMs());
     counters.paused = m_paused;
     counters.running = m_running;
+    counters.inDoubtPolicy = inDoubtPolicy();
+    counters.configuredInDoubtPolicy = m_config.inDoubtPolicy;
     return counters;
 }
 
@@ -114,12 +119,22 @@ void Engine::start()
     self.version = QStringLiteral(ONCE_VERSION);
     self.partner = m_sender->displayUrl();
     self.concurrency = m_config.concurrency;
+    m_partnerName = self.partner;
     // A worker that starts as its store fails over (its new session ended while it
     // registers) tries again for a while instead of exiting, as its turns would.
     QElapsedTimer registering;
     registering.start();
     while (!onStore([&](Store &store) {
-        return store.database().ensureConnected(&error) && store.workers().announce(self, &error);
+        if (!store.database().ensureConnected(&error))
+            return false;
+        const auto honouring = store.inspector().recordedKeyHonouring(m_partnerName, &error);
+        if (!honouring)
+            return false;
+        m_partnerHonoursKey = *honouring;
+        const EngineCounters now = counters();
+        self.inDoubtPolicy = inDoubtPolicyName(now.inDoubtPolicy);
+        self.configuredInDoubtPolicy = inDoubtPolicyName(now.configuredInDoubtPolicy);
+        return store.workers().announce(self, &error);
     })) {
         const StoreFailure failure = onStore([](Store &store) { return store.database().lastFailure(); });
         const bool passing = failure == StoreFailure::ConnectionLost || failure == StoreFailure::Contention;
@@ -151,6 +166,7 @@ void Engine::start()
     m_heartbeatTimer.start();
     qCInfo(lcEngine).noquote() << "worker" << m_config.workerId << "delivering to" << m_sender->displayUrl()
                                << "from" << m_storeDisplayName;
+    qCInfo(lcEngine).noquote() << "sends left in doubt:" << inDoubtPolicyText();
     emit started();
     purgeExpired();
     scheduleCycle(0);
@@ -237,7 +253,7 @@ void Engine::cycle()
     turn.request.room = room;
     turn.request.leaseMs = m_config.leaseMs;
     turn.request.workerId = m_config.workerId;
-    turn.request.policy = m_config.inDoubtPolicy;
+    turn.request.policy = inDoubtPolicy();
     turn.settling = settling;
     turn.consuming = consuming;
     turn.result.ok = true;
@@ -557,7 +573,7 @@ void Engine::onNotification(const QString &channel)
 // could no longer outlast its send is released unsent (claimOutlastsSend), never sent late.
 bool Engine::claimsAhead() const
 {
-    const bool resending = m_config.inDoubtPolicy == InDoubtPolicy::Resend;
+    const bool resending = inDoubtPolicy() == InDoubtPolicy::Resend;
     const bool leaseCoversWaitAndSend = m_config.leaseMs > 2 * qint64(m_config.requestTimeoutMs);
     return resending && leaseCoversWaitAndSend;
 }
@@ -565,6 +581,54 @@ bool Engine::claimsAhead() const
 int Engine::leaseAhead() const
 {
     return claimsAhead() ? std::max(m_config.concurrency, m_claimAhead) : 0;
+}
+
+// A partner that does not deduplicate may act on every call with the same key: resending
+// what it may already have acted on would be the duplicate this product exists to avoid,
+// whatever the worker was started with.
+InDoubtPolicy Engine::inDoubtPolicy() const
+{
+    return m_partnerHonoursKey == KeyHonouring::Ignored ? InDoubtPolicy::Hold : m_config.inDoubtPolicy;
+}
+
+QString Engine::inDoubtPolicyText() const
+{
+    if (inDoubtPolicy() == InDoubtPolicy::Resend)
+        return QStringLiteral("resent with the same key");
+    if (m_config.inDoubtPolicy == InDoubtPolicy::Hold)
+        return QStringLiteral("held for an operator");
+    return QStringLiteral("held for an operator, not resent: the store records that %1 does not honour "
+                          "Idempotency-Key (once partners), so a resend could act twice")
+        .arg(m_partnerName);
+}
+
+bool Engine::refusesEveryone(const SendOutcome &outcome, const QByteArray &sendKey)
+{
+    if (outcome.kind == SendOutcome::Kind::CredentialsRefused)
+        return true;
+    // A transient answer between two refusals neither adds to the run nor ends it.
+    if (outcome.kind != SendOutcome::Kind::Permanent && outcome.kind != SendOutcome::Kind::PayloadChanged)
+        return false;
+    if (outcome.httpStatus != m_refusalStatus) {
+        m_refusalStatus = outcome.httpStatus;
+        m_refusedKeys.clear();
+    }
+    if (m_refusedKeys.size() < RefusalsInARowForEveryone)
+        m_refusedKeys.insert(sendKey);
+    return m_refusedKeys.size() >= RefusalsInARowForEveryone;
+}
+
+void Engine::notePartnerRecord(KeyHonouring honoursKey)
+{
+    if (honoursKey == m_partnerHonoursKey)
+        return;
+    const InDoubtPolicy before = inDoubtPolicy();
+    m_partnerHonoursKey = honoursKey;
+    if (inDoubtPolicy() == before)
+        return;
+    qCWarning(lcEngine).noquote() << "the store's record of" << m_partnerName << "changed: sends left in doubt are now"
+                                  << inDoubtPolicyText();
+    publishCounters();
 }
 
 void Engine::adjustClaimAhead(const Turn &turn)
@@ -670,6 +734,8 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
         ++m_counters.applied;
         m_counters.consecutiveFailures = 0;
         m_counters.failingSinceMs = 0;
+        m_counters.lastHttpStatus = 0;
+        m_refusedKeys.clear();
         // The ledger takes a 2xx even from a claim that ran out meanwhile (see
         // SqlLedger::record); the history says when that happened.
         if (now >= delivery.claimExpiresAtMs)
@@ -688,18 +754,24 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
     }
 
     ++m_counters.failures;
-    const bool partnerUnhealthy =
-        outcome.kind == SendOutcome::Kind::Transient || outcome.kind == SendOutcome::Kind::InDoubt;
+    const bool everyoneRefused = refusesEveryone(outcome, reminder.sendKey);
+    if (everyoneRefused && outcome.kind != SendOutcome::Kind::CredentialsRefused) {
+        attempt.errorClass = QStringLiteral("partner-refusing");
+        update.errorClass = attempt.errorClass;
+    }
+    const bool partnerUnhealthy = everyoneRefused || outcome.kind == SendOutcome::Kind::Transient
+                                  || outcome.kind == SendOutcome::Kind::InDoubt;
     if (partnerUnhealthy) {
         m_breaker.recordFailure(now);
         ++m_counters.consecutiveFailures;
         if (!m_counters.failingSinceMs)
             m_counters.failingSinceMs = sentAtMs;
         m_counters.lastFailureAtMs = now;
-        m_counters.lastErrorClass = outcome.errorClass;
+        m_counters.lastErrorClass = attempt.errorClass;
+        m_counters.lastHttpStatus = outcome.httpStatus;
     }
 
-    if (outcome.kind == SendOutcome::Kind::InDoubt && m_config.inDoubtPolicy == InDoubtPolicy::Hold) {
+    if (outcome.kind == SendOutcome::Kind::InDoubt && inDoubtPolicy() == InDoubtPolicy::Hold) {
         // No idempotency to lean on: a resend could be a second effect. The message leaves
         // the queue; the event waits in the ledger for an operator.
         ++m_counters.held;
@@ -713,13 +785,26 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
     }
 
     const bool retryable = partnerUnhealthy;
-    if (retryable && sends < maxAttempts) {
+    // Refused with everyone else, a reminder waits for the partner without using its own
+    // tries: an expired token must not dead-letter a whole backlog.
+    if (retryable && (everyoneRefused || sends < maxAttempts)) {
         ++m_counters.retries;
+        // Refused with everyone else, it is due when the breaker next probes: its own
+        // backoff would keep it waiting minutes after the partner took requests again.
         const qint64 delay =
-            rule ? std::max(rule->delayAfter(sends), outcome.retryAfterMs)
-                 : retryDelayMs(sends, m_config.backoffBaseMs, m_config.backoffCapMs, outcome.retryAfterMs);
+            everyoneRefused ? std::max({outcome.retryAfterMs, m_breaker.reopensInMs(now), m_config.backoffBaseMs})
+            : rule          ? std::max(rule->delayAfter(sends), outcome.retryAfterMs)
+                            : retryDelayMs(sends, m_config.backoffBaseMs, m_config.backoffCapMs, outcome.retryAfterMs);
         attempt.outcome = outcome.kind == SendOutcome::Kind::InDoubt ? QStringLiteral("in-doubt")
                                                                      : QStringLiteral("transient");
+        update.spendsBudget = !everyoneRefused;
+        const QString next =
+            everyoneRefused
+                ? QStringLiteral("next try in %1 ms (the partner refuses every reminder: this one waits without "
+                                 "using its %2 tries)")
+                      .arg(delay)
+                      .arg(maxAttempts)
+                : QStringLiteral("next try in %1 ms (try %2 of %3)").arg(delay).arg(sends + 1).arg(maxAttempts);
         m_counters.sends.record(attempt.outcome, attempt.errorClass, outcome.latencyMs);
         update.state = LedgerState::Retrying;
         m_pendingAttempts.append(attempt);
@@ -735,7 +820,7 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
             0,
             delay,
             {},
-            QStringLiteral("next try in %1 ms (try %2 of %3)").arg(delay).arg(sends + 1).arg(maxAttempts),
+            next,
             {}});
         m_pendingUpdates.append(update);
         m_pendingSettlements.append({Settlement::Kind::Retry,
@@ -903,10 +988,16 @@ void Engine::heartbeat()
     if (!m_running)
         return;
     const QString state = m_paused ? QStringLiteral("paused") : QStringLiteral("running");
-    onStoreLater([this, id = m_config.workerId, state, counters = counters()](Store &store) {
+    onStoreLater([this, id = m_config.workerId, partner = m_partnerName, state, counters = counters()](Store &store) {
         QString error;
-        if (!store.workers().heartbeat(id, state, counters, &error))
+        if (!store.workers().heartbeat(id, state, counters, &error)) {
             reportStoreCall(QStringLiteral("heartbeat"), store.database().lastFailure(), error);
+            return;
+        }
+        if (const auto honouring = store.inspector().recordedKeyHonouring(partner, &error))
+            QMetaObject::invokeMethod(this, [this, honouring] { notePartnerRecord(*honouring); }, Qt::QueuedConnection);
+        else
+            reportStoreCall(QStringLiteral("reading the partner's record"), store.database().lastFailure(), error);
     });
 }
 

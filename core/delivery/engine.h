@@ -5,9 +5,11 @@
 #include "store/ledger.h"
 #include "queues/messagequeue.h"
 #include "http/partnertls.h"
+#include "model/partnerpolicy.h"
 #include "monitoring/sendstatistics.h"
 
 #include <QObject>
+#include <QSet>
 #include <QThread>
 #include <QTimer>
 #include <QUrl>
@@ -64,6 +66,7 @@ struct EngineCounters
     qint64 failingSinceMs = 0; // the spell's first failure; 0: the last send was accepted
     qint64 lastFailureAtMs = 0;
     QString lastErrorClass;
+    int lastHttpStatus = 0; // of the spell's last failure, when the partner answered
     SendStatistics sends; // every partner call by outcome, and how long it took
     // The worker's last spell without its store (its connection lost: a server gone, a
     // network cut, a failover): when it began, and when the store answered again (0 while
@@ -73,6 +76,10 @@ struct EngineCounters
     bool storeLost() const { return storeLostAtMs && !storeBackAtMs; }
     int inFlight = 0;
     CircuitBreaker::State breaker = CircuitBreaker::State::Closed;
+    // What a send left in doubt leads to now: the configured policy, or hold where the
+    // store records that the partner does not honour Idempotency-Key.
+    InDoubtPolicy inDoubtPolicy = InDoubtPolicy::Resend;
+    InDoubtPolicy configuredInDoubtPolicy = InDoubtPolicy::Resend;
     bool paused = false;
     bool running = false;
 };
@@ -135,6 +142,14 @@ private:
     void releaseUnsent(const Delivery &delivery, qint64 now);
     bool claimsAhead() const;
     int leaseAhead() const;
+    InDoubtPolicy inDoubtPolicy() const;
+    QString inDoubtPolicyText() const;
+    // The store's record of whether the partner honours Idempotency-Key, read at start
+    // and with every heartbeat: an operator's change applies within seconds.
+    void notePartnerRecord(KeyHonouring honoursKey);
+    // A refusal that says nothing of the reminder (a refused credential, or the same
+    // permanent answer to every reminder in a row): the partner is down for everyone.
+    bool refusesEveryone(const SendOutcome &outcome, const QByteArray &sendKey);
     bool turnCanWait(qint64 now, bool consuming) const;
     void onSent(const Delivery &delivery, const SendOutcome &outcome, qint64 sentAtMs);
     void deadLetter(const Delivery &delivery, const QString &errorClass, const QString &error, int attempts);
@@ -206,6 +221,11 @@ private:
     bool m_cycleWanted = false;
     PartnerSender *m_sender = nullptr;
     CircuitBreaker m_breaker;
+    KeyHonouring m_partnerHonoursKey = KeyHonouring::Unknown; // as the store records it
+    QString m_partnerName;                                    // as the partners table names it
+    // The partner's permanent answers in a row, all with the same status, to distinct keys.
+    int m_refusalStatus = 0;
+    QSet<QByteArray> m_refusedKeys;
     // Children of the engine, so that moveToThread() takes them along.
     QTimer m_cycleTimer{this};
     QTimer m_countersTimer{this};

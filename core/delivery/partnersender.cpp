@@ -68,6 +68,9 @@ SendOutcome classify(const HttpResult &result, qint64 nowMs, const SecretRedacto
     } else if (status == 408 || status == 425 || status >= 500) {
         outcome.kind = SendOutcome::Kind::Transient;
         outcome.errorClass = status >= 500 ? QStringLiteral("http-5xx") : QStringLiteral("http-%1").arg(status);
+    } else if (status == 401 || status == 403 || status == 407) {
+        outcome.kind = SendOutcome::Kind::CredentialsRefused;
+        outcome.errorClass = QStringLiteral("credentials-refused");
     } else if (status == 422) {
         outcome.kind = SendOutcome::Kind::PayloadChanged;
         outcome.errorClass = QStringLiteral("payload-changed");

@@ -22,7 +22,10 @@ struct SendOutcome
         Transient,      // retry later with the same key (408, 409, 425, 429, 5xx, nothing sent)
         InDoubt,        // the request was written and no answer came: it may have taken effect
         PayloadChanged, // 422 on a reused key: the payload under the key changed, a bug
-        Permanent,      // other 4xx: retrying cannot help
+        Permanent,      // other 4xx: retrying this reminder cannot help
+        // 401, 403, 407: the partner refuses our credentials, whichever the reminder (an
+        // expired or revoked token). A partner-wide outage, not a bad reminder: it waits.
+        CredentialsRefused,
     };
     Kind kind = Kind::Transient;
     QString errorClass; // stable, for filters: http-5xx, rate-limited, connect-failed, ...

@@ -301,6 +301,8 @@ QJsonObject DeliveryStats::toJson() const
         {QStringLiteral("applied_last_5m"), appliedLast5Min},
         {QStringLiteral("sends_last_5m"), sendsLast5Min},
         {QStringLiteral("failed_sends_last_5m"), failedSendsLast5Min},
+        {QStringLiteral("failed_in_a_row_last_5m"), failedInARowLast5Min},
+        {QStringLiteral("failing_since"), failingSinceMs ? QJsonValue(formatTime(failingSinceMs)) : QJsonValue()},
     };
     object.insert(QStringLiteral("oldest_ready_age_s"),
                   queue.oldestReadyAgeMs ? QJsonValue(double(*queue.oldestReadyAgeMs) / 1000.0) : QJsonValue(0));
@@ -377,7 +379,14 @@ QJsonObject AuditEntry::toJson() const
                        {QStringLiteral("detail"), detail},
                        {QStringLiteral("count"), count},
                        {QStringLiteral("rate_per_second"), ratePerSecond > 0 ? QJsonValue(ratePerSecond) : QJsonValue()},
-                       {QStringLiteral("reason"), textOrNull(reason)}};
+                       {QStringLiteral("reason"), textOrNull(reason)},
+                       {QStringLiteral("outcome"), outcome ? QJsonValue(QJsonObject{
+                                                                 {QStringLiteral("delivered"), outcome->delivered},
+                                                                 {QStringLiteral("died_again"), outcome->diedAgain},
+                                                                 {QStringLiteral("not_settled_yet"),
+                                                                  std::max<qint64>(0, count - outcome->delivered
+                                                                                          - outcome->diedAgain)}})
+                                                           : QJsonValue()}};
 }
 
 QJsonObject attemptToJson(const Attempt &attempt)
@@ -430,15 +439,27 @@ std::optional<DeliveryStats> Inspector::stats(QString *error)
         "SELECT"
         " (SELECT COUNT(*) FROM attempts WHERE at >= ? AND step = 'send' AND outcome = 'applied'),"
         " (SELECT COUNT(*) FROM attempts WHERE at >= ? AND step = 'send'),"
-        " (SELECT COUNT(*) FROM attempts WHERE at >= ? AND step = 'send' AND outcome <> 'applied')"));
-    for (int i = 0; i < 3; ++i)
+        " (SELECT COUNT(*) FROM attempts WHERE at >= ? AND step = 'send' AND outcome <> 'applied'),"
+        " (SELECT MAX(at) FROM attempts WHERE at >= ? AND step = 'send' AND outcome = 'applied')"));
+    for (int i = 0; i < 4; ++i)
         query.addBindValue(now - 5 * 60 * 1000);
     if (!m_db.exec(query, error) || !query.next())
         return std::nullopt;
     stats.appliedLast5Min = query.value(0).toLongLong();
     stats.sendsLast5Min = query.value(1).toLongLong();
     stats.failedSendsLast5Min = query.value(2).toLongLong();
+    const qint64 lastAppliedAt = query.value(3).isNull() ? now - 5 * 60 * 1000 - 1 : query.value(3).toLongLong();
     query.finish();
+    if (stats.failedSendsLast5Min > 0) {
+        auto &spell = m_db.prepared(QStringLiteral(
+            "SELECT COUNT(*), MIN(at) FROM attempts WHERE at > ? AND step = 'send' AND outcome <> 'applied'"));
+        spell.addBindValue(lastAppliedAt);
+        if (!m_db.exec(spell, error) || !spell.next())
+            return std::nullopt;
+        stats.failedInARowLast5Min = spell.value(0).toLongLong();
+        stats.failingSinceMs = stats.failedInARowLast5Min ? spell.value(1).toLongLong() : 0;
+        spell.finish();
+    }
 
     auto &lateness = m_db.prepared(QStringLiteral(
         "SELECT a.at + COALESCE(a.latency_ms, 0) - l.scheduled_at FROM attempts a JOIN ledger l "
@@ -829,11 +850,58 @@ std::optional<QList<AuditEntry>> Inspector::auditLog(int limit, QString *error)
     if (!m_db.exec(query, error))
         return std::nullopt;
     QList<AuditEntry> entries;
-    while (query.next())
+    QHash<qint64, qsizetype> redrives; // audit id -> its entry
+    while (query.next()) {
         entries.append(AuditEntry{query.value(0).toLongLong(), query.value(1).toLongLong(), query.value(2).toString(),
                                   query.value(3).toString(), query.value(4).toString(), query.value(5).toLongLong(),
                                   query.value(6).toInt(), query.value(7).toString()});
+        if (entries.constLast().action == QLatin1String("redrive")) {
+            entries.last().outcome = AuditEntry::Outcome{};
+            redrives.insert(entries.constLast().id, entries.size() - 1);
+        }
+    }
+    query.finish();
+    if (redrives.isEmpty())
+        return entries;
+    // Each redriven letter has a history row naming the audit entry (Operations::
+    // recordOnLetters); what came of it is the first ending its key's history has after
+    // that row: an accepted send, or a dead letter. A later redrive's ending is its own.
+    QStringList marks;
+    for (qsizetype i = 0; i < redrives.size(); ++i)
+        marks << QStringLiteral("?");
+    QSqlQuery outcomes(m_db.connection());
+    outcomes.prepare(
+        QStringLiteral("SELECT r.audit_id, (SELECT t.step FROM attempts t WHERE t.key_created_at = r.key_created_at "
+                       "AND t.send_key = r.send_key AND t.id > r.id AND ((t.step = 'send' AND t.outcome = 'applied') "
+                       "OR t.step = 'dead-letter') ORDER BY t.id LIMIT 1) FROM attempts r "
+                       "WHERE r.audit_id IN (%1) AND r.step = 'operator' AND r.outcome = 'redriven'")
+            .arg(marks.join(QLatin1Char(','))));
+    for (auto it = redrives.cbegin(); it != redrives.cend(); ++it)
+        outcomes.addBindValue(it.key());
+    if (!m_db.exec(outcomes, error))
+        return std::nullopt;
+    while (outcomes.next()) {
+        AuditEntry::Outcome &outcome = *entries[redrives.value(outcomes.value(0).toLongLong())].outcome;
+        const QString ending = outcomes.value(1).toString();
+        if (ending == QLatin1String("send"))
+            ++outcome.delivered;
+        else if (ending == QLatin1String("dead-letter"))
+            ++outcome.diedAgain;
+    }
     return entries;
+}
+
+std::optional<KeyHonouring> Inspector::recordedKeyHonouring(const QString &partner, QString *error)
+{
+    auto &query = m_db.prepared(QStringLiteral("SELECT honours_key FROM partners WHERE url = ?"));
+    query.addBindValue(partner);
+    if (!m_db.exec(query, error))
+        return std::nullopt;
+    const KeyHonouring honouring =
+        query.next() ? keyHonouringFromName(query.value(0).toString()).value_or(KeyHonouring::Unknown)
+                     : KeyHonouring::Unknown;
+    query.finish();
+    return honouring;
 }
 
 std::optional<QList<PartnerPolicy>> Inspector::partners(QString *error)

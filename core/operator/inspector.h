@@ -28,6 +28,11 @@ struct DeliveryStats
     qint64 appliedLast5Min = 0;
     qint64 sendsLast5Min = 0;
     qint64 failedSendsLast5Min = 0;
+    // Of those, the ones since the window's last accepted send, and when they began: a
+    // rate over five minutes reads 3% a few seconds into a total outage, and starves as
+    // the breaker holds sends back; "the last 31 failed, since 03:50" does not.
+    qint64 failedInARowLast5Min = 0;
+    qint64 failingSinceMs = 0; // 0: none failed since the last accepted send
     std::optional<qint64> latenessP50Ms; // accepted send's end - scheduled_at, the last hour's latest 5,000
     std::optional<qint64> latenessP95Ms;
 
@@ -124,6 +129,15 @@ struct AuditEntry
     qint64 count = 0;
     int ratePerSecond = 0; // a redrive's pace (0: none given, or not a redrive)
     QString reason{};      // what the operator typed, if anything
+    // A redrive's outcome as far as it is known when read: of the letters it moved, how
+    // many were delivered since and how many died again; the rest are on their way (or
+    // had no send key to follow, as a message that never parsed).
+    struct Outcome
+    {
+        qint64 delivered = 0;
+        qint64 diedAgain = 0;
+    };
+    std::optional<Outcome> outcome{};
 
     QJsonObject toJson() const;
 };
@@ -170,9 +184,12 @@ public:
     std::optional<DeadLetterCounts> countDeadLetters(const DeadLetterFilter &filter, qint64 firstSentBeforeMs,
                                                      QString *error);
     std::optional<QList<EventRow>> inDoubt(QString *error);
+    // The latest entries, each redrive with its outcome so far.
     std::optional<QList<AuditEntry>> auditLog(int limit, QString *error);
     // Every partner the store knows: those with a recorded policy and those workers send to.
     std::optional<QList<PartnerPolicy>> partners(QString *error);
+    // What the store records of one partner (named as partnerName() names it).
+    std::optional<KeyHonouring> recordedKeyHonouring(const QString &partner, QString *error);
     std::optional<PartnerActivity> partnerActivity(qint64 sinceMs, QString *error);
 
 private:

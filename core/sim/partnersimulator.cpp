@@ -375,6 +375,12 @@ void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, Server
         respond(*conn, 503, R"({"error":"outage"})", request.keepAlive, "Retry-After: 1\r\n");
         return;
     }
+    if (profile.refuseStatus >= 400 && profile.refuseStatus < 500) {
+        respond(*conn, profile.refuseStatus,
+                profile.refuseStatus == 401 ? R"({"error":"invalid or expired token"})" : R"({"error":"refused"})",
+                request.keepAlive);
+        return;
+    }
     if (hit(profile.failRate)) {
         respond(*conn, 503, R"({"error":"temporarily unavailable"})", request.keepAlive);
         return;

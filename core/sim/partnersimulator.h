@@ -24,6 +24,7 @@ struct PartnerProfile
     int outageAfterRequests = 0;      // 0: never; otherwise after this many requests...
     int outageSeconds = 0;            // ...answer 503 to everything for this long
     int outageEverySeconds = 0;       // 0: one outage; otherwise repeat this often after the first
+    int refuseStatus = 0;             // 4xx: answer it to every request without acting (401: a revoked token)
     double dropAfterAcceptRate = 0.0; // apply the effect, then close the connection without answering
     bool idempotent = true;           // false: every request is an effect, Idempotency-Key ignored
     HostileMode hostile = HostileMode::None; // misbehave on purpose (hostileanswers.h)...

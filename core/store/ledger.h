@@ -12,6 +12,12 @@ namespace once {
 
 enum class InDoubtPolicy { Resend, Hold };
 
+// "resend", "hold": the words of --in-doubt, the workers table and JSON.
+inline QString inDoubtPolicyName(InDoubtPolicy policy)
+{
+    return policy == InDoubtPolicy::Hold ? QStringLiteral("hold") : QStringLiteral("resend");
+}
+
 // Ledger states of one send key. The full state machine is in docs/state-machine.md.
 namespace LedgerState {
 inline constexpr QLatin1String Claimed("claimed");   // a worker holds the key and may be sending
@@ -88,6 +94,9 @@ struct LedgerUpdate
     QString errorClass;
     QString error;
     QString providerRequestId;
+    // countsAsSend, and against the reminder's retry budget: not when the partner refused
+    // everyone alike (a revoked credential), which says nothing of this reminder.
+    bool spendsBudget = true;
 };
 
 // The claim ledger: one row per send key, unique on the whole key. Claims are atomic

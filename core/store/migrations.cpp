@@ -68,6 +68,13 @@ ALTER TABLE workers ADD COLUMN store_lost_at BIGINT;
 ALTER TABLE workers ADD COLUMN store_back_at BIGINT;
 )sql";
 
+// The same text in both dialects.
+const char *const WorkersInDoubtPolicy = R"sql(
+ALTER TABLE workers ADD COLUMN last_http_status INTEGER;
+ALTER TABLE workers ADD COLUMN in_doubt_policy TEXT;
+ALTER TABLE workers ADD COLUMN in_doubt_configured TEXT;
+)sql";
+
 // The counters: "state:<state>" for each ledger state, "duplicate_keys" (keys with at
 // least one duplicate delivery turned away) and "duplicate_deliveries" (their sum). A
 // counter's value is the sum of its shards.
@@ -629,6 +636,10 @@ CREATE INDEX publish_keys_created ON publish_keys(created_at);
     // 17: each worker's last spell without its store in its heartbeat (when it lost the
     // connection, when it had it back), so that a worker that was cut off says so
     {WorkersStoreLoss, WorkersStoreLoss},
+    // 18: what each worker does with a send left in doubt (it holds where the store records
+    // that its partner does not honour the key, whatever it was started with), and the
+    // status of its partner's last failure (a refused credential is told apart).
+    {WorkersInDoubtPolicy, WorkersInDoubtPolicy},
 };
 
 } // namespace

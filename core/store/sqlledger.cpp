@@ -401,7 +401,8 @@ bool SqlLedger::record(const QList<LedgerUpdate> &updates, const QList<Attempt> 
     // a round trip per key on PostgreSQL, most of a turn's time.
     RowBatch rows(m_db, {QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("BIGINT"), QStringLiteral("INTEGER"),
                          QStringLiteral("BIGINT"), QStringLiteral("INTEGER"), QStringLiteral("TEXT"), QStringLiteral("TEXT"),
-                         QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("INTEGER")});
+                         QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("INTEGER"),
+                         QStringLiteral("INTEGER")});
     // The claim holder, as the row was before this statement (SET reads the old row).
     static const QString holder = QStringLiteral(
         "(ledger.state = 'claimed' AND ledger.owner_message = v.column10 AND ledger.owner_delivery = v.column11)");
@@ -411,7 +412,7 @@ bool SqlLedger::record(const QList<LedgerUpdate> &updates, const QList<Attempt> 
                        "state = CASE WHEN %1 THEN v.column2 WHEN v.column2 = 'applied' THEN 'applied' ELSE ledger.state END, "
                        "updated_at = CASE WHEN %2 THEN v.column3 ELSE ledger.updated_at END, "
                        "sends = ledger.sends + v.column4, "
-                       "round_sends = CASE WHEN %1 THEN ledger.round_sends + v.column4 ELSE ledger.round_sends END, "
+                       "round_sends = CASE WHEN %1 THEN ledger.round_sends + v.column4 * v.column12 ELSE ledger.round_sends END, "
                        "first_sent_at = COALESCE(ledger.first_sent_at, v.column5), "
                        "applied_at = CASE WHEN v.column2 = 'applied' AND ledger.state <> 'applied' THEN v.column3 "
                        "ELSE ledger.applied_at END, "
@@ -440,6 +441,7 @@ bool SqlLedger::record(const QList<LedgerUpdate> &updates, const QList<Attempt> 
                 rows.add(nullIfEmpty(change.providerRequestId));
                 rows.add(change.messageId);
                 rows.add(change.delivery);
+                rows.add(change.spendsBudget ? 1 : 0);
             }
             static const QString where = QStringLiteral(" WHERE ledger.send_key = v.column1 AND (%1 OR v.column4 = 1)").arg(holder);
             auto &update = m_db.prepared(sql + rows.source() + where);

@@ -28,6 +28,17 @@ bool WorkerRecord::isHoldingBack(qint64 nowMs) const
     return isLive(nowMs) && breaker != QLatin1String("closed");
 }
 
+bool WorkerRecord::partnerRefusesEveryone() const
+{
+    return failingSinceMs > 0
+           && (lastErrorClass == QLatin1String("credentials-refused") || lastErrorClass == QLatin1String("partner-refusing"));
+}
+
+bool WorkerRecord::holdsAgainstItsStart() const
+{
+    return inDoubtPolicy == QLatin1String("hold") && configuredInDoubtPolicy == QLatin1String("resend");
+}
+
 QString WorkerRegistry::breakerName(CircuitBreaker::State state)
 {
     switch (state) {
@@ -66,6 +77,10 @@ QJsonObject WorkerRecord::toJson(qint64 nowMs) const
         {QStringLiteral("failing_since"), failingSinceMs ? QJsonValue(formatTime(failingSinceMs)) : QJsonValue(QJsonValue::Null)},
         {QStringLiteral("last_failure_at"), lastFailureAtMs ? QJsonValue(formatTime(lastFailureAtMs)) : QJsonValue(QJsonValue::Null)},
         {QStringLiteral("last_error_class"), lastErrorClass.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(lastErrorClass)},
+        {QStringLiteral("last_http_status"), lastHttpStatus ? QJsonValue(lastHttpStatus) : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("in_doubt_policy"), inDoubtPolicy.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(inDoubtPolicy)},
+        {QStringLiteral("in_doubt_policy_configured"),
+         configuredInDoubtPolicy.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(configuredInDoubtPolicy)},
         {QStringLiteral("store_lost_at"), timeOrNull(storeLostAtMs)},
         {QStringLiteral("store_back_at"), timeOrNull(storeBackAtMs)},
     };
@@ -74,14 +89,15 @@ QJsonObject WorkerRecord::toJson(qint64 nowMs) const
 bool WorkerRegistry::announce(const WorkerRecord &worker, QString *error)
 {
     auto &upsert = m_db.prepared(QStringLiteral(
-        "INSERT INTO workers (id, host, pid, version, partner, concurrency, state, started_at, heartbeat_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?) "
+        "INSERT INTO workers (id, host, pid, version, partner, concurrency, state, started_at, heartbeat_at, "
+        "in_doubt_policy, in_doubt_configured) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?) "
         "ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, version = excluded.version, "
         "partner = excluded.partner, concurrency = excluded.concurrency, state = 'running', "
         "started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, stopped_at = NULL, applied = 0, "
         "duplicates = 0, retries = 0, dead_lettered = 0, held = 0, in_flight = 0, breaker = 'closed', failures = 0, "
         "consecutive_failures = 0, failing_since = NULL, last_failure_at = NULL, last_error_class = NULL, "
-        "store_lost_at = NULL, store_back_at = NULL"));
+        "store_lost_at = NULL, store_back_at = NULL, last_http_status = NULL, "
+        "in_doubt_policy = excluded.in_doubt_policy, in_doubt_configured = excluded.in_doubt_configured"));
     const qint64 now = nowMs();
     upsert.addBindValue(worker.id);
     upsert.addBindValue(worker.host);
@@ -91,6 +107,8 @@ bool WorkerRegistry::announce(const WorkerRecord &worker, QString *error)
     upsert.addBindValue(worker.concurrency);
     upsert.addBindValue(now);
     upsert.addBindValue(now);
+    upsert.addBindValue(worker.inDoubtPolicy);
+    upsert.addBindValue(worker.configuredInDoubtPolicy);
     return m_db.exec(upsert, error) && m_db.notify(Channel::Activity, error);
 }
 
@@ -111,7 +129,8 @@ bool WorkerRegistry::writeProgress(const QString &id, const QString &state, cons
     auto &update = m_db.prepared(QStringLiteral(
         "UPDATE workers SET state = ?, heartbeat_at = ?, stopped_at = ?, applied = ?, duplicates = ?, retries = ?, "
         "dead_lettered = ?, held = ?, in_flight = ?, breaker = ?, failures = ?, consecutive_failures = ?, "
-        "failing_since = ?, last_failure_at = ?, last_error_class = ?, store_lost_at = ?, store_back_at = ? WHERE id = ?"));
+        "failing_since = ?, last_failure_at = ?, last_error_class = ?, store_lost_at = ?, store_back_at = ?, "
+        "last_http_status = ?, in_doubt_policy = ? WHERE id = ?"));
     const qint64 now = nowMs();
     update.addBindValue(state);
     update.addBindValue(now);
@@ -131,6 +150,8 @@ bool WorkerRegistry::writeProgress(const QString &id, const QString &state, cons
     update.addBindValue(counters.lastErrorClass.isEmpty() ? QVariant() : QVariant(counters.lastErrorClass));
     update.addBindValue(counters.storeLostAtMs ? QVariant(counters.storeLostAtMs) : QVariant());
     update.addBindValue(counters.storeBackAtMs ? QVariant(counters.storeBackAtMs) : QVariant());
+    update.addBindValue(counters.lastHttpStatus ? QVariant(counters.lastHttpStatus) : QVariant());
+    update.addBindValue(inDoubtPolicyName(counters.inDoubtPolicy));
     update.addBindValue(id);
     return m_db.exec(update, error) && m_db.notify(Channel::Activity, error);
 }
@@ -140,7 +161,8 @@ std::optional<QList<WorkerRecord>> WorkerRegistry::list(QString *error)
     auto &query = m_db.prepared(QStringLiteral(
         "SELECT id, host, pid, version, partner, concurrency, state, started_at, heartbeat_at, stopped_at, applied, "
         "duplicates, retries, dead_lettered, held, in_flight, breaker, failures, consecutive_failures, failing_since, "
-        "last_failure_at, last_error_class, store_lost_at, store_back_at FROM workers "
+        "last_failure_at, last_error_class, store_lost_at, store_back_at, last_http_status, in_doubt_policy, "
+        "in_doubt_configured FROM workers "
         "ORDER BY CASE WHEN state = 'stopped' THEN 1 ELSE 0 END, heartbeat_at DESC, id"));
     if (!m_db.exec(query, error))
         return std::nullopt;
@@ -171,6 +193,9 @@ std::optional<QList<WorkerRecord>> WorkerRegistry::list(QString *error)
         worker.lastErrorClass = query.value(21).toString();
         worker.storeLostAtMs = query.value(22).toLongLong();
         worker.storeBackAtMs = query.value(23).toLongLong();
+        worker.lastHttpStatus = query.value(24).toInt();
+        worker.inDoubtPolicy = query.value(25).toString();
+        worker.configuredInDoubtPolicy = query.value(26).toString();
         workers.append(std::move(worker));
     }
     query.finish();

@@ -42,6 +42,12 @@ struct WorkerRecord
     qint64 failingSinceMs = 0; // 0: its last send was accepted (or it sent nothing yet)
     qint64 lastFailureAtMs = 0;
     QString lastErrorClass;
+    int lastHttpStatus = 0; // the partner's answer to that failure (schema version 18), 0: none
+    // What it does with a send left in doubt (schema version 18): "resend" or "hold", and
+    // what it was started with; they differ where the store records that its partner
+    // does not honour Idempotency-Key. Empty for a worker of an older version.
+    QString inDoubtPolicy;
+    QString configuredInDoubtPolicy;
     // Its last spell without the store (schema version 17): when it lost the connection,
     // and when it had it back (0 while the spell lasts, though the worker cannot write
     // then: its heartbeat ages, and the next one says when the store came back).
@@ -57,6 +63,12 @@ struct WorkerRecord
     bool isLive(qint64 nowMs) const;
     // Live, and its breaker keeps it from sending (it probes the partner now and then).
     bool isHoldingBack(qint64 nowMs) const;
+    // Its partner refuses every reminder alike (a refused credential, or the same
+    // permanent answer to each): reminders wait for a fix rather than retry themselves well.
+    bool partnerRefusesEveryone() const;
+    // Holds sends left in doubt though it was started to resend them: the store records
+    // that its partner does not honour Idempotency-Key.
+    bool holdsAgainstItsStart() const;
     QJsonObject toJson(qint64 nowMs) const;
 };
 

@@ -47,6 +47,16 @@ void AuditModel::setEntries(const QList<AuditEntry> &entries)
                     m_entries = entries.mid(0, added) + m_entries;
                     endInsertRows();
                 }
+                // A redrive's outcome grows as its letters are delivered or die again.
+                for (qsizetype row = added; row < entries.size(); ++row) {
+                    const auto &now = entries.at(row).outcome;
+                    auto &shown = m_entries[row].outcome;
+                    if (now.has_value() == shown.has_value()
+                        && (!now || (now->delivered == shown->delivered && now->diedAgain == shown->diedAgain)))
+                        continue;
+                    shown = now;
+                    emit dataChanged(index(int(row), Outcome), index(int(row), Outcome));
+                }
                 return;
             }
         }
@@ -82,6 +92,24 @@ QString AuditModel::describeAction(const QString &action)
     return action;
 }
 
+namespace {
+
+// "586 delivered, 14 died again, 0 on their way"
+QString outcomeText(const AuditEntry &entry)
+{
+    if (!entry.outcome)
+        return {};
+    const qint64 waiting = std::max<qint64>(0, entry.count - entry.outcome->delivered - entry.outcome->diedAgain);
+    QStringList parts{AuditModel::tr("%1 delivered").arg(formatCount(entry.outcome->delivered))};
+    if (entry.outcome->diedAgain > 0)
+        parts << AuditModel::tr("%1 died again").arg(formatCount(entry.outcome->diedAgain));
+    if (waiting > 0)
+        parts << AuditModel::tr("%1 not settled yet").arg(formatCount(waiting));
+    return parts.join(QStringLiteral(", "));
+}
+
+} // namespace
+
 QVariant AuditModel::data(const QModelIndex &index, int role) const
 {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
@@ -107,6 +135,8 @@ QVariant AuditModel::data(const QModelIndex &index, int role) const
             return formatCount(entry.count);
         case Rate:
             return entry.ratePerSecond > 0 ? tr("%1/s").arg(formatCount(entry.ratePerSecond)) : QString();
+        case Outcome:
+            return outcomeText(entry);
         case Reason:
             return entry.reason;
         case Count:
@@ -125,6 +155,9 @@ QVariant AuditModel::data(const QModelIndex &index, int role) const
             return entry.reason;
         case HowMany:
             return tr("Double-click to see the events it touched");
+        case Outcome:
+            return entry.outcome ? tr("What came of the letters this redrive put back, as their events stand now")
+                                 : QVariant();
         default:
             break;
         }
@@ -149,6 +182,8 @@ QVariant AuditModel::data(const QModelIndex &index, int role) const
             return entry.count;
         case Rate:
             return entry.ratePerSecond;
+        case Outcome:
+            return entry.outcome ? entry.outcome->delivered : -1;
         case Reason:
             return entry.reason;
         case Count:
@@ -183,6 +218,8 @@ QVariant AuditModel::headerData(int section, Qt::Orientation orientation, int ro
         return tr("How many");
     case Rate:
         return tr("Rate");
+    case Outcome:
+        return tr("Outcome");
     case Reason:
         return tr("Reason");
     case Count:

@@ -25,6 +25,7 @@ public:
         Detail,
         HowMany,
         Rate,
+        Outcome, // a redrive's: delivered since, died again
         Reason,
         Count
     };

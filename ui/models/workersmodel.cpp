@@ -31,7 +31,18 @@ bool sameWorker(const WorkerRecord &a, const WorkerRecord &b)
            a.held == b.held && a.inFlight == b.inFlight && a.breaker == b.breaker &&
            a.failures == b.failures && a.consecutiveFailures == b.consecutiveFailures &&
            a.failingSinceMs == b.failingSinceMs && a.lastFailureAtMs == b.lastFailureAtMs &&
-           a.lastErrorClass == b.lastErrorClass;
+           a.lastErrorClass == b.lastErrorClass && a.lastHttpStatus == b.lastHttpStatus &&
+           a.inDoubtPolicy == b.inDoubtPolicy && a.configuredInDoubtPolicy == b.configuredInDoubtPolicy;
+}
+
+QString inDoubtText(const WorkerRecord &worker)
+{
+    if (worker.inDoubtPolicy.isEmpty())
+        return QStringLiteral("–"); // a worker of a version that did not say
+    if (worker.inDoubtPolicy == QLatin1String("hold"))
+        return worker.holdsAgainstItsStart() ? WorkersModel::tr("hold (partner ignores the key)")
+                                            : WorkersModel::tr("hold");
+    return WorkersModel::tr("resend");
 }
 
 Severity severityOf(const QString &status)
@@ -159,6 +170,8 @@ QVariant WorkersModel::data(const QModelIndex &index, int role) const
             return worker.deadLettered;
         case InFlight:
             return worker.inFlight;
+        case InDoubt:
+            return worker.inDoubtPolicy;
         case Partner:
             return worker.partner;
         case Count:
@@ -191,6 +204,8 @@ QVariant WorkersModel::data(const QModelIndex &index, int role) const
             return formatCount(worker.deadLettered);
         case InFlight:
             return formatCount(worker.inFlight);
+        case InDoubt:
+            return inDoubtText(worker);
         case Partner:
             return worker.partner;
         case Count:
@@ -211,6 +226,8 @@ QVariant WorkersModel::data(const QModelIndex &index, int role) const
         if (status == Gone || status == Stopped)
             return palette.color(QPalette::Disabled, QPalette::Text);
         if (column == DeadLettered && worker.deadLettered > 0)
+            return severityTextColor(Severity::Warning, palette);
+        if (column == InDoubt && worker.holdsAgainstItsStart())
             return severityTextColor(Severity::Warning, palette);
         return {};
     }
@@ -256,6 +273,17 @@ QVariant WorkersModel::data(const QModelIndex &index, int role) const
         case DeadLettered:
         case InFlight:
             return tr("At its last heartbeat (held for an operator: %1)").arg(formatCount(worker.held));
+        case InDoubt:
+            if (worker.inDoubtPolicy.isEmpty())
+                return tr("This worker's version does not say what it does with a send left in doubt");
+            if (worker.holdsAgainstItsStart())
+                return tr("Started to resend sends left in doubt with the same key, but holds them for an operator: "
+                          "the store records that %1 does not honour Idempotency-Key, so a resend could act twice")
+                    .arg(worker.partner);
+            return worker.inDoubtPolicy == QLatin1String("hold")
+                       ? tr("Holds a send left in doubt (no answer after the request was written) for an operator")
+                       : tr("Resends a send left in doubt with the same Idempotency-Key; one effect only if the "
+                            "partner honours it");
         case Partner:
             return worker.partner;
         default:
@@ -306,6 +334,8 @@ QVariant WorkersModel::headerData(int section, Qt::Orientation orientation, int 
             return tr("Dead-lettered");
         case InFlight:
             return tr("In flight");
+        case InDoubt:
+            return tr("In doubt");
         case Partner:
             return tr("Partner");
         case Count:
@@ -329,6 +359,9 @@ QVariant WorkersModel::headerData(int section, Qt::Orientation orientation, int 
             return tr("Messages that failed permanently or ran out of attempts");
         case InFlight:
             return tr("Sends started and not yet settled");
+        case InDoubt:
+            return tr("What the worker does with a send left without an answer after the request was written: "
+                      "resend it with the same key, or hold it for an operator");
         default:
             break;
         }

@@ -30,6 +30,7 @@ public:
         Retries,
         DeadLettered,
         InFlight,
+        InDoubt, // what it does with a send left in doubt: resend or hold
         Partner,
         Count
     };

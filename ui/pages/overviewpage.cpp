@@ -33,6 +33,18 @@ constexpr qint64 PendingTimeoutMs = 15000;
 // Above these error rates the tile turns amber, then red; a few percent is a normal partner.
 constexpr double ErrorRateWarning = 5.0;
 constexpr double ErrorRateAlert = 50.0;
+// This many failed sends since the last accepted one is a spell the tile names, whatever
+// the rate over five minutes of mostly good sends says.
+constexpr qint64 FailedInARowForASpell = 3;
+
+// "12 s late", "35 h early": a negative lateness is a send before scheduled_at (a store
+// whose scheduled_at is the appointment, not the time to remind), not a lateness.
+QString signedLateness(qint64 ms)
+{
+    if (ms < 0)
+        return OverviewPage::tr("%1 early").arg(formatDuration(-ms));
+    return ms == 0 ? OverviewPage::tr("on time") : OverviewPage::tr("%1 late").arg(formatDuration(ms));
+}
 
 // Sends per bucket as the chart draws them: whole buckets only, each the count the store
 // holds for it (a quiet bucket is a zero, not a line drawn across to the next busy one).
@@ -124,8 +136,12 @@ OverviewPage::OverviewPage(EngineController *engine, HealthMonitor *health, QWid
     m_oldest = makeTile(QStringLiteral("oldestReadyTile"), tr("Oldest ready message"));
     m_applied = makeTile(QStringLiteral("appliedTile"), tr("Applied, last 5 min"));
     m_duplicates = makeTile(QStringLiteral("duplicatesTile"), tr("Duplicates suppressed"));
-    m_errorRate = makeTile(QStringLiteral("errorRateTile"), tr("Partner error rate"));
+    m_errorRate = makeTile(QStringLiteral("errorRateTile"), tr("Partner answers, last 5 min"));
     m_lateness = makeTile(QStringLiteral("latenessTile"), tr("Lateness p50 / p95"));
+    m_lateness->setToolTip(tr("When each accepted send ended, against the reminder's scheduled_at, over the last "
+                              "hour's accepted sends: half were later than the first figure, one in twenty later "
+                              "than the second. Early: sent before scheduled_at, as when scheduled_at is the "
+                              "appointment itself rather than the time to remind."));
     auto *tiles = new QGridLayout;
     tiles->setSpacing(8);
     const QList<Tile *> order{m_ready,  m_inFlight, m_delayed,    m_dead,      m_inDoubt,
@@ -389,7 +405,18 @@ void OverviewPage::showStats(const DeliveryStats &stats)
             ? tr("deliveries, on 1 event")
             : tr("deliveries, on %1 events").arg(formatCount(stats.duplicatesSuppressed)));
 
-    if (stats.sendsLast5Min > 0) {
+    if (stats.sendsLast5Min > 0 && stats.failedInARowLast5Min >= FailedInARowForASpell) {
+        const QString since = formatDisplayTime(stats.failingSinceMs);
+        if (stats.failedInARowLast5Min == stats.sendsLast5Min) {
+            m_errorRate->setValue(tr("all %1 failed").arg(formatCount(stats.sendsLast5Min)), Severity::Alert);
+            m_errorRate->setSubCaption(tr("every send since %1, none accepted").arg(since));
+        } else {
+            m_errorRate->setValue(tr("last %1 failed").arg(formatCount(stats.failedInARowLast5Min)), Severity::Alert);
+            m_errorRate->setSubCaption(tr("in a row since %1; %2 of %3 sends failed")
+                                           .arg(since, formatCount(stats.failedSendsLast5Min),
+                                                formatCount(stats.sendsLast5Min)));
+        }
+    } else if (stats.sendsLast5Min > 0) {
         const double percent = 100.0 * double(stats.failedSendsLast5Min) / double(stats.sendsLast5Min);
         const Severity severity = percent >= ErrorRateAlert    ? Severity::Alert
                                   : percent > ErrorRateWarning ? Severity::Warning
@@ -405,8 +432,10 @@ void OverviewPage::showStats(const DeliveryStats &stats)
 
     if (stats.latenessP50Ms && stats.latenessP95Ms) {
         m_lateness->setValue(
-            tr("%1 / %2").arg(formatDuration(*stats.latenessP50Ms), formatDuration(*stats.latenessP95Ms)));
-        m_lateness->setSubCaption(tr("applied − scheduled, last hour"));
+            tr("%1 / %2").arg(signedLateness(*stats.latenessP50Ms), signedLateness(*stats.latenessP95Ms)));
+        m_lateness->setSubCaption(*stats.latenessP50Ms < 0
+                                      ? tr("sent before scheduled_at: is it the appointment's time?")
+                                      : tr("accepted − scheduled_at, last hour"));
     } else {
         m_lateness->setValue(QStringLiteral("—"));
         m_lateness->setSubCaption(tr("nothing applied in the last hour"));

@@ -75,6 +75,25 @@ HealthAlert partnerAlert(const QList<WorkerRecord> &failing, int live, qint64 no
 
     HealthAlert alert;
     alert.kind = HealthAlert::Kind::PartnerDown;
+    // Refused alike whatever the reminder: no blip to wait out, and not the partner's
+    // outage to sit through either. Someone must fix something, so say what at once.
+    const auto refusing = std::find_if(failing.cbegin(), failing.cend(), [](const WorkerRecord &worker) {
+        return worker.partnerRefusesEveryone();
+    });
+    if (refusing != failing.cend()) {
+        alert.severity = Severity::Alert;
+        const QString status = refusing->lastHttpStatus ? tr("HTTP %1").arg(refusing->lastHttpStatus) : tr("a refusal");
+        const QString sinceText = formatDisplayTime(since);
+        alert.text = refusing->lastErrorClass == QLatin1String("credentials-refused")
+                         ? tr("The partner refuses our credentials (%1) since %2: reminders wait and none is "
+                              "dead-lettered. Fix the partner token; they resume by themselves.")
+                               .arg(status, sinceText)
+                         : tr("The partner refuses every reminder (%1) since %2: reminders wait and none is "
+                              "dead-lettered. Check what changed at the partner or in our requests; they resume "
+                              "once it accepts one.")
+                               .arg(status, sinceText);
+        return alert;
+    }
     if (forMs >= thresholds.partnerDownAfterMs || refusingAll) {
         alert.severity = Severity::Alert;
         alert.text = (who.isEmpty() ? tr("Partner down for %1 (%2): %3; do not redrive yet.")
