@@ -31,6 +31,8 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTimeZone>
+#include <QTimeZone>
 
 using namespace once;
 using namespace once::ui;
@@ -284,6 +286,15 @@ bool TestUiEvents::waitForFilter(EventsPage &page, const QString &text, const QS
     });
 }
 
+namespace {
+// A time as a verdict words it: this computer's zone, with its abbreviation.
+QString localTime(qint64 ms)
+{
+    const QDateTime at = QDateTime::fromMSecsSinceEpoch(ms, QTimeZone::utc()).toLocalTime();
+    return at.toString(QStringLiteral("yyyy-MM-dd HH:mm:ss ")) + at.timeZoneAbbreviation();
+}
+} // namespace
+
 void TestUiEvents::summariesAndVerdicts()
 {
     const Reminder &r = m_aliceDentist;
@@ -334,6 +345,21 @@ void TestUiEvents::summariesAndVerdicts()
              QStringLiteral("Delivered once: the partner received 2 calls with the same key (1 by a worker that died "
                             "before recording it, 1 accepted), and https://sms.example/send honours Idempotency-Key, so "
                             "it acted once; the queue delivered it once"));
+    // A 429 and a 503 are answers that nothing was done: at a partner that does not honour
+    // the key, three calls are still one effect (they read "may have been delivered 3 times").
+    event.partnerHonoursKey = KeyHonouring::Ignored;
+    Attempt throttled = attempt(r, QStringLiteral("1"), 1, QStringLiteral("send"), QStringLiteral("transient"), 429);
+    throttled.errorClass = QStringLiteral("rate-limited");
+    Attempt unavailable = attempt(r, QStringLiteral("1"), 1, QStringLiteral("send"), QStringLiteral("transient"), 503);
+    unavailable.errorClass = QStringLiteral("http-5xx");
+    QCOMPARE(eventVerdict(event, {throttled, unavailable, sent}).kind, Verdict::Kind::Delivered);
+    QCOMPARE(eventVerdict(event, {throttled, unavailable, sent}).possibleEffects, 1);
+    // The last try of an in-doubt send is recorded "transient" with the in-doubt class: it
+    // may have acted.
+    Attempt lastDoubt = attempt(r, QStringLiteral("1"), 1, QStringLiteral("send"), QStringLiteral("transient"));
+    lastDoubt.errorClass = QStringLiteral("in-doubt");
+    QCOMPARE(eventVerdict(event, {lastDoubt, sent}).kind, Verdict::Kind::Duplicated);
+    QCOMPARE(eventVerdict(event, {lastDoubt, sent}).possibleEffects, 2);
     // A refused connection never reached the partner: one call, one effect.
     Attempt refused = attempt(r, QStringLiteral("1"), 1, QStringLiteral("send"), QStringLiteral("transient"));
     refused.errorClass = QStringLiteral("connect-failed");
@@ -348,7 +374,7 @@ void TestUiEvents::summariesAndVerdicts()
     QCOMPARE(eventVerdict(event, {}).text,
              QStringLiteral("Not delivered yet: worker-7 claimed it to send it; the claim "
                             "runs until %1")
-                 .arg(formatTime(event.claimExpiresAtMs)));
+                 .arg(localTime(event.claimExpiresAtMs)));
     // Its claim ran out with nothing recorded: its worker was killed or paused, and nobody
     // is sending it. The verdict said "a worker is sending it now", for as long as no worker
     // ran to take it over.
@@ -359,7 +385,7 @@ void TestUiEvents::summariesAndVerdicts()
                  "Not delivered yet: claimed by worker-7 at %1, may have been sent (the claim ran out at %2 "
                  "without a recorded outcome); the next worker to lease it resends it with the same key, or "
                  "holds it for an operator")
-                 .arg(formatTime(event.claimedAtMs), formatTime(event.claimExpiresAtMs)));
+                 .arg(localTime(event.claimedAtMs), localTime(event.claimExpiresAtMs)));
     event.state = LedgerState::InDoubt;
     QVERIFY(eventVerdict(event, {doubt}).text.startsWith(QLatin1String("In doubt: an operator must decide")));
     event.state = LedgerState::Dead;
