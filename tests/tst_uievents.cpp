@@ -664,7 +664,26 @@ void TestUiEvents::stateFilterNarrowsTheList()
     for (int i = 0; i < states->count(); ++i)
         items << states->itemText(i);
     QCOMPARE(items, (QStringList{QStringLiteral("All"), QStringLiteral("queued"), QStringLiteral("claimed"), QStringLiteral("retrying"),
-                                 QStringLiteral("applied"), QStringLiteral("in_doubt"), QStringLiteral("dead")}));
+                                 QStringLiteral("applied"), QStringLiteral("in_doubt"), QStringLiteral("dead"), QString(),
+                                 QStringLiteral("possibly more than one effect"), QStringLiteral("unanswered")}));
+    // What the history says, not the ledger's state: no event here had two calls that may
+    // each have acted.
+    states->setCurrentIndex(states->findData(QStringLiteral("calls:several-effects")));
+    QTRY_VERIFY(model->filter().calls == EventFilter::Calls::SeveralEffects && model->hasLoaded() && !model->isLoading());
+    QCOMPARE(model->rowCount(), 0);
+    // A day with nothing in any history: nothing listed.
+    auto *when = page.findChild<QComboBox *>(QStringLiteral("whenFilter"));
+    QVERIFY(when);
+    states->setCurrentIndex(0);
+    when->setCurrentIndex(when->findText(QStringLiteral("Yesterday")));
+    QTRY_VERIFY(model->filter().sinceMs > 0 && model->filter().calls == EventFilter::Calls::Any && model->hasLoaded()
+                && !model->isLoading());
+    QCOMPARE(model->rowCount(), 0);
+    when->setCurrentIndex(when->findText(QStringLiteral("Today")));
+    QTRY_VERIFY(model->filter().sinceMs > nowMs() - 24 * 3600 * 1000 && model->hasLoaded() && !model->isLoading());
+    // The five with a history today (the bulk rows were claimed without writing one).
+    QTRY_COMPARE(model->total(), qint64(5));
+    when->setCurrentIndex(0);
 
     states->setCurrentIndex(states->findData(QStringLiteral("dead")));
     QVERIFY(waitForFilter(page, QString(), QStringLiteral("dead")));
