@@ -23,6 +23,7 @@
 #include <QLineEdit>
 #include <QLoggingCategory>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QScrollBar>
 #include <QSet>
 #include <QSignalSpy>
@@ -780,6 +781,14 @@ void TestUiEvents::timelineTellsTheStory()
     QCOMPARE(timeline->index(1, AttemptsModel::Outcome).data().toString(), QStringLiteral("duplicate"));
     QCOMPARE(timeline->index(0, AttemptsModel::Worker).data().toString(), Worker);
     QCOMPARE(page.verdictText(), QStringLiteral("Delivered once (1 partner call accepted; 1 duplicate delivery suppressed)"));
+    // Below it, the same in words for the customer, at a local time.
+    QVERIFY2(QRegularExpression(QStringLiteral("^To the customer: “We sent this once; our partner confirmed it at "
+                                               "\\d\\d:\\d\\d( on \\d+ \\w+)?\\.”$"))
+                 .match(page.customerText())
+                 .hasMatch(),
+             qPrintable(page.customerText()));
+    if (const QString dir = qEnvironmentVariable("ONCE_TEST_SCREENSHOTS"); !dir.isEmpty())
+        page.grab().save(dir + QStringLiteral("/events-story.png"));
     auto *key = page.findChild<QLabel *>(QStringLiteral("factKey"));
     QCOMPARE(key->text(), QString::fromLatin1(m_aliceDentist.sendKey));
 
