@@ -23,6 +23,7 @@
 #include <QLineEdit>
 #include <QLoggingCategory>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QScrollBar>
 #include <QSet>
 #include <QSignalSpy>
@@ -31,6 +32,8 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTimeZone>
+#include <QTimeZone>
 
 using namespace once;
 using namespace once::ui;
@@ -284,6 +287,15 @@ bool TestUiEvents::waitForFilter(EventsPage &page, const QString &text, const QS
     });
 }
 
+namespace {
+// A time as a verdict words it: this computer's zone, with its abbreviation.
+QString localTime(qint64 ms)
+{
+    const QDateTime at = QDateTime::fromMSecsSinceEpoch(ms, QTimeZone::utc()).toLocalTime();
+    return at.toString(QStringLiteral("yyyy-MM-dd HH:mm:ss ")) + at.timeZoneAbbreviation();
+}
+} // namespace
+
 void TestUiEvents::summariesAndVerdicts()
 {
     const Reminder &r = m_aliceDentist;
@@ -334,6 +346,21 @@ void TestUiEvents::summariesAndVerdicts()
              QStringLiteral("Delivered once: the partner received 2 calls with the same key (1 by a worker that died "
                             "before recording it, 1 accepted), and https://sms.example/send honours Idempotency-Key, so "
                             "it acted once; the queue delivered it once"));
+    // A 429 and a 503 are answers that nothing was done: at a partner that does not honour
+    // the key, three calls are still one effect (they read "may have been delivered 3 times").
+    event.partnerHonoursKey = KeyHonouring::Ignored;
+    Attempt throttled = attempt(r, QStringLiteral("1"), 1, QStringLiteral("send"), QStringLiteral("transient"), 429);
+    throttled.errorClass = QStringLiteral("rate-limited");
+    Attempt unavailable = attempt(r, QStringLiteral("1"), 1, QStringLiteral("send"), QStringLiteral("transient"), 503);
+    unavailable.errorClass = QStringLiteral("http-5xx");
+    QCOMPARE(eventVerdict(event, {throttled, unavailable, sent}).kind, Verdict::Kind::Delivered);
+    QCOMPARE(eventVerdict(event, {throttled, unavailable, sent}).possibleEffects, 1);
+    // The last try of an in-doubt send is recorded "transient" with the in-doubt class: it
+    // may have acted.
+    Attempt lastDoubt = attempt(r, QStringLiteral("1"), 1, QStringLiteral("send"), QStringLiteral("transient"));
+    lastDoubt.errorClass = QStringLiteral("in-doubt");
+    QCOMPARE(eventVerdict(event, {lastDoubt, sent}).kind, Verdict::Kind::Duplicated);
+    QCOMPARE(eventVerdict(event, {lastDoubt, sent}).possibleEffects, 2);
     // A refused connection never reached the partner: one call, one effect.
     Attempt refused = attempt(r, QStringLiteral("1"), 1, QStringLiteral("send"), QStringLiteral("transient"));
     refused.errorClass = QStringLiteral("connect-failed");
@@ -348,7 +375,7 @@ void TestUiEvents::summariesAndVerdicts()
     QCOMPARE(eventVerdict(event, {}).text,
              QStringLiteral("Not delivered yet: worker-7 claimed it to send it; the claim "
                             "runs until %1")
-                 .arg(formatTime(event.claimExpiresAtMs)));
+                 .arg(localTime(event.claimExpiresAtMs)));
     // Its claim ran out with nothing recorded: its worker was killed or paused, and nobody
     // is sending it. The verdict said "a worker is sending it now", for as long as no worker
     // ran to take it over.
@@ -359,7 +386,7 @@ void TestUiEvents::summariesAndVerdicts()
                  "Not delivered yet: claimed by worker-7 at %1, may have been sent (the claim ran out at %2 "
                  "without a recorded outcome); the next worker to lease it resends it with the same key, or "
                  "holds it for an operator")
-                 .arg(formatTime(event.claimedAtMs), formatTime(event.claimExpiresAtMs)));
+                 .arg(localTime(event.claimedAtMs), localTime(event.claimExpiresAtMs)));
     event.state = LedgerState::InDoubt;
     QVERIFY(eventVerdict(event, {doubt}).text.startsWith(QLatin1String("In doubt: an operator must decide")));
     event.state = LedgerState::Dead;
@@ -638,7 +665,26 @@ void TestUiEvents::stateFilterNarrowsTheList()
     for (int i = 0; i < states->count(); ++i)
         items << states->itemText(i);
     QCOMPARE(items, (QStringList{QStringLiteral("All"), QStringLiteral("queued"), QStringLiteral("claimed"), QStringLiteral("retrying"),
-                                 QStringLiteral("applied"), QStringLiteral("in_doubt"), QStringLiteral("dead")}));
+                                 QStringLiteral("applied"), QStringLiteral("in_doubt"), QStringLiteral("dead"), QString(),
+                                 QStringLiteral("possibly more than one effect"), QStringLiteral("unanswered")}));
+    // What the history says, not the ledger's state: no event here had two calls that may
+    // each have acted.
+    states->setCurrentIndex(states->findData(QStringLiteral("calls:several-effects")));
+    QTRY_VERIFY(model->filter().calls == EventFilter::Calls::SeveralEffects && model->hasLoaded() && !model->isLoading());
+    QCOMPARE(model->rowCount(), 0);
+    // A day with nothing in any history: nothing listed.
+    auto *when = page.findChild<QComboBox *>(QStringLiteral("whenFilter"));
+    QVERIFY(when);
+    states->setCurrentIndex(0);
+    when->setCurrentIndex(when->findText(QStringLiteral("Yesterday")));
+    QTRY_VERIFY(model->filter().sinceMs > 0 && model->filter().calls == EventFilter::Calls::Any && model->hasLoaded()
+                && !model->isLoading());
+    QCOMPARE(model->rowCount(), 0);
+    when->setCurrentIndex(when->findText(QStringLiteral("Today")));
+    QTRY_VERIFY(model->filter().sinceMs > nowMs() - 24 * 3600 * 1000 && model->hasLoaded() && !model->isLoading());
+    // The five with a history today (the bulk rows were claimed without writing one).
+    QTRY_COMPARE(model->total(), qint64(5));
+    when->setCurrentIndex(0);
 
     states->setCurrentIndex(states->findData(QStringLiteral("dead")));
     QVERIFY(waitForFilter(page, QString(), QStringLiteral("dead")));
@@ -735,6 +781,14 @@ void TestUiEvents::timelineTellsTheStory()
     QCOMPARE(timeline->index(1, AttemptsModel::Outcome).data().toString(), QStringLiteral("duplicate"));
     QCOMPARE(timeline->index(0, AttemptsModel::Worker).data().toString(), Worker);
     QCOMPARE(page.verdictText(), QStringLiteral("Delivered once (1 partner call accepted; 1 duplicate delivery suppressed)"));
+    // Below it, the same in words for the customer, at a local time.
+    QVERIFY2(QRegularExpression(QStringLiteral("^To the customer: “We sent this once; our partner confirmed it at "
+                                               "\\d\\d:\\d\\d( on \\d+ \\w+)?\\.”$"))
+                 .match(page.customerText())
+                 .hasMatch(),
+             qPrintable(page.customerText()));
+    if (const QString dir = qEnvironmentVariable("ONCE_TEST_SCREENSHOTS"); !dir.isEmpty())
+        page.grab().save(dir + QStringLiteral("/events-story.png"));
     auto *key = page.findChild<QLabel *>(QStringLiteral("factKey"));
     QCOMPARE(key->text(), QString::fromLatin1(m_aliceDentist.sendKey));
 

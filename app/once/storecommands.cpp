@@ -277,6 +277,9 @@ int runHistory(const QStringList &arguments)
     if (command.parser().isSet(QStringLiteral("json"))) {
         QJsonObject json = event->toJson();
         json.insert(QStringLiteral("verdict"), verdict.text);
+        json.insert(QStringLiteral("verdict_kind"), verdictKindName(verdict.kind));
+        json.insert(QStringLiteral("customer_text"), verdict.customerText);
+        json.insert(QStringLiteral("possible_effects"), verdict.possibleEffects);
         QJsonArray rows;
         for (const auto &attempt : *attempts)
             rows.append(attemptToJson(attempt));
@@ -286,6 +289,7 @@ int runHistory(const QStringList &arguments)
     }
     printLine(describe(*event));
     printLine(QStringLiteral("  verdict: ") + verdict.text);
+    printLine(QStringLiteral("  for the customer: ") + verdict.customerText);
     for (const auto &attempt : *attempts) {
         QString line = QStringLiteral("  %1  %2 %3").arg(formatTime(attempt.atMs), attempt.step, attempt.outcome);
         if (attempt.step == QLatin1String("operator"))
@@ -314,7 +318,22 @@ int runEvents(const QStringList &arguments)
     auto &parser = command.parser();
     parser.addOption({QStringLiteral("user"), QStringLiteral("Only this user's events."), QStringLiteral("U")});
     parser.addOption({QStringLiteral("state"),
-                      QStringLiteral("Only events in state S: claimed, retrying, applied, in_doubt, dead."), QStringLiteral("S")});
+                      QStringLiteral("Only events in state S: claimed, retrying, applied, in_doubt, dead; or "
+                                     "several-effects (two or more partner calls that may each have acted, at a "
+                                     "partner not recorded as honouring Idempotency-Key), or unanswered (a call "
+                                     "left without an answer)."),
+                      QStringLiteral("S")});
+    parser.addOption({QStringLiteral("since"),
+                      QStringLiteral("Only events with something in their history at or after T (RFC 3339)."),
+                      QStringLiteral("T")});
+    parser.addOption({QStringLiteral("until"),
+                      QStringLiteral("Only events with something in their history before T (RFC 3339)."),
+                      QStringLiteral("T")});
+    parser.addOption({QStringLiteral("day"),
+                      QStringLiteral("Only events with something in their history on day D (YYYY-MM-DD, this "
+                                     "computer's zone)."),
+                      QStringLiteral("D")});
+    parser.addOption({QStringLiteral("most-sends"), QStringLiteral("The events with the most partner calls first.")});
     parser.addOption({QStringLiteral("limit"), QStringLiteral("At most N events."), QStringLiteral("N"), QStringLiteral("100")});
     parser.addOption({QStringLiteral("json"), QStringLiteral("Print JSON.")});
     if (const int exit = command.parse(arguments); exit >= 0)
@@ -322,17 +341,43 @@ int runEvents(const QStringList &arguments)
     const auto limit = command.integer(QStringLiteral("limit"), 1, 1000000);
     if (!limit)
         return Usage;
+    EventFilter filter;
     const QString state = parser.value(QStringLiteral("state"));
     const QStringList states{LedgerState::Claimed, LedgerState::Retrying, LedgerState::Applied, LedgerState::InDoubt,
-                             LedgerState::Dead};
+                             LedgerState::Dead, QStringLiteral("several-effects"), QStringLiteral("unanswered")};
     if (!state.isEmpty() && !states.contains(state))
         return command.usageError(QStringLiteral("unknown state \"%1\" (one of %2)").arg(state, states.join(QLatin1String(", "))));
+    if (state == QLatin1String("several-effects"))
+        filter.calls = EventFilter::Calls::SeveralEffects;
+    else if (state == QLatin1String("unanswered"))
+        filter.calls = EventFilter::Calls::Unanswered;
+    else
+        filter.state = state;
+    for (const QString name : {QStringLiteral("since"), QStringLiteral("until")}) {
+        if (!parser.isSet(name))
+            continue;
+        const auto time = parseRfc3339(parser.value(name));
+        if (!time)
+            return command.usageError(QStringLiteral("--%1 needs an RFC 3339 time with an offset").arg(name));
+        (name == QLatin1String("since") ? filter.sinceMs : filter.untilMs) = time->utc.toMSecsSinceEpoch();
+    }
+    if (parser.isSet(QStringLiteral("day"))) {
+        if (parser.isSet(QStringLiteral("since")) || parser.isSet(QStringLiteral("until")))
+            return command.usageError(QStringLiteral("give --day, or --since and --until, not both"));
+        const QDate day = QDate::fromString(parser.value(QStringLiteral("day")), Qt::ISODate);
+        if (!day.isValid())
+            return command.usageError(QStringLiteral("--day needs a date as YYYY-MM-DD"));
+        filter.sinceMs = day.startOfDay().toMSecsSinceEpoch();
+        filter.untilMs = day.addDays(1).startOfDay().toMSecsSinceEpoch();
+    }
+    if (filter.sinceMs > 0 && filter.untilMs > 0 && filter.untilMs <= filter.sinceMs)
+        return command.usageError(QStringLiteral("--until must be later than --since"));
+    if (parser.isSet(QStringLiteral("most-sends")))
+        filter.order = EventFilter::Order::MostSends;
     const auto store = command.openStore(Command::Access::ReadOnly);
     if (!store)
         return Failure;
-    EventFilter filter;
     filter.userId = parser.value(QStringLiteral("user"));
-    filter.state = state;
     filter.limit = int(*limit);
     QString error;
     const auto rows = store->inspector().events(filter, &error);

@@ -3,7 +3,11 @@
 #include "store/database.h"
 
 #include <QCoreApplication>
+#include <QDateTime>
 #include <QLocale>
+#include <QTimeZone>
+
+#include <algorithm>
 
 namespace once {
 
@@ -33,12 +37,19 @@ struct Calls
     int received = 0;     // requests the partner got (a refused connection never reached it)
     int accepted = 0;     // of them, answered 2xx
     int unanswered = 0;   // of them, written without an answer (in doubt)
-    int resentAfterDeath = 0; // a holder died between claim and record: it may have called too
+    int diedUnrecorded = 0; // a holder died between claim and record: it may have called too
+    QList<qint64> effectTimes; // when each call that may have acted was made, in order
+    qint64 lastAcceptedAtMs = 0;
+    qint64 lastUnansweredAtMs = 0;
+    qint64 lastSendAtMs = 0;
     bool markedDelivered = false;
     QString discardedBy; // the last operator decision, when it was to discard
 
     int failed() const { return received - accepted - unanswered; }
-    int total() const { return received + resentAfterDeath; }
+    int total() const { return received + diedUnrecorded; }
+    // A 429, a 5xx, a 401 or a rejection is an answer that nothing was done; only an
+    // accepted call, or one whose answer never came, may have acted.
+    int possibleEffects() const { return accepted + unanswered + diedUnrecorded; }
 
     // "1 failed, 1 accepted"
     QString breakdown() const
@@ -48,8 +59,8 @@ struct Calls
             parts << tr("%1 failed").arg(failed());
         if (unanswered > 0)
             parts << tr("%1 unanswered").arg(unanswered);
-        if (resentAfterDeath > 0)
-            parts << counted(resentAfterDeath, "1 by a worker that died before recording it",
+        if (diedUnrecorded > 0)
+            parts << counted(diedUnrecorded, "1 by a worker that died before recording it",
                              "%1 by workers that died before recording them");
         if (accepted > 0)
             parts << tr("%1 accepted").arg(accepted);
@@ -60,6 +71,7 @@ struct Calls
 Calls callsOf(const QList<Attempt> &attempts)
 {
     Calls calls;
+    qint64 lastClaimAtMs = 0;
     for (const Attempt &a : attempts) {
         if (a.step == QLatin1String("operator"))
             calls.discardedBy = a.outcome == QLatin1String("discarded")
@@ -69,17 +81,90 @@ Calls callsOf(const QList<Attempt> &attempts)
             if (a.errorClass == QLatin1String("connect-failed"))
                 continue;
             ++calls.received;
-            if (a.outcome == QLatin1String("applied"))
+            calls.lastSendAtMs = a.atMs;
+            if (a.outcome == QLatin1String("applied")) {
                 ++calls.accepted;
-            else if (a.outcome == QLatin1String("in-doubt") || a.outcome == QLatin1String("held"))
+                calls.lastAcceptedAtMs = a.atMs;
+                calls.effectTimes << a.atMs;
+            } else if (a.outcome == QLatin1String("in-doubt") || a.outcome == QLatin1String("held")
+                       || a.errorClass == QLatin1String("in-doubt")) {
+                // The last try of an in-doubt send is recorded "transient" with its class.
                 ++calls.unanswered;
-        } else if (a.step == QLatin1String("claim") && a.outcome == QLatin1String("resend")) {
-            ++calls.resentAfterDeath;
+                calls.lastUnansweredAtMs = a.atMs;
+                calls.effectTimes << a.atMs;
+            }
+        } else if (a.step == QLatin1String("claim")) {
+            if (a.outcome == QLatin1String("resend") || a.outcome == QLatin1String("held")) {
+                // The dead holder's call, if it made one, left about when it claimed the key.
+                ++calls.diedUnrecorded;
+                calls.effectTimes << (lastClaimAtMs > 0 ? lastClaimAtMs : a.atMs);
+            }
+            if (a.outcome == QLatin1String("claimed") || a.outcome == QLatin1String("resend"))
+                lastClaimAtMs = a.atMs;
         } else if (a.step == QLatin1String("operator") && a.outcome == QLatin1String("marked-delivered")) {
             calls.markedDelivered = true;
         }
     }
+    std::sort(calls.effectTimes.begin(), calls.effectTimes.end());
     return calls;
+}
+
+// The two ways a verdict words a time: in full beside the facts, and as a person says it.
+class Clock
+{
+public:
+    explicit Clock(VerdictClock zone) : m_utc(zone == VerdictClock::Utc) {}
+
+    QDateTime at(qint64 ms) const
+    {
+        const QDateTime utc = QDateTime::fromMSecsSinceEpoch(ms, QTimeZone::utc());
+        return m_utc ? utc : utc.toLocalTime();
+    }
+    // "2026-12-06 15:45:05 CET", as the console shows a time.
+    QString full(qint64 ms) const
+    {
+        if (ms <= 0)
+            return {};
+        const QDateTime time = at(ms);
+        return time.toString(QStringLiteral("yyyy-MM-dd HH:mm:ss ")) + (m_utc ? QStringLiteral("UTC") : time.timeZoneAbbreviation());
+    }
+    // "15:30" today, "15:30 on 5 December" another day, with seconds when two of the
+    // times would otherwise read the same.
+    QString spoken(qint64 ms, bool seconds = false) const
+    {
+        const QDateTime time = at(ms);
+        const QDateTime now = at(nowMs());
+        const QLocale english(QLocale::English);
+        QString text = english.toString(time, seconds ? QStringLiteral("HH:mm:ss") : QStringLiteral("HH:mm"));
+        if (time.date() != now.date())
+            text += tr(" on %1").arg(english.toString(time.date(), time.date().year() == now.date().year()
+                                                                       ? QStringLiteral("d MMMM")
+                                                                       : QStringLiteral("d MMMM yyyy")));
+        return text;
+    }
+    // "15:30 and 15:31", "15:30, 15:31 and 15:32"
+    QString spokenList(const QList<qint64> &times) const
+    {
+        bool seconds = false;
+        for (qsizetype i = 1; i < times.size(); ++i)
+            seconds = seconds || times.at(i) / 60000 == times.at(i - 1) / 60000;
+        QStringList words;
+        for (const qint64 ms : times)
+            words << spoken(ms, seconds);
+        if (words.size() < 2)
+            return words.join(QString());
+        const QString last = words.takeLast();
+        return tr("%1 and %2").arg(words.join(QStringLiteral(", ")), last);
+    }
+
+private:
+    bool m_utc = false;
+};
+
+// "twice", "3 times"
+QString times(int n)
+{
+    return n == 2 ? tr("twice") : n == 1 ? tr("once") : tr("%1 times").arg(n);
 }
 
 QString partnerOf(const EventRow &event)
@@ -87,31 +172,47 @@ QString partnerOf(const EventRow &event)
     return event.partner.isEmpty() ? tr("its partner (no worker on record names it)") : event.partner;
 }
 
-// Applied, after more than one call with the same key: how many effects depends on the
-// partner alone, so the verdict says what the operator recorded about it.
-Verdict severalCallsVerdict(const EventRow &event, const Calls &calls, const QString &duplicates)
+// Applied, after more than one call with the same key that may have acted: how many
+// effects depends on the partner alone, so the verdict says what the operator recorded
+// about it.
+Verdict severalEffectsVerdict(const EventRow &event, const Calls &calls, const QString &duplicates, const Clock &clock)
 {
-    const QString received = tr("the partner received %1 calls with the same key (%2)")
-                                 .arg(calls.total())
-                                 .arg(calls.breakdown());
+    const int effects = calls.possibleEffects();
+    const QString received = calls.total() == effects
+                                 ? tr("the partner received %1 calls with the same key (%2)")
+                                       .arg(calls.total())
+                                       .arg(calls.breakdown())
+                                 : tr("the partner received %1 calls with the same key (%2), %3 of which may have "
+                                      "taken effect")
+                                       .arg(calls.total())
+                                       .arg(calls.breakdown())
+                                       .arg(effects);
+    const QString when = clock.spokenList(calls.effectTimes);
     Verdict verdict;
     switch (event.partnerHonoursKey) {
     case KeyHonouring::Honoured:
         verdict.kind = Verdict::Kind::Delivered;
         verdict.text = tr("Delivered once: %1, and %2 honours Idempotency-Key, so it acted once; %3")
                            .arg(received, partnerOf(event), duplicates);
+        verdict.customerText = tr("We sent this %1 (at %2), and our partner recognised the repeat: you should "
+                                  "have received it once.")
+                                   .arg(times(effects), when);
         break;
     case KeyHonouring::Ignored:
         verdict.kind = Verdict::Kind::Duplicated;
         verdict.text = tr("May have been delivered %1 times: %2, and %3 does not honour Idempotency-Key; %4")
-                           .arg(calls.total())
+                           .arg(effects)
                            .arg(received, partnerOf(event), duplicates);
+        verdict.customerText = tr("Our partner may have sent this %1, at %2.").arg(times(effects), when);
         break;
     case KeyHonouring::Unknown:
         verdict.kind = Verdict::Kind::Uncertain;
         verdict.text = tr("Accepted, but %1; one effect only if it honours Idempotency-Key, which nobody has "
                           "recorded for %2; %3")
                            .arg(received, partnerOf(event), duplicates);
+        verdict.customerText = tr("You received this at least once. Our partner may have sent it %1, at %2; we "
+                                  "are checking whether it sent the repeat.")
+                                   .arg(times(effects), when);
         break;
     }
     return verdict;
@@ -134,44 +235,90 @@ QString preciseDuration(qint64 ms)
     return tr("%1 h %2 min").arg(totalSeconds / 3600).arg((totalSeconds % 3600) / 60);
 }
 
-Verdict eventVerdict(const EventRow &event, const QList<Attempt> &attempts)
+QString verdictKindName(Verdict::Kind kind)
 {
+    switch (kind) {
+    case Verdict::Kind::Delivered:
+        return QStringLiteral("delivered");
+    case Verdict::Kind::Pending:
+        return QStringLiteral("pending");
+    case Verdict::Kind::InDoubt:
+        return QStringLiteral("in_doubt");
+    case Verdict::Kind::Dead:
+        return QStringLiteral("dead");
+    case Verdict::Kind::Uncertain:
+        return QStringLiteral("uncertain");
+    case Verdict::Kind::Duplicated:
+        return QStringLiteral("duplicated");
+    }
+    return {};
+}
+
+Verdict eventVerdict(const EventRow &event, const QList<Attempt> &attempts, VerdictClock zone)
+{
+    const Clock clock(zone);
+    const auto fullTime = [&clock](qint64 ms) { return clock.full(ms); };
     const Calls calls = callsOf(attempts);
     // The ledger's counter, not the history: it is what the claim itself counted.
     const QString suppressed = suppressedText(event.duplicates);
-    const int inDoubtCalls = calls.unanswered + calls.resentAfterDeath;
+    const int inDoubtCalls = calls.unanswered + calls.diedUnrecorded;
     const QString inDoubtNote =
         inDoubtCalls ? counted(inDoubtCalls, "1 earlier call in doubt, resent with the same key",
                                "%1 earlier calls in doubt, resent with the same key")
                      : QString();
+    const qint64 appliedAtMs = event.appliedAtMs > 0 ? event.appliedAtMs : calls.lastAcceptedAtMs;
+    const QString confirmed = appliedAtMs > 0 ? tr("We sent this once; our partner confirmed it at %1.")
+                                                    .arg(clock.spoken(appliedAtMs))
+                                              : tr("We sent this once; our partner confirmed it.");
 
     Verdict verdict;
     if (event.state == LedgerState::Applied) {
+        // Beside "the partner received 2 calls", "no duplicate deliveries" would read as a
+        // contradiction: say which duplicates these are.
+        const QString fromQueue = event.duplicates == 0
+                                      ? tr("the queue delivered it once")
+                                      : counted(event.duplicates, "1 duplicate delivery from the queue suppressed",
+                                                "%1 duplicate deliveries from the queue suppressed");
         if (calls.accepted == 0 && calls.markedDelivered) {
             verdict.kind = Verdict::Kind::Delivered;
             verdict.text = tr("Delivered once, on an operator's word (marked delivered; %1)").arg(suppressed);
+            verdict.customerText = tr("Our team confirmed with our partner that this was delivered once.");
+        } else if (calls.possibleEffects() > 1) {
+            verdict = severalEffectsVerdict(event, calls, fromQueue, clock);
         } else if (calls.total() > 1) {
-            // Beside "the partner received 2 calls", "no duplicate deliveries" would read
-            // as a contradiction: say which duplicates these are.
-            const QString fromQueue = event.duplicates == 0
-                                          ? tr("the queue delivered it once")
-                                          : counted(event.duplicates, "1 duplicate delivery from the queue suppressed",
-                                                    "%1 duplicate deliveries from the queue suppressed");
-            verdict = severalCallsVerdict(event, calls, fromQueue);
+            // Refused, throttled, failed or rejected calls before the accepted one: answers
+            // that nothing was done, so the accepted call is the one effect whatever the
+            // partner does with a repeated key.
+            verdict.kind = Verdict::Kind::Delivered;
+            verdict.text = tr("Delivered once: the partner received %1 calls with the same key (%2), and only the "
+                              "accepted one took effect; %3")
+                               .arg(calls.total())
+                               .arg(calls.breakdown(), fromQueue);
+            verdict.customerText = confirmed;
         } else {
             verdict.kind = Verdict::Kind::Delivered;
             const QString call = calls.accepted == 1 ? tr("1 partner call accepted") : tr("recorded as applied");
             verdict.text = tr("Delivered once (%1; %2)").arg(call, suppressed);
+            verdict.customerText = confirmed;
         }
     } else if (event.state == EventState::Queued) {
         verdict.kind = Verdict::Kind::Pending;
         const qint64 now = nowMs();
         verdict.text = tr("Queued, not picked up by a worker yet: enqueued %1 ago").arg(preciseDuration(std::max<qint64>(0, now - event.createdAtMs)));
-        if (event.dueAtMs > now)
-            verdict.text += tr("; delayed, due at %1 (in %2)").arg(formatTime(event.dueAtMs), preciseDuration(event.dueAtMs - now));
+        verdict.customerText = tr("This has not been sent yet; it is waiting its turn.");
+        if (event.dueAtMs > now) {
+            verdict.text += tr("; delayed, due at %1 (in %2)").arg(clock.full(event.dueAtMs), preciseDuration(event.dueAtMs - now));
+            verdict.customerText = tr("This has not been sent yet; it is due to go out at %1.").arg(clock.spoken(event.dueAtMs));
+        }
     } else if (event.state == LedgerState::InDoubt) {
         verdict.kind = Verdict::Kind::InDoubt;
         verdict.text = tr("In doubt: an operator must decide (the partner may or may not have it)");
+        const qint64 sentAt = calls.lastUnansweredAtMs > 0 ? calls.lastUnansweredAtMs : event.claimedAtMs;
+        verdict.customerText = sentAt > 0 ? tr("We sent this at %1 but our partner did not answer; we are checking "
+                                               "whether it arrived.")
+                                                .arg(clock.spoken(sentAt))
+                                          : tr("We may have sent this, but our partner did not answer; we are "
+                                               "checking whether it arrived.");
     } else if (event.state == LedgerState::Dead) {
         verdict.kind = Verdict::Kind::Dead;
         QStringList why;
@@ -186,11 +333,21 @@ Verdict eventVerdict(const EventRow &event, const QList<Attempt> &attempts)
                                      : tr("Dead-lettered: not delivered (%1)").arg(why.join(QStringLiteral("; ")));
         if (!calls.discardedBy.isEmpty())
             verdict.text += tr("; discarded by %1, so nothing will send it").arg(calls.discardedBy);
+        verdict.customerText =
+            inDoubtCalls ? tr("We could not confirm this was delivered: our partner did not answer our request at "
+                              "%1, and we stopped trying.")
+                               .arg(clock.spokenList(calls.effectTimes))
+                         : tr("This was not delivered: our partner did not accept it, and we stopped trying.");
     } else if (event.state == LedgerState::Retrying) {
         verdict.kind = Verdict::Kind::Pending;
         verdict.text = tr("Not delivered yet: %1")
                            .arg(counted(std::max(calls.failed() + inDoubtCalls, event.sends),
                                         "1 failed send, retrying", "%1 failed sends, retrying"));
+        verdict.customerText = inDoubtCalls ? tr("This is not confirmed yet: our partner did not answer us at %1, "
+                                                 "and we are checking with it again.")
+                                                  .arg(clock.spokenList(calls.effectTimes))
+                                            : tr("This has not been delivered yet; our partner was not ready, and we "
+                                                 "are trying again.");
     } else {
         QString detail;
         if (event.claimExpiresAtMs > 0 && event.claimExpiresAtMs <= nowMs()) {
@@ -199,19 +356,26 @@ Verdict eventVerdict(const EventRow &event, const QList<Attempt> &attempts)
             // said so for as long as no worker ran to take it over.
             verdict.kind = Verdict::Kind::Uncertain;
             detail =
-                event.whatIsKnown() +
+                event.whatIsKnown(fullTime) +
                 tr("; the next worker to lease it resends it with the same key, or holds it for an operator");
+            verdict.customerText = event.claimedAtMs > 0
+                                       ? tr("We may have sent this at %1, but have no confirmation yet; we are "
+                                            "checking.")
+                                             .arg(clock.spoken(event.claimedAtMs))
+                                       : tr("We may have sent this, but have no confirmation yet; we are checking.");
         } else {
             verdict.kind = Verdict::Kind::Pending;
             const QString holder = event.claimedBy.isEmpty() ? tr("a worker") : event.claimedBy;
             detail = event.claimExpiresAtMs > 0 ? tr("%1 claimed it to send it; the claim runs until %2")
-                                                      .arg(holder, formatTime(event.claimExpiresAtMs))
+                                                      .arg(holder, clock.full(event.claimExpiresAtMs))
                                                 : tr("%1 is sending it").arg(holder);
+            verdict.customerText = tr("This is being sent right now.");
         }
         if (inDoubtCalls)
             detail += QStringLiteral("; ") + inDoubtNote;
         verdict.text = tr("Not delivered yet: %1").arg(detail);
     }
+    verdict.possibleEffects = calls.possibleEffects();
     return verdict;
 }
 

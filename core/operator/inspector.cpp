@@ -144,6 +144,17 @@ QByteArray jsonString(const QString &text, bool closed)
     return quoted;
 }
 
+// A history row (alias a) of a call that may have acted at the partner, as eventVerdict
+// counts them: an accepted send, a send written without an answer (the last try of an
+// in-doubt send is recorded "transient" with its class), and a claim taken over or held
+// after its holder died without recording what it did.
+QString possibleEffectSql()
+{
+    return QStringLiteral(
+        "((a.step = 'send' AND (a.outcome IN ('applied', 'in-doubt', 'held') OR a.error_class = 'in-doubt') "
+        "AND COALESCE(a.error_class, '') <> 'connect-failed') OR (a.step = 'claim' AND a.outcome IN ('resend', 'held')))");
+}
+
 // The WHERE clause of an event filter on the ledger and its bound values, shared by the
 // list and the count.
 QString eventWhere(const EventFilter &filter, bool postgres, QVariantList *values,
@@ -188,6 +199,37 @@ QString eventWhere(const EventFilter &filter, bool postgres, QVariantList *value
         conditions << QStringLiteral("send_key IN (SELECT send_key FROM attempts WHERE audit_id = ?)");
         values->append(filter.auditId);
     }
+    if (filter.sinceMs > 0 || filter.untilMs > 0) {
+        // Through attempts(at, ...): a day's history, not the whole ledger's.
+        QStringList window;
+        if (filter.sinceMs > 0) {
+            window << QStringLiteral("at >= ?");
+            values->append(filter.sinceMs);
+        }
+        if (filter.untilMs > 0) {
+            window << QStringLiteral("at < ?");
+            values->append(filter.untilMs);
+        }
+        conditions << QStringLiteral("send_key IN (SELECT send_key FROM attempts WHERE ")
+                          + window.join(QLatin1String(" AND ")) + QLatin1Char(')');
+    }
+    // The key's own history through attempts(key_created_at, send_key, id), as
+    // SqlLedger::attemptsOfKey finds it.
+    const QString ofThisKey = QStringLiteral("a.key_created_at IN (ledger.created_at, 0) AND a.send_key = ledger.send_key");
+    switch (filter.calls) {
+    case EventFilter::Calls::Any:
+        break;
+    case EventFilter::Calls::SeveralEffects:
+        conditions << QStringLiteral("(SELECT COUNT(*) FROM attempts a LEFT JOIN workers w ON w.id = a.worker_id "
+                                     "LEFT JOIN partners p ON p.url = w.partner WHERE ")
+                          + ofThisKey + QStringLiteral(" AND ") + possibleEffectSql()
+                          + QStringLiteral(" AND COALESCE(p.honours_key, '') <> 'yes') > 1");
+        break;
+    case EventFilter::Calls::Unanswered:
+        conditions << QStringLiteral("EXISTS (SELECT 1 FROM attempts a WHERE ") + ofThisKey
+                          + QStringLiteral(" AND ") + possibleEffectSql() + QStringLiteral(" AND a.outcome <> 'applied')");
+        break;
+    }
     return conditions.isEmpty() ? QString() : QStringLiteral(" WHERE ") + conditions.join(QLatin1String(" AND "));
 }
 
@@ -223,7 +265,8 @@ std::optional<PrefixPlan> prefixPlanFor(Database &db, const EventFilter &filter,
 // user column).
 bool listsQueued(const EventFilter &filter)
 {
-    if (!filter.userId.isEmpty())
+    if (!filter.userId.isEmpty() || filter.calls != EventFilter::Calls::Any
+        || filter.order == EventFilter::Order::MostSends)
         return false;
     if (filter.state == EventState::Queued)
         return true;
@@ -235,6 +278,14 @@ QString queuedWhere(const EventFilter &filter, bool postgres, QVariantList *valu
 {
     QStringList conditions{
         QStringLiteral("(send_key IS NULL OR NOT EXISTS (SELECT 1 FROM ledger l WHERE l.send_key = queue.send_key))")};
+    if (filter.sinceMs > 0) {
+        conditions << QStringLiteral("enqueued_at >= ?");
+        values->append(filter.sinceMs);
+    }
+    if (filter.untilMs > 0) {
+        conditions << QStringLiteral("enqueued_at < ?");
+        values->append(filter.untilMs);
+    }
     const EventSearch search = EventSearch::parse(filter.text);
     switch (search.kind) {
     case EventSearch::Kind::None:
@@ -349,24 +400,24 @@ QJsonObject EventRow::toJson() const
     };
 }
 
-QString EventRow::whatIsKnown() const
+QString EventRow::whatIsKnown(const std::function<QString(qint64)> &time) const
 {
     const QString before = sends > 0 ? QStringLiteral("; %1 send%2 on record, the first at %3")
                                            .arg(QString::number(sends), sends == 1 ? QString() : QStringLiteral("s"),
-                                                formatTime(firstSentAtMs))
+                                                time(firstSentAtMs))
                                      : QString();
     const QString by = claimedBy.isEmpty() ? QStringLiteral("a worker") : claimedBy;
     if (claimExpiresAtMs > 0) {
         // The holder vanished (killed, or stopped past its lease) between its claim and
         // an outcome: its request may or may not have been written.
-        const QString when = claimedAtMs > 0 ? QStringLiteral(" at ") + formatTime(claimedAtMs) : QString();
+        const QString when = claimedAtMs > 0 ? QStringLiteral(" at ") + time(claimedAtMs) : QString();
         return QStringLiteral("claimed by %1%2, may have been sent (the claim ran out at %3 without a recorded "
                               "outcome)%4")
-            .arg(by, when, formatTime(claimExpiresAtMs), before);
+            .arg(by, when, time(claimExpiresAtMs), before);
     }
     // The worker itself gave up on an answer it had asked for.
     return QStringLiteral("sent %1 time%2, first at %3, by %4; no complete answer to the last send%5")
-        .arg(QString::number(sends), sends == 1 ? QString() : QStringLiteral("s"), formatTime(firstSentAtMs), by,
+        .arg(QString::number(sends), sends == 1 ? QString() : QStringLiteral("s"), time(firstSentAtMs), by,
              lastError.isEmpty() ? QString() : QStringLiteral(": ") + lastError);
 }
 
@@ -601,23 +652,42 @@ std::optional<QList<EventRow>> Inspector::events(const EventFilter &filter, QStr
     QVariantList values;
     QString where = eventWhere(filter, m_db.isPostgres(), &values, *prefixPlan);
     const QString position = m_db.isPostgres() ? QStringLiteral("seq") : QStringLiteral("rowid");
-    if (pastQueue) {
-        where += (where.isEmpty() ? QStringLiteral(" WHERE ") : QStringLiteral(" AND ")) + position
-                 + (filter.oldestFirst ? QStringLiteral(" > ?") : QStringLiteral(" < ?"));
-        values.append(filter.below);
+    const QString and_ = where.isEmpty() ? QStringLiteral(" WHERE ") : QStringLiteral(" AND ");
+    QString order;
+    switch (filter.order) {
+    case EventFilter::Order::Written:
+        if (pastQueue) {
+            where += and_ + position + (filter.oldestFirst ? QStringLiteral(" > ?") : QStringLiteral(" < ?"));
+            values.append(filter.below);
+        }
+        order = QStringLiteral(" ORDER BY ") + position + (filter.oldestFirst ? QString() : QStringLiteral(" DESC"));
+        break;
+    case EventFilter::Order::MostSends:
+        // Keyset paging on (sends, position), both taken back out of the list position.
+        if (filter.below > 0) {
+            where += and_ + QStringLiteral("(sends < ? OR (sends = ? AND %1 < ?))").arg(position);
+            const qint64 sends = filter.below >> EventFilter::SendsShift;
+            values << sends << sends << (filter.below & ((qint64(1) << EventFilter::SendsShift) - 1));
+        }
+        order = QStringLiteral(" ORDER BY sends DESC, ") + position + QStringLiteral(" DESC");
+        break;
     }
     QSqlQuery query(m_db.connection());
     query.setForwardOnly(true);
     query.prepare(QStringLiteral("SELECT ") + eventColumns(m_db.isPostgres(), false) + QStringLiteral(" FROM ledger")
-                  + where + QStringLiteral(" ORDER BY ") + position
-                  + (filter.oldestFirst ? QStringLiteral(" LIMIT ?") : QStringLiteral(" DESC LIMIT ?")));
+                  + where + order + QStringLiteral(" LIMIT ?"));
     for (const auto &value : std::as_const(values))
         query.addBindValue(value);
     query.addBindValue(limit - int(rows.size()));
     if (!m_db.exec(query, error))
         return std::nullopt;
-    while (query.next())
+    while (query.next()) {
         rows.append(readEvent(query, false));
+        if (filter.order == EventFilter::Order::MostSends) {
+            EventRow &row = rows.last();
+            row.listPosition |= qint64(std::clamp(row.sends, 0, (1 << 21) - 1)) << EventFilter::SendsShift;
+        }
+    }
     return rows;
 }
 

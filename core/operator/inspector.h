@@ -9,6 +9,7 @@
 #include <QJsonArray>
 #include <QJsonObject>
 
+#include <functional>
 #include <optional>
 
 namespace once {
@@ -84,7 +85,8 @@ struct EventRow
     QJsonObject toJson() const;
     // For an event in doubt: what is known of its last send, in one line ("claimed by W at
     // T, may have been sent (the claim ran out at T2 without a recorded outcome)").
-    QString whatIsKnown() const;
+    // Its times are in UTC unless time words them otherwise (a verdict's local time).
+    QString whatIsKnown(const std::function<QString(qint64)> &time = formatTime) const;
 };
 
 struct EventFilter
@@ -95,6 +97,27 @@ struct EventFilter
     QString text;
     QString userId; // exact; the ledger only
     QString state;  // a LedgerState, EventState::Queued, or empty for all
+    // What the history says of the partner calls (see Verdict::possibleEffects).
+    enum class Calls
+    {
+        Any,
+        SeveralEffects, // two or more calls that may each have acted, at a partner not recorded as honouring the key
+        Unanswered,     // a call written and left without an answer, or whose worker died before recording it
+    };
+    Calls calls = Calls::Any;
+    // Only events with something in their history (a claim, a send, an operator's
+    // decision) in [sinceMs, untilMs), or, waiting in the queue, enqueued then. 0: open.
+    qint64 sinceMs = 0;
+    qint64 untilMs = 0;
+    // Written: newest written first (listPosition is the row's seq). MostSends: the most
+    // partner calls first, newest first among equals; listPosition is then sends << 40 |
+    // seq, and messages waiting in the queue (no sends) are not listed.
+    enum class Order
+    {
+        Written,
+        MostSends,
+    };
+    Order order = Order::Written;
     qint64 auditId = 0; // only the events this audit log row's action touched (0: any)
     int limit = 100;
     // Only rows below this list position (EventRow::listPosition of the last row of the
@@ -106,7 +129,12 @@ struct EventFilter
     // A search (text, user or audit row) is counted up to one more than this: more reads
     // "more than CountLimit". The whole ledger and its states are counted exactly.
     static constexpr qint64 CountLimit = 100000;
-    bool countIsBounded() const { return !text.trimmed().isEmpty() || !userId.isEmpty() || auditId > 0; }
+    bool countIsBounded() const
+    {
+        return !text.trimmed().isEmpty() || !userId.isEmpty() || auditId > 0 || calls != Calls::Any || sinceMs > 0
+               || untilMs > 0;
+    }
+    static constexpr int SendsShift = 40;
 };
 
 // What the search box's text asks for.

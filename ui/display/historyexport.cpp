@@ -16,9 +16,13 @@ QByteArray historyToJson(const EventRow &event, const QList<Attempt> &attempts)
         row.insert(QStringLiteral("summary"), attemptSummary(attempt));
         history.append(row);
     }
+    const Verdict verdict = eventVerdict(event, attempts);
     const QJsonObject document{
         {QStringLiteral("event"), event.toJson()},
-        {QStringLiteral("verdict"), eventVerdict(event, attempts).text},
+        {QStringLiteral("verdict"), verdict.text},
+        {QStringLiteral("verdict_kind"), verdictKindName(verdict.kind)},
+        {QStringLiteral("customer_text"), verdict.customerText},
+        {QStringLiteral("possible_effects"), verdict.possibleEffects},
         {QStringLiteral("history"), history},
     };
     return QJsonDocument(document).toJson(QJsonDocument::Indented);

@@ -13,6 +13,9 @@
 
 #include <QClipboard>
 #include <QComboBox>
+#include <QDateEdit>
+#include <QDateTimeEdit>
+#include <QTimeZone>
 #include <QDir>
 #include <QFileDialog>
 #include <QFontDatabase>
@@ -46,6 +49,18 @@ constexpr int SearchDebounceMs = 300;
 const QString EventsHeader = QStringLiteral("events.sendsFirst");
 // Named anew when the columns change, so that a saved layout never misplaces them.
 const QString TimelineHeader = QStringLiteral("eventsTimeline.eventId");
+// The state box's entries that read the history rather than the ledger's state.
+const QString SeveralEffects = QStringLiteral("calls:several-effects");
+const QString Unanswered = QStringLiteral("calls:unanswered");
+
+enum When
+{
+    AnyTime,
+    Today,
+    Yesterday,
+    OnADay,
+    Between
+};
 
 QLabel *factValue()
 {
@@ -120,6 +135,45 @@ EventsPage::EventsPage(QWidget *parent)
         m_state->addItem(stateIcon(state), state, QString(state));
         m_state->setItemData(m_state->count() - 1, stateDescription(state), Qt::ToolTipRole);
     }
+    m_state->insertSeparator(m_state->count());
+    m_state->addItem(style()->standardIcon(QStyle::SP_MessageBoxWarning), tr("possibly more than one effect"),
+                     SeveralEffects);
+    m_state->setItemData(m_state->count() - 1,
+                         tr("Two or more partner calls that may each have acted (accepted, or left without an "
+                            "answer), at a partner not recorded as honouring Idempotency-Key: who may have got "
+                            "it twice"),
+                         Qt::ToolTipRole);
+    m_state->addItem(tr("unanswered"), Unanswered);
+    m_state->setItemData(m_state->count() - 1,
+                         tr("A partner call was written and left without an answer, or its worker died before "
+                            "recording it: the partner may have it"),
+                         Qt::ToolTipRole);
+
+    // When things happened: something in the event's history in the window. Picked
+    // days and ranges apply on Enter or Apply, not at each keystroke in a date.
+    m_when = new QComboBox;
+    m_when->setObjectName(QStringLiteral("whenFilter"));
+    m_when->addItem(tr("Any time"), AnyTime);
+    m_when->addItem(tr("Today"), Today);
+    m_when->addItem(tr("Yesterday"), Yesterday);
+    m_when->addItem(tr("On a day…"), OnADay);
+    m_when->addItem(tr("Between…"), Between);
+    m_when->setToolTip(tr("Only events with something in their history (a claim, a send, an operator's decision) "
+                          "at that time, in the console's time zone"));
+    m_day = new QDateEdit(QDate::currentDate());
+    m_day->setObjectName(QStringLiteral("whenDay"));
+    m_day->setCalendarPopup(true);
+    m_day->setDisplayFormat(QStringLiteral("yyyy-MM-dd"));
+    m_from = new QDateTimeEdit(QDateTime(QDate::currentDate(), QTime(0, 0)));
+    m_from->setObjectName(QStringLiteral("whenFrom"));
+    m_from->setCalendarPopup(true);
+    m_from->setDisplayFormat(QStringLiteral("yyyy-MM-dd HH:mm"));
+    m_to = new QDateTimeEdit(QDateTime(QDate::currentDate().addDays(1), QTime(0, 0)));
+    m_to->setObjectName(QStringLiteral("whenTo"));
+    m_to->setCalendarPopup(true);
+    m_to->setDisplayFormat(QStringLiteral("yyyy-MM-dd HH:mm"));
+    m_applyWhen = new QPushButton(tr("Apply"));
+    m_applyWhen->setObjectName(QStringLiteral("applyWhen"));
 
     m_count = new QLabel;
     m_count->setObjectName(QStringLiteral("count"));
@@ -133,6 +187,17 @@ EventsPage::EventsPage(QWidget *parent)
     stateLabel->setBuddy(m_state);
     bar->addWidget(stateLabel);
     bar->addWidget(m_state);
+    auto *whenLabel = new QLabel(tr("&When:"));
+    whenLabel->setBuddy(m_when);
+    bar->addWidget(whenLabel);
+    bar->addWidget(m_when);
+    bar->addWidget(m_day);
+    bar->addWidget(m_from);
+    auto *toLabel = new QLabel(tr("to"));
+    toLabel->setObjectName(QStringLiteral("whenToLabel"));
+    bar->addWidget(toLabel);
+    bar->addWidget(m_to);
+    bar->addWidget(m_applyWhen);
     bar->addWidget(m_count);
 
     // Which audit row's events are listed, and the way back to all of them.
@@ -183,6 +248,11 @@ EventsPage::EventsPage(QWidget *parent)
     // narrows the list instead.
     header->restoreState(Settings().headerState(EventsHeader));
     header->setSortIndicatorShown(false);
+    // One other order, done by the store: the most partner calls first (a click on Sends;
+    // another click, or on any other column, goes back to the store's order).
+    header->setSectionsClickable(true);
+    connect(header, &QHeaderView::sectionClicked, this,
+            [this](int section) { sortBySends(section == EventsModel::Sends && !m_bySends); });
 
     m_tableEmpty = emptyState(QString());
     m_tableEmpty->setObjectName(QStringLiteral("eventsEmpty"));
@@ -223,13 +293,26 @@ EventsPage::EventsPage(QWidget *parent)
     });
     connect(m_search, &QLineEdit::returnPressed, this, &EventsPage::search);
     connect(m_state, &QComboBox::currentIndexChanged, this, [this] { applyFilter(false); });
+    connect(m_when, &QComboBox::currentIndexChanged, this, [this] {
+        updateWhenControls();
+        // A day or a range waits for its dates; the others are whole choices.
+        const int when = m_when->currentData().toInt();
+        if (when != OnADay && when != Between)
+            applyFilter(false);
+    });
+    connect(m_applyWhen, &QPushButton::clicked, this, [this] { applyFilter(false); });
+    for (QDateTimeEdit *edit : {static_cast<QDateTimeEdit *>(m_day), m_from, m_to})
+        connect(edit, &QAbstractSpinBox::editingFinished, this, [this] { applyFilter(false); });
+    updateWhenControls();
 
     connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this,
             &EventsPage::onSelectionChanged);
     connect(m_model, &EventsModel::totalChanged, this, &EventsPage::updateCount);
     connect(&DisplayTime::instance(), &DisplayTime::changed, this, [this] {
-        if (!m_storyKey.isEmpty())
+        if (!m_storyKey.isEmpty()) {
             showFacts(m_storyEvent);
+            updateVerdict();
+        }
     });
     connect(m_model, &EventsModel::loadingChanged, this, [this] {
         updateCount();
@@ -294,9 +377,18 @@ void EventsPage::buildTimeline(QWidget *timeline)
     verdictFrame->setFrameShape(QFrame::StyledPanel);
     verdictFrame->setBackgroundRole(QPalette::AlternateBase);
     verdictFrame->setAutoFillBackground(true);
+    m_customer = new QLabel;
+    m_customer->setObjectName(QStringLiteral("customerText"));
+    m_customer->setWordWrap(true);
+    m_customer->setTextFormat(Qt::PlainText);
+    m_customer->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_customer->setToolTip(tr("The verdict in plain words, to read to the customer"));
     auto *verdictLayout = new QHBoxLayout(verdictFrame);
     verdictLayout->addWidget(m_verdictIcon, 0, Qt::AlignTop);
-    verdictLayout->addWidget(m_verdict, 1);
+    auto *verdictLines = new QVBoxLayout;
+    verdictLines->addWidget(m_verdict);
+    verdictLines->addWidget(m_customer);
+    verdictLayout->addLayout(verdictLines, 1);
 
     m_factKey = factValue();
     m_factKey->setObjectName(QStringLiteral("factKey"));
@@ -487,11 +579,20 @@ void EventsPage::applyFilter(bool force)
     m_searchDebounce.stop();
     EventFilter filter;
     filter.text = m_search->text().trimmed();
-    filter.state = m_state->currentData().toString();
+    const QString state = m_state->currentData().toString();
+    if (state == SeveralEffects)
+        filter.calls = EventFilter::Calls::SeveralEffects;
+    else if (state == Unanswered)
+        filter.calls = EventFilter::Calls::Unanswered;
+    else
+        filter.state = state;
     filter.auditId = m_auditFilter;
+    std::tie(filter.sinceMs, filter.untilMs) = whenWindow();
+    filter.order = m_bySends ? EventFilter::Order::MostSends : EventFilter::Order::Written;
     const EventFilter current = m_model->filter();
-    if (!force && filter.text == current.text && filter.state == current.state &&
-        filter.auditId == current.auditId)
+    if (!force && filter.text == current.text && filter.state == current.state && filter.auditId == current.auditId
+        && filter.calls == current.calls && filter.sinceMs == current.sinceMs && filter.untilMs == current.untilMs
+        && filter.order == current.order)
         return;
     closeStory();
     m_error->hide();
@@ -499,6 +600,50 @@ void EventsPage::applyFilter(bool force)
     m_table->scrollToTop();
     updateCount();
     updateEmptyState();
+}
+
+std::pair<qint64, qint64> EventsPage::whenWindow() const
+{
+    // Days begin at midnight where the console shows its times.
+    const QTimeZone zone = DisplayTime::instance().utc() ? QTimeZone::utc() : QTimeZone::systemTimeZone();
+    const QDate today = QDateTime::currentDateTimeUtc().toTimeZone(zone).date();
+    const auto dayWindow = [&zone](QDate day) {
+        return std::pair<qint64, qint64>{day.startOfDay(zone).toMSecsSinceEpoch(),
+                                         day.addDays(1).startOfDay(zone).toMSecsSinceEpoch()};
+    };
+    switch (m_when->currentData().toInt()) {
+    case Today:
+        return dayWindow(today);
+    case Yesterday:
+        return dayWindow(today.addDays(-1));
+    case OnADay:
+        return dayWindow(m_day->date());
+    case Between:
+        return {QDateTime(m_from->date(), m_from->time(), zone).toMSecsSinceEpoch(),
+                QDateTime(m_to->date(), m_to->time(), zone).toMSecsSinceEpoch()};
+    default:
+        return {0, 0};
+    }
+}
+
+void EventsPage::updateWhenControls()
+{
+    const int when = m_when->currentData().toInt();
+    m_day->setVisible(when == OnADay);
+    m_from->setVisible(when == Between);
+    m_to->setVisible(when == Between);
+    findChild<QLabel *>(QStringLiteral("whenToLabel"))->setVisible(when == Between);
+    m_applyWhen->setVisible(when == OnADay || when == Between);
+}
+
+void EventsPage::sortBySends(bool bySends)
+{
+    m_bySends = bySends;
+    QHeaderView *header = m_table->horizontalHeader();
+    header->setSortIndicatorShown(bySends);
+    if (bySends)
+        header->setSortIndicator(EventsModel::Sends, Qt::DescendingOrder);
+    applyFilter(false);
 }
 
 std::pair<int, int> EventsPage::visibleRows() const
@@ -645,11 +790,15 @@ void EventsPage::updateVerdict()
     } else if (!m_storyLoaded) {
         text = tr("Reading the history…");
     } else {
-        verdict = eventVerdict(m_storyEvent, m_attempts->attempts());
+        verdict = eventVerdict(m_storyEvent, m_attempts->attempts(),
+                               DisplayTime::instance().utc() ? VerdictClock::Utc : VerdictClock::Local);
         text = verdict.text;
         state = m_storyEvent.state;
     }
     m_verdict->setText(text);
+    m_customer->setText(verdict.customerText.isEmpty() ? QString()
+                                                       : tr("To the customer: “%1”").arg(verdict.customerText));
+    m_customer->setVisible(!verdict.customerText.isEmpty());
     // Several calls the partner may each have acted on: a warning, whatever the state.
     if (verdict.kind == Verdict::Kind::Uncertain || verdict.kind == Verdict::Kind::Duplicated)
         m_verdictIcon->setPixmap(style()->standardIcon(QStyle::SP_MessageBoxWarning).pixmap(24, 24));
@@ -723,7 +872,8 @@ void EventsPage::updateEmptyState()
     else if (filter.auditId != 0)
         m_tableEmpty->setText(tr("No events match\n\nThis action touched no event that is still in the store "
                                  "(a message that never parsed has none; retention removes old ones)."));
-    else if (filter.text.isEmpty() && filter.state.isEmpty())
+    else if (filter.text.isEmpty() && filter.state.isEmpty() && filter.calls == EventFilter::Calls::Any
+             && filter.sinceMs == 0 && filter.untilMs == 0)
         m_tableEmpty->setText(tr("No events in this store yet"));
     else if (filter.text.isEmpty())
         m_tableEmpty->setText(tr("No events match"));
@@ -751,6 +901,11 @@ void EventsPage::selectStoryRow()
 QString EventsPage::verdictText() const
 {
     return m_storyKey.isEmpty() ? QString() : m_verdict->text();
+}
+
+QString EventsPage::customerText() const
+{
+    return m_storyKey.isEmpty() ? QString() : m_customer->text();
 }
 
 QString EventsPage::countText() const

@@ -7,6 +7,8 @@
 #include <QTimer>
 
 class QComboBox;
+class QDateEdit;
+class QDateTimeEdit;
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -53,6 +55,8 @@ public:
     // The story has been read from the store at least once since it was opened.
     bool storyLoaded() const { return m_storyLoaded; }
     QString verdictText() const;
+    // The verdict in plain words, as support reads it to the customer.
+    QString customerText() const;
     QString countText() const;
     // Records, for the partner of the open story, whether it honours Idempotency-Key; the
     // story reloads with the verdict worded from it once the store has it.
@@ -67,6 +71,10 @@ signals:
 private:
     void buildTimeline(QWidget *timeline);
     void applyFilter(bool force);
+    // The time window the "When" controls ask for, [since, until) in ms (0: open).
+    std::pair<qint64, qint64> whenWindow() const;
+    void updateWhenControls();
+    void sortBySends(bool bySends);
     void onSelectionChanged();
     void openStory(const QByteArray &sendKey);
     void closeStory();
@@ -91,6 +99,12 @@ private:
 
     QLineEdit *m_search = nullptr;
     QComboBox *m_state = nullptr;
+    QComboBox *m_when = nullptr;
+    QDateEdit *m_day = nullptr;
+    QDateTimeEdit *m_from = nullptr;
+    QDateTimeEdit *m_to = nullptr;
+    QPushButton *m_applyWhen = nullptr;
+    bool m_bySends = false;
     QLabel *m_count = nullptr;
     QLabel *m_error = nullptr;
     QSplitter *m_splitter = nullptr;
@@ -101,6 +115,7 @@ private:
     QLabel *m_storyEmpty = nullptr;
     QLabel *m_verdictIcon = nullptr;
     QLabel *m_verdict = nullptr;
+    QLabel *m_customer = nullptr;
     QLabel *m_factKey = nullptr;
     QLabel *m_factEventId = nullptr;
     QLabel *m_factUser = nullptr;
