@@ -1,8 +1,8 @@
 // Support finds a dead letter by what the customer tells them, end to end: real `once
 // worker` processes dead-letter messages at a real `once partner-sim` (503), at a partner
-// that refuses our key (401) or the message (400), and before any claim (an invalid
-// message, which never becomes an event). `once events --search` and `once dlq --search`
-// find them on the command line; the console's Events page, finding no event, offers the
+// that refuses the message (400), and before any claim (an invalid message, which never
+// becomes an event); two died on a 401 (our key refused) under an older worker. `once events --search` and
+// `once dlq --search` find them on the command line; the console's Events page, finding no event, offers the
 // dead letters the same search finds; the Dead letters page searches ids, destination,
 // error text and HTTP status and tells a 401 from a 400; its from-to range is typed and
 // applied on Enter, never half typed; its time columns say their zone. The store's query
@@ -19,6 +19,7 @@
 #include "settings/settings.h"
 
 #include "deliveryharness.h"
+#include "model/reminder.h"
 #include "store/store.h"
 #include "threadedfakeserver.h"
 
@@ -111,8 +112,8 @@ private:
     // Runs one worker until idle against the partner at url, one attempt each.
     bool work(const QString &partnerUrl);
     bool openConsole();
-    // Every kind: 2 of 503 (partner-sim), 2 of 401 and 1 of 400 (a partner that refuses
-    // our key or the message), and the invalid ghost message.
+    // Every kind: 2 of 503 (partner-sim), 1 of 400 (a partner that refuses the message),
+    // the invalid ghost message, and 2 of 401.
     void fillEveryKind();
     QList<DeadLetter> storeLetters(const DeadLetterFilter &filter);
 
@@ -146,11 +147,9 @@ void TestDeadLetterSearch::init()
     m_once = std::make_unique<OnceRunner>(m_onceBin, m_url);
     const auto init = m_once->run({QStringLiteral("init")});
     QVERIFY2(init.exitedWith(0), init.describe().constData());
-    // Refuses the key for auth-* users and the message for bad-* users, as a partner does.
+    // Refuses the message for bad-* users, as a partner does.
     m_refusingPartner = std::make_unique<ThreadedFakeServer>();
     m_refusingPartner->setResponder([](const SeenRequest &request) {
-        if (request.body.contains(R"("user_id":"auth-)"))
-            return jsonAnswer(401, {{QStringLiteral("error"), QStringLiteral("Invalid API key")}});
         if (request.body.contains(R"("user_id":"bad-)"))
             return jsonAnswer(
                 400, {{QStringLiteral("error"), QStringLiteral("destination is not a valid address")}});
@@ -219,11 +218,37 @@ void TestDeadLetterSearch::fillEveryKind()
                      reminderJson(QStringLiteral("out-1"), QStringLiteral("+15550101"))}));
     QVERIFY(enqueue(QStringLiteral("ghost"), {GhostLine}, true));
     QVERIFY(work(QStringLiteral("http://127.0.0.1:%1/reminders").arg(simulator)));
-    QVERIFY(enqueue(QStringLiteral("refused"),
-                    {reminderJson(QStringLiteral("auth-0"), QStringLiteral("+15550200")),
-                     reminderJson(QStringLiteral("auth-1"), QStringLiteral("+15550201")),
-                     reminderJson(QStringLiteral("bad-0"), QStringLiteral("+1555"))}));
+    QVERIFY(
+        enqueue(QStringLiteral("refused"), {reminderJson(QStringLiteral("bad-0"), QStringLiteral("+1555"))}));
     QVERIFY(work(m_refusingPartner->url("/reminders")));
+    // Two letters that died on a 401, as a worker that dead-lettered the partner's refusal of
+    // our key wrote them (and a broker's dead-letter queue keeps them): a worker now holds
+    // its sends while the partner refuses the key, so they are settled here through the
+    // store's queue, exactly as the engine settles a dead letter.
+    QVERIFY(enqueue(QStringLiteral("unauthorized"),
+                    {reminderJson(QStringLiteral("auth-0"), QStringLiteral("+15550200")),
+                     reminderJson(QStringLiteral("auth-1"), QStringLiteral("+15550201"))}));
+    QString error;
+    if (!m_store)
+        m_store = Store::open(m_url, &error);
+    QVERIFY2(m_store, qPrintable(error));
+    const QList<QueueMessage> leased =
+        m_store->queue().lease(2, 60000, QStringLiteral("an-older-worker"), &error);
+    QVERIFY2(leased.size() == 2, qPrintable(error));
+    QList<Settlement> settlements;
+    for (const QueueMessage &message : leased) {
+        const auto parsed = parseReminder(message.payload);
+        QVERIFY2(parsed.reminder, qPrintable(parsed.error));
+        const DeadLetterInfo info{QStringLiteral("rejected"),
+                                  QStringLiteral(R"(HTTP 401: {"error":"Invalid API key"})"),
+                                  1,
+                                  nowMs(),
+                                  nowMs(),
+                                  parsed.reminder->sendKey,
+                                  parsed.reminder->eventId};
+        settlements.append({Settlement::Kind::DeadLetter, message.id, message.delivery, 0, info});
+    }
+    QVERIFY2(m_store->queue().settle(settlements, &error), qPrintable(error));
     QCOMPARE(m_once->jsonArray({QStringLiteral("dlq"), QStringLiteral("--json")}).size(), 6);
 }
 
