@@ -329,13 +329,14 @@ QVariant DeadLettersModel::headerData(int section, Qt::Orientation orientation, 
         case Redrives:
             return tr("Redrives");
         // Each says its zone, as the Events page's do: support reads them against a
-        // customer's "I sent it at 9".
+        // customer's "I sent it at 9". On a line of its own, so that a column as wide as
+        // its times shows it whole.
         case FirstAttempt:
-            return tr("First attempt (%1)").arg(DisplayTime::instance().zoneLabel());
+            return tr("First attempt\n(%1)").arg(DisplayTime::instance().zoneLabel());
         case LastAttempt:
-            return tr("Last attempt (%1)").arg(DisplayTime::instance().zoneLabel());
+            return tr("Last attempt\n(%1)").arg(DisplayTime::instance().zoneLabel());
         case DeadAt:
-            return tr("Dead at (%1)").arg(DisplayTime::instance().zoneLabel());
+            return tr("Dead at\n(%1)").arg(DisplayTime::instance().zoneLabel());
         case SendKey:
             return tr("Send key");
         case EventId:

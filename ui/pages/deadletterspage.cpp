@@ -176,8 +176,9 @@ void DeadLettersPage::buildUi()
            "\"prefix*\"); text in the error (\"401\", \"invalid\"); \"body:text\" for text in the "
            "message. Press Enter to search."));
     m_searchEdit->setClearButtonEnabled(true);
+    // It takes the room the other filters leave, down to most of its placeholder.
     m_searchEdit->setMinimumWidth(
-        m_searchEdit->fontMetrics().horizontalAdvance(m_searchEdit->placeholderText()) + 40);
+        m_searchEdit->fontMetrics().horizontalAdvance(QStringLiteral("Search ids, destination")) + 40);
     connect(m_searchEdit, &QLineEdit::returnPressed, this, &DeadLettersPage::applySearch);
     connect(m_searchEdit, &QLineEdit::textChanged, this, [this](const QString &text) {
         if (text.isEmpty() && !m_searchText.isEmpty())
@@ -187,6 +188,9 @@ void DeadLettersPage::buildUi()
     m_statusCombo->setObjectName(QStringLiteral("httpStatusFilter"));
     m_statusCombo->setToolTip(
         tr("The partner's last answer: a 401 (our credentials) apart from a 400 (the message)"));
+    // "503 Service Unavailable" in full in the list; the closed combo need not be that wide.
+    m_statusCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_statusCombo->setMinimumContentsLength(16);
     m_statusCombo->addItem(tr("Any HTTP status"), 0);
     const QList<QPair<int, QString>> statuses{{400, tr("Bad Request")},
                                               {401, tr("Unauthorized")},
@@ -243,7 +247,7 @@ void DeadLettersPage::buildUi()
     m_placeLabel->setFont(placeFont);
 
     auto *bar = new QHBoxLayout;
-    bar->addWidget(m_searchEdit);
+    bar->addWidget(m_searchEdit, 1);
     bar->addWidget(m_statusCombo);
     bar->addWidget(new QLabel(tr("Error class:")));
     bar->addWidget(m_classCombo);
@@ -254,10 +258,10 @@ void DeadLettersPage::buildUi()
     bar->addWidget(m_rangeTo);
     bar->addWidget(m_toEdit);
     bar->addWidget(m_applyRangeButton);
-    bar->addWidget(actionButton(m_selectionRangeAction));
-    bar->addStretch(1);
+
     auto *actionsBar = new QHBoxLayout;
     actionsBar->addWidget(m_countLabel, 1);
+    actionsBar->addWidget(actionButton(m_selectionRangeAction));
     actionsBar->addWidget(actionButton(m_redriveSelectedAction));
     actionsBar->addWidget(actionButton(m_redriveAllAction));
     actionsBar->addWidget(actionButton(m_discardAction));
@@ -837,6 +841,8 @@ void DeadLettersPage::updateDetails()
     if (!current.isValid()) {
         m_detailsHeader->clear();
         m_details->clear();
+        // A payload asked for before the selection went (a new filter) is not coming.
+        m_details->setPlaceholderText(tr("Select a dead letter to see its payload"));
         m_detailsId.clear();
         m_detailsToken = 0;
         return;
