@@ -622,8 +622,8 @@ void TestOperatorActions::deadLetterOpensFromItsEventExportsAndFiltersByRange()
 
     // A from-to range picks exactly the second outage; a range that ends before it starts
     // is refused in words.
-    auto *fromEdit = deadLetters->findChild<QDateTimeEdit *>(QStringLiteral("diedFrom"));
-    auto *toEdit = deadLetters->findChild<QDateTimeEdit *>(QStringLiteral("diedTo"));
+    auto *fromEdit = deadLetters->findChild<QLineEdit *>(QStringLiteral("diedFrom"));
+    auto *toEdit = deadLetters->findChild<QLineEdit *>(QStringLiteral("diedTo"));
     time->setCurrentIndex(time->findData(qint64(-1)));
     QVERIFY(fromEdit->isVisible());
     QVERIFY(toEdit->isVisible());

@@ -1738,7 +1738,7 @@ void TestStore::deadLetterPagesWalkTheIndexOfTheirOrder()
     }
     const auto pagePlan = [&](const DeadLetterFilter &filter) {
         QVariantList values;
-        const QString sql = deadLetterPageSql(filter, &values);
+        const QString sql = deadLetterPageSql(filter, m_stores.isPostgres(), &values);
         return planOf(sql, values);
     };
     for (const bool newestFirst : {false, true}) {

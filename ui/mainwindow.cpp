@@ -64,6 +64,10 @@ MainWindow::MainWindow(QWidget *parent)
         showPage(events);
         events->showStory(sendKey);
     });
+    connect(events, &EventsPage::deadLettersSearchRequested, this, [this, deadLetters](const QString &text) {
+        showPage(deadLetters);
+        deadLetters->search(text);
+    });
     connect(events, &EventsPage::deadLetterRequested, this, [this, deadLetters](const QByteArray &sendKey) {
         showPage(deadLetters);
         deadLetters->showLetter(sendKey);

@@ -45,6 +45,24 @@ std::optional<QList<DeadLetter>> brokerDeadLetters(BrokerQueue &broker, const De
     return letters;
 }
 
+// A message that never became an event (invalid, refused before its claim) is only a dead
+// letter: where a search finds no event, "not found" must not read as "never received".
+// ", but 1 dead letter matches: once dlq --search \"T\"", or nothing.
+QString deadLetterHint(Store &store, const QString &text)
+{
+    DeadLetterFilter filter;
+    filter.text = text;
+    QString error;
+    const auto counts = store.inspector().countDeadLetters(filter, 0, &error);
+    const qint64 letters = counts ? counts->tally().letters : 0;
+    if (letters == 0)
+        return QString();
+    return QStringLiteral(", but %1 dead letter%2: once dlq --search %3")
+        .arg(letters)
+        .arg(letters == 1 ? QStringLiteral(" matches") : QStringLiteral("s match"),
+             QString::fromUtf8(jsonString(text.trimmed())));
+}
+
 void addReasonOption(QCommandLineParser &parser)
 {
     parser.addOption({QStringLiteral("reason"),
@@ -267,9 +285,10 @@ int runHistory(const QStringList &arguments)
     if (!store)
         return Failure;
     QString error;
-    const auto event = store->inspector().event(command.parser().positionalArguments().constFirst(), &error);
+    const QString keyOrEventId = command.parser().positionalArguments().constFirst();
+    const auto event = store->inspector().event(keyOrEventId, &error);
     if (!event)
-        return failure(error);
+        return failure(error + deadLetterHint(*store, keyOrEventId));
     const auto attempts = store->inspector().attempts(event->sendKey, &error);
     if (!attempts)
         return failure(error);
@@ -317,6 +336,12 @@ int runEvents(const QStringList &arguments)
     Command command(QStringLiteral("events"), QStringLiteral("Lists events, newest first."), {});
     auto &parser = command.parser();
     parser.addOption({QStringLiteral("user"), QStringLiteral("Only this user's events."), QStringLiteral("U")});
+    parser.addOption(
+        {QStringLiteral("search"),
+         QStringLiteral("Events with this user id, destination, reminder id, send key or event id "
+                        "(\"prefix*\" for a start, \"body:text\" for text in the message); "
+                        "dead letters that match are counted too."),
+         QStringLiteral("T")});
     parser.addOption({QStringLiteral("state"),
                       QStringLiteral("Only events in state S: claimed, retrying, applied, in_doubt, dead; or "
                                      "several-effects (two or more partner calls that may each have acted, at a "
@@ -378,17 +403,21 @@ int runEvents(const QStringList &arguments)
     if (!store)
         return Failure;
     filter.userId = parser.value(QStringLiteral("user"));
+    filter.text = parser.value(QStringLiteral("search"));
     filter.limit = int(*limit);
     QString error;
     const auto rows = store->inspector().events(filter, &error);
     if (!rows)
         return failure(error);
-    if (parser.isSet(QStringLiteral("json"))) {
+    if (parser.isSet(QStringLiteral("json")))
         printJsonArray(*rows);
-        return Ok;
-    }
-    for (const auto &row : *rows)
-        printLine(describe(row));
+    else
+        for (const auto &row : *rows)
+            printLine(describe(row));
+    // On stderr, so that --json stays one document.
+    if (rows->isEmpty() && EventSearch::parse(filter.text).kind != EventSearch::Kind::None)
+        if (const QString hint = deadLetterHint(*store, filter.text); !hint.isEmpty())
+            std::fprintf(stderr, "once: no events match%s\n", qPrintable(hint));
     return Ok;
 }
 
@@ -397,12 +426,29 @@ int runDeadLetters(const QStringList &arguments)
     Command command(QStringLiteral("dlq"), QStringLiteral("Lists dead letters without consuming them."), {});
     auto &parser = command.parser();
     parser.addOption({QStringLiteral("error-class"), QStringLiteral("Only this error class."), QStringLiteral("C")});
+    parser.addOption({QStringLiteral("search"),
+                      QStringLiteral("Letters with this message id, send key or event id, or this user id, "
+                                     "reminder id or destination in their message (\"prefix*\" for a start, "
+                                     "\"body:text\" for text in the message), or this text in their error."),
+                      QStringLiteral("T")});
+    parser.addOption(
+        {QStringLiteral("http-status"),
+         QStringLiteral("Only letters the partner last answered with this HTTP status (401 apart "
+                        "from 400)."),
+         QStringLiteral("N")});
     parser.addOption({QStringLiteral("json"), QStringLiteral("Print JSON.")});
     command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
     DeadLetterFilter filter;
     filter.errorClass = parser.value(QStringLiteral("error-class"));
+    filter.text = parser.value(QStringLiteral("search"));
+    if (parser.isSet(QStringLiteral("http-status"))) {
+        const auto status = command.integer(QStringLiteral("http-status"), 100, 599);
+        if (!status)
+            return Usage;
+        filter.httpStatus = int(*status);
+    }
     QString error;
     std::optional<QList<DeadLetter>> letters;
     if (command.queueUrl().isEmpty()) {

@@ -1,5 +1,6 @@
 #include "model/deadletter.h"
 
+#include "model/searchtext.h"
 #include "text/jsonvalues.h"
 
 #include <algorithm>
@@ -27,9 +28,48 @@ QJsonObject DeadLetter::toJson() const
 
 bool DeadLetterFilter::matches(const DeadLetter &letter) const
 {
-    return (errorClass.isEmpty() || letter.errorClass == errorClass) && letter.deadAtMs >= sinceMs
-           && (untilMs <= 0 || letter.deadAtMs <= untilMs) && (sendKeys.isEmpty() || sendKeys.contains(letter.sendKey))
-           && (ids.isEmpty() || ids.contains(letter.id));
+    return (errorClass.isEmpty() || letter.errorClass == errorClass) && letter.deadAtMs >= sinceMs &&
+           (untilMs <= 0 || letter.deadAtMs <= untilMs) &&
+           (sendKeys.isEmpty() || sendKeys.contains(letter.sendKey)) &&
+           (ids.isEmpty() || ids.contains(letter.id)) &&
+           (httpStatus <= 0 || lastErrorHasHttpStatus(letter.lastError, httpStatus)) &&
+           deadLetterMatchesSearch(letter, text);
+}
+
+bool lastErrorHasHttpStatus(const QString &lastError, int httpStatus)
+{
+    // The patterns the store's query uses (LIKE), word for word.
+    const QString answer = QStringLiteral("HTTP %1").arg(httpStatus);
+    if (lastError == answer || lastError.startsWith(answer + QLatin1Char(':')))
+        return true;
+    const QLatin1String gaveUp("gave up after ");
+    if (!lastError.startsWith(gaveUp))
+        return false;
+    const QString after = QStringLiteral(": ") + answer;
+    return lastError.indexOf(after + QLatin1Char(':'), gaveUp.size()) >= 0 ||
+           (lastError.endsWith(after) && lastError.size() >= gaveUp.size() + after.size());
+}
+
+bool deadLetterMatchesSearch(const DeadLetter &letter, const QString &text)
+{
+    const EventSearch search = EventSearch::parse(text);
+    const QString sendKey = QString::fromLatin1(letter.sendKey);
+    switch (search.kind) {
+    case EventSearch::Kind::None:
+        return true;
+    case EventSearch::Kind::Exact:
+        return letter.id == search.text || sendKey == search.text || letter.eventId == search.text ||
+               letter.payload.contains(jsonString(search.text, true)) ||
+               letter.lastError.contains(search.text, Qt::CaseInsensitive);
+    case EventSearch::Kind::Prefix:
+        return letter.id.startsWith(search.text) || sendKey.startsWith(search.text) ||
+               letter.eventId.startsWith(search.text) ||
+               letter.payload.contains(jsonString(search.text, false)) ||
+               letter.lastError.contains(search.text, Qt::CaseInsensitive);
+    case EventSearch::Kind::Body:
+        return letter.payload.contains(search.text.toUtf8());
+    }
+    return false;
 }
 
 bool DeadLetterFilter::listsBefore(const DeadLetter &a, const DeadLetter &b) const

@@ -39,6 +39,17 @@ struct DeadLetterFilter
     qint64 untilMs = 0;           // dead at or before (0: no end)
     QList<QByteArray> sendKeys;   // empty: any
     QStringList ids;              // message ids; empty: any
+    // A search, read as EventSearch reads it: a message id, send key or event id whole (or
+    // "prefix*"); a user id, reminder id or destination as the message holds it; "body:text"
+    // anywhere in the message; and, besides, text anywhere in the last error, in any case
+    // ("invalid phone", "401"). A message that never became an event (invalid, refused
+    // before its claim) is found here by what support knows of it.
+    QString text;
+    // Only letters whose last error is the partner's answer with this status (0: any): a 401
+    // (the partner refused our credentials, every letter alike) apart from a 400 (this
+    // message). Read from the error text the worker wrote ("HTTP 401: …", or after
+    // "gave up after N attempts: "), which is what a broker's letters carry too.
+    int httpStatus = 0;
     int limit = -1;
     // The list's order is dead_at, then id: oldest first, or newest first.
     bool newestFirst = false;
@@ -64,6 +75,13 @@ struct DeadLetterFilter
     // Whether a letter lies after the cursor (always, without one).
     bool isAfterCursor(const DeadLetter &letter) const;
 };
+
+// Whether a letter's last error is the partner's answer with this HTTP status; the same
+// test as the store's query makes (Inspector), for letters listed without SQL.
+bool lastErrorHasHttpStatus(const QString &lastError, int httpStatus);
+// Whether a letter matches a search (DeadLetterFilter::text), as the store's query finds
+// it; the payload must be there (a broker's listing has it).
+bool deadLetterMatchesSearch(const DeadLetter &letter, const QString &text);
 
 // What is known about a set of dead letters without listing them: for a class combo, a
 // count label and a redrive's preview.

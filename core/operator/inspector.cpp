@@ -133,17 +133,6 @@ QString payloadContains(bool postgres)
     return postgres ? QStringLiteral("position(? IN payload) > 0") : QStringLiteral("instr(payload, ?) > 0");
 }
 
-// A string as it appears in JSON, quotes included ("\"alice\""), without the closing quote
-// for a prefix: how an id sits in a queued message's payload.
-QByteArray jsonString(const QString &text, bool closed)
-{
-    QByteArray quoted = QJsonDocument(QJsonArray{text}).toJson(QJsonDocument::Compact);
-    quoted = quoted.mid(1, quoted.size() - 2); // ["..."] -> "..."
-    if (!closed)
-        quoted.chop(1);
-    return quoted;
-}
-
 // A history row (alias a) of a call that may have acted at the partner, as eventVerdict
 // counts them: an accepted send, a send written without an answer (the last try of an
 // in-doubt send is recorded "transient" with its class), and a claim taken over or held
@@ -745,25 +734,65 @@ std::optional<qint64> Inspector::countEvents(const EventFilter &filter, QString 
     return queued + query.value(0).toLongLong();
 }
 
-EventSearch EventSearch::parse(const QString &text)
+namespace {
+
+// LIKE's pattern for text anywhere, its wildcards escaped.
+QString likeContains(const QString &text)
 {
-    const QString trimmed = text.trimmed();
-    if (trimmed.isEmpty())
-        return {};
-    if (trimmed.startsWith(QLatin1String("body:"))) {
-        const QString body = trimmed.mid(5).trimmed();
-        return body.isEmpty() ? EventSearch{} : EventSearch{Kind::Body, body};
-    }
-    if (trimmed.endsWith(QLatin1Char('*')) && trimmed.size() > 1)
-        return {Kind::Prefix, trimmed.chopped(1)};
-    return {Kind::Exact, trimmed};
+    return QLatin1Char('%') + likePrefix(text);
 }
 
-namespace {
+// A dead letter's last error holding text, in any case (ASCII case on SQLite, whose lower()
+// folds no more).
+QString errorContains(const QString &text, QVariantList *values)
+{
+    values->append(likeContains(text.toLower()));
+    return QStringLiteral("lower(last_error) LIKE ? ESCAPE '\\'");
+}
+
+// The search of a dead letter filter (DeadLetterFilter::text, deadLetterMatchesSearch in
+// memory): the ids through their columns, the message's own ids and destination as JSON
+// strings in its payload (an invalid message has no columns for them), and the error text.
+// Dead letters are a few hundred thousand at most, so the payload is read rather than
+// indexed, as it is for messages waiting in the queue.
+QString deadLetterSearch(const EventSearch &search, bool postgres, QVariantList *values)
+{
+    switch (search.kind) {
+    case EventSearch::Kind::None:
+        return QString();
+    case EventSearch::Kind::Exact:
+        *values << search.text << search.text << search.text << jsonString(search.text, true);
+        return QStringLiteral("(id = ? OR send_key = ? OR event_id = ? OR %1 OR %2)")
+            .arg(payloadContains(postgres), errorContains(search.text, values));
+    case EventSearch::Kind::Prefix: {
+        const QString pattern = prefixPattern(search.text, postgres);
+        *values << pattern << pattern << pattern << jsonString(search.text, false);
+        return QStringLiteral("(%1 OR %2 OR %3 OR %4 OR %5)")
+            .arg(startsWith(QStringLiteral("id"), postgres), startsWith(QStringLiteral("send_key"), postgres),
+                 startsWith(QStringLiteral("event_id"), postgres), payloadContains(postgres),
+                 errorContains(search.text, values));
+    }
+    case EventSearch::Kind::Body:
+        values->append(search.text.toUtf8());
+        return payloadContains(postgres);
+    }
+    return QString();
+}
+
+// The letters whose last error is the partner's answer with this status
+// (lastErrorHasHttpStatus in memory, pattern for pattern).
+QString httpStatusCondition(int httpStatus, QVariantList *values)
+{
+    const QString answer = QStringLiteral("HTTP %1").arg(httpStatus);
+    const QString gaveUp = QStringLiteral("gave up after %: ") + answer;
+    *values << answer << QString(answer + QStringLiteral(":%")) << QString(gaveUp + QStringLiteral(":%"))
+            << gaveUp;
+    return QStringLiteral("(last_error = ? OR last_error LIKE ? OR last_error LIKE ? OR last_error LIKE ?)");
+}
 
 // The conditions of a dead letter filter and their bound values, without the cursor:
 // shared by the list and the counts.
-QStringList deadLetterConditions(const DeadLetterFilter &filter, QVariantList *values)
+QStringList deadLetterConditions(const DeadLetterFilter &filter, bool postgres, QVariantList *values)
 {
     QStringList conditions;
     if (!filter.errorClass.isEmpty()) {
@@ -791,6 +820,10 @@ QStringList deadLetterConditions(const DeadLetterFilter &filter, QVariantList *v
                             [](const QByteArray &key) { return QString::fromLatin1(key); });
     if (!filter.ids.isEmpty())
         conditions << oneOf(QStringLiteral("id"), filter.ids, [](const QString &id) { return id; });
+    if (filter.httpStatus > 0)
+        conditions << httpStatusCondition(filter.httpStatus, values);
+    if (const EventSearch search = EventSearch::parse(filter.text); search.kind != EventSearch::Kind::None)
+        conditions << deadLetterSearch(search, postgres, values);
     return conditions;
 }
 
@@ -823,9 +856,9 @@ DeadLetter readDeadLetter(const QSqlQuery &query, bool withPayload)
 
 } // namespace
 
-QString deadLetterPageSql(const DeadLetterFilter &filter, QVariantList *values)
+QString deadLetterPageSql(const DeadLetterFilter &filter, bool postgres, QVariantList *values)
 {
-    QStringList conditions = deadLetterConditions(filter, values);
+    QStringList conditions = deadLetterConditions(filter, postgres, values);
     if (!filter.afterId.isEmpty()) {
         // Keyset paging: after the last letter of the page before, in (dead_at, id) order.
         // The first condition is the index's range; the second settles
@@ -850,7 +883,7 @@ std::optional<QList<DeadLetter>> Inspector::deadLetters(const DeadLetterFilter &
     QVariantList values;
     QSqlQuery query(m_db.connection());
     query.setForwardOnly(true);
-    query.prepare(deadLetterPageSql(filter, &values));
+    query.prepare(deadLetterPageSql(filter, m_db.isPostgres(), &values));
     for (const auto &value : std::as_const(values))
         query.addBindValue(value);
     if (!m_db.exec(query, error))
@@ -883,7 +916,7 @@ std::optional<DeadLetterCounts> Inspector::countDeadLetters(const DeadLetterFilt
     // One pass over the letters the filter takes, grouped by class: the class list, the
     // count and a redrive preview's numbers from one query, however many letters.
     QVariantList values{firstSentBeforeMs};
-    const QStringList conditions = deadLetterConditions(filter, &values);
+    const QStringList conditions = deadLetterConditions(filter, m_db.isPostgres(), &values);
     QSqlQuery query(m_db.connection());
     query.setForwardOnly(true);
     query.prepare(QStringLiteral("SELECT error_class, COUNT(*), SUM(CASE WHEN redrive_count > 0 THEN 1 ELSE 0 END), "

@@ -1,10 +1,11 @@
 #pragma once
 
 #include "model/deadletter.h"
+#include "model/partnerpolicy.h"
+#include "model/searchtext.h"
+#include "queues/messagequeue.h"
 #include "store/ledger.h"
 #include "text/jsonvalues.h"
-#include "queues/messagequeue.h"
-#include "model/partnerpolicy.h"
 
 #include <QJsonArray>
 #include <QJsonObject>
@@ -137,16 +138,6 @@ struct EventFilter
     static constexpr int SendsShift = 40;
 };
 
-// What the search box's text asks for.
-struct EventSearch
-{
-    enum class Kind { None, Exact, Prefix, Body };
-    Kind kind = Kind::None;
-    QString text; // without the "*" or "body:"
-
-    static EventSearch parse(const QString &text);
-};
-
 struct AuditEntry
 {
     qint64 id = 0;
@@ -186,7 +177,7 @@ QJsonObject attemptToJson(const Attempt &attempt);
 // The query of a page of dead letters (Inspector::deadLetters), with the values to bind
 // in order, the limit last: one place for it, so that a test can ask the store for its
 // plan (which index it walks).
-QString deadLetterPageSql(const DeadLetterFilter &filter, QVariantList *values);
+QString deadLetterPageSql(const DeadLetterFilter &filter, bool postgres, QVariantList *values);
 
 // Read-only questions about a store, for `once stats`, `history`, `events`, `dlq`,
 // `in-doubt` and the console. Never writes.

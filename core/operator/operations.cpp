@@ -4,6 +4,7 @@
 #include "store/database.h"
 #include "store/sqlledger.h"
 #include "store/sqlqueue.h"
+#include "text/jsonvalues.h"
 
 #include <QSet>
 #include <QVariant>
@@ -47,6 +48,11 @@ QString describeFilter(const DeadLetterFilter &filter)
         text += QStringLiteral(" since=") + formatTime(filter.sinceMs);
     if (filter.untilMs > 0)
         text += QStringLiteral(" until=") + formatTime(filter.untilMs);
+    if (filter.httpStatus > 0)
+        text += QStringLiteral(" http-status=%1").arg(filter.httpStatus);
+    // Quoted: a search may hold spaces, and the audit row must say where it ends.
+    if (!filter.text.trimmed().isEmpty())
+        text += QStringLiteral(" search=") + QString::fromUtf8(jsonString(filter.text.trimmed()));
     return text;
 }
 

@@ -1,6 +1,8 @@
 #include "text/jsonvalues.h"
 
 #include <QDateTime>
+#include <QJsonArray>
+#include <QJsonDocument>
 
 namespace once {
 
@@ -19,6 +21,15 @@ QJsonValue timeOrNull(qint64 ms)
 QJsonValue textOrNull(const QString &text)
 {
     return text.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(text);
+}
+
+QByteArray jsonString(const QString &text, bool closed)
+{
+    QByteArray quoted = QJsonDocument(QJsonArray{text}).toJson(QJsonDocument::Compact);
+    quoted = quoted.mid(1, quoted.size() - 2); // ["..."] -> "..."
+    if (!closed)
+        quoted.chop(1);
+    return quoted;
 }
 
 } // namespace once

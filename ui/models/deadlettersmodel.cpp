@@ -1,5 +1,6 @@
 #include "models/deadlettersmodel.h"
 
+#include "display/displaytime.h"
 #include "session/storesession.h"
 
 #include <QColor>
@@ -37,6 +38,12 @@ DeadLettersModel::DeadLettersModel(QObject *parent) : RowTableModel(parent)
 {
     m_filter.limit = PageSize;
     m_filter.withPayload = false;
+    // The time columns and their headers follow View > Times in UTC.
+    connect(&DisplayTime::instance(), &DisplayTime::changed, this, [this] {
+        emit headerDataChanged(Qt::Horizontal, 0, Count - 1);
+        if (rowCount() > 0)
+            emit dataChanged(index(0, FirstAttempt), index(rowCount() - 1, DeadAt), {Qt::DisplayRole});
+    });
 }
 
 void DeadLettersModel::setSession(StoreSession *session)
@@ -321,12 +328,15 @@ QVariant DeadLettersModel::headerData(int section, Qt::Orientation orientation, 
             return tr("Attempts");
         case Redrives:
             return tr("Redrives");
+        // Each says its zone, as the Events page's do: support reads them against a
+        // customer's "I sent it at 9". On a line of its own, so that a column as wide as
+        // its times shows it whole.
         case FirstAttempt:
-            return tr("First attempt");
+            return tr("First attempt\n(%1)").arg(DisplayTime::instance().zoneLabel());
         case LastAttempt:
-            return tr("Last attempt");
+            return tr("Last attempt\n(%1)").arg(DisplayTime::instance().zoneLabel());
         case DeadAt:
-            return tr("Dead at");
+            return tr("Dead at\n(%1)").arg(DisplayTime::instance().zoneLabel());
         case SendKey:
             return tr("Send key");
         case EventId:
@@ -346,7 +356,7 @@ QVariant DeadLettersModel::headerData(int section, Qt::Orientation orientation, 
         case Redrives:
             return tr("How often an operator has put it back on the queue before");
         case FirstAttempt:
-            return tr("When it was first sent to the partner (local time)");
+            return tr("When it was first sent to the partner");
         default:
             return {};
         }

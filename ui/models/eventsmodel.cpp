@@ -66,6 +66,7 @@ void EventsModel::setSession(StoreSession *session)
     if (m_session) {
         connect(m_session, &StoreSession::eventsLoaded, this, &EventsModel::onEventsLoaded);
         connect(m_session, &StoreSession::eventsCounted, this, &EventsModel::onEventsCounted);
+        connect(m_session, &StoreSession::deadLettersCounted, this, &EventsModel::onDeadLettersCounted);
         connect(m_session, &StoreSession::failed, this, &EventsModel::onFailed);
     }
     // Rows of another store mean nothing here. Nothing is read yet: a hidden page must not
@@ -95,6 +96,7 @@ void EventsModel::reset(const EventFilter &filter)
     m_pageFailed = false;
     m_loaded = false;
     m_total = -1;
+    m_deadLetterToken = 0;
     m_error.clear();
     // Forgetting the tokens is what drops the answers to the old filter.
     m_pageToken = 0;
@@ -104,6 +106,7 @@ void EventsModel::reset(const EventFilter &filter)
     m_refreshClock.invalidate();
     endResetModel();
     emit totalChanged(m_total);
+    setDeadLetterMatches(-1);
     if (wasLoading)
         emit loadingChanged(false);
 }
@@ -223,6 +226,35 @@ void EventsModel::onEventsCounted(quint64 token, qint64 count)
         m_total = count;
         emit totalChanged(m_total);
     }
+    // A search with no event may still name a message: one that died before it became an
+    // event (invalid, refused before its claim) is only a dead letter, at the store or the
+    // broker. Asked only then, and again at each refresh while nothing matches.
+    const bool searching = m_filter.state.isEmpty() && m_filter.userId.isEmpty() && m_filter.auditId == 0 &&
+                           EventSearch::parse(m_filter.text).kind != EventSearch::Kind::None;
+    if (count != 0 || !searching) {
+        m_deadLetterToken = 0;
+        setDeadLetterMatches(-1);
+    } else if (!m_deadLetterToken) {
+        DeadLetterFilter letters;
+        letters.text = m_filter.text;
+        m_deadLetterToken = m_session->countDeadLetters(letters);
+    }
+}
+
+void EventsModel::onDeadLettersCounted(quint64 token, const DeadLetterCounts &counts)
+{
+    if (token == 0 || token != m_deadLetterToken)
+        return;
+    m_deadLetterToken = 0;
+    setDeadLetterMatches(counts.tally().letters);
+}
+
+void EventsModel::setDeadLetterMatches(qint64 matches)
+{
+    if (matches == m_deadLetterMatches)
+        return;
+    m_deadLetterMatches = matches;
+    emit deadLetterMatchesChanged(matches);
 }
 
 void EventsModel::onFailed(quint64 token, const QString &error)
@@ -236,6 +268,9 @@ void EventsModel::onFailed(quint64 token, const QString &error)
         m_pageFailed = true;
         setError(error);
         emit loadingChanged(false);
+    } else if (token == m_deadLetterToken) {
+        // Only a hint: the page says "No events match" as it would without it.
+        m_deadLetterToken = 0;
     } else if (token == m_countToken) {
         m_countToken = 0;
         setError(error);

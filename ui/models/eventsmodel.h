@@ -89,6 +89,10 @@ public:
     int residentPageLimit() const { return m_residentPageLimit; }
     int residentRows() const { return m_pages.residentRows(); }
     qint64 total() const { return m_total; } // -1 until counted
+    // For a search that lists no event: the dead letters the same search finds (a message
+    // that never became an event is only there). -1 until counted, and whenever events
+    // match (nobody asks then).
+    qint64 deadLetterMatches() const { return m_deadLetterMatches; }
     bool isLoading() const { return m_pageToken != 0; }
     // The first page of the current filter has arrived (possibly empty).
     bool hasLoaded() const { return m_loaded; }
@@ -103,6 +107,7 @@ public:
 
 signals:
     void totalChanged(qint64 total);
+    void deadLetterMatchesChanged(qint64 matches);
     void loadingChanged(bool loading);
     // A page (or the first page, at offset 0) of the current filter has been added.
     void pageLoaded(int offset, int rows);
@@ -114,6 +119,8 @@ private:
     void requestCount();
     void onEventsLoaded(quint64 token, const QList<once::EventRow> &rows);
     void onEventsCounted(quint64 token, qint64 count);
+    void onDeadLettersCounted(quint64 token, const once::DeadLetterCounts &counts);
+    void setDeadLetterMatches(qint64 matches);
     void onFailed(quint64 token, const QString &error);
     void appendPage(const QList<once::EventRow> &rows);
     void startOver(const QList<once::EventRow> &rows, bool atEnd);
@@ -144,6 +151,8 @@ private:
     bool m_pageFailed = false;
     bool m_loaded = false;
     qint64 m_total = -1;
+    qint64 m_deadLetterMatches = -1;
+    quint64 m_deadLetterToken = 0;
     QString m_error;
     quint64 m_pageToken = 0;
     quint64 m_countToken = 0;

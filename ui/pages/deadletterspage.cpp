@@ -2,6 +2,7 @@
 
 #include "dialogs/decisiondialog.h"
 #include "dialogs/redrivedialog.h"
+#include "display/displaytime.h"
 #include "display/humanunits.h"
 #include "display/queueurl.h"
 #include "models/deadlettersmodel.h"
@@ -17,7 +18,6 @@
 #include <QClipboard>
 #include <QComboBox>
 #include <QDateTime>
-#include <QDateTimeEdit>
 #include <QDir>
 #include <QFileDialog>
 #include <QFontDatabase>
@@ -26,6 +26,7 @@
 #include <QHeaderView>
 #include <QJsonDocument>
 #include <QLabel>
+#include <QLineEdit>
 #include <QLocale>
 #include <QPlainTextEdit>
 #include <QProgressBar>
@@ -38,6 +39,8 @@
 #include <QTableView>
 #include <QToolButton>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace once::ui {
 
@@ -106,38 +109,106 @@ void DeadLettersPage::buildUi()
     m_timeCombo->addItem(tr("Last 7 days"), 7 * 24 * Hour);
     m_timeCombo->addItem(tr("Between…"), CustomRange);
     m_timeCombo->setToolTip(tr("When they died"));
-    // The outage window, to the second, both ends included; local time, as the table shows.
-    const auto dateTimeEdit = [this](const QString &name, const QString &tip) {
-        auto *edit = new QDateTimeEdit(this);
+    // The outage window, typed (a time reads as the table shows it, in the console's zone)
+    // and applied on Enter or Apply, never half typed: a list that filtered on every
+    // keystroke showed "0 dead letters" between "09:" and "09:30".
+    const auto timeEdit = [this](const QString &name) {
+        auto *edit = new QLineEdit(this);
         edit->setObjectName(name);
-        edit->setCalendarPopup(true);
-        edit->setDisplayFormat(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
-        edit->setToolTip(tip);
+        edit->setPlaceholderText(QStringLiteral("2026-12-06 09:30"));
+        const int width = edit->fontMetrics().horizontalAdvance(QStringLiteral("0000-00-00 00:00:00")) + 24;
+        edit->setFixedWidth(width);
         edit->hide();
+        connect(edit, &QLineEdit::returnPressed, this, &DeadLettersPage::applyRange);
         return edit;
     };
-    m_fromEdit = dateTimeEdit(QStringLiteral("diedFrom"), tr("Died at or after (local time)"));
-    m_toEdit = dateTimeEdit(QStringLiteral("diedTo"), tr("Died at or before (local time)"));
+    m_fromEdit = timeEdit(QStringLiteral("diedFrom"));
+    m_toEdit = timeEdit(QStringLiteral("diedTo"));
     m_rangeTo = new QLabel(tr("and"));
     m_rangeTo->hide();
+    m_applyRangeButton = new QPushButton(tr("Apply"));
+    m_applyRangeButton->setObjectName(QStringLiteral("applyRange"));
+    m_applyRangeButton->setToolTip(tr("Show the letters that died in this range (or press Enter)"));
+    m_applyRangeButton->hide();
+    connect(m_applyRangeButton, &QPushButton::clicked, this, &DeadLettersPage::applyRange);
+    m_selectionRangeAction = new QAction(tr("Their time range"), this);
+    m_selectionRangeAction->setObjectName(QStringLiteral("selectionRange"));
+    m_selectionRangeAction->setToolTip(
+        tr("Show every letter that died between the first and the last of the selected ones"));
+    connect(m_selectionRangeAction, &QAction::triggered, this, &DeadLettersPage::useSelectionRange);
+    const auto setRangeTips = [this] {
+        const QString zone = DisplayTime::instance().zoneLabel();
+        m_fromEdit->setToolTip(tr("Died at or after, in %1: 2026-12-06 09:30, 2026-12-06 09:30:15, "
+                                  "2026-12-06 or 09:30 (today)")
+                                   .arg(zone));
+        m_toEdit->setToolTip(tr("Died at or before (the whole minute or day typed), in %1").arg(zone));
+    };
+    setRangeTips();
+    // A range applied stays the same moments; its fields say them in the new zone.
+    connect(&DisplayTime::instance(), &DisplayTime::changed, this, [this, setRangeTips] {
+        setRangeTips();
+        if (customRange())
+            showRange();
+    });
     connect(m_classCombo, &QComboBox::currentIndexChanged, this, &DeadLettersPage::applyClassFilter);
     connect(m_timeCombo, &QComboBox::currentIndexChanged, this, [this] {
         if (customRange() && m_fromEdit->isHidden()) {
             // A start the operator can move: the last hour, to the minute.
             const QDateTime now = QDateTime::currentDateTime();
             const QDateTime minute(now.date(), QTime(now.time().hour(), now.time().minute()));
-            const QSignalBlocker fromBlocker(m_fromEdit);
-            const QSignalBlocker toBlocker(m_toEdit);
-            m_fromEdit->setDateTime(minute.addSecs(-3600));
-            m_toEdit->setDateTime(minute.addSecs(59));
+            m_rangeSinceMs = minute.addSecs(-3600).toMSecsSinceEpoch();
+            m_rangeUntilMs = minute.addSecs(60).toMSecsSinceEpoch() - 1;
+            showRange();
         }
-        m_fromEdit->setVisible(customRange());
-        m_rangeTo->setVisible(customRange());
-        m_toEdit->setVisible(customRange());
+        for (QWidget *widget : {static_cast<QWidget *>(m_fromEdit), static_cast<QWidget *>(m_rangeTo),
+                                static_cast<QWidget *>(m_toEdit), static_cast<QWidget *>(m_applyRangeButton)})
+            widget->setVisible(customRange());
         onTimeFilterChanged();
     });
-    connect(m_fromEdit, &QDateTimeEdit::dateTimeChanged, this, &DeadLettersPage::onTimeFilterChanged);
-    connect(m_toEdit, &QDateTimeEdit::dateTimeChanged, this, &DeadLettersPage::onTimeFilterChanged);
+
+    // The search, over what support is told (an id, a phone number, "401", the error's
+    // words), applied on Enter or when cleared, as the Events page's is.
+    m_searchEdit = new QLineEdit;
+    m_searchEdit->setObjectName(QStringLiteral("deadLetterSearch"));
+    m_searchEdit->setPlaceholderText(tr("Search ids, destination, error, HTTP status"));
+    m_searchEdit->setToolTip(
+        tr("A message id, send key, event id, user id, reminder id or destination, whole (or "
+           "\"prefix*\"); text in the error (\"401\", \"invalid\"); \"body:text\" for text in the "
+           "message. Press Enter to search."));
+    m_searchEdit->setClearButtonEnabled(true);
+    // It takes the room the other filters leave, down to most of its placeholder.
+    m_searchEdit->setMinimumWidth(
+        m_searchEdit->fontMetrics().horizontalAdvance(QStringLiteral("Search ids, destination")) + 40);
+    connect(m_searchEdit, &QLineEdit::returnPressed, this, &DeadLettersPage::applySearch);
+    connect(m_searchEdit, &QLineEdit::textChanged, this, [this](const QString &text) {
+        if (text.isEmpty() && !m_searchText.isEmpty())
+            applySearch();
+    });
+    m_statusCombo = new QComboBox;
+    m_statusCombo->setObjectName(QStringLiteral("httpStatusFilter"));
+    m_statusCombo->setToolTip(
+        tr("The partner's last answer: a 401 (our credentials) apart from a 400 (the message)"));
+    // "503 Service Unavailable" in full in the list; the closed combo need not be that wide.
+    m_statusCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_statusCombo->setMinimumContentsLength(16);
+    m_statusCombo->addItem(tr("Any HTTP status"), 0);
+    const QList<QPair<int, QString>> statuses{{400, tr("Bad Request")},
+                                              {401, tr("Unauthorized")},
+                                              {403, tr("Forbidden")},
+                                              {404, tr("Not Found")},
+                                              {408, tr("Request Timeout")},
+                                              {409, tr("Conflict")},
+                                              {410, tr("Gone")},
+                                              {413, tr("Content Too Large")},
+                                              {422, tr("Unprocessable Content")},
+                                              {429, tr("Too Many Requests")},
+                                              {500, tr("Internal Server Error")},
+                                              {502, tr("Bad Gateway")},
+                                              {503, tr("Service Unavailable")},
+                                              {504, tr("Gateway Timeout")}};
+    for (const auto &[status, name] : statuses)
+        m_statusCombo->addItem(QStringLiteral("%1 %2").arg(status).arg(name), status);
+    connect(m_statusCombo, &QComboBox::currentIndexChanged, this, &DeadLettersPage::onTimeFilterChanged);
 
     // Actions, as buttons and in the table's context menu.
     m_redriveSelectedAction = new QAction(tr("Redrive selected…"), this);
@@ -176,6 +247,8 @@ void DeadLettersPage::buildUi()
     m_placeLabel->setFont(placeFont);
 
     auto *bar = new QHBoxLayout;
+    bar->addWidget(m_searchEdit, 1);
+    bar->addWidget(m_statusCombo);
     bar->addWidget(new QLabel(tr("Error class:")));
     bar->addWidget(m_classCombo);
     bar->addSpacing(8);
@@ -184,12 +257,15 @@ void DeadLettersPage::buildUi()
     bar->addWidget(m_fromEdit);
     bar->addWidget(m_rangeTo);
     bar->addWidget(m_toEdit);
-    bar->addSpacing(12);
-    bar->addWidget(m_countLabel, 1);
-    bar->addWidget(actionButton(m_redriveSelectedAction));
-    bar->addWidget(actionButton(m_redriveAllAction));
-    bar->addWidget(actionButton(m_discardAction));
-    bar->addWidget(actionButton(m_exportAction));
+    bar->addWidget(m_applyRangeButton);
+
+    auto *actionsBar = new QHBoxLayout;
+    actionsBar->addWidget(m_countLabel, 1);
+    actionsBar->addWidget(actionButton(m_selectionRangeAction));
+    actionsBar->addWidget(actionButton(m_redriveSelectedAction));
+    actionsBar->addWidget(actionButton(m_redriveAllAction));
+    actionsBar->addWidget(actionButton(m_discardAction));
+    actionsBar->addWidget(actionButton(m_exportAction));
 
     // The table.
     m_table = new QTableView;
@@ -211,7 +287,8 @@ void DeadLettersPage::buildUi()
     auto *separator2 = new QAction(this);
     separator2->setSeparator(true);
     m_table->addActions({m_openStoryAction, m_redriveSelectedAction, m_redriveAllAction, separator,
-                         m_discardAction, separator2, m_copyKeysAction, m_exportAction});
+                         m_discardAction, separator2, m_copyKeysAction, m_selectionRangeAction,
+                         m_exportAction});
     connect(m_table, &QAbstractItemView::doubleClicked, this, &DeadLettersPage::openStory);
     QHeaderView *header = m_table->horizontalHeader();
     header->setSectionsMovable(true);
@@ -306,6 +383,7 @@ void DeadLettersPage::buildUi()
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(m_placeLabel);
     layout->addLayout(bar);
+    layout->addLayout(actionsBar);
     layout->addWidget(m_stack, 1);
     layout->addLayout(statusRow);
 
@@ -419,11 +497,10 @@ void DeadLettersPage::requestCounts()
 {
     if (!m_session)
         return;
-    // Every class of the list's time filter (the same bounds as its rows): the class list
+    // Every class of the list's other filters (the same bounds as its rows): the class list
     // offers each, with its count.
-    DeadLetterFilter filter;
-    filter.sinceMs = m_model->filter().sinceMs;
-    filter.untilMs = m_model->filter().untilMs;
+    DeadLetterFilter filter = m_model->filter();
+    filter.errorClass.clear();
     m_countsToken = m_session->countDeadLetters(filter);
 }
 
@@ -453,10 +530,11 @@ bool DeadLettersPage::customRange() const
 
 bool DeadLettersPage::applyTimeFilter(DeadLetterFilter *filter) const
 {
+    filter->text = m_searchText;
+    filter->httpStatus = selectedHttpStatus();
     if (customRange()) {
-        filter->sinceMs = m_fromEdit->dateTime().toMSecsSinceEpoch();
-        // The "to" second is included whole.
-        filter->untilMs = m_toEdit->dateTime().toMSecsSinceEpoch() + 999;
+        filter->sinceMs = m_rangeSinceMs;
+        filter->untilMs = m_rangeUntilMs;
         return filter->untilMs >= filter->sinceMs;
     }
     if (const qint64 window = timeWindowMs(); window > 0)
@@ -468,12 +546,88 @@ void DeadLettersPage::setTimeRange(const QDateTime &from, const QDateTime &to)
 {
     if (!customRange())
         m_timeCombo->setCurrentIndex(m_timeCombo->findData(CustomRange));
-    {
-        const QSignalBlocker fromBlocker(m_fromEdit);
-        const QSignalBlocker toBlocker(m_toEdit);
-        m_fromEdit->setDateTime(from);
-        m_toEdit->setDateTime(to);
+    m_fromEdit->setText(formatDisplayTime(from.toMSecsSinceEpoch()));
+    m_toEdit->setText(formatDisplayTime(to.toMSecsSinceEpoch()));
+    applyRange();
+}
+
+void DeadLettersPage::showRange()
+{
+    m_fromEdit->setText(formatDisplayTime(m_rangeSinceMs));
+    m_toEdit->setText(formatDisplayTime(m_rangeUntilMs));
+}
+
+void DeadLettersPage::applyRange()
+{
+    if (!customRange())
+        return;
+    QString error;
+    const auto read = [&error](QLineEdit *edit, const QString &which) -> std::optional<TypedTime> {
+        if (edit->text().trimmed().isEmpty()) {
+            error = tr("Type a time in the “%1” field.").arg(which);
+            return std::nullopt;
+        }
+        auto typed = parseDisplayTime(edit->text(), &error);
+        if (!typed)
+            error = tr("“%1”: %2").arg(which, error);
+        return typed;
+    };
+    const auto from = read(m_fromEdit, tr("from"));
+    const auto to = from ? read(m_toEdit, tr("to")) : std::nullopt;
+    // The list stays as it was, with the reason beside it: an empty list would read as
+    // "no dead letters then".
+    if (!from || !to) {
+        setStatus(error, true);
+        return;
     }
+    if (to->lastMs < from->firstMs) {
+        setStatus(tr("The range ends before it starts: choose a “to” after the “from”."), true);
+        return;
+    }
+    m_rangeSinceMs = from->firstMs;
+    m_rangeUntilMs = to->lastMs;
+    onTimeFilterChanged();
+}
+
+void DeadLettersPage::useSelectionRange()
+{
+    const QList<DeadLetter> letters = selectedLetters();
+    if (letters.isEmpty())
+        return;
+    const auto [first, last] =
+        std::minmax_element(letters.cbegin(), letters.cend(),
+                            [](const DeadLetter &a, const DeadLetter &b) { return a.deadAtMs < b.deadAtMs; });
+    // Whole seconds, as the fields show them: the range holds every selected letter.
+    setTimeRange(QDateTime::fromMSecsSinceEpoch(first->deadAtMs - first->deadAtMs % 1000),
+                 QDateTime::fromMSecsSinceEpoch(last->deadAtMs));
+}
+
+void DeadLettersPage::applySearch()
+{
+    const QString text = m_searchEdit->text().trimmed();
+    if (text == m_searchText && m_loaded)
+        return;
+    m_searchText = text;
+    onTimeFilterChanged();
+}
+
+void DeadLettersPage::search(const QString &text)
+{
+    {
+        // One reload for all the filters, not one each.
+        const QSignalBlocker classes(m_classCombo);
+        const QSignalBlocker time(m_timeCombo);
+        const QSignalBlocker status(m_statusCombo);
+        const QSignalBlocker search(m_searchEdit);
+        m_classCombo->setCurrentIndex(0);
+        m_timeCombo->setCurrentIndex(0);
+        m_statusCombo->setCurrentIndex(0);
+        m_searchEdit->setText(text.trimmed());
+        for (QWidget *widget : {static_cast<QWidget *>(m_fromEdit), static_cast<QWidget *>(m_rangeTo),
+                                static_cast<QWidget *>(m_toEdit), static_cast<QWidget *>(m_applyRangeButton)})
+            widget->hide();
+    }
+    m_searchText = text.trimmed();
     onTimeFilterChanged();
 }
 
@@ -505,6 +659,11 @@ qint64 DeadLettersPage::idempotencyWindowStartMs()
 QString DeadLettersPage::selectedErrorClass() const
 {
     return m_classCombo->currentData().toString();
+}
+
+int DeadLettersPage::selectedHttpStatus() const
+{
+    return m_statusCombo->currentData().toInt();
 }
 
 qint64 DeadLettersPage::timeWindowMs() const
@@ -645,6 +804,7 @@ void DeadLettersPage::updateActions()
     enableUnlessReadOnly(m_redriveAllAction, idle && !collecting && m_model->rowCount() > 0, readOnly);
     enableUnlessReadOnly(m_discardAction, idle && anySelected && m_discardToken == 0, readOnly);
     m_copyKeysAction->setEnabled(anySelected);
+    m_selectionRangeAction->setEnabled(anySelected);
     m_exportAction->setEnabled(m_session && m_exportToken == 0 && m_loaded);
     // One letter with a key: a message that was never a reminder has no event.
     const QModelIndexList selected = m_table->selectionModel()->selectedRows();
@@ -681,6 +841,8 @@ void DeadLettersPage::updateDetails()
     if (!current.isValid()) {
         m_detailsHeader->clear();
         m_details->clear();
+        // A payload asked for before the selection went (a new filter) is not coming.
+        m_details->setPlaceholderText(tr("Select a dead letter to see its payload"));
         m_detailsId.clear();
         m_detailsToken = 0;
         return;
@@ -724,12 +886,19 @@ void DeadLettersPage::updateEmptyState()
     QString text;
     if (!m_session)
         text = tr("No store is open");
+    else if (!m_searchText.isEmpty())
+        text =
+            (selectedHttpStatus() > 0 ? tr("No dead letters with HTTP %2 match “%1”")
+                                            .arg(m_searchText.toHtmlEscaped())
+                                            .arg(selectedHttpStatus())
+                                      : tr("No dead letters match “%1”").arg(m_searchText.toHtmlEscaped()));
+    else if (selectedHttpStatus() > 0)
+        text = tr("No dead letters the partner last answered with HTTP %1").arg(selectedHttpStatus());
     else if (!selectedErrorClass().isEmpty())
         text = tr("No dead letters of class %1").arg(selectedErrorClass().toHtmlEscaped());
     else if (customRange())
         text = tr("No dead letters that died between %1 and %2")
-                   .arg(m_fromEdit->dateTime().toString(m_fromEdit->displayFormat()),
-                        m_toEdit->dateTime().toString(m_toEdit->displayFormat()));
+                   .arg(formatDisplayTime(m_rangeSinceMs), formatDisplayTime(m_rangeUntilMs));
     else if (timeWindowMs() > 0)
         text = tr("No dead letters that died %1").arg(m_timeCombo->currentText().toLower().toHtmlEscaped());
     else
@@ -960,10 +1129,8 @@ void DeadLettersPage::showLetter(const QByteArray &sendKey)
 {
     m_letterToShow = sendKey;
     // Every letter: the filters in place may hide the one asked for.
-    m_classCombo->setCurrentIndex(0);
-    m_timeCombo->setCurrentIndex(0);
+    search(QString());
     setStatus(tr("Looking for the dead letter of %1…").arg(QString::fromLatin1(sendKey)));
-    reload();
 }
 
 void DeadLettersPage::selectLetterToShow()

@@ -11,8 +11,8 @@
 
 class QAction;
 class QComboBox;
-class QDateTimeEdit;
 class QLabel;
+class QLineEdit;
 class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
@@ -51,8 +51,13 @@ public:
     // a batch at a time, while the page shows its progress and offers to cancel;
     // exportFinished follows.
     void exportTo(const QString &path);
-    // The died-between filter: from and to, in local time, to the second (both included).
+    // The died-between filter: from and to, to the second (both included), as if typed in
+    // the zone the console shows and applied.
     void setTimeRange(const QDateTime &from, const QDateTime &to);
+    // Shows the letters this search finds (ids, destination, error text, HTTP status; see
+    // DeadLetterFilter::text), whatever the other filters were: from the Events page, where
+    // the same search found no event.
+    void search(const QString &text);
 
 signals:
     // Open Event Story (or a double-click) on a letter with a send key: its event's story.
@@ -86,11 +91,21 @@ private:
     // The start of the idempotency window the preview warns about.
     static qint64 idempotencyWindowStartMs();
     QString selectedErrorClass() const;
+    int selectedHttpStatus() const;
     qint64 timeWindowMs() const;
     bool customRange() const;
-    // The time filter's bounds, into filter; false when a custom range ends before it starts.
+    // The filters chosen, into filter (time, search, status; not the class); false when a
+    // custom range ends before it starts.
     bool applyTimeFilter(once::DeadLetterFilter *filter) const;
     void onTimeFilterChanged();
+    // The typed from-to range, read and applied (Enter or Apply); a time that does not
+    // read leaves the list as it was and says why in one line.
+    void applyRange();
+    // From the first to the last death among the selected letters, to the second.
+    void useSelectionRange();
+    // The range applied, in the from and to fields, in the zone the console shows now.
+    void showRange();
+    void applySearch();
     void selectLetterToShow();
     QList<once::DeadLetter> selectedLetters() const;
 
@@ -134,9 +149,13 @@ private:
     QTableView *m_table = nullptr;
     QComboBox *m_classCombo = nullptr;
     QComboBox *m_timeCombo = nullptr;
-    QDateTimeEdit *m_fromEdit = nullptr; // "diedFrom"
-    QDateTimeEdit *m_toEdit = nullptr;   // "diedTo"
+    QLineEdit *m_fromEdit = nullptr; // "diedFrom"
+    QLineEdit *m_toEdit = nullptr;   // "diedTo"
     QLabel *m_rangeTo = nullptr;
+    QPushButton *m_applyRangeButton = nullptr; // "applyRange"
+    QAction *m_selectionRangeAction = nullptr; // "selectionRange"
+    QLineEdit *m_searchEdit = nullptr;         // "deadLetterSearch"
+    QComboBox *m_statusCombo = nullptr;        // "httpStatusFilter"
     QLabel *m_placeLabel = nullptr; // "deadLettersPlace"
     QLabel *m_countLabel = nullptr;
     QStackedWidget *m_stack = nullptr;
@@ -157,6 +176,10 @@ private:
     QPointer<RedriveDialog> m_redriveDialog;
 
     bool m_loaded = false; // at least one page since the session or the filters were set
+    // What the filters apply: a range and a search as last applied, not as half typed.
+    qint64 m_rangeSinceMs = 0;
+    qint64 m_rangeUntilMs = 0;
+    QString m_searchText;
     // The letters the filters take, by class, from the store (the class list and the count).
     once::DeadLetterCounts m_counts;
     bool m_countsKnown = false;

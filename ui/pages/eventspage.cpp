@@ -256,6 +256,8 @@ EventsPage::EventsPage(QWidget *parent)
 
     m_tableEmpty = emptyState(QString());
     m_tableEmpty->setObjectName(QStringLiteral("eventsEmpty"));
+    connect(m_tableEmpty, &QLabel::linkActivated, this,
+            [this] { emit deadLettersSearchRequested(m_model->filter().text); });
     m_tableStack = new QStackedWidget;
     m_tableStack->addWidget(m_table);
     m_tableStack->addWidget(m_tableEmpty);
@@ -308,6 +310,7 @@ EventsPage::EventsPage(QWidget *parent)
     connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this,
             &EventsPage::onSelectionChanged);
     connect(m_model, &EventsModel::totalChanged, this, &EventsPage::updateCount);
+    connect(m_model, &EventsModel::deadLetterMatchesChanged, this, &EventsPage::updateEmptyState);
     connect(&DisplayTime::instance(), &DisplayTime::changed, this, [this] {
         if (!m_storyKey.isEmpty()) {
             showFacts(m_storyEvent);
@@ -877,6 +880,13 @@ void EventsPage::updateEmptyState()
         m_tableEmpty->setText(tr("No events in this store yet"));
     else if (filter.text.isEmpty())
         m_tableEmpty->setText(tr("No events match"));
+    else if (const qint64 letters = m_model->deadLetterMatches(); letters > 0)
+        // The message never became an event, but it did arrive: "not found" must not
+        // read as "never received".
+        m_tableEmpty->setText(
+            tr("No events match<br><br>but %1 the same search: <a href=\"deadLetters\">show them</a>")
+                .arg(letters == 1 ? tr("1 dead letter matches")
+                                  : tr("%1 dead letters match").arg(formatCount(letters))));
     else
         // Substrings find nothing; say so, or "ali" looks like "no such user".
         m_tableEmpty->setText(

@@ -67,6 +67,8 @@ public:
 signals:
     // Open Dead Letter in a dead event's story.
     void deadLetterRequested(const QByteArray &sendKey);
+    // "show them" under a search that found no event but dead letters: the same search there.
+    void deadLettersSearchRequested(const QString &text);
 
 private:
     void buildTimeline(QWidget *timeline);
