@@ -40,7 +40,7 @@ QString inDoubtText(const WorkerRecord &worker)
     if (worker.inDoubtPolicy.isEmpty())
         return QStringLiteral("–"); // a worker of a version that did not say
     if (worker.inDoubtPolicy == QLatin1String("hold"))
-        return worker.holdsAgainstItsStart() ? WorkersModel::tr("hold (partner ignores the key)")
+        return worker.holdsAgainstItsStart() ? WorkersModel::tr("hold, not resend")
                                             : WorkersModel::tr("hold");
     return WorkersModel::tr("resend");
 }

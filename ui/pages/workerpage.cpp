@@ -292,7 +292,7 @@ void WorkerPage::buildWorkersTable()
         for (const int column : {WorkersModel::Heartbeat, WorkersModel::Applied, WorkersModel::Duplicates,
                                  WorkersModel::Retries, WorkersModel::DeadLettered, WorkersModel::InFlight})
             m_workersView->setColumnWidth(column, std::max(label(column), text(QStringLiteral("000,000"))));
-        m_workersView->setColumnWidth(WorkersModel::InDoubt, text(QStringLiteral("resend")));
+        m_workersView->setColumnWidth(WorkersModel::InDoubt, text(QStringLiteral("hold, not resend")));
         m_workersView->sortByColumn(WorkersModel::Status, Qt::AscendingOrder);
     } else {
         // The restored indicator alone does not sort the rows.
