@@ -118,6 +118,7 @@ private slots:
     void cancelledExportLeavesNoFile();
     void exportThatCannotWriteSaysWhyAndLeavesNoFile();
     void redriveDialogCountsAndWarns();
+    void redriveDialogDoesNotCallARefusedCredentialPermanent();
     void redriveSelectedFromPage();
     void redriveAllMatchingTakesTheFilter();
     void redriveHonoursTheRate_data();
@@ -894,6 +895,51 @@ void TestUiDeadLetters::redriveDialogCountsAndWarns()
     QVERIFY(!small.findChild<QLabel *>(QStringLiteral("permanentNote")));
     QCOMPARE(small.redriveButton()->text(), QStringLiteral("Redrive 15"));
     QCOMPARE(small.auditDetail(), QStringLiteral("selected 15"));
+}
+
+// Letters rejected with 401 died of the partner refusing everyone (before such answers
+// were a partner-wide outage): "they die again at once" was wrong of them. The selected
+// letters' preview and the matching letters' counts (SQL) agree.
+void TestUiDeadLetters::redriveDialogDoesNotCallARefusedCredentialPermanent()
+{
+    QString error;
+    const QStringList errors{QStringLiteral("HTTP 401: invalid or expired token"),
+                             QStringLiteral("HTTP 403: forbidden"),
+                             QStringLiteral("gave up after 2 attempts: HTTP 401"),
+                             QStringLiteral("HTTP 400: destination is not a valid number"),
+                             QStringLiteral("HTTP 400: body too long: 401 characters")};
+    for (const QString &lastError : errors) {
+        QVERIFY(m_store->queue().enqueue({OutgoingMessage{R"({"user_id":"u"})", {}, {}, 0, 0}}, &error));
+        const auto leased = m_store->queue().lease(1, 60000, Worker, &error);
+        QCOMPARE(leased.size(), 1);
+        QVERIFY2(m_store->queue().settle({{Settlement::Kind::DeadLetter,
+                                           leased.constFirst().id,
+                                           1,
+                                           0,
+                                           {QStringLiteral("rejected"), lastError, 1, 0, 0, {}, {}}}},
+                                         &error),
+                 qPrintable(error));
+    }
+    const QList<DeadLetter> letters = storeLetters();
+    QCOMPARE(letters.size(), errors.size());
+
+    RedriveDialog selected(letters, QStringLiteral("selected 5"), 24, 50);
+    auto *permanent = selected.findChild<QLabel *>(QStringLiteral("permanentNote"));
+    auto *credentials = selected.findChild<QLabel *>(QStringLiteral("credentialsNote"));
+    QVERIFY(permanent && credentials);
+    QVERIFY2(permanent->text().startsWith(QLatin1String("2 of them died of a permanent error")),
+             qPrintable(permanent->text()));
+    QVERIFY2(credentials->text().startsWith(QLatin1String("3 of them died of a refused credential")),
+             qPrintable(credentials->text()));
+
+    const auto counts = m_store->inspector().countDeadLetters({}, nowMs(), &error);
+    QVERIFY2(counts, qPrintable(error));
+    QCOMPARE(counts->tally().credentialsRefused, 3);
+    RedriveDialog matching(RedrivePreview::of(*counts, {}, letters), QStringLiteral("all"), 24, 50);
+    QVERIFY(matching.findChild<QLabel *>(QStringLiteral("permanentNote"))
+                ->text()
+                .startsWith(QLatin1String("2 of them died of a permanent error")));
+    QVERIFY(matching.findChild<QLabel *>(QStringLiteral("credentialsNote")));
 }
 
 void TestUiDeadLetters::redriveSelectedFromPage()

@@ -541,6 +541,14 @@ void TestUiEventsPaging::aRowSelectedWhileItsPageLoadsOpensItsStory()
 // the model holds, showing one page's rows as if they were the whole ledger's first.
 void TestUiEventsPaging::theListKeepsTheStoresOrderWhateverTheHeaderSays()
 {
+    {
+        // Two old events with more partner calls than the rest, far below the first page.
+        auto store = openStore();
+        QVERIFY(store);
+        QVERIFY(TestStores::exec(store->database().connection(),
+                                 QStringLiteral("UPDATE ledger SET sends = 3 WHERE send_key IN (?, ?)"),
+                                 {QStringLiteral("u-00010:r-01"), QStringLiteral("u-00020:r-02")}));
+    }
     StoreSession session(m_url);
     const QList<QByteArray> reference = referenceKeys(session);
     QCoreApplication::setOrganizationName(QStringLiteral("once-tests"));
@@ -570,11 +578,33 @@ void TestUiEventsPaging::theListKeepsTheStoresOrderWhateverTheHeaderSays()
     QCOMPARE(shownKeys(), reference.mid(0, 30));
     QHeaderView *header = view->horizontalHeader();
     QVERIFY(!header->isSortIndicatorShown());
-    for (const int column : {EventsModel::User, EventsModel::Sends, EventsModel::User}) {
+    const auto click = [header](int column) {
         QTest::mouseClick(header->viewport(), Qt::LeftButton, {},
                           QPoint(header->sectionViewportPosition(column) + 5, header->height() / 2));
-        QCOMPARE(shownKeys(), reference.mid(0, 30));
-    }
+    };
+    // Any other column keeps the store's order.
+    click(EventsModel::User);
+    QCOMPARE(shownKeys(), reference.mid(0, 30));
+    // Sends is the one other order, and the store's too: the most partner calls first, over
+    // the whole ledger, not one page's rows sorted.
+    click(EventsModel::Sends);
+    const auto shownSends = [view] {
+        QList<int> sends;
+        for (int row = 0; row < 30; ++row)
+            sends.append(view->model()->index(row, EventsModel::Sends).data(EventsModel::RawRole).toInt());
+        return sends;
+    };
+    const QSet<QByteArray> mostSent{"u-00010:r-01", "u-00020:r-02"};
+    const auto mostSentFirst = [&] {
+        const QList<QByteArray> keys = shownKeys();
+        return model.hasLoaded() && !model.isLoading() && QSet<QByteArray>{keys.value(0), keys.value(1)} == mostSent;
+    };
+    QTRY_VERIFY(mostSentFirst());
+    const QList<int> sends = shownSends();
+    QCOMPARE(sends.mid(0, 3), (QList<int>{3, 3, 1}));
+    // And back.
+    click(EventsModel::User);
+    QTRY_COMPARE(shownKeys(), reference.mid(0, 30));
     QVERIFY(!header->isSortIndicatorShown());
     Settings().setHeaderState(QStringLiteral("events.sendsFirst"), {});
 }

@@ -134,8 +134,17 @@ DeadLetterCounts countDeadLetters(const QList<DeadLetter> &letters, const DeadLe
             ++tally.redrivenBefore;
         if (letter.firstAttemptAtMs > 0 && letter.firstAttemptAtMs < firstSentBeforeMs)
             ++tally.firstSentBefore;
+        if (diedOfRefusedCredentials(letter))
+            ++tally.credentialsRefused;
     }
     return counts;
+}
+
+bool diedOfRefusedCredentials(const DeadLetter &letter)
+{
+    return letter.errorClass == QLatin1String("rejected")
+           && (lastErrorHasHttpStatus(letter.lastError, 401) || lastErrorHasHttpStatus(letter.lastError, 403)
+               || lastErrorHasHttpStatus(letter.lastError, 407));
 }
 
 } // namespace once

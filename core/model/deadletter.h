@@ -79,6 +79,11 @@ struct DeadLetterFilter
 // Whether a letter's last error is the partner's answer with this HTTP status; the same
 // test as the store's query makes (Inspector), for letters listed without SQL.
 bool lastErrorHasHttpStatus(const QString &lastError, int httpStatus);
+// A letter rejected with 401, 403 or 407: the partner refused our credentials, as it
+// refused every reminder then. Such an answer is a partner-wide outage now (reminders
+// wait it out); a letter that died of one before is no bad reminder, and goes through
+// once the credential works.
+bool diedOfRefusedCredentials(const DeadLetter &letter);
 // Whether a letter matches a search (DeadLetterFilter::text), as the store's query finds
 // it; the payload must be there (a broker's listing has it).
 bool deadLetterMatchesSearch(const DeadLetter &letter, const QString &text);
@@ -90,12 +95,14 @@ struct DeadLetterTally
     qint64 letters = 0;
     qint64 redrivenBefore = 0;  // redriven before and died again
     qint64 firstSentBefore = 0; // first sent before the moment asked about (never sent: not counted)
+    qint64 credentialsRefused = 0; // rejected for our credentials (diedOfRefusedCredentials)
 
     DeadLetterTally &operator+=(const DeadLetterTally &other)
     {
         letters += other.letters;
         redrivenBefore += other.redrivenBefore;
         firstSentBefore += other.firstSentBefore;
+        credentialsRefused += other.credentialsRefused;
         return *this;
     }
 };

@@ -916,12 +916,17 @@ std::optional<DeadLetterCounts> Inspector::countDeadLetters(const DeadLetterFilt
     // One pass over the letters the filter takes, grouped by class: the class list, the
     // count and a redrive preview's numbers from one query, however many letters.
     QVariantList values{firstSentBeforeMs};
+    // diedOfRefusedCredentials, in SQL
+    const QString credentialsRefused = QStringLiteral("error_class = 'rejected' AND (%1 OR %2 OR %3)")
+                                           .arg(httpStatusCondition(401, &values), httpStatusCondition(403, &values),
+                                                httpStatusCondition(407, &values));
     const QStringList conditions = deadLetterConditions(filter, m_db.isPostgres(), &values);
     QSqlQuery query(m_db.connection());
     query.setForwardOnly(true);
     query.prepare(QStringLiteral("SELECT error_class, COUNT(*), SUM(CASE WHEN redrive_count > 0 THEN 1 ELSE 0 END), "
-                                 "SUM(CASE WHEN first_attempt_at > 0 AND first_attempt_at < ? THEN 1 ELSE 0 END) "
-                                 "FROM dead_letters")
+                                 "SUM(CASE WHEN first_attempt_at > 0 AND first_attempt_at < ? THEN 1 ELSE 0 END), "
+                                 "SUM(CASE WHEN %1 THEN 1 ELSE 0 END) FROM dead_letters")
+                      .arg(credentialsRefused)
                   + (conditions.isEmpty() ? QString() : QStringLiteral(" WHERE ") + conditions.join(QLatin1String(" AND ")))
                   + QStringLiteral(" GROUP BY error_class"));
     for (const auto &value : std::as_const(values))
@@ -930,9 +935,9 @@ std::optional<DeadLetterCounts> Inspector::countDeadLetters(const DeadLetterFilt
         return std::nullopt;
     DeadLetterCounts counts;
     while (query.next())
-        counts.byClass.insert(query.value(0).toString(), DeadLetterTally{query.value(1).toLongLong(),
-                                                                         query.value(2).toLongLong(),
-                                                                         query.value(3).toLongLong()});
+        counts.byClass.insert(query.value(0).toString(),
+                              DeadLetterTally{query.value(1).toLongLong(), query.value(2).toLongLong(),
+                                              query.value(3).toLongLong(), query.value(4).toLongLong()});
     return counts;
 }
 

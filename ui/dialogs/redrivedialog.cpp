@@ -50,6 +50,8 @@ RedrivePreview RedrivePreview::of(const QList<DeadLetter> &letters, qint64 windo
         if (letter.firstAttemptAtMs > 0 && letter.firstAttemptAtMs < windowStartMs)
             ++preview.outsideWindow;
         ++preview.byClass[letter.errorClass];
+        if (diedOfRefusedCredentials(letter))
+            ++preview.credentialsRefused;
     }
     preview.sample = letters.mid(0, RedriveDialog::SampleSize);
     return preview;
@@ -63,6 +65,7 @@ RedrivePreview RedrivePreview::of(const DeadLetterCounts &counts, const QString 
     preview.count = tally.letters;
     preview.redrivenBefore = tally.redrivenBefore;
     preview.outsideWindow = tally.firstSentBefore;
+    preview.credentialsRefused = tally.credentialsRefused;
     for (auto it = counts.byClass.cbegin(); it != counts.byClass.cend(); ++it) {
         if (errorClass.isEmpty() || it.key() == errorClass)
             preview.byClass.insert(it.key(), it->letters);
@@ -141,6 +144,17 @@ void RedriveDialog::buildUi(int idempotencyWindowHours, int defaultRatePerSecond
     for (const QString &errorClass :
          {QStringLiteral("rejected"), QStringLiteral("payload-changed"), QStringLiteral("invalid-message")})
         permanent += classes.value(errorClass);
+    // Rejected for our credentials, they died of the partner's refusing everyone, which a
+    // fixed token ends: not of anything in them.
+    permanent = std::max<qint64>(0, permanent - m_preview.credentialsRefused);
+    if (m_preview.credentialsRefused > 0) {
+        auto *note = wrappingLabel(
+            tr("%1 of them died of a refused credential (HTTP 401, 403 or 407): the partner refused every reminder "
+               "then, not these. Once it takes the token, they go through.")
+                .arg(locale.toString(m_preview.credentialsRefused)));
+        note->setObjectName(QStringLiteral("credentialsNote"));
+        facts->addRow(tr("Refused credentials:"), note);
+    }
     if (permanent > 0) {
         auto *note =
             wrappingLabel(tr("%1 of them died of a permanent error (rejected, payload changed or invalid): "

@@ -23,6 +23,7 @@ struct RedrivePreview
     QMap<QString, qint64> byClass;
     qint64 redrivenBefore = 0;
     qint64 outsideWindow = 0;       // first sent before the idempotency window began
+    qint64 credentialsRefused = 0;  // rejected for our credentials: the partner's outage, not theirs
     QList<once::DeadLetter> sample; // the first few, in the order they go
 
     static RedrivePreview of(const QList<once::DeadLetter> &letters, qint64 windowStartMs);
