@@ -98,6 +98,7 @@ private slots:
     void durationsUseOneHumanUnit();
 
     void auditModelStaysConsistentThroughReloads();
+    void auditModelSaysWhatCameOfARedrive();
     void auditModelKeepsRawValuesUnderUserRole();
     void auditPageListsStoreActionsNewestFirst();
     void auditPageExplainsAnEmptyLog();
@@ -303,6 +304,25 @@ void TestUiOverview::auditPageExplainsAnEmptyLog()
     page.refresh();
     QTRY_VERIFY(placeholder->text().contains(QStringLiteral("No operator actions yet")));
     QCOMPARE(page.findChild<QStackedWidget *>()->currentWidget(), placeholder);
+}
+
+// A redrive's outcome in words that fit its column: what happened first, no "0 delivered".
+void TestUiOverview::auditModelSaysWhatCameOfARedrive()
+{
+    const auto redrive = [](qint64 id, qint64 delivered, qint64 diedAgain) {
+        AuditEntry entry = auditEntry(id, QStringLiteral("redrive"), 4);
+        entry.outcome = AuditEntry::Outcome{delivered, diedAgain};
+        return entry;
+    };
+    AuditModel model;
+    model.setEntries({redrive(4, 0, 4), redrive(3, 4, 0), redrive(2, 1, 1), redrive(1, 0, 0),
+                      auditEntry(0, QStringLiteral("discard"), 2)});
+    const auto outcome = [&model](int row) { return model.index(row, AuditModel::Outcome).data().toString(); };
+    QCOMPARE(outcome(0), QStringLiteral("4 died again"));
+    QCOMPARE(outcome(1), QStringLiteral("4 delivered"));
+    QCOMPARE(outcome(2), QStringLiteral("1 delivered, 1 died again, 2 not settled yet"));
+    QCOMPARE(outcome(3), QStringLiteral("4 not settled yet"));
+    QCOMPARE(outcome(4), QString()); // not a redrive
 }
 
 // --- Overview -----------------------------------------------------------------------

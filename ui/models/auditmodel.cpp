@@ -100,7 +100,10 @@ QString outcomeText(const AuditEntry &entry)
     if (!entry.outcome)
         return {};
     const qint64 waiting = std::max<qint64>(0, entry.count - entry.outcome->delivered - entry.outcome->diedAgain);
-    QStringList parts{AuditModel::tr("%1 delivered").arg(formatCount(entry.outcome->delivered))};
+    QStringList parts;
+    // "4 died again" rather than "0 delivered, 4 died again": the first words are read.
+    if (entry.outcome->delivered > 0 || (entry.outcome->diedAgain == 0 && waiting == 0))
+        parts << AuditModel::tr("%1 delivered").arg(formatCount(entry.outcome->delivered));
     if (entry.outcome->diedAgain > 0)
         parts << AuditModel::tr("%1 died again").arg(formatCount(entry.outcome->diedAgain));
     if (waiting > 0)

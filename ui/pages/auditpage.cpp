@@ -50,6 +50,8 @@ AuditPage::AuditPage(QWidget *parent)
     header->resizeSection(AuditModel::What, 230);
     header->resizeSection(AuditModel::HowMany, 80);
     header->resizeSection(AuditModel::Rate, 70);
+    header->resizeSection(AuditModel::Outcome,
+                          m_view->fontMetrics().horizontalAdvance(QStringLiteral("000 delivered, 000 died again")) + 16);
     header->resizeSection(AuditModel::Reason, 220);
     m_view->sortByColumn(AuditModel::When, Qt::DescendingOrder);
     header->restoreState(Settings().headerState(HeaderStateKey));
