@@ -3,6 +3,7 @@
 #include "delivery/failpoint.h"
 #include "delivery/enginestore.h"
 #include "delivery/partnersender.h"
+#include "partners/partnerprofile.h"
 #include "store/store.h"
 #include "text/jsonvalues.h"
 
@@ -86,6 +87,19 @@ void Engine::onStoreLater(Function function)
     QMetaObject::invokeMethod(side, [side, function] { function(side->store()); }, Qt::QueuedConnection);
 }
 
+PartnersConfig EngineConfig::partnersOrSingle() const
+{
+    if (!partners.partners.isEmpty())
+        return partners;
+    PartnerSettings partner;
+    partner.name = partnerName(partnerUrl);
+    partner.profile = profileForUrl(partnerUrl);
+    partner.url = partnerUrl;
+    partner.token = partnerToken;
+    partner.tls = partnerTls;
+    return PartnersConfig::single(partner);
+}
+
 EngineCounters Engine::counters() const
 {
     EngineCounters counters = m_counters;
@@ -110,8 +124,11 @@ void Engine::start()
         fail(error);
         return;
     }
-    m_sender = new PartnerSender(m_config.partnerUrl, m_config.concurrency, m_config.requestTimeoutMs,
-                                 m_config.partnerToken, m_config.partnerTls, this);
+    const PartnersConfig partners = m_config.partnersOrSingle();
+    const PartnerSettings &first = partners.partners.constFirst();
+    m_sender = partnerProfile(first.profile)
+                   ->createSender(first, m_config.concurrency, m_config.requestTimeoutMs, this)
+                   .release();
     WorkerRecord self;
     self.id = m_config.workerId;
     self.host = QSysInfo::machineHostName();
@@ -666,7 +683,7 @@ void Engine::sendReady()
             continue;
         }
         ++m_sending;
-        m_sender->send(delivery.reminder.sendKey, delivery.reminder.payload, this,
+        m_sender->send(delivery.reminder, this,
                        [this, delivery, sentAt](const SendOutcome &outcome) {
                            --m_sending;
                            if (m_turn)

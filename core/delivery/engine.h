@@ -6,6 +6,7 @@
 #include "queues/messagequeue.h"
 #include "http/partnertls.h"
 #include "model/partnerpolicy.h"
+#include "partners/partnersettings.h"
 #include "monitoring/sendstatistics.h"
 
 #include <QObject>
@@ -45,6 +46,11 @@ struct EngineConfig
     int breakerThreshold = 5;
     qint64 retentionMs = 30LL * 24 * 3600 * 1000;
     PartnerTls partnerTls; // CAs to trust for the partner, a client certificate for mutual TLS
+    // The partners and routes (--partners FILE); when empty, the one webhook above takes
+    // every channel (partnersOrSingle()).
+    PartnersConfig partners;
+
+    PartnersConfig partnersOrSingle() const;
 };
 
 struct EngineCounters

@@ -103,36 +103,13 @@ QString partnerTokenProblem(const QByteArray &token)
     return {};
 }
 
-PartnerSender::PartnerSender(const QUrl &partnerUrl, int maxConnections, int timeoutMs,
-                             const QByteArray &bearerToken, const PartnerTls &tls, QObject *parent)
-    : QObject(parent)
-    , m_client(maxConnections)
-    , m_url(partnerUrl)
-    , m_timeoutMs(timeoutMs)
-    , m_authorization(bearerToken.isEmpty() ? QByteArray() : "Bearer " + bearerToken)
-    , m_redactor(QList<QByteArray>{bearerToken})
+void PartnerSender::lookUp(const QByteArray &, QObject *context, std::function<void(const LookupResult &)> onFinished)
 {
-    m_client.setSslConfiguration(tls.sslConfiguration());
-}
-
-QString PartnerSender::displayUrl() const
-{
-    return partnerName(m_url);
-}
-
-void PartnerSender::send(const QByteArray &sendKey, const QByteArray &payload, QObject *context,
-                         std::function<void(const SendOutcome &)> onFinished)
-{
-    HttpRequest request;
-    request.url = m_url;
-    request.body = payload;
-    request.timeoutMs = m_timeoutMs;
-    request.headers = {{"Content-Type", "application/json"}, {"Idempotency-Key", sendKey}};
-    if (!m_authorization.isEmpty())
-        request.headers.append({"Authorization", m_authorization});
-    m_client.send(request, context, [this, onFinished = std::move(onFinished)](const HttpResult &result) {
-        onFinished(classify(result, QDateTime::currentMSecsSinceEpoch(), m_redactor));
-    });
+    QMetaObject::invokeMethod(context, [onFinished = std::move(onFinished), name = displayUrl()] {
+        LookupResult result;
+        result.error = QStringLiteral("%1 has no lookup").arg(name);
+        onFinished(result);
+    }, Qt::QueuedConnection);
 }
 
 } // namespace once

@@ -26,6 +26,9 @@ struct SendOutcome
         // 401, 403, 407: the partner refuses our credentials, whichever the reminder (an
         // expired or revoked token). A partner-wide outage, not a bad reminder: it waits.
         CredentialsRefused,
+        // Not sent: the reminder lacks what the partner's profile needs (a field, a route).
+        // Nothing reached the partner, and retrying cannot help.
+        Unsendable,
     };
     Kind kind = Kind::Transient;
     QString errorClass; // stable, for filters: http-5xx, rate-limited, connect-failed, ...
@@ -56,29 +59,37 @@ qint64 retryDelayMs(int sendsSoFar, qint64 baseMs, qint64 capMs, qint64 retryAft
 // refused at start. The text never quotes the token.
 QString partnerTokenProblem(const QByteArray &token);
 
-// Sends a reminder to the partner with its send key as Idempotency-Key. The bearer
-// token goes into the Authorization header only; it is never part of an outcome.
-class PartnerSender final : public QObject
+// What a provider said when asked for the message sent with a key (reconciliation).
+struct LookupResult
+{
+    enum class Kind {
+        Found,    // the provider has it: the send took effect
+        NotFound, // the provider has no message with the key
+        Failed,   // the question went unanswered: nothing is known
+    };
+    Kind kind = Kind::Failed;
+    QString providerMessageId; // Found: the provider's id of the message
+    QString error;             // Failed: one line, free of secrets
+    int httpStatus = 0;
+};
+
+// Sends reminders to one partner, each with its send key as the provider's idempotency
+// key or metadata (see PartnerProfile). Secrets go into the request's authentication only;
+// they are never part of an outcome.
+class PartnerSender : public QObject
 {
     Q_OBJECT
     Q_DISABLE_COPY_MOVE(PartnerSender)
 
 public:
-    PartnerSender(const QUrl &partnerUrl, int maxConnections, int timeoutMs, const QByteArray &bearerToken,
-                  const PartnerTls &tls = {}, QObject *parent = nullptr);
+    using QObject::QObject;
 
-    void send(const QByteArray &sendKey, const QByteArray &payload, QObject *context,
-              std::function<void(const SendOutcome &)> onFinished);
-
-    // The URL without credentials, for logs and the UI.
-    QString displayUrl() const;
-
-private:
-    HttpClient m_client;
-    QUrl m_url;
-    int m_timeoutMs = 10000;
-    QByteArray m_authorization;
-    SecretRedactor m_redactor;
+    virtual void send(const Reminder &reminder, QObject *context, std::function<void(const SendOutcome &)> onFinished) = 0;
+    // Whether lookUp() can ask the provider for a key.
+    virtual bool canLookUp() const { return false; }
+    virtual void lookUp(const QByteArray &sendKey, QObject *context, std::function<void(const LookupResult &)> onFinished);
+    // Where it sends, without credentials, for logs and the UI.
+    virtual QString displayUrl() const = 0;
 };
 
 } // namespace once

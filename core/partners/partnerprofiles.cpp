@@ -1,0 +1,16 @@
+// The registry of partner profiles: one line per profile in profiles/.
+#include "partners/partnerprofile.h"
+
+#include "partners/profiles/webhookprofile.h"
+
+namespace once {
+
+const QList<const PartnerProfile *> &partnerProfiles()
+{
+    static const QList<const PartnerProfile *> profiles{
+        &webhookProfile(),
+    };
+    return profiles;
+}
+
+} // namespace once
