@@ -139,7 +139,7 @@ private:
     // The partner answers every request 429 with this Retry-After, until a test changes it.
     void throttleEveryRequest(int retryAfterSeconds)
     {
-        PartnerProfile throttled;
+        PartnerFaults throttled;
         throttled.throttleRate = 1.0;
         throttled.retryAfterSeconds = retryAfterSeconds;
         m_partner->setProfile(throttled);
@@ -280,7 +280,7 @@ QProcess *DeliveryTest::startWorker(const QStringList &extraArgs, const QMap<QSt
 
 QMetaObject::Connection DeliveryTest::dropEveryNthAccepted(int every)
 {
-    PartnerProfile profile = m_partner->profile();
+    PartnerFaults profile = m_partner->profile();
     profile.dropAfterAcceptRate = every == 1 ? 1.0 : 0.0;
     m_partner->setProfile(profile);
     // effectApplied comes after the simulator decided about this request's answer: set
@@ -291,7 +291,7 @@ QMetaObject::Connection DeliveryTest::dropEveryNthAccepted(int every)
                        ++accepted;
                        if (m_partner->profile().dropAfterAcceptRate >= 1.0)
                            m_droppedKeys.insert(key);
-                       PartnerProfile next = m_partner->profile();
+                       PartnerFaults next = m_partner->profile();
                        next.dropAfterAcceptRate = (accepted + 1) % every == 0 ? 1.0 : 0.0;
                        m_partner->setProfile(next);
                    });
@@ -304,7 +304,7 @@ void DeliveryTest::failOneInThree()
     const qint64 failed = s.requests - s.effects - s.duplicateRequests;
     const double failRate = failed * 2 <= s.effects ? 1.0 : 0.0;
     if (m_partner->profile().failRate != failRate) {
-        PartnerProfile profile = m_partner->profile();
+        PartnerFaults profile = m_partner->profile();
         profile.failRate = failRate;
         m_partner->setProfile(profile);
     }
@@ -446,7 +446,7 @@ void DeliveryTest::crashBetweenEverySteps()
 void DeliveryTest::twoWorkersSameKeyPublishedTwice()
 {
     // A little partner latency so that neither worker can finish the queue alone.
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.latencyMs = 10;
     m_partner->setProfile(profile);
     constexpr int Count = 200;
@@ -572,7 +572,7 @@ void DeliveryTest::dropAfterAcceptResendsSameKey()
 
 void DeliveryTest::dropAfterAcceptHoldNoIdempotency()
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.idempotent = false; // a resend would be a second effect
     m_partner->setProfile(profile);
     constexpr int Count = 30;
@@ -722,7 +722,7 @@ void DeliveryTest::retryAfterIsHonoured()
     // As soon as the first request has been answered 429, the partner recovers: only
     // Retry-After keeps the worker from trying again at once.
     QVERIFY(pumpUntil([this] { return m_partner->stats().requests >= 1; }, WorkerTimeoutMs));
-    m_partner->setProfile(PartnerProfile{});
+    m_partner->setProfile(PartnerFaults{});
     const auto result = waitFor(worker, WorkerTimeoutMs);
     QVERIFY2(result.exitedWith(0), result.describe().constData());
 
@@ -766,7 +766,7 @@ void DeliveryTest::anUntilIdleWorkerWaitsForItsRetryOnItsWayBack()
     QProcess *worker = startWorker(
         {QStringLiteral("--until-idle"), QStringLiteral("--backoff-base-ms"), QStringLiteral("10")});
     QVERIFY(pumpUntil([this] { return m_partner->stats().requests >= 1; }, WorkerTimeoutMs));
-    m_partner->setProfile(PartnerProfile{});
+    m_partner->setProfile(PartnerFaults{});
     QVERIFY(pumpUntil(
         [this] {
             return storeQuery(QStringLiteral("SELECT COUNT(*) FROM queue WHERE lease_owner IS NULL")) ==
@@ -905,7 +905,7 @@ void DeliveryTest::badInputUncheckedMessageIsDeadLettered()
 
 void DeliveryTest::outageLongerThanRetryBudgetThenRedrive()
 {
-    PartnerProfile outage;
+    PartnerFaults outage;
     outage.failRate = 1.0;
     m_partner->setProfile(outage);
     // Few reminders: after five failures in a row the circuit breaker lets one probe
@@ -965,7 +965,7 @@ void DeliveryTest::outageLongerThanRetryBudgetThenRedrive()
                   {QStringLiteral("dead_keys"), Count},
                   {QStringLiteral("acked"), 0}});
 
-    m_partner->setProfile(PartnerProfile{});
+    m_partner->setProfile(PartnerFaults{});
     const auto dryRun = run({QStringLiteral("redrive"), QStringLiteral("--all"), QStringLiteral("--dry-run")});
     QVERIFY2(dryRun.exitedWith(0), dryRun.describe().constData());
     QCOMPARE(dryRun.out.count("would redrive"), Count);
@@ -1011,7 +1011,7 @@ void DeliveryTest::sigtermFinishesInFlight_data()
 void DeliveryTest::sigtermFinishesInFlight()
 {
     QFETCH(int, signal);
-    PartnerProfile slow;
+    PartnerFaults slow;
     slow.latencyMs = 500;
     m_partner->setProfile(slow);
     constexpr int Count = 80;
@@ -1038,7 +1038,7 @@ void DeliveryTest::sigtermFinishesInFlight()
                   {QStringLiteral("acked"), partnerAtStop.effects},
                   {QStringLiteral("ready"), Count - partnerAtStop.effects}});
 
-    m_partner->setProfile(PartnerProfile{});
+    m_partner->setProfile(PartnerFaults{});
     const auto rest = runWorker({QStringLiteral("--until-idle")});
     QVERIFY2(rest.exitedWith(0), rest.describe().constData());
     VERIFY_NO_PROBLEMS(exactlyOnceProblems(keys));
@@ -1065,7 +1065,7 @@ void DeliveryTest::aCrashSaysWhere()
     if (m_queues.isBroker())
         QSKIP("the report is the process's, not the queue's: the store's own queue shows it");
     QFETCH(int, signal);
-    PartnerProfile slow;
+    PartnerFaults slow;
     slow.latencyMs = 500;
     m_partner->setProfile(slow);
     const auto keys = enqueueReminders(20, QStringLiteral("crash"));
@@ -1083,7 +1083,7 @@ void DeliveryTest::aCrashSaysWhere()
     QVERIFY2(crashed.err.contains(said), crashed.describe().constData());
     // The frames are named: the worker command's own function is among them.
     QVERIFY2(crashed.err.contains("runWorker"), crashed.describe().constData());
-    m_partner->setProfile(PartnerProfile{});
+    m_partner->setProfile(PartnerFaults{});
 }
 
 // Messages near the size limit, many to one lease: a broker's answer holding ten or a
@@ -1120,7 +1120,7 @@ void DeliveryTest::largeTurnsSurviveACrash()
     // Many sends in flight make large turns, which a worker on PostgreSQL splits over two
     // connections (outcomes on one, leases and claims on the other). A SIGKILL in the
     // middle of that must leave nothing sent twice and nothing lost.
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.latencyMs = 30;
     m_partner->setProfile(profile);
     constexpr int Count = 1200;
@@ -1184,7 +1184,7 @@ void DeliveryTest::claimsRunAheadOfSendsOnlyWhenResending()
     // stays at one claim ahead per slot there.
     if (latencyMs == 0 && m_stores.isPostgres())
         leastClaimed = 1;
-    PartnerProfile partner;
+    PartnerFaults partner;
     partner.latencyMs = latencyMs;
     m_partner->setProfile(partner);
     constexpr int Concurrency = 4;

@@ -200,7 +200,7 @@ void FailingStoreTest::fullDiskStopsTheWorkerAndLosesNothing()
     constexpr int Count = 600;
     const auto keys = enqueue(Count, QStringLiteral("full"), store);
     QCOMPARE(keys.size(), Count);
-    PartnerProfile slow;
+    PartnerFaults slow;
     slow.latencyMs = 20;
     m_partner->setProfile(slow);
     QProcess *worker = m_once->start(workerArgs({QStringLiteral("--store"), store, QStringLiteral("--concurrency"),
@@ -314,7 +314,7 @@ void FailingStoreTest::readingCommandsWorkOnAReadOnlyDisk()
     QCOMPARE(keys.size(), 20);
     // Some of it delivered, the rest left by a worker killed mid-run (its -wal and -shm
     // stay behind, as a crash leaves them).
-    PartnerProfile slow;
+    PartnerFaults slow;
     slow.latencyMs = 200;
     m_partner->setProfile(slow);
     QProcess *worker = m_once->start(workerArgs({QStringLiteral("--store"), store}));
@@ -432,7 +432,7 @@ void FailingStoreTest::sigtermEndsWithinTheGraceWhileTheStoreIsLocked()
     QVERIFY(m_once->run({QStringLiteral("init")}).exitedWith(0));
     const auto keys = enqueue(40, QStringLiteral("locked"));
     QCOMPARE(keys.size(), 40);
-    PartnerProfile slow;
+    PartnerFaults slow;
     slow.latencyMs = 300;
     m_partner->setProfile(slow);
     QProcess *worker = m_once->start(workerArgs({QStringLiteral("--concurrency"), QStringLiteral("4")}));
@@ -463,7 +463,7 @@ void FailingStoreTest::sigtermEndsWithinTheGraceWhileTheStoreIsLocked()
 
     // Nothing lost: a new worker finds what was in flight in doubt and resends it with its
     // key; the partner dedupes.
-    m_partner->setProfile(PartnerProfile{});
+    m_partner->setProfile(PartnerFaults{});
     const auto rest = m_once->run(workerArgs({QStringLiteral("--until-idle")}), {}, WorkerTimeoutMs);
     QVERIFY2(rest.exitedWith(0), rest.describe().constData());
     VERIFY_NO_PROBLEMS(exactlyOnceProblems(*m_partner, keys));

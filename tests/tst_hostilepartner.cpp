@@ -125,7 +125,7 @@ QProcess *HostilePartnerTest::startWorker(const QStringList &extraArgs, const QM
 
 void HostilePartnerTest::setHostile(HostileMode mode, int count)
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.hostile = mode;
     profile.hostileCount = count;
     m_partner->setProfile(profile);

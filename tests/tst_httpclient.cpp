@@ -238,7 +238,7 @@ void tst_HttpClient::tlsHandshakeFailureIsNotSent()
 
 void tst_HttpClient::dropAfterAcceptIsInDoubtAndNeverResent()
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.dropAfterAcceptRate = 1.0;
     PartnerSimulator partner(profile);
     QVERIFY(partner.listen(QHostAddress::LocalHost, 0));
@@ -289,7 +289,7 @@ void tst_HttpClient::closeWithoutAnswerOnKeptAliveConnectionIsInDoubt()
 
 void tst_HttpClient::timeoutIsInDoubtAndAbandonsTheConnection()
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.latencyMs = 1500;
     PartnerSimulator partner(profile);
     QSignalSpy effects(&partner, &PartnerSimulator::effectApplied);
@@ -521,7 +521,7 @@ void tst_HttpClient::idleConnectionClosedByServerIsDropped()
 
 void tst_HttpClient::callbackSkippedWhenContextIsDestroyed()
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.latencyMs = 100;
     PartnerSimulator partner(profile);
     QVERIFY(partner.listen(QHostAddress::LocalHost, 0));
@@ -541,7 +541,7 @@ void tst_HttpClient::callbackSkippedWhenContextIsDestroyed()
 
 void tst_HttpClient::destroyingClientWithOutstandingRequestsIsSilent()
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.latencyMs = 200;
     PartnerSimulator partner(profile);
     QVERIFY(partner.listen(QHostAddress::LocalHost, 0));

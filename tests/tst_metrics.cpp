@@ -77,7 +77,7 @@ void MetricsTest::init()
     QVERIFY(m_dir->isValid());
     m_storeUrl = m_stores.newUrl();
     m_once = std::make_unique<OnceRunner>(m_onceBin, m_storeUrl);
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.failRate = 0.2; // some transient sends beside the applied ones
     m_partner = std::make_unique<PartnerSimulator>(profile);
     QString error;

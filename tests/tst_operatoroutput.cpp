@@ -93,7 +93,7 @@ void OperatorOutputTest::keysArePrintedExactlyAndFoundWhenPasted()
     }
     QVERIFY(m_once->run({QStringLiteral("enqueue"), file}).exitedWith(0));
     // Every one fails once and is dead-lettered, by a worker whose id has a '%' too.
-    PartnerProfile failing;
+    PartnerFaults failing;
     failing.failRate = 1.0;
     m_partner->setProfile(failing);
     const auto worker = m_once->run({QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl(),

@@ -205,7 +205,7 @@ void tst_PartnerSimulator::replayOfSameKeyReturnsSameRequestIdWithoutSecondEffec
 
 void tst_PartnerSimulator::sameKeyWhileFirstInProgressIsConflict()
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.latencyMs = 500;
     PartnerSimulator partner(profile);
     QVERIFY(partner.listen(QHostAddress::LocalHost, 0));
@@ -242,7 +242,7 @@ void tst_PartnerSimulator::sameKeyWithDifferentBodyIsUnprocessable()
 
 void tst_PartnerSimulator::withoutIdempotencyEveryRequestIsAnEffect()
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.idempotent = false;
     PartnerSimulator partner(profile);
     QVERIFY(partner.listen(QHostAddress::LocalHost, 0));
@@ -292,7 +292,7 @@ void tst_PartnerSimulator::invalidJsonIsRejectedWithoutEffect()
 
 void tst_PartnerSimulator::failRateOneAnswers503WithoutEffect()
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.failRate = 1.0;
     PartnerSimulator partner(profile);
     QVERIFY(partner.listen(QHostAddress::LocalHost, 0));
@@ -312,7 +312,7 @@ void tst_PartnerSimulator::failRateOneAnswers503WithoutEffect()
 
 void tst_PartnerSimulator::throttleRateOneAnswers429WithRetryAfter()
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.throttleRate = 1.0;
     profile.retryAfterSeconds = 7;
     PartnerSimulator partner(profile);
@@ -327,7 +327,7 @@ void tst_PartnerSimulator::throttleRateOneAnswers429WithRetryAfter()
 
 void tst_PartnerSimulator::outageWindowAnswers503ThenRecovers()
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.outageAfterRequests = 2;
     profile.outageSeconds = 1;
     PartnerSimulator partner(profile);
@@ -352,7 +352,7 @@ void tst_PartnerSimulator::outageWindowAnswers503ThenRecovers()
 
 void tst_PartnerSimulator::outageRepeats()
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.outageAfterRequests = 1;
     profile.outageSeconds = 1;
     profile.outageEverySeconds = 2;
@@ -369,7 +369,7 @@ void tst_PartnerSimulator::outageRepeats()
 
 void tst_PartnerSimulator::dropAfterAcceptAppliesEffectAndReplaysLater()
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.dropAfterAcceptRate = 1.0;
     PartnerSimulator partner(profile);
     QVERIFY(partner.listen(QHostAddress::LocalHost, 0));
@@ -392,7 +392,7 @@ void tst_PartnerSimulator::dropAfterAcceptAppliesEffectAndReplaysLater()
 
 void tst_PartnerSimulator::effectAppliedWhenClientLeavesDuringLatency()
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.latencyMs = 200;
     PartnerSimulator partner(profile);
     QSignalSpy effects(&partner, &PartnerSimulator::effectApplied);
@@ -453,7 +453,7 @@ void tst_PartnerSimulator::statsEffectsHealthAndUnknownPaths()
 
 void tst_PartnerSimulator::pipelinedRequestsAreAnsweredInOrder()
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.latencyMs = 50; // the first answer is delayed: the second must still come after it
     PartnerSimulator partner(profile);
     QVERIFY(partner.listen(QHostAddress::LocalHost, 0));
@@ -495,7 +495,7 @@ void tst_PartnerSimulator::connectionCloseRequestIsHonoured()
 
 void tst_PartnerSimulator::latencyDoesNotBlockOtherConnections()
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.latencyMs = 300;
     PartnerSimulator partner(profile);
     QVERIFY(partner.listen(QHostAddress::LocalHost, 0));
@@ -572,7 +572,7 @@ void tst_PartnerSimulator::hostileModesMisbehaveAsTheyClaim()
     QFETCH(QByteArray, shows);
     QFETCH(bool, endless);
     QFETCH(int, effects);
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.hostile = mode;
     PartnerSimulator partner(profile);
     QVERIFY(partner.listen(QHostAddress::LocalHost, 0));
@@ -599,7 +599,7 @@ void tst_PartnerSimulator::hostileModesMisbehaveAsTheyClaim()
 
 void tst_PartnerSimulator::hostileReplayKeepsOneEffect()
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.hostile = HostileMode::HugeContentLength;
     PartnerSimulator partner(profile);
     QVERIFY(partner.listen(QHostAddress::LocalHost, 0));
@@ -616,7 +616,7 @@ void tst_PartnerSimulator::hostileReplayKeepsOneEffect()
 
 void tst_PartnerSimulator::hostileCountLimitsTheMisbehaviour()
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.hostile = HostileMode::EchoAuthorization;
     profile.hostileCount = 1;
     PartnerSimulator partner(profile);

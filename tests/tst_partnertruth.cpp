@@ -60,7 +60,7 @@ void PartnerTruthTest::init()
     m_dir = std::make_unique<QTemporaryDir>();
     QVERIFY(m_dir->isValid());
     m_once = std::make_unique<OnceRunner>(m_onceBin, m_stores.newUrl());
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.idempotent = false; // every request that reaches it is an effect
     m_partner = std::make_unique<PartnerSimulator>(profile);
     QString error;
@@ -101,7 +101,7 @@ qint64 PartnerTruthTest::deadLetters()
 void PartnerTruthTest::aPartnerRecordedAsIgnoringTheKeyIsNeverResentInDoubt()
 {
     constexpr int Count = 60;
-    PartnerProfile profile = m_partner->profile();
+    PartnerFaults profile = m_partner->profile();
     profile.dropAfterAcceptRate = 0.25;
     m_partner->setProfile(profile);
     const auto record = m_once->run({QStringLiteral("partners"), partnerUrl(), QStringLiteral("--honours-key"),
@@ -149,7 +149,7 @@ void PartnerTruthTest::aRecordChangedWhileRunningIsObeyed()
                       10000));
 
     constexpr int Count = 30;
-    PartnerProfile profile = m_partner->profile();
+    PartnerFaults profile = m_partner->profile();
     profile.dropAfterAcceptRate = 0.3;
     m_partner->setProfile(profile);
     const auto keys = m_once->enqueueReminders(m_dir->path(), Count, QStringLiteral("changed"));
@@ -174,7 +174,7 @@ void PartnerTruthTest::aRecordChangedWhileRunningIsObeyed()
 void PartnerTruthTest::aRefusedCredentialIsAnOutageRemindersWaitOut()
 {
     constexpr int Count = 80;
-    PartnerProfile profile = m_partner->profile();
+    PartnerFaults profile = m_partner->profile();
     profile.idempotent = true;
     profile.refuseStatus = 401;
     m_partner->setProfile(profile);
@@ -216,7 +216,7 @@ void PartnerTruthTest::theSamePermanentAnswerToEveryReminderIsPartnerWide()
 {
     constexpr int Count = 60;
     constexpr int DeadBeforeTheRun = 9; // Engine's RefusalsInARowForEveryone, less one
-    PartnerProfile profile = m_partner->profile();
+    PartnerFaults profile = m_partner->profile();
     profile.idempotent = true;
     profile.refuseStatus = 400;
     m_partner->setProfile(profile);
@@ -247,7 +247,7 @@ void PartnerTruthTest::theSamePermanentAnswerToEveryReminderIsPartnerWide()
 // delivered since and those that died again.
 void PartnerTruthTest::aRedriveSaysWhatCameOfIt()
 {
-    PartnerProfile profile = m_partner->profile();
+    PartnerFaults profile = m_partner->profile();
     profile.idempotent = true;
     profile.refuseStatus = 400; // a few bad reminders, each its own (fewer than a run of refusals)
     m_partner->setProfile(profile);

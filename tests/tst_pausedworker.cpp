@@ -92,7 +92,7 @@ void PausedWorkerTest::init()
     QVERIFY(m_dir->isValid());
     m_storeUrl = m_stores.newUrl();
     m_once = std::make_unique<OnceRunner>(m_onceBin, m_storeUrl);
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.idempotent = false; // every request that reaches it is an effect
     profile.latencyMs = PartnerLatencyMs;
     m_partner = std::make_unique<PartnerSimulator>(profile);

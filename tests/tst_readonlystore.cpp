@@ -176,7 +176,7 @@ void TestReadOnlyStore::fillStore()
     m_url = QStringLiteral("sqlite:") + m_dir.filePath(QStringLiteral("made/store.sqlite"));
     OnceRunner owner(qEnvironmentVariable("ONCE_BIN"), m_url);
     QVERIFY(owner.run({QStringLiteral("init")}).exitedWith(0));
-    const auto deliver = [&](const QString &prefix, int count, const PartnerProfile &profile, const QStringList &options) {
+    const auto deliver = [&](const QString &prefix, int count, const PartnerFaults &profile, const QStringList &options) {
         const auto keys = owner.enqueueReminders(m_dir.path(), count, prefix);
         m_partner->setProfile(profile);
         const auto worker = owner.run(QStringList{QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl(),
@@ -188,13 +188,13 @@ void TestReadOnlyStore::fillStore()
             qWarning("%s", worker.describe().constData());
         return keys.size() == count && worker.exitedWith(0) ? keys : QList<QByteArray>();
     };
-    m_appliedKeys = deliver(QStringLiteral("applied"), Applied, PartnerProfile(), {});
+    m_appliedKeys = deliver(QStringLiteral("applied"), Applied, PartnerFaults(), {});
     QCOMPARE(m_appliedKeys.size(), Applied);
-    PartnerProfile failing;
+    PartnerFaults failing;
     failing.failRate = 1.0;
     m_deadKeys = deliver(QStringLiteral("dead"), Dead, failing, {QStringLiteral("--max-attempts"), QStringLiteral("1")});
     QCOMPARE(m_deadKeys.size(), Dead);
-    PartnerProfile dropping;
+    PartnerFaults dropping;
     dropping.dropAfterAcceptRate = 1.0;
     m_heldKeys = deliver(QStringLiteral("held"), InDoubt, dropping, {QStringLiteral("--in-doubt"), QStringLiteral("hold")});
     QCOMPARE(m_heldKeys.size(), InDoubt);

@@ -1279,7 +1279,7 @@ void ServeTest::maxReceivesSendsAPoisonMessageToTheDeadLetters()
 void ServeTest::deadLettersAndRedriveAuditedWithTokenName()
 {
     QVERIFY(startServer());
-    PartnerProfile failing;
+    PartnerFaults failing;
     failing.failRate = 1.0;
     PartnerSimulator partner(failing);
     QString error;
@@ -1592,7 +1592,7 @@ void ServeTest::nodeProducerAndWorkerApplyEachReminderOnce()
     QVERIFY(startServer());
     // Every request is an effect here: only the queue (publish dedupe, leases, acks)
     // stands between a reminder and a second effect.
-    PartnerProfile everyRequestActs;
+    PartnerFaults everyRequestActs;
     everyRequestActs.idempotent = false;
     PartnerSimulator partner(everyRequestActs);
     QString error;

@@ -184,7 +184,7 @@ bool StoreNetworkTest::startPartner()
 {
     m_partner = std::make_unique<PartnerSimulator>();
     // Slow enough that sends are in flight when the network fails.
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.latencyMs = 100;
     m_partner->setProfile(profile);
     QString error;

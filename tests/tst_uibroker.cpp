@@ -336,7 +336,7 @@ void TestUiBroker::buryAtTheQueue(OnceRunner &runner, int count, PartnerSimulato
     result = runner.run({QStringLiteral("enqueue"), input});
     QVERIFY2(result.exitedWith(0), result.describe().constData());
 
-    PartnerProfile outage;
+    PartnerFaults outage;
     outage.failRate = 1.0;
     partner.setProfile(outage);
     QString error;
@@ -611,7 +611,7 @@ void TestUiBroker::deadLettersAtTheQueueAreRedrivenFromTheConsole()
         QVERIFY2(listed.contains(reminder.key), reminder.key.constData());
 
     // The partner is back; the operator previews the redrive and runs it.
-    partner.setProfile(PartnerProfile{});
+    partner.setProfile(PartnerFaults{});
     QSignalSpy finished(window->session(), &StoreSession::redriveFinished);
     page->findChild<QAction *>(QStringLiteral("redriveAllMatching"))->trigger();
     QTRY_VERIFY_WITH_TIMEOUT(qobject_cast<RedriveDialog *>(QApplication::activeModalWidget()), 20000);

@@ -82,7 +82,7 @@ Reminder makeReminder(const QString &user, const QString &reminderId)
 class Console
 {
 public:
-    explicit Console(const PartnerProfile &profile) : m_partner(profile) {}
+    explicit Console(const PartnerFaults &profile) : m_partner(profile) {}
 
     ~Console()
     {
@@ -241,7 +241,7 @@ void TestUiConsole::redriveAfterOutageDeliversEachKeyOnce()
     QList<Reminder> reminders;
     for (int i = 0; i < Count; ++i)
         reminders.append(makeReminder(QStringLiteral("u-%1").arg(i), QStringLiteral("checkup")));
-    PartnerProfile outage;
+    PartnerFaults outage;
     outage.failRate = 1.0;
     Console console(outage);
     QString error;
@@ -260,7 +260,7 @@ void TestUiConsole::redriveAfterOutageDeliversEachKeyOnce()
                  QStringLiteral("http-5xx"));
 
     // The partner is back.
-    console.partner().setProfile(PartnerProfile{});
+    console.partner().setProfile(PartnerFaults{});
 
     // Redrive three of them, selected in the table.
     QList<QByteArray> selected;
@@ -330,7 +330,7 @@ void TestUiConsole::inDoubtEventsAreResolvedByTheOperator()
     const Reminder delivered = makeReminder(QStringLiteral("u-seen"), QStringLiteral("dentist"));
     const Reminder resent = makeReminder(QStringLiteral("u-unsure"), QStringLiteral("dentist"));
     // No idempotency, and every answer lost after the effect: the worker cannot know.
-    PartnerProfile dropping;
+    PartnerFaults dropping;
     dropping.idempotent = false;
     dropping.dropAfterAcceptRate = 1.0;
     Console console(dropping);
@@ -352,7 +352,7 @@ void TestUiConsole::inDoubtEventsAreResolvedByTheOperator()
     emit window.tray()->trayIcon()->messageClicked();
     QCOMPARE(window.tabs()->currentWidget(), page);
     QCOMPARE(console.partner().stats().effects, qint64(2));
-    PartnerProfile answering;
+    PartnerFaults answering;
     answering.idempotent = false;
     console.partner().setProfile(answering);
     std::optional<DeliveryStats> stats = console.stats();
@@ -419,7 +419,7 @@ void TestUiConsole::eventsPageFindsAUser()
         for (const char *reminder : {"dentist", "gym"})
             reminders.append(makeReminder(QString::fromLatin1(user), QString::fromLatin1(reminder)));
     }
-    Console console(PartnerProfile{});
+    Console console(PartnerFaults{});
     QString error;
     QVERIFY2(console.setUp(reminders, InDoubtPolicy::Resend, &error), qPrintable(error));
     MainWindow &window = console.window();

@@ -481,7 +481,7 @@ void TestUiOverview::bannerWarnsOfFailingPartnerAndEventsInDoubt()
 
 void TestUiOverview::bannerShowsOpenCircuitBreaker()
 {
-    PartnerProfile failing;
+    PartnerFaults failing;
     failing.failRate = 1.0;
     PartnerSimulator partner(failing);
     QString error;

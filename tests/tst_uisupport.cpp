@@ -141,7 +141,7 @@ void TestUiSupport::verdictCountsThePartnersCalls()
 {
     // A partner that ignores Idempotency-Key, and whose first answer is lost after it
     // acted: the worker resends with the same key, and the partner acts again.
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.idempotent = false;
     profile.hostile = HostileMode::HugeContentLength;
     profile.hostileCount = 1;
@@ -343,7 +343,7 @@ void TestUiSupport::historyInCausalOrderWithInvestigatorsColumnsInView()
 {
     // The same reminder twice while the partner is slow: the second delivery is handled
     // while the first one's send is still out, so its rows are written before the send's.
-    m_partner->setProfile(PartnerProfile{.latencyMs = 1500});
+    m_partner->setProfile(PartnerFaults{.latencyMs = 1500});
     const QJsonObject twice = reminder(QStringLiteral("frank"), QStringLiteral("r1"), QStringLiteral("Hello"));
     enqueue(QStringLiteral("twice"), {twice, twice});
     const auto worker = m_once->run({QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl(), QStringLiteral("--until-idle")},

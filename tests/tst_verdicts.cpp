@@ -121,13 +121,13 @@ QList<QByteArray> VerdictsTest::eventKeys(const QStringList &arguments)
 
 void VerdictsTest::onlyCallsThatMayHaveActedCountAsEffects()
 {
-    PartnerProfile plain;
+    PartnerFaults plain;
     plain.idempotent = false;
 
     // Two 503s, then accepted: three calls, one effect.
     const ReminderSpec refused = makeReminder(QStringLiteral("refused"), 1);
     QVERIFY(enqueue(refused));
-    PartnerProfile failing = plain;
+    PartnerFaults failing = plain;
     failing.failRate = 1.0;
     m_partner->setProfile(failing);
     QVERIFY(work([this, plain] {
@@ -139,7 +139,7 @@ void VerdictsTest::onlyCallsThatMayHaveActedCountAsEffects()
     // and acted on again. Two calls, two effects.
     const ReminderSpec dropped = makeReminder(QStringLiteral("dropped"), 2);
     QVERIFY(enqueue(dropped));
-    PartnerProfile dropping = plain;
+    PartnerFaults dropping = plain;
     dropping.dropAfterAcceptRate = 1.0;
     m_partner->setProfile(dropping);
     const qint64 before = m_partner->stats().requests;

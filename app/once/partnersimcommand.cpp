@@ -79,7 +79,7 @@ int runPartnerSim(const QStringList &arguments)
     if (!hostile)
         return command.usageError(QStringLiteral("--hostile must be none or one of: ") + hostileNames().join(QLatin1String(", ")));
 
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.failRate = *failRate;
     profile.throttleRate = *throttleRate;
     profile.retryAfterSeconds = int(*retryAfter);

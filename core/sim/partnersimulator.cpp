@@ -162,7 +162,7 @@ bool PartnerSimulator::Private::hit(double rate)
 
 bool PartnerSimulator::Private::inOutage()
 {
-    const PartnerProfile &p = q->m_profile;
+    const PartnerFaults &p = q->m_profile;
     if (p.outageAfterRequests <= 0 || p.outageSeconds <= 0)
         return false;
     if (!outageStarted) {
@@ -368,7 +368,7 @@ void PartnerSimulator::Private::handle(const ConnectionPtr &conn, ServerRequest 
 void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, ServerRequest &&request)
 {
     PartnerStats &stats = q->m_stats;
-    const PartnerProfile &profile = q->m_profile;
+    const PartnerFaults &profile = q->m_profile;
     ++stats.requests;
 
     if (inOutage()) {
@@ -486,7 +486,7 @@ void PartnerSimulator::Private::accept(const ConnectionPtr &conn, const QByteArr
 
 bool PartnerSimulator::Private::takeHostileTurn()
 {
-    const PartnerProfile &profile = q->m_profile;
+    const PartnerFaults &profile = q->m_profile;
     if (profile.hostile == HostileMode::None
         || (profile.hostileCount > 0 && q->m_stats.hostile >= profile.hostileCount))
         return false;
@@ -557,7 +557,7 @@ QByteArray PartnerSimulator::Private::effectsJson() const
     return QJsonDocument(o).toJson(QJsonDocument::Compact);
 }
 
-PartnerSimulator::PartnerSimulator(const PartnerProfile &profile, QObject *parent)
+PartnerSimulator::PartnerSimulator(const PartnerFaults &profile, QObject *parent)
     : QObject(parent), m_profile(profile), d(std::make_unique<Private>(this))
 {
     d->setUp();
@@ -605,7 +605,7 @@ quint16 PartnerSimulator::port() const
     return d->server->serverPort();
 }
 
-void PartnerSimulator::setProfile(const PartnerProfile &profile)
+void PartnerSimulator::setProfile(const PartnerFaults &profile)
 {
     m_profile = profile;
     // A new profile starts its outage schedule afresh.

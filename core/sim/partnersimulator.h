@@ -15,7 +15,7 @@ class QTcpServer;
 namespace once {
 
 // How the simulated partner misbehaves. Rates are probabilities in [0, 1] per request.
-struct PartnerProfile
+struct PartnerFaults
 {
     double failRate = 0.0;            // answer 503 without acting
     double throttleRate = 0.0;        // answer 429 with Retry-After without acting
@@ -57,7 +57,7 @@ class PartnerSimulator final : public QObject
     Q_DISABLE_COPY_MOVE(PartnerSimulator)
 
 public:
-    explicit PartnerSimulator(const PartnerProfile &profile = {}, QObject *parent = nullptr);
+    explicit PartnerSimulator(const PartnerFaults &profile = {}, QObject *parent = nullptr);
     ~PartnerSimulator() override;
 
     // Serves HTTPS instead of HTTP, with the configuration's certificate and key (and, if
@@ -68,8 +68,8 @@ public:
     bool listen(const QHostAddress &address, quint16 port, QString *errorText = nullptr);
     quint16 port() const;
 
-    PartnerProfile profile() const { return m_profile; }
-    void setProfile(const PartnerProfile &profile);
+    PartnerFaults profile() const { return m_profile; }
+    void setProfile(const PartnerFaults &profile);
     PartnerStats stats() const { return m_stats; }
     QHash<QByteArray, int> effectsByKey() const { return m_effectsByKey.toHash(); }
 
@@ -79,7 +79,7 @@ signals:
 private:
     struct Private;
     friend struct Private;
-    PartnerProfile m_profile;
+    PartnerFaults m_profile;
     PartnerStats m_stats;
     ShardedKeyHash<int> m_effectsByKey;
     bool m_tls = false;

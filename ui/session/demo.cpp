@@ -21,9 +21,9 @@ Demo::~Demo()
     m_partnerThread.wait();
 }
 
-PartnerProfile Demo::realisticProfile()
+PartnerFaults Demo::realisticProfile()
 {
-    PartnerProfile profile;
+    PartnerFaults profile;
     profile.failRate = 0.02;
     profile.throttleRate = 0.02;
     profile.retryAfterSeconds = 2;

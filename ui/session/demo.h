@@ -29,7 +29,7 @@ public:
     bool start(QString *error);
     QString storeUrl() const;
     QUrl partnerUrl() const;
-    static PartnerProfile realisticProfile();
+    static PartnerFaults realisticProfile();
 
 private:
     QTemporaryDir m_folder;
