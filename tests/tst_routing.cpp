@@ -11,6 +11,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLoggingCategory>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -133,8 +134,21 @@ void RoutingTest::anOutageAtOnePartnerHoldsBackOnlyItsChannel()
 
     QProcess *worker = m_once->start({QStringLiteral("worker"), QStringLiteral("--partners"), partners,
                                       QStringLiteral("--worker-id"), QStringLiteral("routes"),
-                                      QStringLiteral("--backoff-base-ms"), QStringLiteral("50")},
+                                      QStringLiteral("--backoff-base-ms"), QStringLiteral("50"),
+                                      QStringLiteral("--metrics-listen"), QStringLiteral("127.0.0.1:0")},
                                      {{QStringLiteral("MAIL_TOKEN"), QStringLiteral("mail-secret-token")}});
+    quint16 metricsPort = 0;
+    QByteArray said;
+    static const QRegularExpression where(QStringLiteral("metrics at http://127\\.0\\.0\\.1:(\\d+)/metrics"));
+    QVERIFY2(pumpUntil(
+                 [&] {
+                     said += worker->readAllStandardError();
+                     const auto match = where.match(QString::fromUtf8(said));
+                     metricsPort = match.hasMatch() ? quint16(match.captured(1).toUInt()) : 0;
+                     return metricsPort != 0 || worker->state() == QProcess::NotRunning;
+                 },
+                 WorkerTimeoutMs),
+             said.constData());
     QVERIFY2(pumpUntil([&] { return m_email->stats().effects >= Count; }, WorkerTimeoutMs),
              QByteArray::number(m_email->stats().effects).constData());
     VERIFY_NO_PROBLEMS(exactlyOnceProblems(*m_email, email));
@@ -147,8 +161,25 @@ void RoutingTest::anOutageAtOnePartnerHoldsBackOnlyItsChannel()
     const QJsonObject self = m_once->jsonArray({QStringLiteral("workers"), QStringLiteral("--json")}).first().toObject();
     QCOMPARE(self.value(QLatin1String("failing_partner")).toString(), QStringLiteral("texts"));
 
-    // No e-mail waited on the SMS partner, and every send names the partner it went to.
+    // The metrics, `once partners` and the history name the partner.
     QString error;
+    const QByteArray metrics = httpGet(metricsPort, "/metrics", &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QVERIFY2(metrics.contains("once_partner_breaker_open{partner=\"texts\"} 1")
+                 && metrics.contains("once_partner_breaker_open{partner=\"mail\"} 0")
+                 && metrics.contains("once_partner_sends_applied_total{partner=\"mail\",profile=\"webhook\"} 40"),
+             metrics.constData());
+    const auto listed = m_once->run({QStringLiteral("partners")});
+    QVERIFY2(listed.exitedWith(0), listed.describe().constData());
+    QVERIFY2(listed.out.contains("mail  honours-key=unknown  profile=webhook  state=sending")
+                 && listed.out.contains("texts  honours-key=unknown  profile=webhook  state=held back"),
+             listed.out.constData());
+    const auto history = m_once->run({QStringLiteral("history"), QString::fromLatin1(sms.first()), QStringLiteral("--json")});
+    QVERIFY2(history.exitedWith(0), history.describe().constData());
+    QVERIFY2(history.out.contains("\"partner\": \"texts\"") && history.out.contains("\"partner_profile\": \"webhook\""),
+             history.out.constData());
+
+    // No e-mail waited on the SMS partner, and every send names the partner it went to.
     const QStringList held = storeRows(m_stores, m_once->storeUrl(),
                                        QStringLiteral("SELECT send_key FROM attempts WHERE outcome = 'deferred' "
                                                       "AND partner = 'mail'"),

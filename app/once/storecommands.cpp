@@ -651,10 +651,12 @@ int runResolve(const QStringList &arguments)
 int runPartners(const QStringList &arguments)
 {
     Command command(QStringLiteral("partners"),
-                    QStringLiteral("Lists the partners workers send to and whether each honours Idempotency-Key; with "
-                                   "URL and --honours-key, records it (audited). Every verdict on the store (console, "
-                                   "`once history`) reads several calls with one key by it."),
-                    QStringLiteral("[URL]"));
+                    QStringLiteral("Lists the partners workers send to (a --partner URL, or a name from a partners "
+                                   "file), their profile, their state as the workers last saw it, and whether each "
+                                   "honours its idempotency key; with PARTNER and --honours-key, records it (audited). "
+                                   "Every verdict on the store (console, `once history`) reads several calls with one "
+                                   "key by it, and workers hold what is in doubt for a partner recorded as not."),
+                    QStringLiteral("[PARTNER]"));
     auto &parser = command.parser();
     parser.addOption({QStringLiteral("honours-key"),
                       QStringLiteral("Record whether URL applies a repeated Idempotency-Key once: yes, no or unknown."),
@@ -664,22 +666,30 @@ int runPartners(const QStringList &arguments)
         return exit;
     const QStringList positional = parser.positionalArguments();
     if (positional.size() > 1)
-        return command.usageError(QStringLiteral("give at most one partner URL"));
+        return command.usageError(QStringLiteral("give at most one partner"));
     const bool setting = parser.isSet(QStringLiteral("honours-key"));
     if (setting != (positional.size() == 1))
-        return command.usageError(QStringLiteral("give a partner URL and --honours-key together, or neither to list"));
+        return command.usageError(QStringLiteral("give a partner and --honours-key together, or neither to list"));
     std::optional<KeyHonouring> honours;
     QString partner;
     if (setting) {
         honours = keyHonouringFromName(parser.value(QStringLiteral("honours-key")));
         if (!honours)
             return command.usageError(QStringLiteral("--honours-key must be yes, no or unknown"));
-        const QUrl url = QUrl::fromUserInput(positional.constFirst());
-        if (!url.isValid() || url.host().isEmpty())
-            return command.usageError(QStringLiteral("\"%1\" is not a partner URL").arg(positional.constFirst()));
-        if (!url.password().isEmpty() || !url.userName().isEmpty())
-            return command.usageError(QStringLiteral("give the partner URL without credentials"));
-        partner = partnerName(url);
+        // A partners file's name ("texts"), or the URL a --partner worker names its partner by.
+        const QString given = positional.constFirst();
+        if (given.contains(QLatin1String("://")) || given.contains(QLatin1Char('/'))) {
+            const QUrl url = QUrl::fromUserInput(given);
+            if (!url.isValid() || url.host().isEmpty())
+                return command.usageError(QStringLiteral("\"%1\" is not a partner URL").arg(given));
+            if (!url.password().isEmpty() || !url.userName().isEmpty())
+                return command.usageError(QStringLiteral("give the partner URL without credentials"));
+            partner = partnerName(url);
+        } else if (given.trimmed().isEmpty() || given.size() > 64 || given != given.trimmed()) {
+            return command.usageError(QStringLiteral("a partner's name is 1 to 64 characters without leading or trailing spaces"));
+        } else {
+            partner = given;
+        }
     }
     const auto store = command.openStore(setting ? Command::Access::ReadWrite : Command::Access::ReadOnly);
     if (!store)
@@ -702,6 +712,10 @@ int runPartners(const QStringList &arguments)
         printLine(QStringLiteral("no partner on record: no worker has run on this store"));
     for (const PartnerPolicy &policy : *partners) {
         QString line = QStringLiteral("%1  honours-key=%2").arg(policy.partner, keyHonouringName(policy.honoursKey));
+        if (!policy.profile.isEmpty())
+            line += QStringLiteral("  profile=%1").arg(policy.profile);
+        if (!policy.state.isEmpty())
+            line += QStringLiteral("  state=%1").arg(policy.state);
         if (!policy.setBy.isEmpty())
             line += QStringLiteral("  set by %1 at %2").arg(policy.setBy, formatTime(policy.setAtMs));
         if (policy.lastSeenMs > 0)

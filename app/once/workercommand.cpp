@@ -54,9 +54,17 @@ int runWorker(const QStringList &arguments)
     command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
-    const bool partnersFile = parser.isSet(QStringLiteral("partners"));
-    if (partnersFile == parser.isSet(QStringLiteral("partner")))
-        return command.usageError(QStringLiteral("give either --partner URL or --partners FILE"));
+    // A systemd unit's environment file names them as ONCE_PARTNERS or ONCE_PARTNER.
+    QString partnerOption = parser.value(QStringLiteral("partner"));
+    QString partnersOption = parser.value(QStringLiteral("partners"));
+    if (partnerOption.isEmpty() && partnersOption.isEmpty()) {
+        partnersOption = qEnvironmentVariable("ONCE_PARTNERS");
+        if (partnersOption.isEmpty())
+            partnerOption = qEnvironmentVariable("ONCE_PARTNER");
+    }
+    const bool partnersFile = !partnersOption.isEmpty();
+    if (partnersFile == !partnerOption.isEmpty())
+        return command.usageError(QStringLiteral("give either --partner URL or --partners FILE (or ONCE_PARTNER, ONCE_PARTNERS)"));
     if (partnersFile && parser.isSet(QStringLiteral("partner-profile")))
         return command.usageError(QStringLiteral("--partner-profile goes with --partner; in a partners file each partner names its \"profile\""));
     const auto concurrency = command.integer(QStringLiteral("concurrency"), 1, 1024);
@@ -77,7 +85,7 @@ int runWorker(const QStringList &arguments)
     PartnersConfig partners;
     if (partnersFile) {
         QString partnersError;
-        const auto read = readPartnersFile(parser.value(QStringLiteral("partners")), &partnersError);
+        const auto read = readPartnersFile(partnersOption, &partnersError);
         if (!read)
             return command.usageError(partnersError);
         partners = *read;
@@ -86,7 +94,7 @@ int runWorker(const QStringList &arguments)
             return parser.isSet(option) ? parser.value(option) : qEnvironmentVariable(variable);
         };
         QString partnerError;
-        const auto single = partnerFromUrl(parser.value(QStringLiteral("partner")),
+        const auto single = partnerFromUrl(partnerOption,
                                            parser.value(QStringLiteral("partner-profile")), qgetenv("ONCE_PARTNER_TOKEN"),
                                            &partnerError);
         if (!single)

@@ -41,6 +41,8 @@ QJsonObject PartnerPolicy::toJson() const
         {QStringLiteral("set_by"), setBy.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(setBy)},
         {QStringLiteral("set_at"), setAtMs > 0 ? QJsonValue(formatTime(setAtMs)) : QJsonValue(QJsonValue::Null)},
         {QStringLiteral("last_seen_at"), lastSeenMs > 0 ? QJsonValue(formatTime(lastSeenMs)) : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("profile"), profile.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(profile)},
+        {QStringLiteral("state"), state},
     };
 }
 

@@ -29,6 +29,10 @@ struct PartnerPolicy
     QString setBy;          // empty while unknown
     qint64 setAtMs = 0;
     qint64 lastSeenMs = 0;  // the latest heartbeat of a worker sending to it; 0: none on record
+    QString profile;        // as its workers' last heartbeats name it; empty before schema 19
+    // As its live workers saw it: "sending", "failing" (a spell of failures), "held back"
+    // (a breaker open); "no worker" when none runs.
+    QString state;
 
     QJsonObject toJson() const;
 };

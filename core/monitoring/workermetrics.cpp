@@ -17,6 +17,24 @@ QByteArray workerExposition(const EngineCounters &counters)
     out.gauge(MetricNames::BreakerOpen,
               QStringLiteral("1 while this worker's circuit breaker keeps it from sending (open or probing), else 0."),
               counters.breaker == CircuitBreaker::State::Closed ? 0 : 1);
+    // Per partner (--partners): which one holds back, and how each fares.
+    out.family(QStringLiteral("once_partner_breaker_open"), Exposition::Type::Gauge,
+               QStringLiteral("1 while this worker's circuit breaker for the partner keeps it from sending, else 0."));
+    for (const PartnerCounters &partner : counters.partners)
+        out.sample(QStringLiteral("once_partner_breaker_open"), {{QStringLiteral("partner"), partner.name}},
+                   partner.breaker == CircuitBreaker::State::Closed ? 0 : 1);
+    out.family(QStringLiteral("once_partner_sends_applied_total"), Exposition::Type::Counter,
+               QStringLiteral("Sends the partner accepted from this worker."));
+    for (const PartnerCounters &partner : counters.partners)
+        out.sample(QStringLiteral("once_partner_sends_applied_total"),
+                   {{QStringLiteral("partner"), partner.name}, {QStringLiteral("profile"), partner.profile}},
+                   double(partner.applied));
+    out.family(QStringLiteral("once_partner_send_failures_total"), Exposition::Type::Counter,
+               QStringLiteral("Sends to the partner that did not succeed (failed, refused or left in doubt)."));
+    for (const PartnerCounters &partner : counters.partners)
+        out.sample(QStringLiteral("once_partner_send_failures_total"),
+                   {{QStringLiteral("partner"), partner.name}, {QStringLiteral("profile"), partner.profile}},
+                   double(partner.failures));
     out.counter(QStringLiteral("once_retries_scheduled_total"),
                 QStringLiteral("Failed sends this worker put back for a later try with the same key."),
                 double(counters.retries));

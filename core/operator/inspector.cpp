@@ -3,7 +3,10 @@
 #include "store/database.h"
 #include "store/sqlledger.h"
 #include "model/reminder.h"
+#include "partners/partnerprofile.h"
+#include "store/workerregistry.h"
 
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QDateTime>
 #include <QHash>
@@ -210,7 +213,7 @@ QString eventWhere(const EventFilter &filter, bool postgres, QVariantList *value
         break;
     case EventFilter::Calls::SeveralEffects:
         conditions << QStringLiteral("(SELECT COUNT(*) FROM attempts a LEFT JOIN workers w ON w.id = a.worker_id "
-                                     "LEFT JOIN partners p ON p.url = w.partner WHERE ")
+                                     "LEFT JOIN partners p ON p.url = COALESCE(a.partner, w.partner) WHERE ")
                           + ofThisKey + QStringLiteral(" AND ") + possibleEffectSql()
                           + QStringLiteral(" AND COALESCE(p.honours_key, '') <> 'yes') > 1");
         break;
@@ -445,6 +448,8 @@ QJsonObject attemptToJson(const Attempt &attempt)
         {QStringLiteral("error"), textOrNull(attempt.error)},
         {QStringLiteral("provider_request_id"), textOrNull(attempt.providerRequestId)},
         {QStringLiteral("audit_id"), attempt.auditId > 0 ? QJsonValue(attempt.auditId) : QJsonValue()},
+        {QStringLiteral("partner"), textOrNull(attempt.partner)},
+        {QStringLiteral("partner_profile"), textOrNull(attempt.partnerProfile)},
     };
 }
 
@@ -559,8 +564,9 @@ std::optional<EventRow> Inspector::event(const QString &keyOrEventId, QString *e
     query.finish();
     // Workers register the partner they send to; the latest send's worker names it.
     auto &partner = m_db.prepared(QStringLiteral(
-        "SELECT w.partner, p.honours_key FROM attempts a JOIN workers w ON w.id = a.worker_id "
-        "LEFT JOIN partners p ON p.url = w.partner WHERE ") + SqlLedger::attemptsOfKey(u"a")
+        "SELECT COALESCE(a.partner, w.partner), p.honours_key, a.partner_profile FROM attempts a "
+        "LEFT JOIN workers w ON w.id = a.worker_id "
+        "LEFT JOIN partners p ON p.url = COALESCE(a.partner, w.partner) WHERE ") + SqlLedger::attemptsOfKey(u"a")
         + QStringLiteral(" AND a.step = 'send' ORDER BY a.id DESC LIMIT 1"));
     SqlLedger::bindAttemptsOfKey(partner, row.sendKey);
     if (!m_db.exec(partner, error))
@@ -568,6 +574,11 @@ std::optional<EventRow> Inspector::event(const QString &keyOrEventId, QString *e
     if (partner.next()) {
         row.partner = partner.value(0).toString();
         row.partnerHonoursKey = keyHonouringFromName(partner.value(1).toString()).value_or(KeyHonouring::Unknown);
+        // Without an operator's record, the provider's documented rule (no idempotency at
+        // Postmark, Twilio, SMTP, ...).
+        const PartnerProfile *profile = partnerProfile(partner.value(2).toString());
+        if (row.partnerHonoursKey == KeyHonouring::Unknown && profile)
+            row.partnerHonoursKey = profile->honoursKey();
     }
     partner.finish();
     return row;
@@ -577,7 +588,7 @@ std::optional<QList<Attempt>> Inspector::attempts(const QByteArray &sendKey, QSt
 {
     auto &query = m_db.prepared(QStringLiteral(
         "SELECT send_key, event_id, message_id, delivery, worker_id, at, step, outcome, http_status, latency_ms, "
-        "error_class, error, provider_request_id, audit_id FROM attempts WHERE ")
+        "error_class, error, provider_request_id, audit_id, partner, partner_profile FROM attempts WHERE ")
         + SqlLedger::attemptsOfKey({}) + QStringLiteral(" "
         // In the order things happened, not the order they were written: a send's row is
         // written with its outcome, after rows of what went on meanwhile, but is dated when
@@ -595,7 +606,7 @@ std::optional<QList<Attempt>> Inspector::attempts(const QByteArray &sendKey, QSt
                                 query.value(5).toLongLong(), query.value(6).toString(), query.value(7).toString(),
                                 query.value(8).toInt(), query.value(9).isNull() ? -1 : query.value(9).toLongLong(),
                                 query.value(10).toString(), query.value(11).toString(), query.value(12).toString(),
-                                query.value(13).toLongLong()});
+                                query.value(13).toLongLong(), query.value(14).toString(), query.value(15).toString()});
     }
     query.finish();
     return attempts;
@@ -1032,21 +1043,61 @@ std::optional<QList<PartnerPolicy>> Inspector::partners(QString *error)
         partners.append(policy);
     }
     recorded.finish();
+    // Each worker names its partners in its heartbeat (schema 19: each one's profile and
+    // breaker too; before, the one URL it sent to).
     auto &seen = m_db.prepared(QStringLiteral(
-        "SELECT partner, MAX(heartbeat_at) FROM workers WHERE partner IS NOT NULL AND partner <> '' "
-        "GROUP BY partner ORDER BY partner"));
+        "SELECT partner, partners, heartbeat_at, state FROM workers WHERE partner IS NOT NULL AND partner <> ''"));
     if (!m_db.exec(seen, error))
         return std::nullopt;
+    const qint64 now = nowMs();
+    const auto note = [&](const QString &name, const QString &profile, const QString &breaker, int failingInARow,
+                          qint64 heartbeatAt, bool live) {
+        auto found = byName.constFind(name);
+        if (found == byName.cend()) {
+            PartnerPolicy policy;
+            policy.partner = name;
+            found = byName.insert(name, partners.size());
+            partners.append(policy);
+        }
+        PartnerPolicy &policy = partners[*found];
+        if (heartbeatAt >= policy.lastSeenMs) {
+            policy.lastSeenMs = heartbeatAt;
+            if (!profile.isEmpty())
+                policy.profile = profile;
+        }
+        if (!live)
+            return;
+        const QString state = breaker != QLatin1String("closed") ? QStringLiteral("held back")
+                              : failingInARow > 0                ? QStringLiteral("failing")
+                                                                 : QStringLiteral("sending");
+        // The gravest a live worker reports.
+        static const QStringList order{QStringLiteral("sending"), QStringLiteral("failing"), QStringLiteral("held back")};
+        if (order.indexOf(state) > order.indexOf(policy.state))
+            policy.state = state;
+    };
     while (seen.next()) {
-        const QString name = seen.value(0).toString();
-        if (byName.contains(name))
+        const qint64 heartbeatAt = seen.value(2).toLongLong();
+        const bool live = seen.value(3).toString() != QLatin1String("stopped")
+                          && now - heartbeatAt <= WorkerRegistry::GoneAfterMs;
+        const QJsonArray each = QJsonDocument::fromJson(seen.value(1).toString().toUtf8()).array();
+        if (each.isEmpty()) {
+            note(seen.value(0).toString(), QString(), QStringLiteral("closed"), 0, heartbeatAt, live);
             continue;
-        PartnerPolicy policy;
-        policy.partner = name;
-        policy.lastSeenMs = seen.value(1).toLongLong();
-        partners.append(policy);
+        }
+        for (const QJsonValue &value : each) {
+            const QJsonObject partner = value.toObject();
+            note(partner.value(QLatin1String("name")).toString(), partner.value(QLatin1String("profile")).toString(),
+                 partner.value(QLatin1String("breaker")).toString(),
+                 partner.value(QLatin1String("consecutive_failures")).toInt(), heartbeatAt, live);
+        }
     }
     seen.finish();
+    for (PartnerPolicy &policy : partners) {
+        if (policy.state.isEmpty())
+            policy.state = QStringLiteral("no worker");
+    }
+    std::sort(partners.begin(), partners.end(),
+              [](const PartnerPolicy &a, const PartnerPolicy &b) { return a.partner < b.partner; });
     return partners;
 }
 

@@ -360,6 +360,59 @@ bool Operations::markDelivered(const QByteArray &sendKey, const QString &reason,
     return transaction.commit(error);
 }
 
+bool Operations::recordLookup(const QByteArray &sendKey, const QString &partner, const QString &profile,
+                              const LookupResult &lookup, QString *error)
+{
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return false;
+    const auto payload = inDoubtPayload(sendKey, error);
+    if (!payload)
+        return false;
+    const qint64 now = nowMs();
+    const QString at = formatTime(now);
+    QString outcome;
+    QString text;
+    switch (lookup.kind) {
+    case LookupResult::Kind::Found:
+        outcome = QStringLiteral("found");
+        text = lookup.providerMessageId.isEmpty()
+                   ? QStringLiteral("Reconciled: found at %1 at %2").arg(partner, at)
+                   : QStringLiteral("Reconciled: found at %1 as %2 at %3").arg(partner, lookup.providerMessageId, at);
+        break;
+    case LookupResult::Kind::NotFound:
+        outcome = QStringLiteral("not-found");
+        text = QStringLiteral("not found at %1 at %2").arg(partner, at);
+        break;
+    case LookupResult::Kind::Failed:
+        outcome = QStringLiteral("lookup-failed");
+        text = QStringLiteral("asking %1 failed at %2: %3").arg(partner, at, lookup.error);
+        break;
+    }
+    if (lookup.kind == LookupResult::Kind::Found) {
+        auto &update = m_db.prepared(QStringLiteral(
+            "UPDATE ledger SET state = 'applied', applied_at = ?, updated_at = ?, provider_request_id = ? "
+            "WHERE send_key = ?"));
+        update.addBindValue(now);
+        update.addBindValue(now);
+        update.addBindValue(lookup.providerMessageId.isEmpty() ? QVariant() : QVariant(lookup.providerMessageId));
+        update.addBindValue(QString::fromLatin1(sendKey));
+        if (!m_db.exec(update, error))
+            return false;
+    }
+    const auto reminder = parseReminder(*payload).reminder;
+    const auto auditId = beginAudit({QStringLiteral("reconcile"), QString::fromLatin1(sendKey), 0, text}, error, 1);
+    if (!auditId)
+        return false;
+    Attempt note{sendKey, reminder ? reminder->eventId : QString(), {}, 0, m_actor, now, QStringLiteral("reconcile"),
+                 outcome, lookup.httpStatus, -1, {}, text, lookup.providerMessageId, *auditId};
+    note.partner = partner;
+    note.partnerProfile = profile;
+    if (!m_ledger.insertAttempts({note}, error))
+        return false;
+    return transaction.commit(error);
+}
+
 bool Operations::setPartnerPolicy(const QString &partner, KeyHonouring honoursKey, QString *error)
 {
     if (partner.trimmed().isEmpty()) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "delivery/partnersender.h"
 #include "operator/inspector.h"
 
 #include <QString>
@@ -84,6 +85,11 @@ public:
     bool resend(const QByteArray &sendKey, const QString &reason, QString *error);
     bool resend(BrokerQueue &queue, const QByteArray &sendKey, const QString &reason, QString *error);
     bool markDelivered(const QByteArray &sendKey, const QString &reason, QString *error);
+    // What the partner said when asked for an in-doubt key (reconciliation): found, the
+    // key is settled applied with the provider's message id, as a late 2xx would settle
+    // it; not found or unanswered, the key stays in doubt and its history says so.
+    bool recordLookup(const QByteArray &sendKey, const QString &partner, const QString &profile,
+                      const LookupResult &lookup, QString *error);
 
     // Records whether a partner (named as partnerName() names it) honours Idempotency-Key;
     // Unknown forgets what was recorded.

@@ -34,7 +34,7 @@ struct ClaimRequest
     int delivery = 0;
     qint64 leaseUntilMs = 0;
     // What a key found in doubt leads to: that of the partner the reminder goes to.
-    std::optional<InDoubtPolicy> policy;
+    std::optional<InDoubtPolicy> policy{};
 };
 
 struct ClaimResult

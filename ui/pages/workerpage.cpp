@@ -10,6 +10,7 @@
 #include "widgets/tile.h"
 
 #include "delivery/partnersender.h"
+#include "partners/partnersettings.h"
 #include "store/database.h"
 
 #include <QComboBox>
@@ -73,6 +74,13 @@ WorkerPage::WorkerPage(EngineController *engine, QWidget *parent) : Page(parent)
     m_url->setObjectName(QStringLiteral("partnerUrl"));
     m_url->setPlaceholderText(QStringLiteral("http://127.0.0.1:8080/reminders"));
     m_url->setClearButtonEnabled(true);
+    m_partnersFile = new QLineEdit(settings.partnersFile());
+    m_partnersFile->setObjectName(QStringLiteral("partnersFile"));
+    m_partnersFile->setPlaceholderText(tr("optional: several partners routed by channel (docs/partners.md)"));
+    m_partnersFile->setClearButtonEnabled(true);
+    m_partnersFile->setToolTip(tr("A partners file: each partner's profile (webhook, resend, postmark, sendgrid, "
+                                  "twilio, slack, smtp), limits and secrets (env:NAME or file:PATH), and the routes "
+                                  "from a reminder's channel to its partner. When set, it replaces the URL."));
     m_urlError = new QLabel;
     m_urlError->setObjectName(QStringLiteral("urlError"));
     m_urlError->hide();
@@ -114,6 +122,7 @@ WorkerPage::WorkerPage(EngineController *engine, QWidget *parent) : Page(parent)
 
     auto *form = new QFormLayout;
     form->addRow(tr("Partner &URL:"), m_url);
+    form->addRow(tr("Or &partners file:"), m_partnersFile);
     form->addRow(QString(), m_urlError);
     form->addRow(tr("&Concurrency:"), m_concurrency);
     form->addRow(tr("&Max attempts:"), m_maxAttempts);
@@ -210,6 +219,10 @@ WorkerPage::WorkerPage(EngineController *engine, QWidget *parent) : Page(parent)
     layout->addWidget(workersBox, 1);
 
     connect(m_url, &QLineEdit::textChanged, this, [this] {
+        validateUrl();
+        updateControls();
+    });
+    connect(m_partnersFile, &QLineEdit::textChanged, this, [this] {
         validateUrl();
         updateControls();
     });
@@ -438,6 +451,8 @@ void WorkerPage::changeEvent(QEvent *event)
 
 std::optional<QUrl> WorkerPage::partnerUrl(QString *problem) const
 {
+    if (!m_partnersFile->text().trimmed().isEmpty())
+        return QUrl(); // the file names the partners; it is read as the worker starts
     const QString text = m_url->text().trimmed();
     if (text.isEmpty()) {
         *problem = tr("Enter the partner's URL, e.g. http://127.0.0.1:8080/reminders.");
@@ -478,8 +493,22 @@ void WorkerPage::start()
         m_engineError->show();
         return;
     }
+    // A small local file, read once as the worker starts: its errors show here, in one line.
+    const QString partnersPath = m_partnersFile->text().trimmed();
+    std::optional<PartnersConfig> partners;
+    if (!partnersPath.isEmpty()) {
+        QString partnersError;
+        partners = readPartnersFile(partnersPath, &partnersError);
+        if (!partners) {
+            m_engineError->setText(tr("The worker cannot start: %1").arg(partnersError));
+            m_engineError->show();
+            return;
+        }
+    }
     Settings settings;
-    settings.setPartnerUrl(url->toString());
+    settings.setPartnersFile(partnersPath);
+    if (!partners)
+        settings.setPartnerUrl(url->toString());
     settings.setConcurrency(m_concurrency->value());
     settings.setMaxAttempts(m_maxAttempts->value());
     const bool hold = m_inDoubtPolicy->currentData().toBool();
@@ -491,6 +520,8 @@ void WorkerPage::start()
     config.queueUrl = m_session->queueUrl();
     config.partnerUrl = *url;
     config.partnerToken = qgetenv(TokenVariable);
+    if (partners)
+        config.partners = *partners;
     // As for `once worker`: a partner behind its own CA, or one that wants a client
     // certificate, is set up through the environment.
     QString tlsError;
@@ -556,9 +587,11 @@ void WorkerPage::updateControls()
     m_stop->setEnabled(state == State::Starting || state == State::Running || state == State::Paused ||
                        state == State::BreakerOpen);
     // The engine reads its settings once, at start.
+    m_partnersFile->setEnabled(stopped);
     for (QWidget *field : {static_cast<QWidget *>(m_url), static_cast<QWidget *>(m_concurrency),
                            static_cast<QWidget *>(m_maxAttempts), static_cast<QWidget *>(m_inDoubtPolicy)})
         field->setEnabled(stopped);
+    m_url->setEnabled(stopped && m_partnersFile->text().trimmed().isEmpty());
     if (m_engine && !stopped && !m_startedHere) {
         // An engine started elsewhere (the demo): show what it really runs with.
         const EngineConfig running = m_engine->config();

@@ -67,6 +67,7 @@ private:
     bool m_startedHere = false;
 
     QLineEdit *m_url = nullptr;
+    QLineEdit *m_partnersFile = nullptr; // when set, replaces m_url: several partners, routed by channel
     QLabel *m_urlError = nullptr;
     QSpinBox *m_concurrency = nullptr;
     QSpinBox *m_maxAttempts = nullptr;

@@ -63,6 +63,14 @@ HealthAlert partnerAlert(const QList<WorkerRecord> &failing, int live, qint64 no
     // The last failure long ago: nothing has been sent since (all dead-lettered, say).
     if (lastFailureAt > 0 && nowMs - lastFailureAt >= 60000)
         facts += tr(" %1 ago").arg(formatDuration(nowMs - lastFailureAt));
+    // A worker with several partners names the one failing: the others go on.
+    QStringList partners;
+    for (const WorkerRecord &worker : failing) {
+        if (worker.partners.size() > 1 && !worker.failingPartner.isEmpty() && !partners.contains(worker.failingPartner))
+            partners.append(worker.failingPartner);
+    }
+    const QString partner = partners.isEmpty() ? tr("Partner") : tr("Partner %1").arg(partners.join(QStringLiteral(", ")));
+    const QString thePartner = partners.isEmpty() ? tr("The partner") : tr("Partner %1").arg(partners.join(QStringLiteral(", ")));
     const int count = int(failing.size());
     const QString who = count < live ? tr("for %1 of %2 workers").arg(count).arg(live) : QString();
     QString doing;
@@ -85,33 +93,33 @@ HealthAlert partnerAlert(const QList<WorkerRecord> &failing, int live, qint64 no
         const QString status = refusing->lastHttpStatus ? tr("HTTP %1").arg(refusing->lastHttpStatus) : tr("a refusal");
         const QString sinceText = formatDisplayTime(since);
         alert.text = refusing->lastErrorClass == QLatin1String("credentials-refused")
-                         ? tr("The partner refuses our credentials (%1) since %2: reminders wait and none is "
+                         ? tr("%3 refuses our credentials (%1) since %2: reminders wait and none is "
                               "dead-lettered. Fix the partner token; they resume by themselves.")
-                               .arg(status, sinceText)
-                         : tr("The partner refuses every reminder (%1) since %2: reminders wait and none is "
+                               .arg(status, sinceText, thePartner)
+                         : tr("%3 refuses every reminder (%1) since %2: reminders wait and none is "
                               "dead-lettered. Check what changed at the partner or in our requests; they resume "
                               "once it accepts one.")
-                               .arg(status, sinceText);
+                               .arg(status, sinceText, thePartner);
         return alert;
     }
     if (forMs >= thresholds.partnerDownAfterMs || refusingAll) {
         alert.severity = Severity::Alert;
-        alert.text = (who.isEmpty() ? tr("Partner down for %1 (%2): %3; do not redrive yet.")
-                                          .arg(formatDuration(forMs), facts, doing)
-                                    : tr("Partner failing %1 for %2 (%3): %4; do not redrive yet.")
-                                          .arg(who, formatDuration(forMs), facts, doing));
+        alert.text = (who.isEmpty() ? tr("%4 down for %1 (%2): %3; do not redrive yet.")
+                                          .arg(formatDuration(forMs), facts, doing, partner)
+                                    : tr("%5 failing %1 for %2 (%3): %4; do not redrive yet.")
+                                          .arg(who, formatDuration(forMs), facts, doing, partner));
     } else {
         // Not long enough to call it an outage: a warning, which turns into the alert.
         alert.kind = HealthAlert::Kind::PartnerFailing;
         alert.severity = Severity::Warning;
         alert.text =
-            tr("Partner failing for %1 (%2): the circuit breaker is open, %3. An outage alert follows "
+            tr("%5 failing for %1 (%2): the circuit breaker is open, %3. An outage alert follows "
                "after %4.")
-                .arg(formatDuration(forMs), facts, doing, formatDuration(thresholds.partnerDownAfterMs));
+                .arg(formatDuration(forMs), facts, doing, formatDuration(thresholds.partnerDownAfterMs), partner);
         if (holding == 0)
             alert.text =
-                tr("Partner failing for %1 (%2): %3. An outage alert follows after %4.")
-                    .arg(formatDuration(forMs), facts, doing, formatDuration(thresholds.partnerDownAfterMs));
+                tr("%5 failing for %1 (%2): %3. An outage alert follows after %4.")
+                    .arg(formatDuration(forMs), facts, doing, formatDuration(thresholds.partnerDownAfterMs), partner);
     }
     return alert;
 }

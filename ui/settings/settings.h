@@ -86,6 +86,9 @@ public:
             .toString();
     }
     void setPartnerUrl(const QString &url) { m_settings.setValue(QStringLiteral("worker/partnerUrl"), url); }
+    // A partners file (several partners and their routes); empty: the one URL above.
+    QString partnersFile() const { return m_settings.value(QStringLiteral("worker/partnersFile")).toString(); }
+    void setPartnersFile(const QString &path) { m_settings.setValue(QStringLiteral("worker/partnersFile"), path); }
     int concurrency() const { return m_settings.value(QStringLiteral("worker/concurrency"), 16).toInt(); }
     void setConcurrency(int n) { m_settings.setValue(QStringLiteral("worker/concurrency"), n); }
     int maxAttempts() const { return m_settings.value(QStringLiteral("worker/maxAttempts"), 8).toInt(); }

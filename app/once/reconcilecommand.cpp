@@ -1,0 +1,142 @@
+#include "cli.h"
+
+#include "operator/inspector.h"
+#include "operator/operations.h"
+#include "partners/partnerprofile.h"
+#include "store/store.h"
+
+#include <QCoreApplication>
+#include <QEventLoop>
+#include <QJsonArray>
+#include <QJsonObject>
+
+namespace once::cli {
+
+namespace {
+QString lookupResultName(LookupResult::Kind kind)
+{
+    switch (kind) {
+    case LookupResult::Kind::Found:
+        return QStringLiteral("found");
+    case LookupResult::Kind::NotFound:
+        return QStringLiteral("not-found");
+    case LookupResult::Kind::Failed:
+        break;
+    }
+    return QStringLiteral("failed");
+}
+} // namespace
+
+// Asks each partner with a lookup whether it has the reminders left in doubt with it,
+// now, whatever their grace period: found is settled applied (the provider's message id
+// kept), not found and unanswered stay in doubt, and the history says what was asked
+// and answered.
+int runReconcile(const QStringList &arguments)
+{
+    Command command(QStringLiteral("reconcile"),
+                    QStringLiteral("Asks the partners that have a lookup (a webhook's \"lookup\", Postmark, "
+                                   "SendGrid's Email Activity) whether they have the events left in doubt with them. "
+                                   "Found: settled applied, with the provider's message id. Not found or no answer: "
+                                   "left in doubt, with what was asked in its history. Audited."),
+                    {});
+    auto &parser = command.parser();
+    parser.addOptions({
+        {QStringLiteral("partners"), QStringLiteral("The workers' partners file (default: $ONCE_PARTNERS)."), QStringLiteral("FILE")},
+        {QStringLiteral("partner"), QStringLiteral("With --partners: only this partner. Without: the one partner's URL, as `once worker --partner` takes it."), QStringLiteral("NAME")},
+        {QStringLiteral("partner-profile"), QStringLiteral("The profile of --partner URL (default webhook)."), QStringLiteral("NAME")},
+        {QStringLiteral("dry-run"), QStringLiteral("Ask, and say what would be settled, without writing anything.")},
+        {QStringLiteral("json"), QStringLiteral("Print JSON.")},
+    });
+    if (const int exit = command.parse(arguments); exit >= 0)
+        return exit;
+    QString partnersPath = parser.value(QStringLiteral("partners"));
+    if (partnersPath.isEmpty() && !parser.isSet(QStringLiteral("partner")))
+        partnersPath = qEnvironmentVariable("ONCE_PARTNERS");
+    PartnersConfig partners;
+    QString only;
+    QString error;
+    if (!partnersPath.isEmpty()) {
+        const auto read = readPartnersFile(partnersPath, &error);
+        if (!read)
+            return command.usageError(error);
+        partners = *read;
+        only = parser.value(QStringLiteral("partner"));
+        if (!only.isEmpty() && !partners.find(only))
+            return command.usageError(QStringLiteral("%1 names no partner \"%2\"").arg(partnersPath, only));
+    } else if (parser.isSet(QStringLiteral("partner"))) {
+        const auto single = partnerFromUrl(parser.value(QStringLiteral("partner")),
+                                           parser.value(QStringLiteral("partner-profile")), qgetenv("ONCE_PARTNER_TOKEN"),
+                                           &error);
+        if (!single)
+            return command.usageError(error);
+        partners = PartnersConfig::single(*single);
+    } else {
+        return command.usageError(QStringLiteral("give --partners FILE (or ONCE_PARTNERS) or --partner URL"));
+    }
+    const bool dryRun = parser.isSet(QStringLiteral("dry-run"));
+    const auto store = command.openStore(dryRun ? Command::Access::ReadOnly : Command::Access::ReadWrite);
+    if (!store)
+        return Failure;
+    const auto inDoubt = store->inspector().inDoubt(&error);
+    if (!inDoubt)
+        return failure(error);
+
+    QObject context;
+    std::vector<std::unique_ptr<PartnerSender>> senders;
+    QHash<QString, PartnerSender *> byName;
+    for (const PartnerSettings &partner : std::as_const(partners.partners)) {
+        if (!only.isEmpty() && partner.name != only)
+            continue;
+        senders.push_back(partnerProfile(partner.profile)->createSender(partner, 4, 10000, nullptr));
+        byName.insert(partner.name, senders.back().get());
+    }
+    QJsonArray report;
+    int found = 0;
+    int asked = 0;
+    for (const EventRow &row : *inDoubt) {
+        const auto event = store->inspector().event(QString::fromLatin1(row.sendKey), &error);
+        if (!event)
+            return failure(error);
+        PartnerSender *sender = byName.value(event->partner);
+        const PartnerSettings *settings = partners.find(event->partner);
+        if (!sender || !settings || !sender->canLookUp())
+            continue;
+        ++asked;
+        LookupResult answer;
+        QEventLoop wait;
+        sender->lookUp(row.sendKey, &context, [&](const LookupResult &result) {
+            answer = result;
+            wait.quit();
+        });
+        wait.exec();
+        if (answer.kind == LookupResult::Kind::Found)
+            ++found;
+        if (!dryRun && !store->operations().recordLookup(row.sendKey, settings->name, settings->profile, answer, &error))
+            return failure(error);
+        const QString result = lookupResultName(answer.kind);
+        report.append(QJsonObject{{QStringLiteral("key"), QString::fromLatin1(row.sendKey)},
+                                  {QStringLiteral("partner"), settings->name},
+                                  {QStringLiteral("result"), result},
+                                  {QStringLiteral("provider_message_id"), answer.providerMessageId},
+                                  {QStringLiteral("error"), answer.error},
+                                  {QStringLiteral("settled"), !dryRun && answer.kind == LookupResult::Kind::Found}});
+        if (!parser.isSet(QStringLiteral("json")))
+            printLine(QStringLiteral("%1  %2  %3%4").arg(QString::fromLatin1(row.sendKey), settings->name, result,
+                                                         answer.kind == LookupResult::Kind::Found && !answer.providerMessageId.isEmpty()
+                                                             ? QStringLiteral(" as ") + answer.providerMessageId
+                                                         : answer.kind == LookupResult::Kind::Failed ? QStringLiteral(": ") + answer.error
+                                                                                                     : QString()));
+    }
+    if (parser.isSet(QStringLiteral("json"))) {
+        printJson(QJsonDocument(report));
+        return Ok;
+    }
+    printLine(QStringLiteral("%1 in doubt, %2 asked, %3 found%4")
+                  .arg(inDoubt->size())
+                  .arg(asked)
+                  .arg(found)
+                  .arg(dryRun ? QStringLiteral(" (dry run: nothing settled)") : QString()));
+    return Ok;
+}
+
+} // namespace once::cli
