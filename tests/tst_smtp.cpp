@@ -231,6 +231,7 @@ private slots:
     void refusalsAreTransientOrPermanent_data();
     void refusalsAreTransientOrPermanent();
     void droppedAfterTheDotIsInDoubt();
+    void noReplyToTheDotIsInDoubt();
     void injectedHeaderIsNeverSent();
     void nobodyListeningIsTransient();
     void starttlsWhereOffered();
@@ -562,6 +563,18 @@ void SmtpTest::droppedAfterTheDotIsInDoubt()
         stats.value(QLatin1String("by_key")).toObject().value(QString::fromLatin1(reminder.sendKey)).toInt(),
         1);
     QVERIFY(stats.value(QLatin1String("dropped")).toInt() >= 1);
+}
+
+void SmtpTest::noReplyToTheDotIsInDoubt()
+{
+    const Reminder reminder = reminderWith({}, 19);
+    QVERIFY(m_server.setFault({{QStringLiteral("mode"), QStringLiteral("hang-after-dot")}, {QStringLiteral("count"), 1}}));
+    const auto sender = senderFor(smtpPartner(m_server.url()), 1000);
+    const auto outcome = sendOne(*sender, reminder);
+    QVERIFY(outcome);
+    QCOMPARE(kindName(outcome->kind), QByteArray("InDoubt"));
+    QVERIFY2(outcome->error.contains(QLatin1String("no reply to the end of the mail")), qPrintable(outcome->error));
+    QCOMPARE(m_server.stats().value(QLatin1String("by_key")).toObject().value(QString::fromLatin1(reminder.sendKey)).toInt(), 1);
 }
 
 void SmtpTest::injectedHeaderIsNeverSent()

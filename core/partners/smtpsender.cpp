@@ -341,6 +341,9 @@ void SmtpSender::send(const Reminder &reminder, QObject *context,
         // never resent.
         curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, long(timeoutMs));
         curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, long(timeoutMs));
+        // libcurl 7.88 waits for the reply to the dot with its server response timeout
+        // (120 s by default), not CURLOPT_TIMEOUT_MS: bound that wait too, in seconds.
+        curl_easy_setopt(curl, CURLOPT_SERVER_RESPONSE_TIMEOUT, long(std::max(1, (timeoutMs + 999) / 1000)));
         const CURLcode result = curl_easy_perform(curl);
         long lastCode = 0;
         curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &lastCode);
