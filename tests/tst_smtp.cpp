@@ -5,6 +5,7 @@
 // Mails are counted at that server.
 #include "deliveryharness.h"
 #include "httptesting.h"
+#include "teststores.h"
 
 #include "model/reminder.h"
 #include "partners/partnerprofile.h"
@@ -238,7 +239,10 @@ private slots:
     void starttlsRequiredRefusesPlainText();
     void implicitTls();
 
+    void workerKilledAnywhereSendsNoMailTwice();
+
 private:
+    TestStores m_stores;
     SmtpServer m_server; // plain smtp://, AUTH with user "once" and Password
     QTemporaryDir m_certs;
 };
@@ -568,13 +572,20 @@ void SmtpTest::droppedAfterTheDotIsInDoubt()
 void SmtpTest::noReplyToTheDotIsInDoubt()
 {
     const Reminder reminder = reminderWith({}, 19);
-    QVERIFY(m_server.setFault({{QStringLiteral("mode"), QStringLiteral("hang-after-dot")}, {QStringLiteral("count"), 1}}));
+    QVERIFY(m_server.setFault(
+        {{QStringLiteral("mode"), QStringLiteral("hang-after-dot")}, {QStringLiteral("count"), 1}}));
     const auto sender = senderFor(smtpPartner(m_server.url()), 1000);
     const auto outcome = sendOne(*sender, reminder);
     QVERIFY(outcome);
     QCOMPARE(kindName(outcome->kind), QByteArray("InDoubt"));
-    QVERIFY2(outcome->error.contains(QLatin1String("no reply to the end of the mail")), qPrintable(outcome->error));
-    QCOMPARE(m_server.stats().value(QLatin1String("by_key")).toObject().value(QString::fromLatin1(reminder.sendKey)).toInt(), 1);
+    QVERIFY2(outcome->error.contains(QLatin1String("no reply to the end of the mail")),
+             qPrintable(outcome->error));
+    QCOMPARE(m_server.stats()
+                 .value(QLatin1String("by_key"))
+                 .toObject()
+                 .value(QString::fromLatin1(reminder.sendKey))
+                 .toInt(),
+             1);
 }
 
 void SmtpTest::injectedHeaderIsNeverSent()
@@ -661,6 +672,126 @@ void SmtpTest::implicitTls()
     QVERIFY(outcome);
     QCOMPARE(kindName(outcome->kind), QByteArray("Applied"));
     QCOMPARE(server.stats().value(QLatin1String("tls_mails")).toInt(), 1);
+}
+
+// Proof against a real worker: `once worker --partner smtp://...` killed with SIGKILL at
+// every failpoint of a turn (tst_delivery's), a mail kept by the server and its
+// connection cut before the 250, and a worker killed while it waits for the reply to the
+// dot. SMTP has no idempotency, so whatever may have reached the server is held in doubt,
+// never sent again: counted at the server, no key has two mails.
+void SmtpTest::workerKilledAnywhereSendsNoMailTwice()
+{
+    const QString onceBin = qEnvironmentVariable("ONCE_BIN");
+    QVERIFY2(!onceBin.isEmpty(), "ONCE_BIN must name the built once binary (ctest sets it)");
+    SmtpServer server;
+    QCOMPARE(server.start({QStringLiteral("--user"), QStringLiteral("once"), QStringLiteral("--password"),
+                           QString::fromLatin1(Password)}),
+             QString());
+    OnceRunner once(onceBin, m_stores.newUrl());
+    const auto init = once.run({QStringLiteral("init"), QStringLiteral("--lease"), QStringLiteral("2"),
+                                QStringLiteral("--max-attempts"), QStringLiteral("20")});
+    QVERIFY2(init.exitedWith(0), init.describe().constData());
+
+    constexpr int Count = 20;
+    QTemporaryDir dir;
+    QByteArray lines;
+    QSet<QByteArray> keys;
+    for (int i = 0; i < Count; ++i) {
+        const Reminder reminder =
+            reminderWith({{QStringLiteral("destination"), QStringLiteral("user-%1@example.org").arg(i)},
+                          {QStringLiteral("channel"), QStringLiteral("email")}},
+                         100 + i);
+        lines += reminder.payload + '\n';
+        keys.insert(reminder.sendKey);
+    }
+    QFile file(dir.filePath(QStringLiteral("mails.jsonl")));
+    QVERIFY(file.open(QIODevice::WriteOnly) && file.write(lines) == lines.size());
+    file.close();
+    const auto enqueue = once.run({QStringLiteral("enqueue"), file.fileName()});
+    QVERIFY2(enqueue.exitedWith(0), enqueue.describe().constData());
+
+    const QString partner = QStringLiteral("smtp://once:%1@127.0.0.1:%2?from=reminders@once.test")
+                                .arg(QString::fromLatin1(Password))
+                                .arg(server.smtpPort);
+    const auto worker = [&](const QString &timeout) {
+        return QStringList{QStringLiteral("worker"),
+                           QStringLiteral("--partner"),
+                           partner,
+                           QStringLiteral("--lease"),
+                           QStringLiteral("2"),
+                           QStringLiteral("--timeout"),
+                           timeout,
+                           QStringLiteral("--concurrency"),
+                           QStringLiteral("2"),
+                           QStringLiteral("--backoff-base-ms"),
+                           QStringLiteral("50"),
+                           QStringLiteral("--until-idle")};
+    };
+
+    // The first mail is kept and its connection cut before the 250 (RFC 1047's window).
+    QVERIFY(server.setFault(
+        {{QStringLiteral("mode"), QStringLiteral("drop-after-dot")}, {QStringLiteral("count"), 1}}));
+    for (const char *failpoint :
+         {"after-consume", "after-claim", "after-send", "after-record", "before-ack"}) {
+        const auto run =
+            once.waitFor(once.start(worker(QStringLiteral("1")),
+                                    {{QStringLiteral("ONCE_FAILPOINT"), QString::fromLatin1(failpoint)},
+                                     {QStringLiteral("ONCE_FAILPOINT_SKIP"), QStringLiteral("2")}}),
+                         WorkerTimeoutMs);
+        if (run.exitedWith(2) && run.err.contains("--partner must be an http"))
+            QSKIP("this once worker takes no smtp:// partner yet");
+        QVERIFY2(run.crashed() || run.exitedWith(0), run.describe().constData());
+        QCOMPARE(server.stats().value(QLatin1String("duplicates")).toInt(), 0);
+    }
+
+    // A worker killed while it waits for the reply to a dot the server has.
+    QVERIFY(server.setFault(
+        {{QStringLiteral("mode"), QStringLiteral("hang-after-dot")}, {QStringLiteral("count"), 1}}));
+    const int droppedBefore = server.stats().value(QLatin1String("dropped")).toInt();
+    QProcess *waiting = once.start(worker(QStringLiteral("1")));
+    const bool hung = pumpUntil(
+        [&] {
+            return server.stats().value(QLatin1String("dropped")).toInt() > droppedBefore ||
+                   waiting->state() == QProcess::NotRunning;
+        },
+        30000);
+    QVERIFY(hung);
+    // The server has the mail; the worker, still waiting for the reply (--timeout 1), dies.
+    QVERIFY2(server.stats().value(QLatin1String("dropped")).toInt() > droppedBefore,
+             "no mail was left to send");
+    const bool killedWaiting = waiting->state() != QProcess::NotRunning;
+    waiting->kill();
+    waiting->waitForFinished(10000);
+
+    QVERIFY(server.setFault({{QStringLiteral("mode"), QStringLiteral("none")}}));
+    const auto last = once.waitFor(once.start(worker(QStringLiteral("1"))), WorkerTimeoutMs);
+    QVERIFY2(last.exitedWith(0), last.describe().constData());
+
+    const QJsonObject mails = server.stats();
+    QCOMPARE(mails.value(QLatin1String("duplicates")).toInt(), 0);
+    const QJsonObject byKey = mails.value(QLatin1String("by_key")).toObject();
+    QSet<QByteArray> held;
+    for (const auto &value : once.jsonArray({QStringLiteral("in-doubt"), QStringLiteral("--json")}))
+        held.insert(value.toObject().value(QLatin1String("key")).toString().toLatin1());
+    for (const QByteArray &key : keys) {
+        const int count = byKey.value(QString::fromLatin1(key)).toInt();
+        QVERIFY2(count <= 1, key.constData());
+        // Not held: delivered, once. Held: the server has it or not, and nobody resent it.
+        QVERIFY2(
+            held.contains(key) || count == 1,
+            qPrintable(QStringLiteral("%1: %2 mails, not held").arg(QString::fromLatin1(key)).arg(count)));
+    }
+    QVERIFY2(held.size() >= 2, "the mails left without their 250 are not held");
+    const QJsonObject stats = once.stats();
+    QCOMPARE(stats.value(QLatin1String("acked")).toInteger() +
+                 stats.value(QLatin1String("in_doubt")).toInteger(),
+             qint64(Count));
+    QCOMPARE(stats.value(QLatin1String("ready")).toInteger(), qint64(0));
+    QCOMPARE(stats.value(QLatin1String("in_doubt")).toInteger(), qint64(held.size()));
+    qInfo("%d mails at the server, %d held in doubt, %d applied; killed %s",
+          mails.value(QLatin1String("mails")).toInt(), int(held.size()),
+          int(stats.value(QLatin1String("acked")).toInteger()),
+          killedWaiting ? "while waiting for the reply to the dot" : "after it had given up on the reply");
 }
 
 QTEST_GUILESS_MAIN(SmtpTest)
