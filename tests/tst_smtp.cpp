@@ -422,43 +422,39 @@ void SmtpTest::classification_data()
     using K = SendOutcome::Kind;
     QTest::addColumn<int>("failure");
     QTest::addColumn<int>("code");
+    QTest::addColumn<bool>("inTransaction");
     QTest::addColumn<bool>("handedOver");
     QTest::addColumn<int>("kind");
     QTest::addColumn<QString>("errorClass");
-    QTest::newRow("250 after the dot") << int(F::None) << 250 << true << int(K::Applied) << QString();
-    QTest::newRow("no connection") << int(F::Connect) << 0 << false << int(K::Transient)
-                                   << QStringLiteral("connect-failed");
-    QTest::newRow("no such host") << int(F::Resolve) << 0 << false << int(K::Transient)
-                                  << QStringLiteral("connect-failed");
-    QTest::newRow("TLS") << int(F::Tls) << 220 << false << int(K::Transient) << QStringLiteral("tls-failed");
-    QTest::newRow("421 at the greeting")
-        << int(F::ServerReply) << 421 << false << int(K::Transient) << QStringLiteral("smtp-4xx");
-    QTest::newRow("451 at RCPT") << int(F::ServerReply) << 451 << false << int(K::Transient)
-                                 << QStringLiteral("smtp-4xx");
-    QTest::newRow("451 after the dot")
-        << int(F::ServerReply) << 451 << true << int(K::Transient) << QStringLiteral("smtp-4xx");
-    QTest::newRow("550 at RCPT") << int(F::ServerReply) << 550 << false << int(K::Permanent)
-                                 << QStringLiteral("smtp-5xx");
-    QTest::newRow("554 after the dot")
-        << int(F::ServerReply) << 554 << true << int(K::Permanent) << QStringLiteral("smtp-5xx");
-    QTest::newRow("535") << int(F::LoginDenied) << 535 << false << int(K::CredentialsRefused)
-                         << QStringLiteral("credentials-refused");
-    QTest::newRow("530 at MAIL") << int(F::ServerReply) << 530 << false << int(K::CredentialsRefused)
-                                 << QStringLiteral("credentials-refused");
-    QTest::newRow("lost before the dot")
-        << int(F::ConnectionLost) << 354 << false << int(K::Transient) << QStringLiteral("connection-lost");
-    QTest::newRow("lost after the dot")
-        << int(F::ConnectionLost) << 354 << true << int(K::InDoubt) << QStringLiteral("in-doubt");
-    QTest::newRow("timed out after the dot")
-        << int(F::TimedOut) << 354 << true << int(K::InDoubt) << QStringLiteral("in-doubt");
-    QTest::newRow("timed out before")
-        << int(F::TimedOut) << 250 << false << int(K::Transient) << QStringLiteral("timeout");
+    const auto row = [](const char *name, F failure, int code, bool inTransaction, bool handedOver, K kind,
+                        const char *errorClass) {
+        QTest::newRow(name) << int(failure) << code << inTransaction << handedOver << int(kind)
+                            << QString::fromLatin1(errorClass);
+    };
+    row("250 after the dot", F::None, 250, true, true, K::Applied, "");
+    row("no connection", F::Connect, 0, false, false, K::Transient, "connect-failed");
+    row("no such host", F::Resolve, 0, false, false, K::Transient, "connect-failed");
+    row("TLS", F::Tls, 220, false, false, K::Transient, "connect-failed");
+    row("421 at the greeting", F::ServerReply, 421, false, false, K::Transient, "smtp-4xx");
+    row("554 at the greeting", F::ServerReply, 554, false, false, K::Transient, "smtp-5xx");
+    row("504 to AUTH", F::ServerReply, 504, false, false, K::Transient, "smtp-5xx");
+    row("451 at RCPT", F::ServerReply, 451, true, false, K::Transient, "smtp-4xx");
+    row("451 after the dot", F::ServerReply, 451, true, true, K::Transient, "smtp-4xx");
+    row("550 at RCPT", F::ServerReply, 550, true, false, K::Permanent, "smtp-5xx");
+    row("554 after the dot", F::ServerReply, 554, true, true, K::Permanent, "smtp-5xx");
+    row("535", F::LoginDenied, 535, false, false, K::CredentialsRefused, "credentials-refused");
+    row("530 at MAIL", F::ServerReply, 530, true, false, K::CredentialsRefused, "credentials-refused");
+    row("lost before the dot", F::ConnectionLost, 354, true, false, K::Transient, "connection-lost");
+    row("lost after the dot", F::ConnectionLost, 354, true, true, K::InDoubt, "in-doubt");
+    row("timed out after the dot", F::TimedOut, 354, true, true, K::InDoubt, "in-doubt");
+    row("timed out before", F::TimedOut, 250, true, false, K::Transient, "timeout");
 }
 
 void SmtpTest::classification()
 {
     QFETCH(int, failure);
     QFETCH(int, code);
+    QFETCH(bool, inTransaction);
     QFETCH(bool, handedOver);
     QFETCH(int, kind);
     QFETCH(QString, errorClass);
@@ -468,6 +464,7 @@ void SmtpTest::classification()
     attempt.reply = QStringLiteral("said %1\r\n\x1b[2J").arg(QString::fromLatin1(Password));
     attempt.error = QStringLiteral("curl says %1").arg(QString::fromLatin1(Password));
     attempt.messageHandedOver = handedOver;
+    attempt.inTransaction = inTransaction;
     const SecretRedactor redactor({QByteArray(Password)});
     const SendOutcome outcome = classifySmtp(attempt, redactor);
     QCOMPARE(kindName(outcome.kind), kindName(SendOutcome::Kind(kind)));
@@ -630,7 +627,7 @@ void SmtpTest::starttlsWhereOffered()
         const auto outcome = sendOne(*senderFor(partner), reminderWith({}, 16));
         QVERIFY(outcome);
         QCOMPARE(kindName(outcome->kind), QByteArray("Transient"));
-        QCOMPARE(outcome->errorClass, QStringLiteral("tls-failed"));
+        QCOMPARE(outcome->errorClass, QStringLiteral("connect-failed"));
         QCOMPARE(server.stats().value(QLatin1String("mails")).toInt(), 0);
     }
     QString error;
@@ -651,7 +648,7 @@ void SmtpTest::starttlsRequiredRefusesPlainText()
     const auto outcome = sendOne(*senderFor(partner), reminderWith({}, 17));
     QVERIFY(outcome);
     QCOMPARE(kindName(outcome->kind), QByteArray("Transient"));
-    QCOMPARE(outcome->errorClass, QStringLiteral("tls-failed"));
+    QCOMPARE(outcome->errorClass, QStringLiteral("connect-failed"));
     QCOMPARE(m_server.stats().value(QLatin1String("mails")).toInt(), before);
 }
 

@@ -2,6 +2,7 @@
 
 #include "model/partnerpolicy.h"
 #include "model/reminder.h"
+#include "partners/partnerprofile.h"
 #include "partners/profiles/smtpprofile.h"
 
 #include <QElapsedTimer>
@@ -37,7 +38,8 @@ struct Transfer
     QByteArray message;
     qsizetype offset = 0;
     bool handedOver = false;
-    Stage stage = Stage::Connect;
+    Stage stage = Stage::Connect;      // after the last command we sent
+    Stage replyStage = Stage::Connect; // when the last reply (not QUIT's) came
     int replyCode = 0;
     QByteArray reply;    // the last reply line, before QUIT's
     QByteArray dotReply; // the first reply after the whole message was handed over
@@ -96,6 +98,7 @@ int traceProtocol(CURL *, curl_infotype type, char *data, size_t size, void *use
     if (!ok)
         return 0;
     transfer->replyCode = code;
+    transfer->replyStage = transfer->stage;
     transfer->reply = line.mid(4).trimmed();
     if (transfer->handedOver && transfer->dotReply.isEmpty())
         transfer->dotReply = line;
@@ -150,9 +153,10 @@ QString failureClass(SmtpAttempt::Failure failure)
     switch (failure) {
     case SmtpAttempt::Failure::Resolve:
     case SmtpAttempt::Failure::Connect:
-        return QStringLiteral("connect-failed");
     case SmtpAttempt::Failure::Tls:
-        return QStringLiteral("tls-failed");
+        // As an HTTP request that never left: nothing of the mail reached the server (the
+        // verdicts count such a try as no call at all). The error says which it was.
+        return QStringLiteral("connect-failed");
     case SmtpAttempt::Failure::TimedOut:
         return QStringLiteral("timeout");
     case SmtpAttempt::Failure::None:
@@ -215,7 +219,9 @@ SendOutcome classifySmtp(const SmtpAttempt &attempt, const SecretRedactor &redac
         outcome.errorClass = QStringLiteral("credentials-refused");
         outcome.error = said.isEmpty() ? QStringLiteral("the SMTP server refused the login") : said;
     } else if (attempt.failure == SmtpAttempt::Failure::ServerReply && code >= 500) {
-        outcome.kind = SendOutcome::Kind::Permanent;
+        // Refused in the session (the greeting, EHLO, STARTTLS, AUTH), a refusal of every
+        // mail alike: wait, as for an outage. Refused in the transaction, this mail.
+        outcome.kind = attempt.inTransaction ? SendOutcome::Kind::Permanent : SendOutcome::Kind::Transient;
         outcome.errorClass = QStringLiteral("smtp-5xx");
         outcome.error = said;
     } else if (attempt.failure == SmtpAttempt::Failure::ServerReply && code >= 400) {
@@ -272,7 +278,12 @@ void SmtpSender::send(const Reminder &reminder, QObject *context,
     if (!mail) {
         SendOutcome outcome;
         outcome.kind = SendOutcome::Kind::Unsendable;
-        outcome.errorClass = QStringLiteral("unsendable");
+        // A field the reminder lacks, as the HTTP profiles say it; else a value that cannot
+        // go into a mail (a second address, a line break).
+        outcome.errorClass =
+            ReminderContent::of(reminder, m_partner).missing(smtpProfile().requiredFields()).isEmpty()
+                ? QStringLiteral("unsendable")
+                : QStringLiteral("missing-field");
         outcome.error = problem;
         QMetaObject::invokeMethod(
             context, [onFinished = std::move(onFinished), outcome] { onFinished(outcome); },
@@ -360,13 +371,11 @@ void SmtpSender::send(const Reminder &reminder, QObject *context,
             attempt.reply = QString::fromUtf8(transfer.dotReply.mid(4).trimmed());
         } else {
             attempt.error = QString::fromUtf8(errorBuffer[0] ? errorBuffer : curl_easy_strerror(result));
-            if (attempt.failure != SmtpAttempt::Failure::LoginDenied && attempt.replyCode >= 400 &&
-                transfer.stage != Stage::Connect && transfer.stage != Stage::Hello &&
-                transfer.stage != Stage::StartTls)
+            if (attempt.failure != SmtpAttempt::Failure::LoginDenied && attempt.replyCode >= 400)
                 attempt.failure = SmtpAttempt::Failure::ServerReply;
-            else if (attempt.failure != SmtpAttempt::Failure::LoginDenied && attempt.replyCode >= 400 &&
-                     attempt.replyCode < 500)
-                attempt.failure = SmtpAttempt::Failure::ServerReply; // 421 at the greeting: busy, later
+            attempt.inTransaction = transfer.replyStage == Stage::MailFrom ||
+                                    transfer.replyStage == Stage::RcptTo ||
+                                    transfer.replyStage == Stage::Data;
         }
         // Back on the sender's thread first, where the context's QPointer can be read
         // safely; the sender outlives this task (its destructor waits for the pool).

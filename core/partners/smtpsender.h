@@ -29,6 +29,9 @@ struct SmtpAttempt
     int replyCode = 0; // the last reply code read, 0 when none
     QString reply;     // the text of that reply, after its code
     QString error;     // the client's own one-line account of the failure
+    // Whether the last reply answered MAIL, RCPT, DATA or the dot (this mail), rather than
+    // the greeting, EHLO, STARTTLS or AUTH (the session, whichever the mail).
+    bool inTransaction = false;
     // Whether the whole message, the final dot included, was handed to the client to
     // send: before that the server cannot have accepted the mail (RFC 5321 4.1.1.4: only
     // the dot completes it), after it the server may have, whatever reached us.
@@ -37,10 +40,10 @@ struct SmtpAttempt
 };
 
 // What an SMTP transaction meant for the reminder. Transient before the message was
-// complete (nothing can have been delivered), and for 4xx; Permanent for 5xx (550 no such
-// user); CredentialsRefused for 530/534/535 and a refused AUTH; InDoubt when the message
-// was complete and no reply to it came (RFC 1047). Text from the server and the client is
-// redacted and kept to one line.
+// complete (nothing can have been delivered), and for 4xx; Permanent for 5xx to this mail
+// (550 no such user), Transient for 5xx to the session; CredentialsRefused for 530/534/535 and a refused
+// AUTH; InDoubt when the message was complete and no reply to it came (RFC 1047). Text from the server and
+// the client is redacted and kept to one line.
 SendOutcome classifySmtp(const SmtpAttempt &attempt, const SecretRedactor &redactor);
 
 // Sends mails with libcurl's SMTP client, each on a blocking easy handle in a pool of at
