@@ -37,6 +37,9 @@ ONCE_PACKAGES=(
     # libmicrohttpd (0.9.75, with GnuTLS) serves `once serve`'s HTTP (core/http/httpserver.*):
     # it bounds connections, heads, bodies and time, which Qt HTTP Server 6.4 does not.
     libmicrohttpd-dev
+    # libcurl's SMTP client sends the smtp profile's mails (core/partners/smtpsender.cpp);
+    # aiosmtpd is the SMTP server tst_smtp sends them to (tests/scripts/smtp-server)
+    libcurl4-openssl-dev python3-aiosmtpd
     # tst_storenetwork drops a store's packets silently inside network namespaces of its own
     nftables
 )
