@@ -1,6 +1,11 @@
 // The registry of partner profiles: one line per profile in profiles/.
 #include "partners/partnerprofile.h"
 
+#include "partners/profiles/postmarkprofile.h"
+#include "partners/profiles/resendprofile.h"
+#include "partners/profiles/sendgridprofile.h"
+#include "partners/profiles/slackprofile.h"
+#include "partners/profiles/twilioprofile.h"
 #include "partners/profiles/webhookprofile.h"
 
 namespace once {
@@ -9,6 +14,11 @@ const QList<const PartnerProfile *> &partnerProfiles()
 {
     static const QList<const PartnerProfile *> profiles{
         &webhookProfile(),
+        &resendProfile(),
+        &postmarkProfile(),
+        &sendgridProfile(),
+        &twilioProfile(),
+        &slackProfile(),
     };
     return profiles;
 }

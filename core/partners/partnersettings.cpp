@@ -141,6 +141,8 @@ QList<QByteArray> PartnerSettings::secrets() const
     QList<QByteArray> secrets;
     if (!token.isEmpty())
         secrets.append(token);
+    if (const PartnerProfile *found = partnerProfile(profile))
+        secrets.append(found->urlSecrets(*this));
     return secrets;
 }
 
