@@ -167,6 +167,8 @@ private slots:
     void simulatorLookupsFindWhatWasSent_data();
     void simulatorLookupsFindWhatWasSent();
     void simulatorReplaysResendKeysAndRefusesAChangedPayload();
+    void simulatorFaultsSpeakEachProvider_data();
+    void simulatorFaultsSpeakEachProvider();
 
 private:
     QString m_onceBin;
@@ -730,6 +732,46 @@ void TestPartnerProfiles::simulatorReplaysResendKeysAndRefusesAChangedPayload()
     QCOMPARE(outcome.kind, SendOutcome::Kind::PayloadChanged);
     QCOMPARE(outcome.httpStatus, 409);
     QCOMPARE(simulatorJson(simulated.port, "/stats").value(QLatin1String("effects")).toInt(), 1);
+}
+
+void TestPartnerProfiles::simulatorFaultsSpeakEachProvider_data()
+{
+    QTest::addColumn<QString>("profile");
+    for (const char *profile : {"webhook", "resend", "postmark", "sendgrid", "twilio", "slack"})
+        QTest::newRow(profile) << QString::fromLatin1(profile);
+}
+
+void TestPartnerProfiles::simulatorFaultsSpeakEachProvider()
+{
+    QFETCH(QString, profile);
+    OnceRunner runner(m_onceBin, QString());
+    const Reminder reminder = reminderFor(profile);
+
+    // A 429 in the provider's words, with its way of saying when to come back.
+    SimulatedPartner throttled = startSimulator(runner, profile, {QStringLiteral("--throttle-rate"), QStringLiteral("1"),
+                                                                  QStringLiteral("--retry-after"), QStringLiteral("7")});
+    QVERIFY(throttled.port != 0);
+    SendOutcome outcome = sendThrough(throttled.partner, reminder);
+    QCOMPARE(outcome.kind, SendOutcome::Kind::Transient);
+    QCOMPARE(outcome.errorClass, QStringLiteral("rate-limited"));
+    // SendGrid's reset is an epoch second: a delay of 6 to 7 seconds, by the clock.
+    QVERIFY2(outcome.retryAfterMs > 5000 && outcome.retryAfterMs <= 7000, qPrintable(QString::number(outcome.retryAfterMs)));
+
+    SimulatedPartner failing = startSimulator(runner, profile, {QStringLiteral("--fail-rate"), QStringLiteral("1")});
+    QVERIFY(failing.port != 0);
+    outcome = sendThrough(failing.partner, reminder);
+    QCOMPARE(outcome.kind, SendOutcome::Kind::Transient);
+    QCOMPARE(outcome.errorClass, QStringLiteral("http-5xx"));
+    QCOMPARE(simulatorJson(failing.port, "/stats").value(QLatin1String("effects")).toInt(), 0);
+
+    // Applied, then the answer lost: in doubt, and the effect is there.
+    SimulatedPartner dropping = startSimulator(runner, profile, {QStringLiteral("--drop-after-accept-rate"), QStringLiteral("1")});
+    QVERIFY(dropping.port != 0);
+    outcome = sendThrough(dropping.partner, reminder);
+    QCOMPARE(outcome.kind, SendOutcome::Kind::InDoubt);
+    const QJsonObject stats = simulatorJson(dropping.port, "/stats");
+    QCOMPARE(stats.value(QLatin1String("effects")).toInt(), 1);
+    QCOMPARE(stats.value(QLatin1String("dropped")).toInt(), 1);
 }
 
 QTEST_GUILESS_MAIN(TestPartnerProfiles)

@@ -405,7 +405,7 @@ void PartnerSimulator::Private::handleLookup(const ConnectionPtr &conn, const Se
 {
     const SimRequest asked = simRequest(request);
     if (inOutage()) {
-        respond(*conn, imitation->failure(503, "outage"), request.keepAlive, "Retry-After: 1\r\n");
+        respond(*conn, imitation->failure(503, "outage"), request.keepAlive, imitation->retryHeaders(1));
         return;
     }
     if (const auto refused = imitation->refuseCredentials(asked, token)) {
@@ -424,7 +424,7 @@ void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, Server
     const SimRequest asked = simRequest(request);
 
     if (inOutage()) {
-        respond(*conn, imitation->failure(503, "outage"), request.keepAlive, "Retry-After: 1\r\n");
+        respond(*conn, imitation->failure(503, "outage"), request.keepAlive, imitation->retryHeaders(1));
         return;
     }
     if (const auto refused = imitation->refuseCredentials(asked, token)) {
@@ -443,9 +443,8 @@ void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, Server
         return;
     }
     if (hit(profile.throttleRate)) {
-        const QByteArray retryAfter =
-            "Retry-After: " + QByteArray::number(profile.retryAfterSeconds) + "\r\n";
-        respond(*conn, imitation->failure(429, "rate limited"), request.keepAlive, retryAfter);
+        respond(*conn, imitation->failure(429, "rate limited"), request.keepAlive,
+                imitation->retryHeaders(profile.retryAfterSeconds));
         return;
     }
     const auto read = imitation->readSend(asked);

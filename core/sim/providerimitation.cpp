@@ -1,5 +1,6 @@
 #include "sim/providerimitation.h"
 
+#include <QDateTime>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>

@@ -26,6 +26,12 @@ struct SimRequest
 // One answer of the simulator: a status, a body and any headers beyond the framing.
 struct SimAnswer
 {
+    SimAnswer() = default;
+    SimAnswer(int status, QByteArray body, QByteArray headers = {}, QByteArray contentType = "application/json")
+        : status(status), body(std::move(body)), headers(std::move(headers)), contentType(std::move(contentType))
+    {
+    }
+
     int status = 200;
     QByteArray body;
     QByteArray headers; // "Name: value\r\n" lines
@@ -67,6 +73,8 @@ public:
     // A failure the simulator was told to imitate (503, 429, a refused token), in the
     // provider's own shape.
     virtual SimAnswer failure(int status, const QByteArray &message) const = 0;
+    // How the provider says when to come back after a 429 (or a 503 in an outage).
+    virtual QByteArray retryHeaders(int seconds) const { return "Retry-After: " + QByteArray::number(seconds) + "\r\n"; }
     // Idempotency: the key's first request still runs / came with another body.
     virtual SimAnswer keyInProgress() const { return failure(409, "a request with this key is in progress"); }
     virtual SimAnswer keyReused() const { return failure(422, "key reused with a different body"); }
