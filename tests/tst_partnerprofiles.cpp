@@ -169,6 +169,7 @@ private slots:
     void simulatorReplaysResendKeysAndRefusesAChangedPayload();
     void simulatorFaultsSpeakEachProvider_data();
     void simulatorFaultsSpeakEachProvider();
+    void simulatorRefusesAnUnknownProfile();
 
 private:
     QString m_onceBin;
@@ -772,6 +773,16 @@ void TestPartnerProfiles::simulatorFaultsSpeakEachProvider()
     const QJsonObject stats = simulatorJson(dropping.port, "/stats");
     QCOMPARE(stats.value(QLatin1String("effects")).toInt(), 1);
     QCOMPARE(stats.value(QLatin1String("dropped")).toInt(), 1);
+}
+
+void TestPartnerProfiles::simulatorRefusesAnUnknownProfile()
+{
+    OnceRunner runner(m_onceBin, QString());
+    const ProcessResult result = runner.run({QStringLiteral("partner-sim"), QStringLiteral("--port"), QStringLiteral("0"),
+                                             QStringLiteral("--profile"), QStringLiteral("mailchimp")});
+    QVERIFY2(result.exitedWith(2), result.describe().constData());
+    QVERIFY2(result.err.contains("--profile must be one of: webhook, resend, postmark, sendgrid, twilio, slack"),
+             result.err.constData());
 }
 
 QTEST_GUILESS_MAIN(TestPartnerProfiles)
