@@ -33,7 +33,7 @@ struct PartnerFaults
 
 struct PartnerStats
 {
-    qint64 requests = 0;          // POST /reminders received
+    qint64 requests = 0;          // send requests received (a webhook's POST /reminders)
     qint64 effects = 0;           // reminders actually "delivered" by the partner
     qint64 duplicateRequests = 0; // requests whose Idempotency-Key was seen before
     qint64 duplicateEffects = 0;  // effects on a key that already had one (only without idempotency)
