@@ -92,7 +92,7 @@ struct ReminderSpec
     QByteArray key;
 };
 
-inline ReminderSpec makeReminder(const QString &prefix, int i)
+inline ReminderSpec makeReminder(const QString &prefix, int i, const QString &channel = QStringLiteral("sms"))
 {
     const QString userId = QStringLiteral("%1-user-%2").arg(prefix, QString::number(i));
     const QString reminderId = QStringLiteral("%1-rem-%2").arg(prefix, QString::number(i));
@@ -102,7 +102,7 @@ inline ReminderSpec makeReminder(const QString &prefix, int i)
         {QStringLiteral("reminder_id"), reminderId},
         {QStringLiteral("scheduled_at"), scheduledAt},
         {QStringLiteral("destination"), QStringLiteral("+1555%1").arg(i, 7, 10, QLatin1Char('0'))},
-        {QStringLiteral("channel"), QStringLiteral("sms")},
+        {QStringLiteral("channel"), channel},
         {QStringLiteral("event_id"), QStringLiteral("%1-evt-%2").arg(prefix).arg(i)},
         {QStringLiteral("body"), QStringLiteral("Your appointment is tomorrow at 10:00")},
     };
@@ -458,12 +458,12 @@ public:
     // it (with `extraArgs`, such as another --store). Returns their send keys, or an empty
     // list (after a warning) when that failed.
     QList<QByteArray> enqueueReminders(const QString &dir, int count, const QString &prefix,
-                                       const QStringList &extraArgs = {})
+                                       const QStringList &extraArgs = {}, const QString &channel = QStringLiteral("sms"))
     {
         QByteArray content;
         QList<QByteArray> keys;
         for (int i = 0; i < count; ++i) {
-            const auto reminder = makeReminder(prefix, i);
+            const auto reminder = makeReminder(prefix, i, channel);
             content += reminder.line + '\n';
             keys.append(reminder.key);
         }

@@ -213,9 +213,9 @@ private:
     QString planOf(QString sql, const QVariantList &values = {});
     // What takes attempts back to before schema 15 (their rows filed by key alone).
     static QStringList undoHistoryByKeysTime();
-    // What takes the workers table back to before schema 17 (no store loss, in-doubt policy
-    // or partner's status in heartbeats).
-    static QStringList undoWorkersSinceSchema17();
+    // What takes the workers and attempts tables back to before schema 17 (no store loss,
+    // in-doubt policy or partner's status in heartbeats, no partner named by a send).
+    static QStringList undoSinceSchema17();
     // Leases the one ready message, settles it as dead with the given info.
     bool buryOne(const DeadLetterInfo &info, QueueMessage *buried);
 
@@ -310,9 +310,13 @@ QStringList TestStore::undoHistoryByKeysTime()
             QStringLiteral("CREATE INDEX attempts_key ON attempts(send_key, id)")};
 }
 
-QStringList TestStore::undoWorkersSinceSchema17()
+QStringList TestStore::undoSinceSchema17()
 {
-    return {QStringLiteral("ALTER TABLE workers DROP COLUMN in_doubt_configured"),
+    return {QStringLiteral("ALTER TABLE workers DROP COLUMN partners"),
+            QStringLiteral("ALTER TABLE workers DROP COLUMN failing_partner"),
+            QStringLiteral("ALTER TABLE attempts DROP COLUMN partner_profile"),
+            QStringLiteral("ALTER TABLE attempts DROP COLUMN partner"),
+            QStringLiteral("ALTER TABLE workers DROP COLUMN in_doubt_configured"),
             QStringLiteral("ALTER TABLE workers DROP COLUMN in_doubt_policy"),
             QStringLiteral("ALTER TABLE workers DROP COLUMN last_http_status"),
             QStringLiteral("ALTER TABLE workers DROP COLUMN store_lost_at"),
@@ -1594,7 +1598,7 @@ void TestStore::upgradeKeepsTheHistoryAlreadyThereFound()
                                     "'claim', 'claimed')"),
                      &error),
              qPrintable(error));
-    for (const QString &statement : undoWorkersSinceSchema17() + undoHistoryByKeysTime())
+    for (const QString &statement : undoSinceSchema17() + undoHistoryByKeysTime())
         QVERIFY2(db.exec(statement, &error), qPrintable(error));
     QVERIFY2(db.exec(QStringLiteral("UPDATE schema_version SET version = 14"), &error), qPrintable(error));
     m_store.reset();
@@ -2760,7 +2764,7 @@ void TestStore::upgradeCountsTheLedgerAlreadyThere()
                           QStringLiteral("DROP TRIGGER ledger_totals_duplicates"),
                           QStringLiteral("DROP TRIGGER ledger_totals_delete"),
                           QStringLiteral("DROP TABLE ledger_totals")};
-    for (const QString &statement : undoWorkersSinceSchema17() + downgrade + undoHistoryByKeysTime())
+    for (const QString &statement : undoSinceSchema17() + downgrade + undoHistoryByKeysTime())
         QVERIFY2(m_store->database().exec(statement, &error), qPrintable(error));
     QVERIFY2(m_store->database().exec(QStringLiteral("UPDATE schema_version SET version = 9"), &error), qPrintable(error));
     m_store.reset();

@@ -3,6 +3,7 @@
 #include "queues/brokerqueue.h"
 #include "delivery/engine.h"
 #include "delivery/partnersender.h"
+#include "partners/partnerprofile.h"
 #include "monitoring/metricsserver.h"
 #include "monitoring/workermetrics.h"
 
@@ -31,7 +32,9 @@ int runWorker(const QStringList &arguments)
                     {});
     auto &parser = command.parser();
     parser.addOptions({
-        {QStringLiteral("partner"), QStringLiteral("The partner's endpoint, e.g. http://127.0.0.1:8080/reminders."), QStringLiteral("URL")},
+        {QStringLiteral("partner"), QStringLiteral("The one partner every reminder goes to: a webhook (http://127.0.0.1:8080/reminders), a provider's API base with --partner-profile, or smtp://USER:PASSWORD@HOST:PORT?from=ADDRESS (smtps:// for implicit TLS). The token comes from ONCE_PARTNER_TOKEN."), QStringLiteral("URL")},
+        {QStringLiteral("partner-profile"), QStringLiteral("How --partner is spoken to: %1 (default: webhook, smtp for smtp:// URLs).").arg(partnerProfileNames()), QStringLiteral("NAME")},
+        {QStringLiteral("partners"), QStringLiteral("A partners file: several partners, each with its profile, limits and secrets (as env:NAME or file:PATH), and the routes from a reminder's channel to its partner (docs/partners.md)."), QStringLiteral("FILE")},
         {QStringLiteral("concurrency"), QStringLiteral("Sends in flight at once."), QStringLiteral("N"), QStringLiteral("16")},
         {QStringLiteral("max-attempts"), QStringLiteral("Sends before a reminder is dead-lettered."), QStringLiteral("N"), QStringLiteral("8")},
         {QStringLiteral("lease"), QStringLiteral("Seconds a delivery is held before the queue offers it again."), QStringLiteral("S"), QStringLiteral("30")},
@@ -51,11 +54,11 @@ int runWorker(const QStringList &arguments)
     command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
-    if (!parser.isSet(QStringLiteral("partner")))
-        return command.usageError(QStringLiteral("--partner URL is required"));
-    const QUrl partner = QUrl::fromUserInput(parser.value(QStringLiteral("partner")));
-    if (!partner.isValid() || (partner.scheme() != QLatin1String("http") && partner.scheme() != QLatin1String("https")))
-        return command.usageError(QStringLiteral("--partner must be an http:// or https:// URL"));
+    const bool partnersFile = parser.isSet(QStringLiteral("partners"));
+    if (partnersFile == parser.isSet(QStringLiteral("partner")))
+        return command.usageError(QStringLiteral("give either --partner URL or --partners FILE"));
+    if (partnersFile && parser.isSet(QStringLiteral("partner-profile")))
+        return command.usageError(QStringLiteral("--partner-profile goes with --partner; in a partners file each partner names its \"profile\""));
     const auto concurrency = command.integer(QStringLiteral("concurrency"), 1, 1024);
     const auto maxAttempts = command.integer(QStringLiteral("max-attempts"), 1, 100);
     const auto lease = command.integer(QStringLiteral("lease"), 1, 12 * 3600);
@@ -71,22 +74,36 @@ int runWorker(const QStringList &arguments)
     if (*timeout >= *lease)
         return command.usageError(QStringLiteral("--lease must be longer than --timeout, or a slow send looks like a crash"));
 
-    const auto optionOrEnvironment = [&parser](const QString &option, const char *variable) {
-        return parser.isSet(option) ? parser.value(option) : qEnvironmentVariable(variable);
-    };
-    const QString caFile = optionOrEnvironment(QStringLiteral("partner-ca"), "ONCE_PARTNER_CA");
-    const QString certificateFile = optionOrEnvironment(QStringLiteral("partner-cert"), "ONCE_PARTNER_CERT");
-    const QString keyFile = optionOrEnvironment(QStringLiteral("partner-key"), "ONCE_PARTNER_KEY");
-    QString tlsError;
-    const auto partnerTls = PartnerTls::load(caFile, certificateFile, keyFile, &tlsError);
-    if (!partnerTls)
-        return command.usageError(tlsError);
-    if (!partnerTls->isEmpty() && partner.scheme() != QLatin1String("https"))
-        return command.usageError(QStringLiteral("a partner CA or certificate is for an https:// partner"));
-
-    const QByteArray token = qgetenv("ONCE_PARTNER_TOKEN");
-    if (const QString problem = partnerTokenProblem(token); !problem.isEmpty())
-        return command.usageError(QStringLiteral("ONCE_PARTNER_TOKEN ") + problem);
+    PartnersConfig partners;
+    if (partnersFile) {
+        QString partnersError;
+        const auto read = readPartnersFile(parser.value(QStringLiteral("partners")), &partnersError);
+        if (!read)
+            return command.usageError(partnersError);
+        partners = *read;
+    } else {
+        const auto optionOrEnvironment = [&parser](const QString &option, const char *variable) {
+            return parser.isSet(option) ? parser.value(option) : qEnvironmentVariable(variable);
+        };
+        QString partnerError;
+        const auto single = partnerFromUrl(parser.value(QStringLiteral("partner")),
+                                           parser.value(QStringLiteral("partner-profile")), qgetenv("ONCE_PARTNER_TOKEN"),
+                                           &partnerError);
+        if (!single)
+            return command.usageError(partnerError);
+        PartnerSettings partner = *single;
+        const QString caFile = optionOrEnvironment(QStringLiteral("partner-ca"), "ONCE_PARTNER_CA");
+        const QString certificateFile = optionOrEnvironment(QStringLiteral("partner-cert"), "ONCE_PARTNER_CERT");
+        const QString keyFile = optionOrEnvironment(QStringLiteral("partner-key"), "ONCE_PARTNER_KEY");
+        QString tlsError;
+        const auto partnerTls = PartnerTls::load(caFile, certificateFile, keyFile, &tlsError);
+        if (!partnerTls)
+            return command.usageError(tlsError);
+        if (!partnerTls->isEmpty() && partner.url.scheme() != QLatin1String("https"))
+            return command.usageError(QStringLiteral("a partner CA or certificate is for an https:// partner"));
+        partner.tls = *partnerTls;
+        partners = PartnersConfig::single(partner);
+    }
 
     std::optional<ListenAddress> metricsAddress;
     if (parser.isSet(QStringLiteral("metrics-listen"))) {
@@ -103,9 +120,7 @@ int runWorker(const QStringList &arguments)
     EngineConfig config;
     config.storeUrl = command.storeUrl();
     config.queueUrl = command.queueUrl();
-    config.partnerUrl = partner;
-    config.partnerToken = token;
-    config.partnerTls = *partnerTls;
+    config.partners = partners;
     config.workerId = parser.isSet(QStringLiteral("worker-id"))
                           ? parser.value(QStringLiteral("worker-id"))
                           : QStringLiteral("%1:%2").arg(QHostInfo::localHostName(), QString::number(QCoreApplication::applicationPid()));

@@ -51,7 +51,7 @@ constexpr int RefusalsInARowForEveryone = 10;
 } // namespace
 
 Engine::Engine(const EngineConfig &config, QObject *parent)
-    : QObject(parent), m_config(config), m_breaker(config.breakerThreshold)
+    : QObject(parent), m_config(config)
 {
     qRegisterMetaType<once::EngineCounters>();
     m_cycleTimer.setSingleShot(true);
@@ -87,6 +87,27 @@ void Engine::onStoreLater(Function function)
     QMetaObject::invokeMethod(side, [side, function] { function(side->store()); }, Qt::QueuedConnection);
 }
 
+QJsonObject PartnerCounters::toJson(qint64) const
+{
+    const auto timeOrNull = [](qint64 ms) { return ms ? QJsonValue(formatTime(ms)) : QJsonValue(QJsonValue::Null); };
+    return QJsonObject{
+        {QStringLiteral("name"), name},
+        {QStringLiteral("profile"), profile},
+        {QStringLiteral("breaker"), WorkerRegistry::breakerName(breaker)},
+        {QStringLiteral("consecutive_failures"), consecutiveFailures},
+        {QStringLiteral("failing_since"), timeOrNull(failingSinceMs)},
+        {QStringLiteral("last_failure_at"), timeOrNull(lastFailureAtMs)},
+        {QStringLiteral("last_error_class"), lastErrorClass.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(lastErrorClass)},
+        {QStringLiteral("last_http_status"), lastHttpStatus ? QJsonValue(lastHttpStatus) : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("applied"), applied},
+        {QStringLiteral("failures"), failures},
+        {QStringLiteral("sending"), sending},
+        {QStringLiteral("concurrency"), capacity},
+        {QStringLiteral("rate_per_second"), ratePerSecond > 0 ? QJsonValue(ratePerSecond) : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("in_doubt_policy"), inDoubtPolicyName(inDoubtPolicy)},
+    };
+}
+
 PartnersConfig EngineConfig::partnersOrSingle() const
 {
     if (!partners.partners.isEmpty())
@@ -103,8 +124,35 @@ PartnersConfig EngineConfig::partnersOrSingle() const
 EngineCounters Engine::counters() const
 {
     EngineCounters counters = m_counters;
+    const qint64 now = nowMs();
     counters.inFlight = m_inFlight;
-    counters.breaker = m_breaker.state(nowMs());
+    // The spell the console's banner tells of is that of the partner failing longest.
+    const PartnerLane *failing = nullptr;
+    for (const auto &lane : m_lanes) {
+        PartnerCounters partner = lane->counters;
+        partner.breaker = lane->breaker.state(now);
+        partner.sending = lane->sending;
+        partner.inDoubtPolicy = inDoubtPolicy(*lane);
+        counters.partners.append(partner);
+        if (partner.failingSinceMs && (!failing || partner.failingSinceMs < failing->counters.failingSinceMs))
+            failing = lane.get();
+    }
+    if (failing) {
+        counters.breaker = failing->breaker.state(now);
+        counters.failingPartner = failing->settings.name;
+        counters.consecutiveFailures = failing->counters.consecutiveFailures;
+        counters.failingSinceMs = failing->counters.failingSinceMs;
+        counters.lastFailureAtMs = failing->counters.lastFailureAtMs;
+        counters.lastErrorClass = failing->counters.lastErrorClass;
+        counters.lastHttpStatus = failing->counters.lastHttpStatus;
+    } else {
+        for (const auto &lane : m_lanes) {
+            if (lane->breaker.state(now) != CircuitBreaker::State::Closed) {
+                counters.breaker = lane->breaker.state(now);
+                counters.failingPartner = lane->settings.name;
+            }
+        }
+    }
     counters.paused = m_paused;
     counters.running = m_running;
     counters.inDoubtPolicy = inDoubtPolicy();
@@ -125,18 +173,36 @@ void Engine::start()
         return;
     }
     const PartnersConfig partners = m_config.partnersOrSingle();
-    const PartnerSettings &first = partners.partners.constFirst();
-    m_sender = partnerProfile(first.profile)
-                   ->createSender(first, m_config.concurrency, m_config.requestTimeoutMs, this)
-                   .release();
+    m_routes = partners.routes;
+    QStringList partnerNames;
+    for (const PartnerSettings &settings : partners.partners) {
+        auto lane = std::make_unique<PartnerLane>();
+        lane->settings = settings;
+        lane->profile = partnerProfile(settings.profile);
+        if (!lane->profile) {
+            fail(QStringLiteral("partner %1: no profile \"%2\"").arg(settings.name, settings.profile));
+            return;
+        }
+        lane->capacity = settings.concurrency > 0 ? std::min(settings.concurrency, m_config.concurrency)
+                                                  : m_config.concurrency;
+        lane->maxAttempts = settings.maxAttempts > 0 ? settings.maxAttempts : m_config.maxAttempts;
+        lane->breaker = CircuitBreaker(m_config.breakerThreshold);
+        lane->sender = lane->profile->createSender(settings, lane->capacity, m_config.requestTimeoutMs, this).release();
+        lane->tokens = std::max(1.0, settings.ratePerSecond);
+        lane->counters.name = settings.name;
+        lane->counters.profile = settings.profile;
+        lane->counters.capacity = lane->capacity;
+        lane->counters.ratePerSecond = settings.ratePerSecond;
+        partnerNames.append(settings.name);
+        m_lanes.push_back(std::move(lane));
+    }
     WorkerRecord self;
     self.id = m_config.workerId;
     self.host = QSysInfo::machineHostName();
     self.pid = QCoreApplication::applicationPid();
     self.version = QStringLiteral(ONCE_VERSION);
-    self.partner = m_sender->displayUrl();
+    self.partner = partnerNames.join(QStringLiteral(", "));
     self.concurrency = m_config.concurrency;
-    m_partnerName = self.partner;
     // A worker that starts as its store fails over (its new session ended while it
     // registers) tries again for a while instead of exiting, as its turns would.
     QElapsedTimer registering;
@@ -144,10 +210,12 @@ void Engine::start()
     while (!onStore([&](Store &store) {
         if (!store.database().ensureConnected(&error))
             return false;
-        const auto honouring = store.inspector().recordedKeyHonouring(m_partnerName, &error);
-        if (!honouring)
-            return false;
-        m_partnerHonoursKey = *honouring;
+        for (const auto &lane : m_lanes) {
+            const auto honouring = store.inspector().recordedKeyHonouring(lane->settings.name, &error);
+            if (!honouring)
+                return false;
+            lane->recorded = *honouring;
+        }
         const EngineCounters now = counters();
         self.inDoubtPolicy = inDoubtPolicyName(now.inDoubtPolicy);
         self.configuredInDoubtPolicy = inDoubtPolicyName(now.configuredInDoubtPolicy);
@@ -181,9 +249,13 @@ void Engine::start()
     m_retentionTimer.start();
     m_sampleTimer.start();
     m_heartbeatTimer.start();
-    qCInfo(lcEngine).noquote() << "worker" << m_config.workerId << "delivering to" << m_sender->displayUrl()
-                               << "from" << m_storeDisplayName;
-    qCInfo(lcEngine).noquote() << "sends left in doubt:" << inDoubtPolicyText();
+    for (const auto &lane : m_lanes) {
+        const QString where = lane->sender->displayUrl();
+        qCInfo(lcEngine).noquote() << "worker" << m_config.workerId << "delivering to" << lane->settings.name
+                                   << (where == lane->settings.name ? QString() : QStringLiteral("(%1, %2)").arg(lane->settings.profile, where))
+                                   << "from" << m_storeDisplayName;
+        qCInfo(lcEngine).noquote() << "sends to" << lane->settings.name << "left in doubt:" << inDoubtPolicyText(*lane);
+    }
     emit started();
     purgeExpired();
     scheduleCycle(0);
@@ -252,12 +324,13 @@ void Engine::cycle()
         return;
     }
     const int capacity = m_config.concurrency + leaseAhead();
-    const int room = consuming ? std::min(MaxLeaseBatch, m_breaker.allowance(now, capacity, m_inFlight - settling)) : 0;
+    const int room = consuming ? std::min(MaxLeaseBatch, leaseRoom(now, capacity, m_inFlight - settling)) : 0;
+    const bool allOpen = !anyLaneOpen(now);
     if (!hasPendingWrites() && room <= 0) {
         if (m_stopping && m_inFlight == 0)
             finish(0);
-        else if (consuming && m_breaker.state(now) == CircuitBreaker::State::Open)
-            scheduleCycle(m_breaker.reopensInMs(now) + 1);
+        else if (consuming && allOpen)
+            scheduleCycle(soonestReopenMs(now) + 1);
         return; // a finishing send schedules the next turn
     }
 
@@ -270,7 +343,10 @@ void Engine::cycle()
     turn.request.room = room;
     turn.request.leaseMs = m_config.leaseMs;
     turn.request.workerId = m_config.workerId;
-    turn.request.policy = inDoubtPolicy();
+    turn.request.policy = InDoubtPolicy::Hold; // a channel without a route is never sent
+    if (const int otherwise = laneIndex(m_routes.otherwise); otherwise >= 0)
+        turn.request.policy = inDoubtPolicy(*m_lanes[otherwise]);
+    turn.request.policyByChannel = policiesByChannel();
     turn.settling = settling;
     turn.consuming = consuming;
     turn.result.ok = true;
@@ -376,7 +452,7 @@ void Engine::onTurnDone(TurnResult result)
             }
             if (claim.outcome == ClaimResult::Outcome::Resend)
                 ++m_counters.resent;
-            sendNow(delivery);
+            route(delivery);
             break;
         case ClaimResult::Outcome::Duplicate:
             // Recognised as already handled: ack without sending.
@@ -412,10 +488,10 @@ void Engine::onTurnDone(TurnResult result)
     const int room = request.room;
     if (wanted || hasPendingWrites() || (room > 0 && result.leased.size() == room)) {
         scheduleCycle(0);
-    } else if (turn->consuming && m_breaker.state(after) == CircuitBreaker::State::Open) {
+    } else if (turn->consuming && !anyLaneOpen(after)) {
         if (m_inFlight == 0 && m_config.untilIdle)
             checkIdle(); // nothing may be left to probe with
-        scheduleCycle(m_breaker.reopensInMs(after) + 1); // the probe
+        scheduleCycle(soonestReopenMs(after) + 1); // the probe
     } else if (room > 0 && result.leased.isEmpty()) {
         if (m_inFlight == 0 && m_config.untilIdle)
             checkIdle();
@@ -590,7 +666,7 @@ void Engine::onNotification(const QString &channel)
 // could no longer outlast its send is released unsent (claimOutlastsSend), never sent late.
 bool Engine::claimsAhead() const
 {
-    const bool resending = inDoubtPolicy() == InDoubtPolicy::Resend;
+    const bool resending = inDoubtPolicy() == InDoubtPolicy::Resend && m_lanes.size() == 1;
     const bool leaseCoversWaitAndSend = m_config.leaseMs > 2 * qint64(m_config.requestTimeoutMs);
     return resending && leaseCoversWaitAndSend;
 }
@@ -602,50 +678,124 @@ int Engine::leaseAhead() const
 
 // A partner that does not deduplicate may act on every call with the same key: resending
 // what it may already have acted on would be the duplicate this product exists to avoid,
-// whatever the worker was started with.
-InDoubtPolicy Engine::inDoubtPolicy() const
+// whatever the worker was started with. The operator's record comes first (they may know
+// better than the profile, both ways); without one, the profile's documented rule.
+InDoubtPolicy Engine::inDoubtPolicy(const PartnerLane &lane) const
 {
-    return m_partnerHonoursKey == KeyHonouring::Ignored ? InDoubtPolicy::Hold : m_config.inDoubtPolicy;
+    const KeyHonouring honouring = lane.recorded != KeyHonouring::Unknown ? lane.recorded : lane.profile->honoursKey();
+    return honouring == KeyHonouring::Ignored ? InDoubtPolicy::Hold : m_config.inDoubtPolicy;
 }
 
-QString Engine::inDoubtPolicyText() const
+InDoubtPolicy Engine::inDoubtPolicy() const
 {
-    if (inDoubtPolicy() == InDoubtPolicy::Resend)
+    for (const auto &lane : m_lanes) {
+        if (inDoubtPolicy(*lane) == InDoubtPolicy::Hold)
+            return InDoubtPolicy::Hold;
+    }
+    return m_lanes.empty() ? m_config.inDoubtPolicy : InDoubtPolicy::Resend;
+}
+
+QString Engine::inDoubtPolicyText(const PartnerLane &lane) const
+{
+    if (inDoubtPolicy(lane) == InDoubtPolicy::Resend)
         return QStringLiteral("resent with the same key");
     if (m_config.inDoubtPolicy == InDoubtPolicy::Hold)
         return QStringLiteral("held for an operator");
-    return QStringLiteral("held for an operator, not resent: the store records that %1 does not honour "
-                          "Idempotency-Key (once partners), so a resend could act twice")
-        .arg(m_partnerName);
+    if (lane.recorded == KeyHonouring::Ignored)
+        return QStringLiteral("held for an operator, not resent: the store records that %1 does not honour "
+                              "Idempotency-Key (once partners), so a resend could act twice")
+            .arg(lane.settings.name);
+    return QStringLiteral("held for an operator, not resent: %1 (%2) documents no idempotency, so a resend could "
+                          "act twice (once partners %1 --honours-key yes if it does)")
+        .arg(lane.settings.name, lane.profile->name());
 }
 
-bool Engine::refusesEveryone(const SendOutcome &outcome, const QByteArray &sendKey)
+QHash<QString, InDoubtPolicy> Engine::policiesByChannel() const
+{
+    QHash<QString, InDoubtPolicy> policies;
+    for (auto it = m_routes.byChannel.cbegin(); it != m_routes.byChannel.cend(); ++it) {
+        const int lane = laneIndex(it.value());
+        policies.insert(it.key(), lane >= 0 ? inDoubtPolicy(*m_lanes[lane]) : InDoubtPolicy::Hold);
+    }
+    return policies;
+}
+
+int Engine::laneIndex(const QString &partner) const
+{
+    for (size_t i = 0; i < m_lanes.size(); ++i) {
+        if (m_lanes[i]->settings.name == partner)
+            return int(i);
+    }
+    return -1;
+}
+
+// While every partner's breaker is open nothing could be sent: leasing waits for the
+// first probe, and leases one delivery per partner ready to probe. While one partner is
+// down and another is not, leasing goes on, and the down one's deliveries are put back as
+// they come (route()).
+int Engine::leaseRoom(qint64 now, int capacity, int inFlight) const
+{
+    int probes = 0;
+    for (const auto &lane : m_lanes) {
+        const CircuitBreaker::State state = lane->breaker.state(now);
+        if (state == CircuitBreaker::State::Closed)
+            return capacity - inFlight;
+        if (state == CircuitBreaker::State::HalfOpen && lane->sending == 0 && lane->ready.empty())
+            ++probes;
+    }
+    return std::min(probes, capacity - inFlight);
+}
+
+bool Engine::anyLaneOpen(qint64 now) const
+{
+    for (const auto &lane : m_lanes) {
+        if (lane->breaker.state(now) != CircuitBreaker::State::Open)
+            return true;
+    }
+    return m_lanes.empty();
+}
+
+qint64 Engine::soonestReopenMs(qint64 now) const
+{
+    qint64 soonest = std::numeric_limits<qint64>::max();
+    for (const auto &lane : m_lanes)
+        soonest = std::min(soonest, lane->breaker.reopensInMs(now));
+    return soonest == std::numeric_limits<qint64>::max() ? 0 : soonest;
+}
+
+bool Engine::refusesEveryone(PartnerLane &lane, const SendOutcome &outcome, const QByteArray &sendKey)
 {
     if (outcome.kind == SendOutcome::Kind::CredentialsRefused)
         return true;
     // A transient answer between two refusals neither adds to the run nor ends it.
     if (outcome.kind != SendOutcome::Kind::Permanent && outcome.kind != SendOutcome::Kind::PayloadChanged)
         return false;
-    if (outcome.httpStatus != m_refusalStatus) {
-        m_refusalStatus = outcome.httpStatus;
-        m_refusedKeys.clear();
+    if (outcome.httpStatus != lane.refusalStatus) {
+        lane.refusalStatus = outcome.httpStatus;
+        lane.refusedKeys.clear();
     }
-    if (m_refusedKeys.size() < RefusalsInARowForEveryone)
-        m_refusedKeys.insert(sendKey);
-    return m_refusedKeys.size() >= RefusalsInARowForEveryone;
+    if (lane.refusedKeys.size() < RefusalsInARowForEveryone)
+        lane.refusedKeys.insert(sendKey);
+    return lane.refusedKeys.size() >= RefusalsInARowForEveryone;
 }
 
-void Engine::notePartnerRecord(KeyHonouring honoursKey)
+void Engine::notePartnerRecords(const QHash<QString, KeyHonouring> &records)
 {
-    if (honoursKey == m_partnerHonoursKey)
-        return;
-    const InDoubtPolicy before = inDoubtPolicy();
-    m_partnerHonoursKey = honoursKey;
-    if (inDoubtPolicy() == before)
-        return;
-    qCWarning(lcEngine).noquote() << "the store's record of" << m_partnerName << "changed: sends left in doubt are now"
-                                  << inDoubtPolicyText();
-    publishCounters();
+    bool changed = false;
+    for (const auto &lane : m_lanes) {
+        const KeyHonouring honoursKey = records.value(lane->settings.name, KeyHonouring::Unknown);
+        if (honoursKey == lane->recorded)
+            continue;
+        const InDoubtPolicy before = inDoubtPolicy(*lane);
+        lane->recorded = honoursKey;
+        if (inDoubtPolicy(*lane) == before)
+            continue;
+        changed = true;
+        qCWarning(lcEngine).noquote() << "the store's record of" << lane->settings.name
+                                      << "changed: sends left in doubt are now" << inDoubtPolicyText(*lane);
+    }
+    if (changed)
+        publishCounters();
 }
 
 void Engine::adjustClaimAhead(const Turn &turn)
@@ -662,37 +812,155 @@ void Engine::adjustClaimAhead(const Turn &turn)
 bool Engine::turnCanWait(qint64 now, bool consuming) const
 {
     const auto lowWater = size_t(leaseAhead() / 2);
-    return consuming && hasPendingWrites() && m_readyToSend.size() > lowWater
+    return consuming && hasPendingWrites() && size_t(readyCount()) > lowWater
            && now - m_writesWaitingSinceMs < MaxWriteWaitMs;
 }
 
-void Engine::sendNow(const Delivery &delivery)
+int Engine::readyCount() const
 {
-    m_readyToSend.push_back(delivery);
-    sendReady();
+    int ready = 0;
+    for (const auto &lane : m_lanes)
+        ready += int(lane->ready.size());
+    return ready;
+}
+
+int Engine::sendingCount() const
+{
+    int sending = 0;
+    for (const auto &lane : m_lanes)
+        sending += lane->sending;
+    return sending;
+}
+
+Engine::PartnerLane *Engine::laneOf(const Delivery &delivery)
+{
+    return delivery.lane >= 0 && size_t(delivery.lane) < m_lanes.size() ? m_lanes[delivery.lane].get() : nullptr;
+}
+
+QString Engine::routedChannels() const
+{
+    QStringList channels = m_routes.byChannel.keys();
+    channels.sort();
+    return channels.isEmpty() ? QStringLiteral("no channel") : channels.join(QStringLiteral(", "));
+}
+
+// A claimed delivery goes to the partner its channel is routed to, and only there: a
+// reminder without a route is dead-lettered, never sent elsewhere. A partner that is down
+// or at its pace does not hold a slot: the delivery is put back for later, and the other
+// partners' deliveries go on.
+void Engine::route(Delivery delivery)
+{
+    const QString partner = m_routes.partnerFor(delivery.reminder.channel);
+    delivery.lane = laneIndex(partner);
+    if (delivery.lane < 0) {
+        const QString channel = delivery.reminder.channel.isEmpty() ? QStringLiteral("(none)") : delivery.reminder.channel;
+        deadLetterUnsent(delivery, QStringLiteral("no-route"),
+                         QStringLiteral("no route for channel \"%1\": the partners file routes %2")
+                             .arg(channel, routedChannels()));
+        return;
+    }
+    PartnerLane &lane = *m_lanes[delivery.lane];
+    const qint64 now = nowMs();
+    const CircuitBreaker::State breaker = lane.breaker.state(now);
+    const bool probing = breaker == CircuitBreaker::State::HalfOpen && (lane.sending > 0 || !lane.ready.empty());
+    if (breaker == CircuitBreaker::State::Open || probing) {
+        // Due when the breaker next lets a probe through: one of them probes, the others
+        // wait again, without using a try.
+        const qint64 delay = std::max(lane.breaker.reopensInMs(now) + 1, m_config.backoffBaseMs);
+        deferUnsent(delivery, delay, QStringLiteral("partner-down"),
+                    QStringLiteral("not sent: %1 is failing (%2 since %3); next try in %4 ms, without using a try")
+                        .arg(lane.settings.name, lane.counters.lastErrorClass,
+                             formatTime(lane.counters.failingSinceMs))
+                        .arg(delay));
+        return;
+    }
+    if (lane.settings.ratePerSecond > 0) {
+        // A pace keeps a few seconds' worth waiting; more would wait out their claims.
+        const auto waiting = qint64(lane.ready.size());
+        const auto enough = std::max<qint64>(lane.capacity, qint64(std::ceil(lane.settings.ratePerSecond * 5)));
+        if (waiting >= enough) {
+            const auto delay = qint64(std::ceil(double(waiting) * 1000 / lane.settings.ratePerSecond));
+            deferUnsent(delivery, delay, QStringLiteral("partner-pace"),
+                        QStringLiteral("not sent yet: %1 takes %2 requests a second and %3 wait ahead; next try in %4 ms")
+                            .arg(lane.settings.name)
+                            .arg(lane.settings.ratePerSecond)
+                            .arg(waiting)
+                            .arg(delay));
+            return;
+        }
+    }
+    const int index = delivery.lane;
+    lane.ready.push_back(std::move(delivery));
+    sendReady(index);
 }
 
 void Engine::sendReady()
 {
-    while (m_sending < m_config.concurrency && !m_readyToSend.empty()) {
-        const Delivery delivery = std::move(m_readyToSend.front());
-        m_readyToSend.pop_front();
-        const qint64 sentAt = nowMs();
-        if (!claimOutlastsSend(delivery, sentAt)) {
-            releaseUnsent(delivery, sentAt);
+    for (size_t i = 0; i < m_lanes.size(); ++i)
+        sendReady(int(i));
+}
+
+bool Engine::takePaceToken(PartnerLane &lane, qint64 now)
+{
+    const double rate = lane.settings.ratePerSecond;
+    if (rate <= 0)
+        return true;
+    const double burst = std::max(1.0, rate);
+    if (lane.tokensAtMs)
+        lane.tokens = std::min(burst, lane.tokens + double(now - lane.tokensAtMs) * rate / 1000);
+    lane.tokensAtMs = now;
+    if (lane.tokens < 1)
+        return false;
+    lane.tokens -= 1;
+    return true;
+}
+
+qint64 Engine::paceWaitMs(const PartnerLane &lane, qint64) const
+{
+    return std::max<qint64>(1, qint64(std::ceil((1 - lane.tokens) * 1000 / lane.settings.ratePerSecond)));
+}
+
+void Engine::sendReady(int index)
+{
+    PartnerLane &lane = *m_lanes[index];
+    while (!lane.ready.empty()) {
+        const qint64 now = nowMs();
+        if (lane.breaker.allowance(now, lane.capacity, lane.sending) <= 0) {
+            if (lane.breaker.state(now) == CircuitBreaker::State::Closed)
+                break; // every slot is busy: a finishing send calls again
+            // The partner went down while these waited: they wait without holding a slot.
+            std::deque<Delivery> waiting;
+            waiting.swap(lane.ready);
+            for (Delivery &delivery : waiting)
+                route(std::move(delivery));
+            break;
+        }
+        if (!takePaceToken(lane, now)) {
+            if (!lane.paceTimerArmed) {
+                lane.paceTimerArmed = true;
+                QTimer::singleShot(paceWaitMs(lane, now), this, [this, index] {
+                    m_lanes[index]->paceTimerArmed = false;
+                    sendReady(index);
+                });
+            }
+            break;
+        }
+        Delivery delivery = std::move(lane.ready.front());
+        lane.ready.pop_front();
+        if (!claimOutlastsSend(delivery, now)) {
+            releaseUnsent(delivery, now);
             continue;
         }
-        ++m_sending;
-        m_sender->send(delivery.reminder, this,
-                       [this, delivery, sentAt](const SendOutcome &outcome) {
-                           --m_sending;
-                           if (m_turn)
-                               ++m_turn->sendsFinished;
-                           onSent(delivery, outcome, sentAt);
-                           sendReady();
-                       });
+        ++lane.sending;
+        lane.sender->send(delivery.reminder, this, [this, delivery, sentAt = now, index](const SendOutcome &outcome) {
+            --m_lanes[index]->sending;
+            if (m_turn)
+                ++m_turn->sendsFinished;
+            onSent(delivery, outcome, sentAt);
+            sendReady(index);
+        });
     }
-    if (m_turn && m_sending < m_config.concurrency && m_readyToSend.empty())
+    if (m_turn && lane.sending < lane.capacity && lane.ready.empty())
         m_turn->slotWaited = true;
 }
 
@@ -712,21 +980,51 @@ bool Engine::claimOutlastsSend(const Delivery &delivery, qint64 now) const
 void Engine::releaseUnsent(const Delivery &delivery, qint64 now)
 {
     ++m_counters.lapsed;
-    const Reminder &reminder = delivery.reminder;
     const QString why = QStringLiteral("not sent: the claim ran out at %1, %2 ms ago (was this worker stopped or "
                                        "stalled?); the key is left to whoever holds it now")
                             .arg(QDateTime::fromMSecsSinceEpoch(delivery.claimExpiresAtMs, QTimeZone::utc())
                                      .toString(Qt::ISODateWithMs),
                                  QString::number(std::max<qint64>(0, now - delivery.claimExpiresAtMs)));
-    m_pendingAttempts.append(Attempt{reminder.sendKey, reminder.eventId, delivery.message.id, delivery.message.delivery,
-                                     m_config.workerId, now, QStringLiteral("claim"), QStringLiteral("lapsed"), 0, -1,
-                                     QStringLiteral("claim-lapsed"), why, {}});
-    m_pendingUpdates.append(LedgerUpdate{reminder.sendKey, delivery.message.id, delivery.message.delivery,
-                                         LedgerState::Retrying, false, 0, 0, QStringLiteral("claim-lapsed"), why, {}});
-    m_pendingSettlements.append({Settlement::Kind::Retry, delivery.message.id, delivery.message.delivery, 0, {}});
-    qCWarning(lcEngine).noquote() << "claim of" << QString::fromLatin1(reminder.sendKey) << "ran out before its send;"
-                                  << "not sent";
+    qCWarning(lcEngine).noquote() << "claim of" << QString::fromLatin1(delivery.reminder.sendKey)
+                                  << "ran out before its send;" << "not sent";
+    putBackUnsent(delivery, 0, QStringLiteral("lapsed"), QStringLiteral("claim-lapsed"), why);
+}
+
+void Engine::deferUnsent(const Delivery &delivery, qint64 delayMs, const QString &errorClass, const QString &why)
+{
+    putBackUnsent(delivery, delayMs, QStringLiteral("deferred"), errorClass, why);
+}
+
+void Engine::putBackUnsent(const Delivery &delivery, qint64 delayMs, const QString &outcome, const QString &errorClass,
+                           const QString &why)
+{
+    const Reminder &reminder = delivery.reminder;
+    Attempt attempt{reminder.sendKey, reminder.eventId, delivery.message.id, delivery.message.delivery,
+                    m_config.workerId, nowMs(), QStringLiteral("claim"), outcome, 0, -1, errorClass, why, {}};
+    notePartner(&attempt, delivery);
+    m_pendingAttempts.append(attempt);
+    LedgerUpdate update{reminder.sendKey, delivery.message.id, delivery.message.delivery,
+                        LedgerState::Retrying, false, 0, 0, errorClass, why, {}};
+    update.spendsBudget = false;
+    m_pendingUpdates.append(update);
+    m_pendingSettlements.append({Settlement::Kind::Retry, delivery.message.id, delivery.message.delivery, delayMs, {}});
     scheduleCycle(0);
+}
+
+void Engine::deadLetterUnsent(const Delivery &delivery, const QString &errorClass, const QString &why)
+{
+    m_pendingUpdates.append(LedgerUpdate{delivery.reminder.sendKey, delivery.message.id, delivery.message.delivery,
+                                         LedgerState::Dead, false, 0, 0, errorClass, why, {}});
+    deadLetter(delivery, errorClass, why, 0);
+}
+
+void Engine::notePartner(Attempt *attempt, const Delivery &delivery) const
+{
+    if (delivery.lane < 0 || size_t(delivery.lane) >= m_lanes.size())
+        return;
+    const PartnerLane &lane = *m_lanes[delivery.lane];
+    attempt->partner = lane.settings.name;
+    attempt->partnerProfile = lane.settings.profile;
 }
 
 void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64 sentAtMs)
@@ -736,23 +1034,32 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
     // A job that carries its own attempts and backoff counts its attempts itself: those made
     // under other workers too, and none for a delivery after a crash.
     const std::optional<RetryRule> &rule = delivery.message.retryRule;
+    PartnerLane &lane = *laneOf(delivery);
+    PartnerCounters &spell = lane.counters;
+    if (outcome.kind == SendOutcome::Kind::Unsendable) {
+        // Nothing left: the profile found the reminder lacking before any request.
+        deadLetterUnsent(delivery, outcome.errorClass, outcome.error);
+        return;
+    }
     const int sends = rule ? rule->attemptsMade + 1 : delivery.sendsThisRound + 1;
-    const int maxAttempts = rule ? rule->attempts : m_config.maxAttempts;
+    const int maxAttempts = rule ? rule->attempts : lane.maxAttempts;
     Attempt attempt{reminder.sendKey, reminder.eventId, delivery.message.id, delivery.message.delivery,
                     m_config.workerId, sentAtMs, QStringLiteral("send"), QString(), outcome.httpStatus,
                     outcome.latencyMs, outcome.errorClass, outcome.error, outcome.providerRequestId};
+    notePartner(&attempt, delivery);
     LedgerUpdate update{reminder.sendKey, delivery.message.id, delivery.message.delivery, LedgerState::Applied,
                         true, sentAtMs, outcome.httpStatus, outcome.errorClass, outcome.error,
                         outcome.providerRequestId};
 
     if (outcome.kind == SendOutcome::Kind::Applied) {
         failpoint("after-send");
-        m_breaker.recordSuccess();
+        lane.breaker.recordSuccess();
         ++m_counters.applied;
-        m_counters.consecutiveFailures = 0;
-        m_counters.failingSinceMs = 0;
-        m_counters.lastHttpStatus = 0;
-        m_refusedKeys.clear();
+        ++spell.applied;
+        spell.consecutiveFailures = 0;
+        spell.failingSinceMs = 0;
+        spell.lastHttpStatus = 0;
+        lane.refusedKeys.clear();
         // The ledger takes a 2xx even from a claim that ran out meanwhile (see
         // SqlLedger::record); the history says when that happened.
         if (now >= delivery.claimExpiresAtMs)
@@ -771,7 +1078,8 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
     }
 
     ++m_counters.failures;
-    const bool everyoneRefused = refusesEveryone(outcome, reminder.sendKey);
+    ++spell.failures;
+    const bool everyoneRefused = refusesEveryone(lane, outcome, reminder.sendKey);
     if (everyoneRefused && outcome.kind != SendOutcome::Kind::CredentialsRefused) {
         attempt.errorClass = QStringLiteral("partner-refusing");
         update.errorClass = attempt.errorClass;
@@ -779,16 +1087,16 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
     const bool partnerUnhealthy = everyoneRefused || outcome.kind == SendOutcome::Kind::Transient
                                   || outcome.kind == SendOutcome::Kind::InDoubt;
     if (partnerUnhealthy) {
-        m_breaker.recordFailure(now);
-        ++m_counters.consecutiveFailures;
-        if (!m_counters.failingSinceMs)
-            m_counters.failingSinceMs = sentAtMs;
-        m_counters.lastFailureAtMs = now;
-        m_counters.lastErrorClass = attempt.errorClass;
-        m_counters.lastHttpStatus = outcome.httpStatus;
+        lane.breaker.recordFailure(now);
+        ++spell.consecutiveFailures;
+        if (!spell.failingSinceMs)
+            spell.failingSinceMs = sentAtMs;
+        spell.lastFailureAtMs = now;
+        spell.lastErrorClass = attempt.errorClass;
+        spell.lastHttpStatus = outcome.httpStatus;
     }
 
-    if (outcome.kind == SendOutcome::Kind::InDoubt && inDoubtPolicy() == InDoubtPolicy::Hold) {
+    if (outcome.kind == SendOutcome::Kind::InDoubt && inDoubtPolicy(lane) == InDoubtPolicy::Hold) {
         // No idempotency to lean on: a resend could be a second effect. The message leaves
         // the queue; the event waits in the ledger for an operator.
         ++m_counters.held;
@@ -809,7 +1117,7 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
         // Refused with everyone else, it is due when the breaker next probes: its own
         // backoff would keep it waiting minutes after the partner took requests again.
         const qint64 delay =
-            everyoneRefused ? std::max({outcome.retryAfterMs, m_breaker.reopensInMs(now), m_config.backoffBaseMs})
+            everyoneRefused ? std::max({outcome.retryAfterMs, lane.breaker.reopensInMs(now), m_config.backoffBaseMs})
             : rule          ? std::max(rule->delayAfter(sends), outcome.retryAfterMs)
                             : retryDelayMs(sends, m_config.backoffBaseMs, m_config.backoffCapMs, outcome.retryAfterMs);
         attempt.outcome = outcome.kind == SendOutcome::Kind::InDoubt ? QStringLiteral("in-doubt")
@@ -914,9 +1222,10 @@ void Engine::deadLetter(const Delivery &delivery, const QString &errorClass, con
                         reminder.sendKey, reminder.eventId};
     m_pendingSettlements.append(
         {Settlement::Kind::DeadLetter, delivery.message.id, delivery.message.delivery, 0, info});
-    m_pendingAttempts.append(Attempt{reminder.sendKey, reminder.eventId, delivery.message.id,
-                                     delivery.message.delivery, m_config.workerId, now,
-                                     QStringLiteral("dead-letter"), errorClass, 0, -1, errorClass, error, {}});
+    Attempt attempt{reminder.sendKey, reminder.eventId, delivery.message.id, delivery.message.delivery,
+                    m_config.workerId, now, QStringLiteral("dead-letter"), errorClass, 0, -1, errorClass, error, {}};
+    notePartner(&attempt, delivery);
+    m_pendingAttempts.append(attempt);
     scheduleCycle(0);
 }
 
@@ -1005,16 +1314,25 @@ void Engine::heartbeat()
     if (!m_running)
         return;
     const QString state = m_paused ? QStringLiteral("paused") : QStringLiteral("running");
-    onStoreLater([this, id = m_config.workerId, partner = m_partnerName, state, counters = counters()](Store &store) {
+    QStringList partners;
+    for (const auto &lane : m_lanes)
+        partners.append(lane->settings.name);
+    onStoreLater([this, id = m_config.workerId, partners, state, counters = counters()](Store &store) {
         QString error;
         if (!store.workers().heartbeat(id, state, counters, &error)) {
             reportStoreCall(QStringLiteral("heartbeat"), store.database().lastFailure(), error);
             return;
         }
-        if (const auto honouring = store.inspector().recordedKeyHonouring(partner, &error))
-            QMetaObject::invokeMethod(this, [this, honouring] { notePartnerRecord(*honouring); }, Qt::QueuedConnection);
-        else
-            reportStoreCall(QStringLiteral("reading the partner's record"), store.database().lastFailure(), error);
+        QHash<QString, KeyHonouring> records;
+        for (const QString &partner : partners) {
+            const auto honouring = store.inspector().recordedKeyHonouring(partner, &error);
+            if (!honouring) {
+                reportStoreCall(QStringLiteral("reading the partner's record"), store.database().lastFailure(), error);
+                return;
+            }
+            records.insert(partner, *honouring);
+        }
+        QMetaObject::invokeMethod(this, [this, records] { notePartnerRecords(records); }, Qt::QueuedConnection);
     });
 }
 

@@ -9,6 +9,7 @@
 #include "partners/partnersettings.h"
 #include "monitoring/sendstatistics.h"
 
+#include <QJsonObject>
 #include <QObject>
 #include <QSet>
 #include <QThread>
@@ -22,6 +23,7 @@
 namespace once {
 
 class EngineStore;
+class PartnerProfile;
 class PartnerSender;
 class Store;
 struct SendOutcome;
@@ -53,6 +55,27 @@ struct EngineConfig
     PartnersConfig partnersOrSingle() const;
 };
 
+// One partner as a worker sees it: its breaker and its current spell of failures.
+struct PartnerCounters
+{
+    QString name;
+    QString profile;
+    CircuitBreaker::State breaker = CircuitBreaker::State::Closed;
+    int consecutiveFailures = 0;
+    qint64 failingSinceMs = 0; // the spell's first failure; 0: the last send was accepted
+    qint64 lastFailureAtMs = 0;
+    QString lastErrorClass;
+    int lastHttpStatus = 0;
+    qint64 applied = 0;
+    qint64 failures = 0;
+    int sending = 0;
+    int capacity = 0;
+    double ratePerSecond = 0; // 0: no limit
+    InDoubtPolicy inDoubtPolicy = InDoubtPolicy::Resend;
+
+    QJsonObject toJson(qint64 nowMs) const;
+};
+
 struct EngineCounters
 {
     qint64 leased = 0;
@@ -81,7 +104,10 @@ struct EngineCounters
     qint64 storeBackAtMs = 0;
     bool storeLost() const { return storeLostAtMs && !storeBackAtMs; }
     int inFlight = 0;
+    // Of the partner failing longest (the spell above is its), else closed.
     CircuitBreaker::State breaker = CircuitBreaker::State::Closed;
+    QString failingPartner; // that partner's name, empty while none fails
+    QList<PartnerCounters> partners; // each partner this worker sends to
     // What a send left in doubt leads to now: the configured policy, or hold where the
     // store records that the partner does not honour Idempotency-Key.
     InDoubtPolicy inDoubtPolicy = InDoubtPolicy::Resend;
@@ -137,25 +163,75 @@ private:
         int sendsThisRound = 0;
         qint64 firstSentAtMs = 0;
         qint64 claimExpiresAtMs = 0; // when another delivery may take the key over
+        int lane = -1;               // the partner it goes to (m_lanes), -1 before routing
+    };
+
+    // One partner: its sender, its own send slots, pace, breaker and spell of failures,
+    // so that one partner's outage holds back only what goes to it.
+    struct PartnerLane
+    {
+        PartnerSettings settings;
+        const PartnerProfile *profile = nullptr;
+        PartnerSender *sender = nullptr;
+        CircuitBreaker breaker;
+        int capacity = 1;
+        int maxAttempts = 1;
+        int sending = 0;
+        std::deque<Delivery> ready; // claimed, waiting for a slot or the pace
+        KeyHonouring recorded = KeyHonouring::Unknown; // as the store records it
+        // The partner's permanent answers in a row, all with the same status, to distinct keys.
+        int refusalStatus = 0;
+        QSet<QByteArray> refusedKeys;
+        PartnerCounters counters;
+        // Pace ("rate"): a bucket refilled at ratePerSecond, one request at a time.
+        double tokens = 1;
+        qint64 tokensAtMs = 0;
+        bool paceTimerArmed = false;
     };
 
     void scheduleCycle(qint64 delayMs);
     void cycle();
     bool hasPendingWrites() const;
-    void sendNow(const Delivery &delivery);
+    void route(Delivery delivery);
     void sendReady();
+    void sendReady(int lane);
+    bool takePaceToken(PartnerLane &lane, qint64 now);
+    qint64 paceWaitMs(const PartnerLane &lane, qint64 now) const;
+    // Puts a claimed delivery back without sending it and without spending its budget:
+    // its partner is down or at its pace. The key goes back to retrying.
+    void deferUnsent(const Delivery &delivery, qint64 delayMs, const QString &errorClass, const QString &why);
+    // Settles a claimed delivery that cannot be sent as it is (no route, a missing field).
+    void deadLetterUnsent(const Delivery &delivery, const QString &errorClass, const QString &why);
+    void putBackUnsent(const Delivery &delivery, qint64 delayMs, const QString &outcome, const QString &errorClass,
+                       const QString &why);
+    // Names the partner a delivery goes to in its history row.
+    void notePartner(Attempt *attempt, const Delivery &delivery) const;
+    int laneIndex(const QString &partner) const;
+    QString routedChannels() const; // "email, sms", for a no-route dead letter
+    int readyCount() const;
+    int sendingCount() const;
+    PartnerLane *laneOf(const Delivery &delivery);
+    // The turn's in-doubt policy for each channel, from its partner.
+    QHash<QString, InDoubtPolicy> policiesByChannel() const;
+    bool anyLaneOpen(qint64 now) const;
+    int leaseRoom(qint64 now, int capacity, int inFlight) const;
+    qint64 soonestReopenMs(qint64 now) const;
     bool claimOutlastsSend(const Delivery &delivery, qint64 now) const;
     void releaseUnsent(const Delivery &delivery, qint64 now);
     bool claimsAhead() const;
     int leaseAhead() const;
+    // What a send left in doubt leads to: the configured policy, or hold where the partner
+    // does not honour the key (the store's record, else its profile's rule). Without an
+    // argument: of every partner, hold if any holds.
     InDoubtPolicy inDoubtPolicy() const;
-    QString inDoubtPolicyText() const;
-    // The store's record of whether the partner honours Idempotency-Key, read at start
-    // and with every heartbeat: an operator's change applies within seconds.
-    void notePartnerRecord(KeyHonouring honoursKey);
+    InDoubtPolicy inDoubtPolicy(const PartnerLane &lane) const;
+    QString inDoubtPolicyText(const PartnerLane &lane) const;
+    // The store's record of whether each partner honours its key, read at start and with
+    // every heartbeat: an operator's change applies within seconds.
+    void notePartnerRecords(const QHash<QString, KeyHonouring> &records);
     // A refusal that says nothing of the reminder (a refused credential, or the same
     // permanent answer to every reminder in a row): the partner is down for everyone.
-    bool refusesEveryone(const SendOutcome &outcome, const QByteArray &sendKey);
+    bool refusesEveryone(PartnerLane &lane, const SendOutcome &outcome, const QByteArray &sendKey);
     bool turnCanWait(qint64 now, bool consuming) const;
     void onSent(const Delivery &delivery, const SendOutcome &outcome, qint64 sentAtMs);
     void deadLetter(const Delivery &delivery, const QString &errorClass, const QString &error, int attempts);
@@ -225,13 +301,8 @@ private:
     qint64 m_queueLostAtMs = 0; // while the broker's connection is lost (0: it is not)
     std::unique_ptr<Turn> m_turn;
     bool m_cycleWanted = false;
-    PartnerSender *m_sender = nullptr;
-    CircuitBreaker m_breaker;
-    KeyHonouring m_partnerHonoursKey = KeyHonouring::Unknown; // as the store records it
-    QString m_partnerName;                                    // as the partners table names it
-    // The partner's permanent answers in a row, all with the same status, to distinct keys.
-    int m_refusalStatus = 0;
-    QSet<QByteArray> m_refusedKeys;
+    std::vector<std::unique_ptr<PartnerLane>> m_lanes;
+    PartnerRoutes m_routes;
     // Children of the engine, so that moveToThread() takes them along.
     QTimer m_cycleTimer{this};
     QTimer m_countersTimer{this};
@@ -249,10 +320,7 @@ private:
     bool m_stopping = false;
 
     int m_inFlight = 0; // leased and not yet settled
-    int m_sending = 0;  // at the partner now, at most the configured concurrency
     int m_claimAhead = 0; // how far ahead of the free slots turns claim (see leaseAhead())
-    // Claimed and waiting for a free send slot (see leaseAhead()).
-    std::deque<Delivery> m_readyToSend;
     // Written by the next cycle, in one transaction; waiting since m_writesWaitingSinceMs.
     qint64 m_writesWaitingSinceMs = 0;
     QList<LedgerUpdate> m_pendingUpdates;

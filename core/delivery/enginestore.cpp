@@ -193,7 +193,9 @@ bool EngineStore::claimLeased(const TurnRequest &request, TurnResult *turn)
             turn->invalid.append({i, parsed.error});
             continue;
         }
-        turn->claims.append(ClaimRequest{std::move(*parsed.reminder), message.id, message.delivery, message.leaseUntilMs});
+        const InDoubtPolicy policy = request.policyByChannel.value(parsed.reminder->channel, request.policy);
+        turn->claims.append(
+            ClaimRequest{std::move(*parsed.reminder), message.id, message.delivery, message.leaseUntilMs, policy});
         turn->claimedMessages.append(i);
     }
     if (turn->claims.isEmpty())

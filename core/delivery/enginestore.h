@@ -23,6 +23,8 @@ struct TurnRequest
     qint64 leaseMs = 0;
     QString workerId;
     InDoubtPolicy policy = InDoubtPolicy::Resend;
+    // A channel whose partner needs another policy than the one above (it holds).
+    QHash<QString, InDoubtPolicy> policyByChannel;
 };
 
 struct TurnResult

@@ -7,6 +7,7 @@
 #include <QFile>
 #include <QJsonDocument>
 #include <QRegularExpression>
+#include <QUrlQuery>
 
 #include <cmath>
 
@@ -210,6 +211,49 @@ std::optional<double> parseRate(const QString &text)
     if (count <= 0)
         return std::nullopt;
     return count / seconds;
+}
+
+std::optional<PartnerSettings> partnerFromUrl(const QString &text, const QString &profileName, const QByteArray &token,
+                                              QString *error)
+{
+    QUrl url = QUrl::fromUserInput(text);
+    const QString scheme = url.scheme();
+    const bool smtp = scheme == QLatin1String("smtp") || scheme == QLatin1String("smtps");
+    if (!url.isValid() || url.host().isEmpty()
+        || (!smtp && scheme != QLatin1String("http") && scheme != QLatin1String("https"))) {
+        *error = QStringLiteral("--partner must be an http://, https://, smtp:// or smtps:// URL");
+        return std::nullopt;
+    }
+    PartnerSettings partner;
+    partner.profile = profileName.isEmpty() ? profileForUrl(url) : profileName;
+    const PartnerProfile *profile = partnerProfile(partner.profile);
+    if (!profile) {
+        *error = QStringLiteral("--partner-profile must be one of %1").arg(partnerProfileNames());
+        return std::nullopt;
+    }
+    partner.token = token;
+    if (smtp) {
+        partner.account = url.userName().toUtf8();
+        if (!url.password().isEmpty())
+            partner.token = url.password().toUtf8();
+        QUrlQuery query(url);
+        partner.from = query.queryItemValue(QStringLiteral("from"), QUrl::FullyDecoded);
+        query.removeAllQueryItems(QStringLiteral("from"));
+        url.setQuery(query);
+        url.setUserInfo(QString());
+    }
+    partner.url = url;
+    partner.name = partnerName(url);
+    if (const QString problem = partnerTokenProblem(partner.token); !problem.isEmpty()) {
+        *error = (smtp && !url.password().isEmpty() ? QStringLiteral("the password ") : QStringLiteral("ONCE_PARTNER_TOKEN "))
+                 + problem;
+        return std::nullopt;
+    }
+    if (const QString problem = profile->settingsProblem(partner); !problem.isEmpty()) {
+        *error = QStringLiteral("--partner: the %1 profile ").arg(partner.profile) + problem;
+        return std::nullopt;
+    }
+    return partner;
 }
 
 std::optional<PartnersConfig> parsePartners(const QByteArray &json, QString *error)

@@ -69,6 +69,13 @@ std::optional<QByteArray> resolveSecretReference(const QString &reference, QStri
 std::optional<PartnersConfig> readPartnersFile(const QString &path, QString *error);
 std::optional<PartnersConfig> parsePartners(const QByteArray &json, QString *error);
 
+// The one partner of `--partner URL [--partner-profile NAME]`, its token from the
+// environment (ONCE_PARTNER_TOKEN). An smtp:// or smtps:// URL carries its user,
+// password and sender (smtp://USER:PASSWORD@HOST:PORT?from=ADDRESS); they are taken out
+// of the URL, which is what logs and the store show.
+std::optional<PartnerSettings> partnerFromUrl(const QString &text, const QString &profileName, const QByteArray &token,
+                                              QString *error);
+
 // "5/s", "300/min", "2/h" -> requests per second.
 std::optional<double> parseRate(const QString &text);
 

@@ -33,6 +33,8 @@ struct ClaimRequest
     QString messageId;
     int delivery = 0;
     qint64 leaseUntilMs = 0;
+    // What a key found in doubt leads to: that of the partner the reminder goes to.
+    std::optional<InDoubtPolicy> policy;
 };
 
 struct ClaimResult
@@ -77,6 +79,9 @@ struct Attempt
     QString providerRequestId;
     // An operator's row (step operator): the audit log row of the action that wrote it.
     qint64 auditId = 0;
+    // The partner the delivery went (or was to go) to, and its profile (schema 19).
+    QString partner{};
+    QString partnerProfile{};
 };
 
 // The new state of a key after a send. It applies only while the delivery that

@@ -75,6 +75,13 @@ ALTER TABLE workers ADD COLUMN in_doubt_policy TEXT;
 ALTER TABLE workers ADD COLUMN in_doubt_configured TEXT;
 )sql";
 
+const char *const SendsNamePartners = R"sql(
+ALTER TABLE attempts ADD COLUMN partner TEXT;
+ALTER TABLE attempts ADD COLUMN partner_profile TEXT;
+ALTER TABLE workers ADD COLUMN failing_partner TEXT;
+ALTER TABLE workers ADD COLUMN partners TEXT;
+)sql";
+
 // The counters: "state:<state>" for each ledger state, "duplicate_keys" (keys with at
 // least one duplicate delivery turned away) and "duplicate_deliveries" (their sum). A
 // counter's value is the sum of its shards.
@@ -640,6 +647,10 @@ CREATE INDEX publish_keys_created ON publish_keys(created_at);
     // that its partner does not honour the key, whatever it was started with), and the
     // status of its partner's last failure (a refused credential is told apart).
     {WorkersInDoubtPolicy, WorkersInDoubtPolicy},
+    // 19: a worker sends to several partners (--partners): each send names the partner
+    // it went to and its profile, and each worker's heartbeat carries every partner's
+    // breaker and spell (JSON) and the name of the one failing longest.
+    {SendsNamePartners, SendsNamePartners},
 };
 
 } // namespace

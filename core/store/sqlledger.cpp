@@ -57,7 +57,7 @@ QList<ClaimResult> SqlLedger::claim(const QList<ClaimRequest> &requests, const Q
             *error = QStringLiteral("ledger row for a taken key vanished");
             return {};
         }
-        attempts.append(resolveTakenKey(request, workerId, policy, now, &*row, &results[i]));
+        attempts.append(resolveTakenKey(request, workerId, request.policy.value_or(policy), now, &*row, &results[i]));
     }
     if (!writeTakenKeys(*rows, now, error) || !insertAttempts(attempts, error) || !transaction.commit(error))
         return {};
@@ -338,7 +338,7 @@ bool SqlLedger::insertAttempts(const QList<Attempt> &attempts, QString *error)
     RowBatch rows(m_db, {QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("INTEGER"),
                          QStringLiteral("TEXT"), QStringLiteral("BIGINT"), QStringLiteral("TEXT"), QStringLiteral("TEXT"),
                          QStringLiteral("INTEGER"), QStringLiteral("BIGINT"), QStringLiteral("TEXT"), QStringLiteral("TEXT"),
-                         QStringLiteral("TEXT"), QStringLiteral("BIGINT")});
+                         QStringLiteral("TEXT"), QStringLiteral("BIGINT"), QStringLiteral("TEXT"), QStringLiteral("TEXT")});
     for (qsizetype start = 0, count = 0; start < attempts.size(); start += count) {
         count = rows.rowsFrom(start, attempts.size());
         rows.clear();
@@ -358,11 +358,13 @@ bool SqlLedger::insertAttempts(const QList<Attempt> &attempts, QString *error)
             rows.add(nullIfEmpty(attempt.error));
             rows.add(nullIfEmpty(attempt.providerRequestId));
             rows.add(attempt.auditId > 0 ? QVariant(attempt.auditId) : QVariant());
+            rows.add(nullIfEmpty(attempt.partner));
+            rows.add(nullIfEmpty(attempt.partnerProfile));
         }
         auto &insert = m_db.prepared(
             QStringLiteral("INSERT INTO attempts (send_key, event_id, message_id, delivery, worker_id, at, step, "
                            "outcome, http_status, latency_ms, error_class, error, provider_request_id, "
-                           "audit_id, key_created_at) SELECT v.*, ")
+                           "audit_id, partner, partner_profile, key_created_at) SELECT v.*, ")
             + keyCreatedAt(QStringLiteral("v.column1")) + QStringLiteral(" FROM ") + rows.source());
         if (!m_db.execWith(insert, rows.parameters(), error))
             return false;

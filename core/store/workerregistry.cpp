@@ -4,6 +4,7 @@
 #include "delivery/engine.h"
 #include "text/jsonvalues.h"
 
+#include <QJsonDocument>
 #include <QVariant>
 
 namespace once {
@@ -83,6 +84,8 @@ QJsonObject WorkerRecord::toJson(qint64 nowMs) const
          configuredInDoubtPolicy.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(configuredInDoubtPolicy)},
         {QStringLiteral("store_lost_at"), timeOrNull(storeLostAtMs)},
         {QStringLiteral("store_back_at"), timeOrNull(storeBackAtMs)},
+        {QStringLiteral("failing_partner"), failingPartner.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(failingPartner)},
+        {QStringLiteral("partners"), partners},
     };
 }
 
@@ -130,7 +133,7 @@ bool WorkerRegistry::writeProgress(const QString &id, const QString &state, cons
         "UPDATE workers SET state = ?, heartbeat_at = ?, stopped_at = ?, applied = ?, duplicates = ?, retries = ?, "
         "dead_lettered = ?, held = ?, in_flight = ?, breaker = ?, failures = ?, consecutive_failures = ?, "
         "failing_since = ?, last_failure_at = ?, last_error_class = ?, store_lost_at = ?, store_back_at = ?, "
-        "last_http_status = ?, in_doubt_policy = ? WHERE id = ?"));
+        "last_http_status = ?, in_doubt_policy = ?, failing_partner = ?, partners = ? WHERE id = ?"));
     const qint64 now = nowMs();
     update.addBindValue(state);
     update.addBindValue(now);
@@ -152,6 +155,15 @@ bool WorkerRegistry::writeProgress(const QString &id, const QString &state, cons
     update.addBindValue(counters.storeBackAtMs ? QVariant(counters.storeBackAtMs) : QVariant());
     update.addBindValue(counters.lastHttpStatus ? QVariant(counters.lastHttpStatus) : QVariant());
     update.addBindValue(inDoubtPolicyName(counters.inDoubtPolicy));
+    update.addBindValue(counters.failingPartner.isEmpty() ? QVariant() : QVariant(counters.failingPartner));
+    QJsonArray partners;
+    for (const PartnerCounters &partner : counters.partners) {
+        QJsonObject object = partner.toJson(now);
+        if (stopping)
+            object.insert(QStringLiteral("breaker"), breakerName(CircuitBreaker::State::Closed));
+        partners.append(object);
+    }
+    update.addBindValue(QString::fromUtf8(QJsonDocument(partners).toJson(QJsonDocument::Compact)));
     update.addBindValue(id);
     return m_db.exec(update, error) && m_db.notify(Channel::Activity, error);
 }
@@ -162,7 +174,7 @@ std::optional<QList<WorkerRecord>> WorkerRegistry::list(QString *error)
         "SELECT id, host, pid, version, partner, concurrency, state, started_at, heartbeat_at, stopped_at, applied, "
         "duplicates, retries, dead_lettered, held, in_flight, breaker, failures, consecutive_failures, failing_since, "
         "last_failure_at, last_error_class, store_lost_at, store_back_at, last_http_status, in_doubt_policy, "
-        "in_doubt_configured FROM workers "
+        "in_doubt_configured, failing_partner, partners FROM workers "
         "ORDER BY CASE WHEN state = 'stopped' THEN 1 ELSE 0 END, heartbeat_at DESC, id"));
     if (!m_db.exec(query, error))
         return std::nullopt;
@@ -196,6 +208,8 @@ std::optional<QList<WorkerRecord>> WorkerRegistry::list(QString *error)
         worker.lastHttpStatus = query.value(24).toInt();
         worker.inDoubtPolicy = query.value(25).toString();
         worker.configuredInDoubtPolicy = query.value(26).toString();
+        worker.failingPartner = query.value(27).toString();
+        worker.partners = QJsonDocument::fromJson(query.value(28).toString().toUtf8()).array();
         workers.append(std::move(worker));
     }
     query.finish();

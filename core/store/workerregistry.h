@@ -2,6 +2,7 @@
 
 #include "delivery/circuitbreaker.h"
 
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QList>
 #include <QString>
@@ -53,6 +54,10 @@ struct WorkerRecord
     // then: its heartbeat ages, and the next one says when the store came back).
     qint64 storeLostAtMs = 0;
     qint64 storeBackAtMs = 0;
+    // Schema 19: the partner whose spell the fields above tell (the one failing longest),
+    // and every partner it sends to, as PartnerCounters::toJson writes them.
+    QString failingPartner;
+    QJsonArray partners;
 
     // A worker that says it runs but has not written a heartbeat for a while crashed,
     // was killed or lost its store: it is gone, and its leases will expire.
