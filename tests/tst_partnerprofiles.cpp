@@ -170,6 +170,8 @@ private slots:
     void simulatorFaultsSpeakEachProvider_data();
     void simulatorFaultsSpeakEachProvider();
     void simulatorRefusesAnUnknownProfile();
+    void workerDeliversOnceThroughEachProfile_data();
+    void workerDeliversOnceThroughEachProfile();
 
 private:
     QString m_onceBin;
@@ -296,6 +298,13 @@ void TestPartnerProfiles::slackUrlIsNeitherShownNorEchoed()
     QCOMPARE(outcome.kind, SendOutcome::Kind::CredentialsRefused);
     QVERIFY2(!outcome.error.contains(QLatin1String("S3CRET")), qPrintable(outcome.error));
     QVERIFY2(outcome.error.contains(SecretRedactor::replacement()), qPrintable(outcome.error));
+
+    // `--partner URL --partner-profile slack`: the name logs and the store show is the host.
+    QString error;
+    const auto single = partnerFromUrl(QStringLiteral("https://hooks.example.test") + SlackPath, QStringLiteral("slack"), {}, &error);
+    QVERIFY2(single, qPrintable(error));
+    QCOMPARE(single->name, QStringLiteral("https://hooks.example.test"));
+    QCOMPARE(single->url.path(), SlackPath);
 }
 
 void TestPartnerProfiles::longKeysBecomeStableDigests()
@@ -773,6 +782,97 @@ void TestPartnerProfiles::simulatorFaultsSpeakEachProvider()
     const QJsonObject stats = simulatorJson(dropping.port, "/stats");
     QCOMPARE(stats.value(QLatin1String("effects")).toInt(), 1);
     QCOMPARE(stats.value(QLatin1String("dropped")).toInt(), 1);
+}
+
+void TestPartnerProfiles::workerDeliversOnceThroughEachProfile_data()
+{
+    QTest::addColumn<QString>("profile");
+    QTest::addColumn<bool>("partnersFile");
+    for (const char *profile : {"webhook", "resend", "postmark", "sendgrid", "twilio", "slack"}) {
+        QTest::addRow("%s --partner", profile) << QString::fromLatin1(profile) << false;
+        QTest::addRow("%s --partners", profile) << QString::fromLatin1(profile) << true;
+    }
+}
+
+// The whole way: reminders enqueued into a SQLite store, `once worker --partner URL
+// --partner-profile NAME` (or `--partners FILE`) `--until-idle` sending them through the
+// profile to its simulator, one effect each.
+void TestPartnerProfiles::workerDeliversOnceThroughEachProfile()
+{
+    QFETCH(QString, profile);
+    QFETCH(bool, partnersFile);
+    constexpr int Count = 5;
+    TestStores stores;
+    OnceRunner runner(m_onceBin, stores.newUrl());
+    const SimulatedPartner simulated = startSimulator(runner, profile);
+    QVERIFY(simulated.port != 0);
+
+    QTemporaryDir dir;
+    QByteArray lines;
+    QList<QByteArray> keys;
+    for (int i = 0; i < Count; ++i) {
+        QJsonObject fields = reminderFields(QStringLiteral("e2e-user-%1").arg(i));
+        fields.insert(QStringLiteral("destination"), profile == QLatin1String("twilio")
+                                                         ? QStringLiteral("+1555765%1").arg(i, 4, 10, QLatin1Char('0'))
+                                                         : QStringLiteral("user%1@example.test").arg(i));
+        // Slack's messages have no recipient: the text is all that tells two apart.
+        fields.insert(QStringLiteral("body"), QStringLiteral("Reminder %1: tomorrow at 10:00").arg(i));
+        const Reminder reminder = reminderOf(fields);
+        keys.append(reminder.sendKey);
+        lines += QJsonDocument(fields).toJson(QJsonDocument::Compact) + '\n';
+    }
+    QFile input(dir.filePath(QStringLiteral("reminders.jsonl")));
+    QVERIFY(input.open(QIODevice::WriteOnly) && input.write(lines) == lines.size());
+    input.close();
+    const ProcessResult enqueue = runner.run({QStringLiteral("enqueue"), input.fileName()});
+    QVERIFY2(enqueue.exitedWith(0), enqueue.describe().constData());
+
+    const PartnerSettings &partner = simulated.partner;
+    QJsonObject settings{{QStringLiteral("profile"), profile}, {QStringLiteral("url"), partner.url.toString()}};
+    if (!partner.token.isEmpty())
+        settings.insert(QStringLiteral("token"), QStringLiteral("env:ONCE_TEST_PARTNER_TOKEN"));
+    if (profile != QLatin1String("webhook") && profile != QLatin1String("slack"))
+        settings.insert(QStringLiteral("from"), partner.from);
+    if (!partner.account.isEmpty())
+        settings.insert(QStringLiteral("account"), QString::fromLatin1(partner.account));
+    const QByteArray partners = QJsonDocument(QJsonObject{{QStringLiteral("partners"), QJsonObject{{QStringLiteral("p"), settings}}}})
+                                    .toJson();
+    QFile file(dir.filePath(QStringLiteral("partners.json")));
+    QVERIFY(file.open(QIODevice::WriteOnly) && file.write(partners) == partners.size());
+    file.close();
+
+    // The shorthand carries a provider's "from" in the URL's query and Twilio's account as
+    // its user; the token comes from ONCE_PARTNER_TOKEN.
+    QUrl shorthand = partner.url;
+    if (profile != QLatin1String("webhook") && profile != QLatin1String("slack"))
+        shorthand.setQuery(QStringLiteral("from=") + QString::fromLatin1(QUrl::toPercentEncoding(partner.from)));
+    shorthand.setUserName(QString::fromLatin1(partner.account));
+    const QStringList where = partnersFile ? QStringList{QStringLiteral("--partners"), file.fileName()}
+                                           : QStringList{QStringLiteral("--partner"), shorthand.toString(),
+                                                         QStringLiteral("--partner-profile"), profile};
+    const ProcessResult worker = runner.run(QStringList{QStringLiteral("worker")} + where + QStringList{QStringLiteral("--until-idle")},
+                                            {{QStringLiteral("ONCE_TEST_PARTNER_TOKEN"), QString::fromLatin1(Token)},
+                                             {QStringLiteral("ONCE_PARTNER_TOKEN"), QString::fromLatin1(partner.token)}},
+                                            WorkerTimeoutMs);
+    QVERIFY2(worker.exitedWith(0), worker.describe().constData());
+    // The token (Slack: the URL's path) reached the request only: nothing the worker said,
+    // and nothing the store holds (the partner's name on every send, the heartbeat), has it.
+    QVERIFY(!worker.out.contains("S3CRET") && !worker.err.contains("S3CRET"));
+    QStringList scanned;
+    const QStringList holding = whereStoreHolds(stores, runner.storeUrl(), "S3CRET", QDateTime(), &scanned);
+    QVERIFY2(holding.isEmpty(), qPrintable(holding.join(QLatin1String(", "))));
+
+    const QJsonObject effects = simulatorJson(simulated.port, "/effects");
+    const QJsonObject stats = simulatorJson(simulated.port, "/stats");
+    QCOMPARE(stats.value(QLatin1String("effects")).toInt(), Count);
+    QCOMPARE(stats.value(QLatin1String("duplicate_effects")).toInt(), 0);
+    QCOMPARE(effects.size(), Count);
+    for (auto it = effects.begin(); it != effects.end(); ++it)
+        QCOMPARE(it.value().toInt(), 1);
+    const QString problems = statsProblems(runner.stats(), {{QStringLiteral("acked"), Count},
+                                                           {QStringLiteral("ready"), 0},
+                                                           {QStringLiteral("in_flight"), 0}});
+    QVERIFY2(problems.isEmpty(), qPrintable(problems));
 }
 
 void TestPartnerProfiles::simulatorRefusesAnUnknownProfile()
