@@ -496,7 +496,7 @@ public:
                 return !line.isEmpty() || process->state() == QProcess::NotRunning;
             },
             10000);
-        static const QRegularExpression listening(QStringLiteral("listening on http://127\\.0\\.0\\.1:(\\d+)/reminders"));
+        static const QRegularExpression listening(QStringLiteral("listening on http://127\\.0\\.0\\.1:(\\d+)[/ ]"));
         const auto match = listening.match(QString::fromUtf8(line));
         if (!match.hasMatch()) {
             qWarning("once partner-sim said %s%s", line.constData(), process->readAllStandardError().constData());

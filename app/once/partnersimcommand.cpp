@@ -2,6 +2,7 @@
 
 #include "http/pemfiles.h"
 #include "sim/partnersimulator.h"
+#include "sim/providerimitation.h"
 
 #include <QSslConfiguration>
 #include <QSslSocket>
@@ -35,11 +36,15 @@ QString hostileHelp()
 int runPartnerSim(const QStringList &arguments)
 {
     Command command(QStringLiteral("partner-sim"),
-                    QStringLiteral("A partner HTTP API on 127.0.0.1 for demos, tests and outage rehearsals. POST "
-                                   "/reminders applies one effect per Idempotency-Key; GET /stats counts them."),
+                    QStringLiteral("A partner HTTP API on 127.0.0.1 for demos, tests and outage rehearsals. As a "
+                                   "webhook (the default), POST /reminders applies one effect per Idempotency-Key; "
+                                   "--profile imitates a provider's own API instead (docs/partners.md). GET /stats "
+                                   "counts the effects, GET /effects counts them per key."),
                     {});
     auto &parser = command.parser();
     parser.addOptions({
+        {QStringLiteral("profile"), QStringLiteral("The provider to imitate: ") + providerImitationIds().join(QLatin1String(", ")) + QStringLiteral("."), QStringLiteral("NAME"), QStringLiteral("webhook")},
+        {QStringLiteral("token"), QStringLiteral("The credential the provider expects (else $ONCE_SIM_TOKEN; unset: any non-empty one, and for the webhook none)."), QStringLiteral("TOKEN")},
         {QStringLiteral("port"), QStringLiteral("Port to listen on (0: any free one, printed)."), QStringLiteral("P"), QStringLiteral("8080")},
         {QStringLiteral("fail-rate"), QStringLiteral("Share of requests answered 503."), QStringLiteral("R"), QStringLiteral("0")},
         {QStringLiteral("throttle-rate"), QStringLiteral("Share of requests answered 429."), QStringLiteral("R"), QStringLiteral("0")},
@@ -93,6 +98,12 @@ int runPartnerSim(const QStringList &arguments)
     profile.hostile = *hostile;
     profile.hostileCount = int(*hostileCount);
     PartnerSimulator simulator(profile);
+    const QString provider = parser.value(QStringLiteral("profile"));
+    if (!simulator.setProvider(provider))
+        return command.usageError(QStringLiteral("--profile must be one of: ") + providerImitationIds().join(QLatin1String(", ")));
+    // A token on the command line shows in ps; the environment does not.
+    simulator.setExpectedToken(parser.isSet(QStringLiteral("token")) ? parser.value(QStringLiteral("token")).toUtf8()
+                                                                     : qgetenv("ONCE_SIM_TOKEN"));
     QString error;
     const bool tls = parser.isSet(QStringLiteral("tls-cert")) || parser.isSet(QStringLiteral("tls-key"))
                      || parser.isSet(QStringLiteral("tls-client-ca"));
@@ -127,8 +138,13 @@ int runPartnerSim(const QStringList &arguments)
     if (!simulator.listen(QHostAddress::LocalHost, quint16(*port), &error))
         return failure(error);
     // Scripts read this line to learn the port.
-    std::printf("partner simulator listening on %s://127.0.0.1:%u/reminders\n", tls ? "https" : "http",
-                unsigned(simulator.port()));
+    if (provider == QLatin1String("webhook"))
+        std::printf("partner simulator listening on %s://127.0.0.1:%u/reminders\n", tls ? "https" : "http",
+                    unsigned(simulator.port()));
+    else
+        std::printf("partner simulator listening on %s://127.0.0.1:%u as %s (%s)\n", tls ? "https" : "http",
+                    unsigned(simulator.port()), qPrintable(provider),
+                    qPrintable(providerImitation(provider)->sendHelp()));
     std::fflush(stdout);
     watchTerminationSignals(&simulator, [] { QCoreApplication::exit(0); });
     return QCoreApplication::exec();

@@ -107,8 +107,9 @@ int runWorker(const QStringList &arguments)
         const auto partnerTls = PartnerTls::load(caFile, certificateFile, keyFile, &tlsError);
         if (!partnerTls)
             return command.usageError(tlsError);
-        if (!partnerTls->isEmpty() && partner.url.scheme() != QLatin1String("https"))
-            return command.usageError(QStringLiteral("a partner CA or certificate is for an https:// partner"));
+        // smtp:// takes them for its STARTTLS, smtps:// for its TLS from the start.
+        if (!partnerTls->isEmpty() && partner.url.scheme() == QLatin1String("http"))
+            return command.usageError(QStringLiteral("a partner CA or certificate is for an https://, smtp:// or smtps:// partner"));
         partner.tls = *partnerTls;
         partners = PartnersConfig::single(partner);
     }

@@ -113,11 +113,12 @@ PartnersConfig EngineConfig::partnersOrSingle() const
     if (!partners.partners.isEmpty())
         return partners;
     PartnerSettings partner;
-    partner.name = partnerName(partnerUrl);
     partner.profile = profileForUrl(partnerUrl);
     partner.url = partnerUrl;
     partner.token = partnerToken;
     partner.tls = partnerTls;
+    // As the profile shows it: never a secret the URL carries (a Slack webhook's path).
+    partner.name = partnerProfile(partner.profile)->displayUrl(partner);
     return PartnersConfig::single(partner);
 }
 

@@ -21,7 +21,7 @@ HttpPartnerSender::HttpPartnerSender(const PartnerProfile &profile, const Partne
 
 QString HttpPartnerSender::displayUrl() const
 {
-    return partnerName(m_partner.url);
+    return m_profile.displayUrl(m_partner);
 }
 
 void HttpPartnerSender::send(const Reminder &reminder, QObject *context,

@@ -3,6 +3,7 @@
 #include "model/reminder.h"
 #include "partners/httppartnersender.h"
 
+#include <QCryptographicHash>
 #include <QJsonDocument>
 #include <QJsonObject>
 
@@ -30,6 +31,41 @@ QString ReminderContent::missing(const QStringList &fields) const
             return field;
     }
     return {};
+}
+
+QByteArray keyWithin(const QByteArray &sendKey, qsizetype maxChars)
+{
+    if (sendKey.size() <= maxChars)
+        return sendKey;
+    return "once-sha256-" + QCryptographicHash::hash(sendKey, QCryptographicHash::Sha256).toHex();
+}
+
+QUrl endpoint(const QUrl &base, const QString &path)
+{
+    QUrl url = base;
+    QString basePath = base.path();
+    while (basePath.endsWith(QLatin1Char('/')))
+        basePath.chop(1);
+    url.setPath(basePath + path);
+    url.setQuery(QString());
+    url.setFragment(QString());
+    return url;
+}
+
+std::optional<ReminderContent> contentFor(const PartnerProfile &profile, const PartnerSettings &partner,
+                                          const Reminder &reminder, QString *problem)
+{
+    ReminderContent content = ReminderContent::of(reminder, partner);
+    if (const QString field = content.missing(profile.requiredFields()); !field.isEmpty()) {
+        *problem = QStringLiteral("the reminder has no \"%1\", which the %2 profile needs").arg(field, QString(profile.id()));
+        return std::nullopt;
+    }
+    return content;
+}
+
+QString PartnerProfile::displayUrl(const PartnerSettings &partner) const
+{
+    return partnerName(partner.url);
 }
 
 QString PartnerProfile::settingsProblem(const PartnerSettings &partner) const

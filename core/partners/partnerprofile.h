@@ -66,11 +66,31 @@ public:
     // How long after a send the provider's search can be trusted to show it.
     virtual qint64 lookupGraceMs() const { return 60 * 1000; }
 
+    // Where it sends, for logs, the UI and the store, without anything secret.
+    virtual QString displayUrl(const PartnerSettings &partner) const;
+    // Secrets the partner's URL itself holds (a Slack webhook's path), redacted from
+    // everything the partner says back, as the token is.
+    virtual QList<QByteArray> urlSecrets(const PartnerSettings &) const { return {}; }
+
     // The sender for this provider. By default an HTTP sender built on sendRequest() and
     // classify(); a profile with its own protocol (SMTP) gives its own.
     virtual std::unique_ptr<PartnerSender> createSender(const PartnerSettings &partner, int maxConnections,
                                                         int timeoutMs, QObject *parent) const;
 };
+
+// The send key as a provider field that holds at most maxChars: the key itself when it
+// fits, else "once-sha256-" followed by the lowercase hex SHA-256 of the key (76
+// characters), the same on every try, so a retry carries the same value.
+QByteArray keyWithin(const QByteArray &sendKey, qsizetype maxChars);
+
+// A provider's base URL (as a partner's "url" gives it) with an API path after it:
+// "https://api.resend.com" and "/emails" make "https://api.resend.com/emails".
+QUrl endpoint(const QUrl &base, const QString &path);
+
+// The reminder's content for a profile, or nothing with *problem naming the first field
+// the profile needs and the reminder lacks.
+std::optional<ReminderContent> contentFor(const PartnerProfile &profile, const PartnerSettings &partner,
+                                          const Reminder &reminder, QString *problem);
 
 // Every registered profile, in the order help texts list them.
 const QList<const PartnerProfile *> &partnerProfiles();

@@ -1,7 +1,12 @@
 // The registry of partner profiles: one line per profile in profiles/.
 #include "partners/partnerprofile.h"
 
+#include "partners/profiles/postmarkprofile.h"
+#include "partners/profiles/resendprofile.h"
+#include "partners/profiles/sendgridprofile.h"
+#include "partners/profiles/slackprofile.h"
 #include "partners/profiles/smtpprofile.h"
+#include "partners/profiles/twilioprofile.h"
 #include "partners/profiles/webhookprofile.h"
 
 namespace once {
@@ -10,6 +15,11 @@ const QList<const PartnerProfile *> &partnerProfiles()
 {
     static const QList<const PartnerProfile *> profiles{
         &webhookProfile(),
+        &resendProfile(),
+        &postmarkProfile(),
+        &sendgridProfile(),
+        &twilioProfile(),
+        &slackProfile(),
         &smtpProfile(),
     };
     return profiles;

@@ -142,6 +142,8 @@ QList<QByteArray> PartnerSettings::secrets() const
     QList<QByteArray> secrets;
     if (!token.isEmpty())
         secrets.append(token);
+    if (const PartnerProfile *found = partnerProfile(profile))
+        secrets.append(found->urlSecrets(*this));
     return secrets;
 }
 
@@ -239,9 +241,26 @@ std::optional<PartnerSettings> partnerFromUrl(const QString &text, const QString
         query.removeAllQueryItems(QStringLiteral("from"));
         url.setQuery(query);
         url.setUserInfo(QString());
+    } else if (partner.profile != QLatin1String("webhook")) {
+        // A provider's API base has no query or user of its own: they carry what the
+        // shorthand has no other place for (https://AC123@api.twilio.com?from=%2B15550001111).
+        // A webhook's URL is the team's own and is kept whole.
+        QUrlQuery query(url);
+        if (query.hasQueryItem(QStringLiteral("from"))) {
+            partner.from = query.queryItemValue(QStringLiteral("from"), QUrl::FullyDecoded);
+            query.removeAllQueryItems(QStringLiteral("from"));
+            url.setQuery(query);
+        }
+        if (!url.password().isEmpty()) {
+            *error = QStringLiteral("--partner must not carry a password: the token comes from ONCE_PARTNER_TOKEN");
+            return std::nullopt;
+        }
+        partner.account = url.userName().toUtf8();
+        url.setUserInfo(QString());
     }
     partner.url = url;
-    partner.name = partnerName(url);
+    // What logs, the store and the console show: a Slack webhook's path is its secret.
+    partner.name = profile->displayUrl(partner);
     if (const QString problem = partnerTokenProblem(partner.token); !problem.isEmpty()) {
         *error = (smtp && !url.password().isEmpty() ? QStringLiteral("the password ") : QStringLiteral("ONCE_PARTNER_TOKEN "))
                  + problem;

@@ -1,6 +1,7 @@
 #include "sim/partnersimulator.h"
 
 #include "http/httpsyntax.h"
+#include "sim/providerimitation.h"
 
 #include <QElapsedTimer>
 #include <QJsonDocument>
@@ -35,14 +36,24 @@ QByteArrayView reasonPhrase(int status)
     switch (status) {
     case 200:
         return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
     case 400:
         return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
     case 404:
         return "Not Found";
     case 405:
         return "Method Not Allowed";
     case 409:
         return "Conflict";
+    case 410:
+        return "Gone";
     case 413:
         return "Content Too Large";
     case 422:
@@ -64,6 +75,8 @@ struct ServerRequest
 {
     QByteArray method;
     QByteArray path;
+    QByteArray query;
+    HttpHeaders headers;
     QByteArray idempotencyKey;
     QByteArray authorization; // only ever echoed back, by the echo-authorization mode
     QByteArray body;
@@ -89,7 +102,7 @@ struct KeyRecord
 {
     QByteArray requestBody;
     QByteArray responseBody;
-    QByteArray requestId;
+    QByteArray responseHeaders;
     int status = 0;
     bool inProgress = true;
 };
@@ -127,13 +140,16 @@ struct PartnerSimulator::Private
     Parse parseRequest(ServerConnection &conn, ServerRequest *request, int *badStatus);
     void handle(const ConnectionPtr &conn, ServerRequest &&request);
     void handleReminder(const ConnectionPtr &conn, ServerRequest &&request);
+    void handleLookup(const ConnectionPtr &conn, const ServerRequest &request);
+    void respond(ServerConnection &conn, const SimAnswer &answer, bool keepAlive, QByteArrayView moreHeaders = {});
     struct Answer
     {
         bool keepAlive = true;
         bool hostile = false;       // answered the profile's hostile way
         QByteArray authorization;   // the request's, for the echo
     };
-    void accept(const ConnectionPtr &conn, const QByteArray &key, bool keyed, const Answer &answer);
+    void accept(const ConnectionPtr &conn, const SimSend &send, bool keyed, const SimRequest &request,
+                const Answer &answer);
     bool takeHostileTurn();
     void answerHostile(ServerConnection &conn, const Answer &answer, const QByteArray &acceptedBody);
     void respond(ServerConnection &conn, int status, const QByteArray &body, bool keepAlive,
@@ -147,6 +163,9 @@ struct PartnerSimulator::Private
     QTcpServer *server = nullptr;
     QRandomGenerator rng{QRandomGenerator::global()->generate()};
     ShardedKeyHash<KeyRecord> records;
+    const ProviderImitation *imitation = providerImitation(u"webhook");
+    QByteArray token;
+    QHash<QByteArray, QByteArray> messageByKey; // effect key -> the simulator's message number
     qint64 nextId = 0;
     bool outageStarted = false;
     QElapsedTimer outageClock;
@@ -278,8 +297,10 @@ PartnerSimulator::Private::parseRequest(ServerConnection &conn, ServerRequest *r
         r.method = requestLine.first(sp1).toByteArray();
         QByteArrayView target = requestLine.sliced(sp1 + 1, sp2 - sp1 - 1);
         const qsizetype query = target.indexOf('?');
-        if (query >= 0)
+        if (query >= 0) {
+            r.query = target.sliced(query + 1).toByteArray();
             target = target.first(query);
+        }
         r.path = target.toByteArray();
         const bool http10 = version == "HTTP/1.0";
         bool connectionClose = false;
@@ -299,6 +320,7 @@ PartnerSimulator::Private::parseRequest(ServerConnection &conn, ServerRequest *r
             }
             const QByteArrayView name = line.first(colon).trimmed();
             const QByteArrayView value = line.sliced(colon + 1).trimmed();
+            r.headers.append({name.toByteArray(), value.toByteArray()});
             if (equalsCi(name, "content-length")) {
                 bool ok = false;
                 r.contentLength = value.toLongLong(&ok);
@@ -340,10 +362,24 @@ PartnerSimulator::Private::parseRequest(ServerConnection &conn, ServerRequest *r
     return Parse::Ready;
 }
 
+namespace {
+
+SimRequest simRequest(const ServerRequest &request)
+{
+    return SimRequest{request.method, request.path, request.query, request.headers, request.body};
+}
+
+} // namespace
+
 void PartnerSimulator::Private::handle(const ConnectionPtr &conn, ServerRequest &&request)
 {
     const QByteArray &path = request.path;
-    if (path == "/reminders") {
+    const SimRequest asked = simRequest(request);
+    if (imitation->isLookup(asked)) {
+        handleLookup(conn, request);
+        return;
+    }
+    if (imitation->isSend(asked)) {
         if (request.method == "POST")
             handleReminder(conn, std::move(request));
         else
@@ -365,38 +401,58 @@ void PartnerSimulator::Private::handle(const ConnectionPtr &conn, ServerRequest 
     respond(*conn, 404, R"({"error":"not found"})", request.keepAlive);
 }
 
+void PartnerSimulator::Private::handleLookup(const ConnectionPtr &conn, const ServerRequest &request)
+{
+    const SimRequest asked = simRequest(request);
+    if (inOutage()) {
+        respond(*conn, imitation->failure(503, "outage"), request.keepAlive, imitation->retryHeaders(1));
+        return;
+    }
+    if (const auto refused = imitation->refuseCredentials(asked, token)) {
+        respond(*conn, *refused, request.keepAlive);
+        return;
+    }
+    const QByteArray key = imitation->lookupKey(asked);
+    respond(*conn, imitation->lookupAnswer(key.isEmpty() ? QByteArray() : messageByKey.value(key)), request.keepAlive);
+}
+
 void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, ServerRequest &&request)
 {
     PartnerStats &stats = q->m_stats;
     const PartnerFaults &profile = q->m_profile;
     ++stats.requests;
+    const SimRequest asked = simRequest(request);
 
     if (inOutage()) {
-        respond(*conn, 503, R"({"error":"outage"})", request.keepAlive, "Retry-After: 1\r\n");
+        respond(*conn, imitation->failure(503, "outage"), request.keepAlive, imitation->retryHeaders(1));
+        return;
+    }
+    if (const auto refused = imitation->refuseCredentials(asked, token)) {
+        respond(*conn, *refused, request.keepAlive);
         return;
     }
     if (profile.refuseStatus >= 400 && profile.refuseStatus < 500) {
-        respond(*conn, profile.refuseStatus,
-                profile.refuseStatus == 401 ? R"({"error":"invalid or expired token"})" : R"({"error":"refused"})",
+        respond(*conn,
+                imitation->failure(profile.refuseStatus,
+                                   profile.refuseStatus == 401 ? "invalid or expired token" : "refused"),
                 request.keepAlive);
         return;
     }
     if (hit(profile.failRate)) {
-        respond(*conn, 503, R"({"error":"temporarily unavailable"})", request.keepAlive);
+        respond(*conn, imitation->failure(503, "temporarily unavailable"), request.keepAlive);
         return;
     }
     if (hit(profile.throttleRate)) {
-        const QByteArray retryAfter =
-            "Retry-After: " + QByteArray::number(profile.retryAfterSeconds) + "\r\n";
-        respond(*conn, 429, R"({"error":"rate limited"})", request.keepAlive, retryAfter);
+        respond(*conn, imitation->failure(429, "rate limited"), request.keepAlive,
+                imitation->retryHeaders(profile.retryAfterSeconds));
         return;
     }
-    QJsonParseError parseError;
-    QJsonDocument::fromJson(request.body, &parseError);
-    if (parseError.error != QJsonParseError::NoError) {
-        respond(*conn, 400, R"({"error":"body is not valid JSON"})", request.keepAlive);
+    const auto read = imitation->readSend(asked);
+    if (const SimAnswer *malformed = std::get_if<SimAnswer>(&read)) {
+        respond(*conn, *malformed, request.keepAlive);
         return;
     }
+    const SimSend send = std::get<SimSend>(read);
     // A hostile answer is decided here, once per request; the modes that apply the effect
     // misbehave where the simulator would otherwise answer 200 (a first send or a replay).
     const Answer answer{request.keepAlive, takeHostileTurn(), request.authorization};
@@ -405,22 +461,19 @@ void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, Server
         return;
     }
 
-    const QByteArray &key = request.idempotencyKey;
-    const bool keyed = profile.idempotent && !key.isEmpty();
+    const QByteArray &key = send.idempotencyKey;
+    const bool keyed = imitation->idempotent() && profile.idempotent && !key.isEmpty();
     if (keyed) {
         if (const KeyRecord *replayed = std::as_const(records).find(key)) {
             ++stats.duplicateRequests;
             if (replayed->inProgress) {
-                respond(*conn, 409, R"({"error":"a request with this Idempotency-Key is in progress"})",
-                        request.keepAlive);
+                respond(*conn, imitation->keyInProgress(), request.keepAlive);
             } else if (replayed->requestBody != request.body) {
-                respond(*conn, 422, R"({"error":"Idempotency-Key reused with a different body"})",
-                        request.keepAlive);
+                respond(*conn, imitation->keyReused(), request.keepAlive);
             } else if (answer.hostile) {
                 answerHostile(*conn, answer, replayed->responseBody);
             } else {
-                const QByteArray headers =
-                    "X-Request-Id: " + replayed->requestId + "\r\nIdempotent-Replayed: true\r\n";
+                const QByteArray headers = replayed->responseHeaders + "Idempotent-Replayed: true\r\n";
                 respond(*conn, replayed->status, replayed->responseBody, request.keepAlive, headers);
             }
             return;
@@ -431,41 +484,41 @@ void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, Server
     }
 
     if (profile.latencyMs <= 0) {
-        accept(conn, key, keyed, answer);
+        accept(conn, send, keyed, asked, answer);
         return;
     }
     conn->awaiting = true;
     stats.peakHeld = std::max(stats.peakHeld, ++stats.held);
-    QTimer::singleShot(profile.latencyMs, q, [this, conn, key, keyed, answer] {
+    QTimer::singleShot(profile.latencyMs, q, [this, conn, send, keyed, asked, answer] {
         conn->awaiting = false;
         --q->m_stats.held;
-        accept(conn, key, keyed, answer);
+        accept(conn, send, keyed, asked, answer);
         processBuffer(conn);
     });
 }
 
-void PartnerSimulator::Private::accept(const ConnectionPtr &conn, const QByteArray &key, bool keyed,
-                                       const Answer &answer)
+void PartnerSimulator::Private::accept(const ConnectionPtr &conn, const SimSend &send, bool keyed,
+                                       const SimRequest &request, const Answer &answer)
 {
     // The partner has accepted: the effect happens even if the client has gone meanwhile.
     PartnerStats &stats = q->m_stats;
     const QByteArray n = QByteArray::number(++nextId);
     ++stats.effects;
-    if (!key.isEmpty()) {
-        int &count = q->m_effectsByKey[key];
+    const QByteArray &effectKey = send.effectKey;
+    if (!effectKey.isEmpty()) {
+        int &count = q->m_effectsByKey[effectKey];
         if (count > 0)
             ++stats.duplicateEffects;
         ++count;
+        messageByKey.insert(effectKey, n);
     }
-    const QByteArray requestId = "req_" + n;
-    const QByteArray body =
-        R"({"id":"msg_)" + n + R"(","request_id":")" + requestId + R"(","status":"accepted"})";
+    const SimAnswer accepted = imitation->accepted(n, request);
     if (keyed) {
-        if (KeyRecord *record = records.find(key)) {
+        if (KeyRecord *record = records.find(send.idempotencyKey)) {
             record->inProgress = false;
-            record->status = 200;
-            record->responseBody = body;
-            record->requestId = requestId;
+            record->status = accepted.status;
+            record->responseBody = accepted.body;
+            record->responseHeaders = accepted.headers;
         }
     }
 
@@ -476,12 +529,11 @@ void PartnerSimulator::Private::accept(const ConnectionPtr &conn, const QByteArr
             conn->socket->abort();
         }
     } else if (answer.hostile) {
-        answerHostile(*conn, answer, body);
+        answerHostile(*conn, answer, accepted.body);
     } else {
-        const QByteArray headers = "X-Request-Id: " + requestId + "\r\n";
-        respond(*conn, 200, body, answer.keepAlive, headers);
+        respond(*conn, accepted, answer.keepAlive);
     }
-    emit q->effectApplied(key);
+    emit q->effectApplied(effectKey);
 }
 
 bool PartnerSimulator::Private::takeHostileTurn()
@@ -530,6 +582,13 @@ void PartnerSimulator::Private::respond(ServerConnection &conn, int status, cons
         conn.closing = true;
         socket->disconnectFromHost(); // after the answer has been flushed
     }
+}
+
+void PartnerSimulator::Private::respond(ServerConnection &conn, const SimAnswer &answer, bool keepAlive,
+                                        QByteArrayView moreHeaders)
+{
+    respond(conn, answer.status, answer.body, keepAlive, QByteArray(answer.headers + moreHeaders.toByteArray()),
+            answer.contentType);
 }
 
 QByteArray PartnerSimulator::Private::statsJson() const
@@ -603,6 +662,25 @@ bool PartnerSimulator::listen(const QHostAddress &address, quint16 port, QString
 quint16 PartnerSimulator::port() const
 {
     return d->server->serverPort();
+}
+
+bool PartnerSimulator::setProvider(QStringView id)
+{
+    const ProviderImitation *imitation = providerImitation(id);
+    if (!imitation)
+        return false;
+    d->imitation = imitation;
+    return true;
+}
+
+QString PartnerSimulator::provider() const
+{
+    return QString(d->imitation->id());
+}
+
+void PartnerSimulator::setExpectedToken(const QByteArray &token)
+{
+    d->token = token;
 }
 
 void PartnerSimulator::setProfile(const PartnerFaults &profile)

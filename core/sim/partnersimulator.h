@@ -33,7 +33,7 @@ struct PartnerFaults
 
 struct PartnerStats
 {
-    qint64 requests = 0;          // POST /reminders received
+    qint64 requests = 0;          // send requests received (a webhook's POST /reminders)
     qint64 effects = 0;           // reminders actually "delivered" by the partner
     qint64 duplicateRequests = 0; // requests whose Idempotency-Key was seen before
     qint64 duplicateEffects = 0;  // effects on a key that already had one (only without idempotency)
@@ -44,7 +44,9 @@ struct PartnerStats
 };
 
 // A real HTTP/1.1 server on a loopback address standing in for an email/SMS provider.
-// POST /reminders applies one effect per Idempotency-Key and answers a repeated key with
+// By default it imitates a webhook partner; setProvider() makes it imitate one provider's
+// send call, authentication, errors and lookup instead (providerimitation.h), with effects
+// counted by the key the request carried. As a webhook, POST /reminders applies one effect per Idempotency-Key and answers a repeated key with
 // a replay of the first successful response (a 409 while the first is still in progress,
 // a 422 when the body differs). GET /stats returns PartnerStats as JSON
 // (requests, effects, duplicate_requests, duplicate_effects, dropped, peak_held, hostile,
@@ -67,6 +69,14 @@ public:
     // port 0 picks a free port. Returns false with errorText filled on failure.
     bool listen(const QHostAddress &address, quint16 port, QString *errorText = nullptr);
     quint16 port() const;
+
+    // Imitates this provider (providerimitation.h: "webhook", the default, "resend",
+    // "postmark", ...); false for an unknown one. Before listen().
+    bool setProvider(QStringView id);
+    QString provider() const;
+    // The credential the provider's imitation expects; empty: any non-empty one (and,
+    // for the webhook, none at all).
+    void setExpectedToken(const QByteArray &token);
 
     PartnerFaults profile() const { return m_profile; }
     void setProfile(const PartnerFaults &profile);

@@ -1,0 +1,90 @@
+#pragma once
+
+#include "http/httpmessage.h"
+
+#include <QByteArray>
+#include <QLatin1StringView>
+#include <QStringList>
+
+#include <optional>
+#include <variant>
+
+namespace once {
+
+// One request as the partner simulator received it.
+struct SimRequest
+{
+    QByteArray method;
+    QByteArray path;  // without the query
+    QByteArray query; // as sent, percent-encoded
+    HttpHeaders headers;
+    QByteArray body;
+
+    QByteArray header(QByteArrayView name) const;
+};
+
+// One answer of the simulator: a status, a body and any headers beyond the framing.
+struct SimAnswer
+{
+    SimAnswer() = default;
+    SimAnswer(int status, QByteArray body, QByteArray headers = {}, QByteArray contentType = "application/json")
+        : status(status), body(std::move(body)), headers(std::move(headers)), contentType(std::move(contentType))
+    {
+    }
+
+    int status = 200;
+    QByteArray body;
+    QByteArray headers; // "Name: value\r\n" lines
+    QByteArray contentType = "application/json";
+};
+
+// What a send request carries, once the provider's imitation has read it.
+struct SimSend
+{
+    QByteArray effectKey;      // what its effect is counted by at /effects
+    QByteArray idempotencyKey; // empty: the provider deduplicates nothing
+};
+
+// How the simulator imitates one provider, as its documentation describes it (the pages
+// docs/partners.md names): which requests are sends and lookups, the authentication, the
+// request's shape, and the provider's own words for success and failure. The simulator
+// around it does the rest alike for every provider: faults, idempotency records, effects.
+class ProviderImitation
+{
+public:
+    virtual ~ProviderImitation() = default;
+
+    virtual QLatin1StringView id() const = 0; // as `once partner-sim --profile` names it
+    virtual QString sendHelp() const = 0;     // "POST /emails"
+    // Whether the provider honours an idempotency key (SimSend::idempotencyKey).
+    virtual bool idempotent() const { return false; }
+
+    virtual bool isSend(const SimRequest &request) const = 0;
+    virtual bool isLookup(const SimRequest &) const { return false; }
+
+    // The provider's refusal of the request's credentials, or nothing when they pass.
+    // An empty expected token accepts any non-empty one.
+    virtual std::optional<SimAnswer> refuseCredentials(const SimRequest &request,
+                                                       const QByteArray &token) const = 0;
+    // The send the request makes, or the provider's answer to a malformed one.
+    virtual std::variant<SimSend, SimAnswer> readSend(const SimRequest &request) const = 0;
+    // The provider's success answer; messageId is the simulator's id of the message.
+    virtual SimAnswer accepted(const QByteArray &messageId, const SimRequest &request) const = 0;
+    // A failure the simulator was told to imitate (503, 429, a refused token), in the
+    // provider's own shape.
+    virtual SimAnswer failure(int status, const QByteArray &message) const = 0;
+    // How the provider says when to come back after a 429 (or a 503 in an outage).
+    virtual QByteArray retryHeaders(int seconds) const { return "Retry-After: " + QByteArray::number(seconds) + "\r\n"; }
+    // Idempotency: the key's first request still runs / came with another body.
+    virtual SimAnswer keyInProgress() const { return failure(409, "a request with this key is in progress"); }
+    virtual SimAnswer keyReused() const { return failure(422, "key reused with a different body"); }
+
+    // Lookup: the effect key a lookup asks for, and the answer (messageId empty: none).
+    virtual QByteArray lookupKey(const SimRequest &) const { return {}; }
+    virtual SimAnswer lookupAnswer(const QByteArray &) const { return failure(404, "not found"); }
+};
+
+const ProviderImitation *providerImitation(QStringView id);
+QStringList providerImitationIds();
+
+} // namespace once
