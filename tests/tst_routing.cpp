@@ -29,6 +29,7 @@ private slots:
 
     void anOutageAtOnePartnerHoldsBackOnlyItsChannel();
     void aChannelWithoutARouteIsDeadLetteredNotSentElsewhere();
+    void reconcileSettlesWhatThePartnerHas();
     void aPartnersFileThatIsAlmostRightIsRefused_data();
     void aPartnersFileThatIsAlmostRightIsRefused();
 
@@ -238,6 +239,58 @@ void RoutingTest::aChannelWithoutARouteIsDeadLetteredNotSentElsewhere()
         QVERIFY2(object.value(QLatin1String("last_error")).toString().contains(QLatin1String("no route for channel \"push\"")),
                  QJsonDocument(object).toJson().constData());
     }
+}
+
+// A partner without idempotency drops half its answers after acting: the worker holds
+// those keys in doubt (never resends them). `once reconcile` asks the partner's lookup:
+// every held key is found there and settled applied with the partner's message id, a
+// dry run first settles nothing, and the partner saw each reminder once.
+void RoutingTest::reconcileSettlesWhatThePartnerHas()
+{
+    constexpr int Count = 30;
+    PartnerFaults dropping = m_email->profile();
+    dropping.dropAfterAcceptRate = 0.5;
+    m_email->setProfile(dropping);
+    const QString partners = writePartnersFile(QStringLiteral(R"({"partners": {
+        "hooks": {"url": "%1", "lookup": "http://127.0.0.1:%2/reminders/{key}"}}})")
+                                                   .arg(url(*m_email))
+                                                   .arg(m_email->port())
+                                                   .toUtf8());
+    const auto record = m_once->run({QStringLiteral("partners"), QStringLiteral("hooks"), QStringLiteral("--honours-key"),
+                                     QStringLiteral("no")});
+    QVERIFY2(record.exitedWith(0), record.describe().constData());
+    const auto keys = m_once->enqueueReminders(m_dir->path(), Count, QStringLiteral("hook"), {}, QStringLiteral("email"));
+    QCOMPARE(keys.size(), Count);
+    const auto worker = m_once->waitFor(
+        m_once->start({QStringLiteral("worker"), QStringLiteral("--partners"), partners, QStringLiteral("--until-idle")}),
+        WorkerTimeoutMs);
+    QVERIFY2(worker.exitedWith(0), worker.describe().constData());
+    const qint64 held = m_once->stats().value(QLatin1String("in_doubt")).toInteger();
+    QVERIFY2(held > 0 && held == m_email->stats().dropped, QJsonDocument(m_once->stats()).toJson().constData());
+    VERIFY_NO_PROBLEMS(exactlyOnceProblems(*m_email, keys));
+
+    const auto dry = m_once->run({QStringLiteral("reconcile"), QStringLiteral("--partners"), partners,
+                                  QStringLiteral("--dry-run")});
+    QVERIFY2(dry.exitedWith(0), dry.describe().constData());
+    QVERIFY2(dry.out.contains(QStringLiteral("%1 in doubt, %1 asked, %1 found (dry run").arg(held).toUtf8()),
+             dry.out.constData());
+    QCOMPARE(m_once->stats().value(QLatin1String("in_doubt")).toInteger(), held);
+
+    const auto reconcile = m_once->run({QStringLiteral("reconcile"), QStringLiteral("--partners"), partners,
+                                        QStringLiteral("--json")});
+    QVERIFY2(reconcile.exitedWith(0), reconcile.describe().constData());
+    const QJsonArray asked = QJsonDocument::fromJson(reconcile.out).array();
+    QCOMPARE(asked.size(), int(held));
+    for (const QJsonValue &answer : asked) {
+        QCOMPARE(answer.toObject().value(QLatin1String("result")).toString(), QStringLiteral("found"));
+        QVERIFY(answer.toObject().value(QLatin1String("provider_message_id")).toString().startsWith(QLatin1String("msg_")));
+    }
+    QCOMPARE(m_once->stats().value(QLatin1String("in_doubt")).toInteger(), 0);
+    const QString key = asked.first().toObject().value(QLatin1String("key")).toString();
+    const auto history = m_once->run({QStringLiteral("history"), key});
+    QVERIFY2(history.out.contains("Reconciled: found at hooks as msg_"), history.out.constData());
+    QCOMPARE(m_email->stats().duplicateEffects, 0);
+    QCOMPARE(m_email->stats().effects, qint64(Count));
 }
 
 void RoutingTest::aPartnersFileThatIsAlmostRightIsRefused_data()
