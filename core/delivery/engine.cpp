@@ -166,15 +166,11 @@ void Engine::start()
     if (m_running)
         return;
     m_lastLeasedAtMs = nowMs();
-    QString error;
-    if (!openSide(&m_storeSide, &m_storeThread, QStringLiteral("once-engine-store"), m_config.queueUrl,
-                  m_config.concurrency + (claimsAhead() ? MaxClaimAheadRounds * m_config.concurrency : 0),
-                  EngineStore::Notifications::Listen, &error)) {
-        fail(error);
-        return;
-    }
+    // The partners first: how far ahead a broker may hand out deliveries (claimsAhead())
+    // depends on what each does with a send left in doubt.
     const PartnersConfig partners = m_config.partnersOrSingle();
     m_routes = partners.routes;
+    m_lanes.clear();
     QStringList partnerNames;
     for (const PartnerSettings &settings : partners.partners) {
         auto lane = std::make_unique<PartnerLane>();
@@ -196,6 +192,13 @@ void Engine::start()
         lane->counters.ratePerSecond = settings.ratePerSecond;
         partnerNames.append(settings.name);
         m_lanes.push_back(std::move(lane));
+    }
+    QString error;
+    if (!openSide(&m_storeSide, &m_storeThread, QStringLiteral("once-engine-store"), m_config.queueUrl,
+                  m_config.concurrency + (claimsAhead() ? MaxClaimAheadRounds * m_config.concurrency : 0),
+                  EngineStore::Notifications::Listen, &error)) {
+        fail(error);
+        return;
     }
     WorkerRecord self;
     self.id = m_config.workerId;

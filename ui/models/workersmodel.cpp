@@ -189,6 +189,9 @@ QVariant WorkersModel::data(const QModelIndex &index, int role) const
         case Pid:
             return QString::number(worker.pid);
         case Status:
+            // A worker with several partners holds back from the failing one only.
+            if (worker.isHoldingBack(m_nowMs) && worker.partners.size() > 1 && !worker.failingPartner.isEmpty())
+                return tr("holding back from %1").arg(worker.failingPartner);
             return worker.isHoldingBack(m_nowMs) ? tr("holding back") : status;
         case Started:
             return formatDisplayTime(worker.startedAtMs);

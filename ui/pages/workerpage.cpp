@@ -401,7 +401,17 @@ void WorkerPage::updateWorkersSummary()
     } else if (tally.total() > 0) {
         text = tally.summary();
         severity = tally.severity();
-        if (tally.holdingBack == 1)
+        QStringList failingPartners;
+        for (const WorkerRecord &worker : m_workersModel->rows()) {
+            if (worker.isHoldingBack(m_workersModel->nowMs()) && worker.partners.size() > 1
+                && !worker.failingPartner.isEmpty() && !failingPartners.contains(worker.failingPartner))
+                failingPartners.append(worker.failingPartner);
+        }
+        if (!failingPartners.isEmpty())
+            details << tr("Holding back from %1: it failed several times in a row; its reminders wait and are "
+                          "probed for, the other partners' go on.")
+                           .arg(failingPartners.join(QStringLiteral(", ")));
+        else if (tally.holdingBack == 1)
             details << tr("Holding back: the partner failed several times in a row; the worker probes it and "
                           "resumes by itself.");
         else if (tally.holdingBack > 1)
