@@ -332,6 +332,20 @@ bool Operations::resendThrough(const QByteArray &sendKey, const QString &reason,
     return transaction.commit(error);
 }
 
+// An in-doubt key settled as taken effect, by an operator's word or the partner's; the
+// provider's id, when it gave one, replaces what the last send kept.
+bool Operations::settleApplied(const QByteArray &sendKey, qint64 atMs, const QString &providerId, QString *error)
+{
+    auto &update = m_db.prepared(QStringLiteral(
+        "UPDATE ledger SET state = 'applied', applied_at = ?, updated_at = ?, "
+        "provider_request_id = COALESCE(?, provider_request_id) WHERE send_key = ?"));
+    update.addBindValue(atMs);
+    update.addBindValue(atMs);
+    update.addBindValue(providerId.isEmpty() ? QVariant() : QVariant(providerId));
+    update.addBindValue(QString::fromLatin1(sendKey));
+    return m_db.exec(update, error);
+}
+
 bool Operations::markDelivered(const QByteArray &sendKey, const QString &reason, QString *error)
 {
     Transaction transaction(m_db);
@@ -341,12 +355,7 @@ bool Operations::markDelivered(const QByteArray &sendKey, const QString &reason,
     if (!payload)
         return false;
     const qint64 now = nowMs();
-    auto &update = m_db.prepared(QStringLiteral(
-        "UPDATE ledger SET state = 'applied', applied_at = ?, updated_at = ? WHERE send_key = ?"));
-    update.addBindValue(now);
-    update.addBindValue(now);
-    update.addBindValue(QString::fromLatin1(sendKey));
-    if (!m_db.exec(update, error))
+    if (!settleApplied(sendKey, now, {}, error))
         return false;
     const auto reminder = parseReminder(*payload).reminder;
     const auto auditId =
@@ -389,17 +398,8 @@ bool Operations::recordLookup(const QByteArray &sendKey, const QString &partner,
         text = QStringLiteral("asking %1 failed at %2: %3").arg(partner, at, lookup.error);
         break;
     }
-    if (lookup.kind == LookupResult::Kind::Found) {
-        auto &update = m_db.prepared(QStringLiteral(
-            "UPDATE ledger SET state = 'applied', applied_at = ?, updated_at = ?, provider_request_id = ? "
-            "WHERE send_key = ?"));
-        update.addBindValue(now);
-        update.addBindValue(now);
-        update.addBindValue(lookup.providerMessageId.isEmpty() ? QVariant() : QVariant(lookup.providerMessageId));
-        update.addBindValue(QString::fromLatin1(sendKey));
-        if (!m_db.exec(update, error))
-            return false;
-    }
+    if (lookup.kind == LookupResult::Kind::Found && !settleApplied(sendKey, now, lookup.providerMessageId, error))
+        return false;
     const auto reminder = parseReminder(*payload).reminder;
     const auto auditId = beginAudit({QStringLiteral("reconcile"), QString::fromLatin1(sendKey), 0, text}, error, 1);
     if (!auditId)

@@ -102,6 +102,7 @@ private:
     bool resendThrough(const QByteArray &sendKey, const QString &reason,
                        const std::function<bool(const OutgoingMessage &, QString *)> &put, QString *error);
     std::optional<QByteArray> inDoubtPayload(const QByteArray &sendKey, QString *error);
+    bool settleApplied(const QByteArray &sendKey, qint64 atMs, const QString &providerId, QString *error);
     bool refuseIfAnswered2xx(const QByteArray &sendKey, QString *error);
     // The history rows of an audited action on these letters (those with a key), and the
     // count added to its audit row; inside the caller's transaction.
