@@ -1,6 +1,9 @@
 #include "sim/providerimitation.h"
 
+#include "partners/partnerevents.h"
+
 #include <QDateTime>
+#include <QTimeZone>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -55,6 +58,11 @@ QByteArray bearerOf(const SimRequest &request)
 QByteArray uuidOf(const QByteArray &n)
 {
     return "00000000-0000-4000-8000-" + n.rightJustified(12, '0');
+}
+
+QString isoTime(qint64 ms)
+{
+    return QDateTime::fromMSecsSinceEpoch(ms, QTimeZone::utc()).toString(Qt::ISODateWithMs);
 }
 
 // Today's partner: the reminder JSON at POST /reminders, Idempotency-Key honoured (unless
@@ -114,6 +122,22 @@ public:
             return failure(404, "not found");
         return {200, R"({"id":"msg_)" + n + R"(","status":"accepted"})"};
     }
+    std::optional<SimEvent> deliveryEvent(const QByteArray &n, const SimRequest &send, bool bounce,
+                                          qint64 nowMs) const override
+    {
+        const QJsonObject event{{QStringLiteral("key"), QString::fromUtf8(send.header("idempotency-key"))},
+                                {QStringLiteral("kind"), bounce ? QStringLiteral("bounced") : QStringLiteral("delivered")},
+                                {QStringLiteral("id"), QString::fromLatin1("ev_" + n)},
+                                {QStringLiteral("at"), isoTime(nowMs)},
+                                {QStringLiteral("message_id"), QString::fromLatin1("msg_" + n)}};
+        SimEvent posted;
+        posted.body = json(QJsonObject{{QStringLiteral("events"), QJsonArray{event}}});
+        return posted;
+    }
+    void signEvent(SimEvent &event, const QByteArray &, const QByteArray &secret, qint64 nowMs) const override
+    {
+        event.headers.append({"Once-Signature", eventsignatures::onceSignature(secret, nowMs / 1000, event.body)});
+    }
 };
 
 // resend.com/docs/api-reference/emails/send-email, .../errors, dashboard/emails/idempotency-keys.
@@ -169,6 +193,41 @@ public:
     SimAnswer accepted(const QByteArray &n, const SimRequest &) const override
     {
         return {200, R"({"id":")" + uuidOf(n) + R"("})"};
+    }
+    // resend.com/docs/dashboard/webhooks/event-types: {type, created_at, data}.
+    std::optional<SimEvent> deliveryEvent(const QByteArray &n, const SimRequest &send, bool bounce,
+                                          qint64 nowMs) const override
+    {
+        bool ok = false;
+        const QJsonObject request = jsonBody(send, &ok);
+        QJsonObject tags;
+        for (const QJsonValue &tag : request.value(QLatin1String("tags")).toArray())
+            tags.insert(tag.toObject().value(QLatin1String("name")).toString(), tag.toObject().value(QLatin1String("value")));
+        QJsonObject data{{QStringLiteral("email_id"), QString::fromLatin1(uuidOf(n))},
+                         {QStringLiteral("created_at"), isoTime(nowMs)},
+                         {QStringLiteral("from"), request.value(QLatin1String("from"))},
+                         {QStringLiteral("to"), request.value(QLatin1String("to"))},
+                         {QStringLiteral("subject"), request.value(QLatin1String("subject"))},
+                         {QStringLiteral("tags"), tags}};
+        if (bounce)
+            data.insert(QStringLiteral("bounce"),
+                        QJsonObject{{QStringLiteral("type"), QStringLiteral("Permanent")},
+                                    {QStringLiteral("message"), QStringLiteral("The recipient's mailbox does not exist.")}});
+        SimEvent event;
+        event.body = json(QJsonObject{{QStringLiteral("type"), bounce ? QStringLiteral("email.bounced") : QStringLiteral("email.delivered")},
+                                      {QStringLiteral("created_at"), isoTime(nowMs)},
+                                      {QStringLiteral("data"), data}});
+        event.headers.append({"svix-id", "msg_" + n + (bounce ? "b" : "d")});
+        return event;
+    }
+    void signEvent(SimEvent &event, const QByteArray &, const QByteArray &secret, qint64 nowMs) const override
+    {
+        const QByteArray timestamp = QByteArray::number(nowMs / 1000);
+        const QByteArray id = event.headers.constFirst().second;
+        event.headers.append({"svix-timestamp", timestamp});
+        event.headers.append({"svix-signature",
+                              eventsignatures::svixSignature(eventsignatures::svixKey(secret).value_or(secret), id,
+                                                             timestamp, event.body)});
     }
     SimAnswer failure(int status, const QByteArray &message) const override
     {
@@ -261,6 +320,41 @@ public:
     {
         return coded(status, status == 401 ? 10 : 0, message);
     }
+    // postmarkapp.com/developer/webhooks/delivery-webhook and .../bounce-webhook.
+    std::optional<SimEvent> deliveryEvent(const QByteArray &n, const SimRequest &send, bool bounce,
+                                          qint64 nowMs) const override
+    {
+        bool ok = false;
+        const QJsonObject request = jsonBody(send, &ok);
+        QJsonObject record{{QStringLiteral("MessageID"), QString::fromLatin1(uuidOf(n))},
+                           {QStringLiteral("MessageStream"), request.value(QLatin1String("MessageStream"))},
+                           {QStringLiteral("Metadata"), request.value(QLatin1String("Metadata"))},
+                           {QStringLiteral("ServerID"), 1},
+                           {QStringLiteral("Tag"), QString()}};
+        if (bounce) {
+            record.insert(QStringLiteral("RecordType"), QStringLiteral("Bounce"));
+            record.insert(QStringLiteral("ID"), n.toLongLong());
+            record.insert(QStringLiteral("Type"), QStringLiteral("HardBounce"));
+            record.insert(QStringLiteral("TypeCode"), 1);
+            record.insert(QStringLiteral("Email"), request.value(QLatin1String("To")));
+            record.insert(QStringLiteral("BouncedAt"), isoTime(nowMs));
+            record.insert(QStringLiteral("Description"),
+                          QStringLiteral("The server was unable to deliver your message (ex: unknown user, mailbox not found)."));
+        } else {
+            record.insert(QStringLiteral("RecordType"), QStringLiteral("Delivery"));
+            record.insert(QStringLiteral("Recipient"), request.value(QLatin1String("To")));
+            record.insert(QStringLiteral("DeliveredAt"), isoTime(nowMs));
+            record.insert(QStringLiteral("Details"), QStringLiteral("smtp;250 2.0.0 OK"));
+        }
+        SimEvent event;
+        event.body = json(record);
+        return event;
+    }
+    // Postmark signs nothing: the webhook URL's user and password come as basic auth.
+    void signEvent(SimEvent &event, const QByteArray &, const QByteArray &secret, qint64) const override
+    {
+        event.headers.append({"Authorization", "Basic " + secret.toBase64()});
+    }
     QByteArray lookupKey(const SimRequest &request) const override
     {
         return queryValue(request, QStringLiteral("metadata_once_key")).toUtf8();
@@ -346,6 +440,36 @@ public:
     SimAnswer accepted(const QByteArray &n, const SimRequest &) const override
     {
         return {202, {}, "X-Message-Id: sg" + n.rightJustified(20, '0') + "\r\n"};
+    }
+    // twilio.com/docs/sendgrid/for-developers/tracking-events/event: an array of events,
+    // the custom_args at each one's top level.
+    std::optional<SimEvent> deliveryEvent(const QByteArray &n, const SimRequest &send, bool bounce,
+                                          qint64 nowMs) const override
+    {
+        bool ok = false;
+        const QJsonObject request = jsonBody(send, &ok);
+        QJsonObject event{{QStringLiteral("email"), request.value(QLatin1String("personalizations")).toArray().first()
+                                                        .toObject().value(QLatin1String("to")).toArray().first()
+                                                        .toObject().value(QLatin1String("email"))},
+                          {QStringLiteral("timestamp"), nowMs / 1000},
+                          {QStringLiteral("event"), bounce ? QStringLiteral("bounce") : QStringLiteral("delivered")},
+                          {QStringLiteral("sg_event_id"), QString::fromLatin1("sgev" + n + (bounce ? "b" : "d"))},
+                          {QStringLiteral("sg_message_id"),
+                           QString::fromLatin1("sg" + n.rightJustified(20, '0') + ".filterdrecv-1-0")}};
+        const QJsonObject custom = request.value(QLatin1String("custom_args")).toObject();
+        for (auto it = custom.begin(); it != custom.end(); ++it)
+            event.insert(it.key(), it.value());
+        event.insert(bounce ? QStringLiteral("reason") : QStringLiteral("response"),
+                     bounce ? QStringLiteral("550 5.1.1 The email account does not exist.") : QStringLiteral("250 OK"));
+        SimEvent posted;
+        posted.body = QJsonDocument(QJsonArray{event}).toJson(QJsonDocument::Compact);
+        return posted;
+    }
+    void signEvent(SimEvent &event, const QByteArray &, const QByteArray &secret, qint64 nowMs) const override
+    {
+        const QByteArray timestamp = QByteArray::number(nowMs / 1000);
+        event.headers.append({"X-Twilio-Email-Event-Webhook-Timestamp", timestamp});
+        event.headers.append({"X-Twilio-Email-Event-Webhook-Signature", eventsignatures::ecdsaSign(secret, timestamp + event.body)});
     }
     SimAnswer failure(int status, const QByteArray &message) const override
     {
@@ -436,6 +560,32 @@ public:
                     {QStringLiteral("account_sid"), QString::fromUtf8(accountOf(request))},
                     {QStringLiteral("to"), form.queryItemValue(QStringLiteral("To"), QUrl::FullyDecoded)},
                     {QStringLiteral("status"), QStringLiteral("queued")}})};
+    }
+    // twilio.com/docs/messaging/guides/track-outbound-message-status: a form POST to the
+    // send's StatusCallback (its query kept), MessageSid and MessageStatus.
+    std::optional<SimEvent> deliveryEvent(const QByteArray &n, const SimRequest &send, bool bounce,
+                                          qint64) const override
+    {
+        const QUrlQuery form(QString::fromUtf8(QByteArray(send.body).replace('+', ' ')));
+        const QUrl callback(form.queryItemValue(QStringLiteral("StatusCallback"), QUrl::FullyDecoded));
+        const auto field = [](const char *name, const QByteArray &value) -> QByteArray {
+            return QByteArray(name) + '=' + QUrl::toPercentEncoding(QString::fromUtf8(value));
+        };
+        SimEvent event;
+        event.contentType = "application/x-www-form-urlencoded";
+        event.query = callback.query(QUrl::FullyEncoded).toUtf8();
+        event.body = field("MessageSid", "SM" + n.rightJustified(32, '0')) + '&' +
+                     field("MessageStatus", bounce ? "undelivered" : "delivered") + '&' +
+                     field("AccountSid", accountOf(send)) + '&' +
+                     field("To", form.queryItemValue(QStringLiteral("To"), QUrl::FullyDecoded).toUtf8()) + '&' +
+                     field("From", form.queryItemValue(QStringLiteral("From"), QUrl::FullyDecoded).toUtf8());
+        if (bounce)
+            event.body += '&' + field("ErrorCode", "30003");
+        return event;
+    }
+    void signEvent(SimEvent &event, const QByteArray &url, const QByteArray &secret, qint64) const override
+    {
+        event.headers.append({"X-Twilio-Signature", eventsignatures::twilioSignature(secret, url, formFields(event.body))});
     }
     SimAnswer failure(int status, const QByteArray &message) const override
     {
