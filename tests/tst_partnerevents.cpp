@@ -411,6 +411,11 @@ void PartnerEventsTest::aDeliveredEventSettlesAKeyInDoubt()
              qPrintable(rows.at(0).toObject().value(QLatin1String("error")).toString()));
     QCOMPARE(rows.at(1).toObject().value(QLatin1String("outcome")).toString(), QStringLiteral("bounced"));
     QCOMPARE(m_sims.value(name)->stats().duplicateEffects, 0);
+    const auto history = m_once->run({QStringLiteral("history"), QString::fromLatin1(key), QStringLiteral("--json")});
+    const QString verdict = QJsonDocument::fromJson(history.out).object().value(QLatin1String("verdict")).toString();
+    QVERIFY2(verdict.startsWith(QLatin1String("Delivered once, on the provider's word: its delivery event at "))
+                 && verdict.contains(QLatin1String("; afterwards the provider reported: bounced at ")),
+             qPrintable(verdict));
 }
 
 // A partner this server does not know, a body over the limit, a signed body that is not
