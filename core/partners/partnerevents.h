@@ -39,6 +39,10 @@ struct PartnerEvent
     QString eventId;      // what the provider's retries of this one event share
     qint64 atMs = 0;      // when it happened, by the provider's clock (0: unknown)
     QString detail;       // the provider's reason (a bounce's description), one line
+    // Where a signature does not cover the whole body (Mailgun signs a timestamp and a
+    // token only), what it was made for once: a second request with it is a replay,
+    // whatever event it now carries.
+    QString signatureId;
 };
 
 // "delivered", "bounced", ... : the history's outcome of an event of this kind.

@@ -2,6 +2,7 @@
 
 #include "partners/partnerevents.h"
 
+#include <QCryptographicHash>
 #include <QDateTime>
 #include <QTimeZone>
 #include <QJsonArray>
@@ -614,6 +615,105 @@ private:
 };
 
 // docs.slack.dev/messaging/sending-messages-using-incoming-webhooks (handling errors).
+// documentation.mailgun.com: POST /v3/DOMAIN/messages (a form, basic auth api:KEY),
+// answered {"id": "<...>", "message": "Queued. Thank you."}; webhooks carry a signature
+// object (HMAC-SHA256 of timestamp + token) and event-data with the user-variables.
+class MailgunImitation final : public ProviderImitation
+{
+public:
+    QLatin1StringView id() const override { return QLatin1StringView("mailgun"); }
+    QString sendHelp() const override { return QStringLiteral("POST /v3/DOMAIN/messages"); }
+    bool isSend(const SimRequest &request) const override
+    {
+        return request.path.startsWith("/v3/") && request.path.endsWith("/messages");
+    }
+    std::optional<SimAnswer> refuseCredentials(const SimRequest &request, const QByteArray &token) const override
+    {
+        const QByteArray authorization = request.header("authorization");
+        const QByteArray pair =
+            authorization.startsWith("Basic ") ? QByteArray::fromBase64(authorization.mid(6).trimmed()) : QByteArray();
+        if (!pair.startsWith("api:") || !credentialPasses(pair.mid(4), token))
+            return SimAnswer{401, "Forbidden", {}, "text/plain"};
+        return std::nullopt;
+    }
+    std::variant<SimSend, SimAnswer> readSend(const SimRequest &request) const override
+    {
+        if (!request.header("content-type").startsWith("application/x-www-form-urlencoded")
+            && !request.header("content-type").startsWith("multipart/form-data"))
+            return failure(400, "expected a form");
+        const auto fields = formFields(request.body);
+        const auto field = [&fields](QByteArrayView name) {
+            for (const auto &[key, value] : fields)
+                if (key == name)
+                    return value;
+            return QByteArray();
+        };
+        if (field("from").isEmpty())
+            return failure(400, "from parameter is missing");
+        if (!field("to").contains('@'))
+            return failure(400, "to parameter is not a valid address. please check documentation");
+        if (field("text").isEmpty() && field("html").isEmpty())
+            return failure(400, "Need at least one of 'text' or 'html' parameters specified");
+        const QByteArray key = field("v:once-send-key");
+        return SimSend{key.isEmpty() ? field("to") + '|' + field("text") : key, {}};
+    }
+    SimAnswer accepted(const QByteArray &n, const SimRequest &request) const override
+    {
+        return {200, json(QJsonObject{{QStringLiteral("id"), QString::fromLatin1("<" + messageId(n, request) + ">")},
+                                      {QStringLiteral("message"), QStringLiteral("Queued. Thank you.")}})};
+    }
+    SimAnswer failure(int status, const QByteArray &message) const override
+    {
+        return {status, json(QJsonObject{{QStringLiteral("message"), QString::fromUtf8(message)}})};
+    }
+    std::optional<SimEvent> deliveryEvent(const QByteArray &n, const SimRequest &send, bool bounce,
+                                          qint64 nowMs) const override
+    {
+        QJsonObject variables;
+        for (const auto &[key, value] : formFields(send.body)) {
+            if (key.startsWith("v:"))
+                variables.insert(QString::fromUtf8(key.mid(2)), QString::fromUtf8(value));
+        }
+        QJsonObject data{{QStringLiteral("event"), bounce ? QStringLiteral("failed") : QStringLiteral("delivered")},
+                         {QStringLiteral("id"), QString::fromLatin1("mgev" + n + (bounce ? "b" : "d"))},
+                         {QStringLiteral("timestamp"), double(nowMs) / 1000},
+                         {QStringLiteral("message"),
+                          QJsonObject{{QStringLiteral("headers"),
+                                       QJsonObject{{QStringLiteral("message-id"), QString::fromLatin1(messageId(n, send))}}}}},
+                         {QStringLiteral("user-variables"), variables}};
+        if (bounce) {
+            data.insert(QStringLiteral("severity"), QStringLiteral("permanent"));
+            data.insert(QStringLiteral("delivery-status"),
+                        QJsonObject{{QStringLiteral("code"), 550},
+                                    {QStringLiteral("description"), QStringLiteral("No such user")}});
+        }
+        SimEvent event;
+        // The signature object is filled in by signEvent(); unsigned, it is left out.
+        event.body = json(QJsonObject{{QStringLiteral("event-data"), data}});
+        return event;
+    }
+    void signEvent(SimEvent &event, const QByteArray &, const QByteArray &secret, qint64 nowMs) const override
+    {
+        QJsonObject body = QJsonDocument::fromJson(event.body).object();
+        const QByteArray timestamp = QByteArray::number(nowMs / 1000);
+        const QByteArray token = QCryptographicHash::hash(QByteArray(event.body + timestamp), QCryptographicHash::Sha256).toHex().left(50);
+        body.insert(QStringLiteral("signature"),
+                    QJsonObject{{QStringLiteral("timestamp"), QString::fromLatin1(timestamp)},
+                                {QStringLiteral("token"), QString::fromLatin1(token)},
+                                {QStringLiteral("signature"),
+                                 QString::fromLatin1(eventsignatures::hmacSha256(secret, timestamp + token).toHex())}});
+        event.body = json(body);
+    }
+
+private:
+    static QByteArray messageId(const QByteArray &n, const SimRequest &request)
+    {
+        // /v3/DOMAIN/messages
+        const QByteArray domain = request.path.mid(4, request.path.size() - 4 - 9);
+        return "sim." + n + '@' + domain;
+    }
+};
+
 class SlackImitation final : public ProviderImitation
 {
 public:
@@ -670,8 +770,9 @@ const ProviderImitation *providerImitation(QStringView id)
     static const SendgridImitation sendgrid;
     static const TwilioImitation twilio;
     static const SlackImitation slack;
+    static const MailgunImitation mailgun;
     for (const ProviderImitation *imitation : std::initializer_list<const ProviderImitation *>{
-             &webhook, &resend, &postmark, &sendgrid, &twilio, &slack}) {
+             &webhook, &resend, &postmark, &sendgrid, &mailgun, &twilio, &slack}) {
         if (imitation->id() == id)
             return imitation;
     }
@@ -680,8 +781,8 @@ const ProviderImitation *providerImitation(QStringView id)
 
 QStringList providerImitationIds()
 {
-    return {QStringLiteral("webhook"),  QStringLiteral("resend"), QStringLiteral("postmark"),
-            QStringLiteral("sendgrid"), QStringLiteral("twilio"), QStringLiteral("slack")};
+    return {QStringLiteral("webhook"),  QStringLiteral("resend"),  QStringLiteral("postmark"), QStringLiteral("sendgrid"),
+            QStringLiteral("mailgun"),  QStringLiteral("twilio"),  QStringLiteral("slack")};
 }
 
 } // namespace once
