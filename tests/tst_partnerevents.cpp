@@ -39,6 +39,7 @@ const QList<Provider> &providers()
         {QStringLiteral("pm"), QStringLiteral("postmark"), QStringLiteral("ann@example.com")},
         {QStringLiteral("rs"), QStringLiteral("resend"), QStringLiteral("bob@example.com")},
         {QStringLiteral("sg"), QStringLiteral("sendgrid"), QStringLiteral("cy@example.com")},
+        {QStringLiteral("mg"), QStringLiteral("mailgun"), QStringLiteral("dee@example.com")},
         {QStringLiteral("tw"), QStringLiteral("twilio"), QStringLiteral("+15550001234")},
         {QStringLiteral("wh"), QStringLiteral("webhook"), QStringLiteral("+15550004321")},
     };
@@ -126,6 +127,7 @@ void PartnerEventsTest::init()
     writeSecret(QStringLiteral("pm-events"), "pm-events-password");
     writeSecret(QStringLiteral("rs-events"), rightSecret(providerNamed(QStringLiteral("rs"))));
     writeSecret(QStringLiteral("wh-events"), rightSecret(providerNamed(QStringLiteral("wh"))));
+    writeSecret(QStringLiteral("mg-events"), rightSecret(providerNamed(QStringLiteral("mg"))));
     QHash<QString, quint16> ports;
     for (const Provider &provider : providers()) {
         PartnerFaults faults;
@@ -177,13 +179,15 @@ QByteArray PartnerEventsTest::partnersJson(const QHash<QString, quint16> &ports)
         "sg": {"profile": "sendgrid", "url": "%6", %2, "events_public_key": "%7"},
         "tw": {"profile": "twilio", "url": "%8", "account": "AC0123", "token": "%9", "from": "+15550000000",
                "events_url": "%10"},
-        "wh": {"profile": "webhook", "url": "%11/reminders", "events_secret": "file:%12"}
-    }, "routes": {"pm": "pm", "rs": "rs", "sg": "sg", "tw": "tw", "wh": "wh"}})")
+        "wh": {"profile": "webhook", "url": "%11/reminders", "events_secret": "file:%12"},
+        "mg": {"profile": "mailgun", "url": "%13", %2, "domain": "mg.example.com", "events_secret": "file:%14"}
+    }, "routes": {"pm": "pm", "rs": "rs", "sg": "sg", "tw": "tw", "wh": "wh", "mg": "mg"}})")
         .arg(url(QStringLiteral("pm")), mail, m_dir->filePath(QStringLiteral("pm-events")),
              url(QStringLiteral("rs")), m_dir->filePath(QStringLiteral("rs-events")),
              url(QStringLiteral("sg")), QString::fromLatin1(m_sendgridKeys.second), url(QStringLiteral("tw")),
              token)
         .arg(TwilioEventsUrl, url(QStringLiteral("wh")), m_dir->filePath(QStringLiteral("wh-events")))
+        .arg(url(QStringLiteral("mg")), m_dir->filePath(QStringLiteral("mg-events")))
         .toUtf8();
 }
 
@@ -276,6 +280,8 @@ QByteArray PartnerEventsTest::rightSecret(const Provider &provider) const
         return m_sendgridKeys.first;
     if (provider.profile == QLatin1String("twilio"))
         return "provider-api-token";
+    if (provider.profile == QLatin1String("mailgun"))
+        return "mailgun-http-webhook-signing-key";
     return "webhook-events-secret";
 }
 
@@ -337,8 +343,9 @@ void PartnerEventsTest::eachProviderIsCheckedAsItSigns()
     QVERIFY2(wrong.httpStatus == 401, wrong.body.constData());
     QVERIFY2(!wrong.body.contains(rightSecret(provider)) && !wrong.body.contains("pm-events-password"),
              wrong.body.constData());
-    // Postmark's basic auth does not cover the body: a body changed on the way passes.
-    if (provider.profile != QLatin1String("postmark")) {
+    // Postmark's basic auth does not cover the body, nor Mailgun's signature its
+    // event-data: a body changed on the way passes (Mailgun's replays are below).
+    if (provider.profile != QLatin1String("postmark") && provider.profile != QLatin1String("mailgun")) {
         const HttpResult tampered = post(provider, delivered, rightSecret(provider), now, true);
         QVERIFY2(tampered.httpStatus == 401, tampered.body.constData());
     }
@@ -354,6 +361,15 @@ void PartnerEventsTest::eachProviderIsCheckedAsItSigns()
     const HttpResult again = post(provider, delivered, rightSecret(provider), now);
     QVERIFY2(again.httpStatus == 200, again.body.constData());
     QCOMPARE(QJsonDocument::fromJson(again.body).object().value(QLatin1String("duplicates")).toInt(), 1);
+    if (provider.profile == QLatin1String("mailgun")) {
+        // The same signature (timestamp and token) over other event-data: a replay.
+        SimEvent replay = delivered;
+        providerImitation(provider.profile)->signEvent(replay, {}, rightSecret(provider), now);
+        replay.body.replace("mgev1d", "mgev9d");
+        const HttpResult replayed = post(provider, replay, {}, now);
+        QVERIFY2(replayed.httpStatus == 200, replayed.body.constData());
+        QCOMPARE(QJsonDocument::fromJson(replayed.body).object().value(QLatin1String("duplicates")).toInt(), 1);
+    }
     const QJsonArray rows = partnerEvents(key);
     QCOMPARE(rows.size(), 1);
     const QJsonObject row = rows.first().toObject();
@@ -376,6 +392,7 @@ void PartnerEventsTest::aDeliveredEventSettlesAKeyInDoubt_data()
     QTest::newRow("postmark") << QStringLiteral("pm");
     QTest::newRow("twilio") << QStringLiteral("tw");
     QTest::newRow("sendgrid") << QStringLiteral("sg");
+    QTest::newRow("mailgun") << QStringLiteral("mg");
 }
 
 // The provider acts and its answer is lost: a provider without idempotency holds the key in

@@ -482,9 +482,21 @@ std::optional<PartnerEventRecord> Operations::recordPartnerEvent(const PartnerEv
     remember.addBindValue(now);
     if (!m_db.exec(remember, error))
         return std::nullopt;
-    if (remember.numRowsAffected() != 1) {
+    bool seen = remember.numRowsAffected() != 1;
+    if (!seen && !event.signatureId.isEmpty()) {
+        // Rolled back with the event's own row when the signature was used before.
+        remember.addBindValue(partner);
+        remember.addBindValue(QString(QStringLiteral("signature:") + event.signatureId));
+        remember.addBindValue(QString::fromLatin1(*key));
+        remember.addBindValue(kind);
+        remember.addBindValue(now);
+        if (!m_db.exec(remember, error))
+            return std::nullopt;
+        seen = remember.numRowsAffected() != 1;
+    }
+    if (seen) {
         record.outcome = PartnerEventRecord::Outcome::Duplicate;
-        return transaction.commit(error) ? std::optional(record) : std::nullopt;
+        return record;
     }
     // Locked on PostgreSQL until the commit, so that the state read is the one settled.
     auto &select = m_db.prepared(m_db.isPostgres()
