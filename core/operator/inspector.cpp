@@ -960,6 +960,47 @@ std::optional<QList<EventRow>> Inspector::inDoubt(QString *error)
     return events(filter, error);
 }
 
+QString KeyReconciliation::summary() const
+{
+    if (lookups == 0)
+        return partner.isEmpty() ? QStringLiteral("not asked") : QStringLiteral("not asked yet");
+    const QString times = lookups == 1 ? QString() : QStringLiteral(" (asked %1 times)").arg(lookups);
+    return lastText + times;
+}
+
+std::optional<QList<KeyReconciliation>> Inspector::reconciliation(const QList<QByteArray> &keys, QString *error)
+{
+    QList<KeyReconciliation> states;
+    states.reserve(keys.size());
+    for (const QByteArray &key : keys) {
+        const auto history = attempts(key, error);
+        if (!history)
+            return std::nullopt;
+        KeyReconciliation state;
+        state.sendKey = key;
+        for (const Attempt &attempt : *history) {
+            if (attempt.step == QLatin1String("send")) {
+                // A later send asks the question anew: what was said of the one before
+                // says nothing of it.
+                state.partner = attempt.partner;
+                state.partnerProfile = attempt.partnerProfile;
+                state.lastSentAtMs = attempt.atMs;
+                state.lookups = 0;
+                state.lastLookupAtMs = 0;
+                state.lastOutcome.clear();
+                state.lastText.clear();
+            } else if (attempt.step == QLatin1String("reconcile")) {
+                ++state.lookups;
+                state.lastLookupAtMs = attempt.atMs;
+                state.lastOutcome = attempt.outcome;
+                state.lastText = attempt.error;
+            }
+        }
+        states.append(state);
+    }
+    return states;
+}
+
 std::optional<QList<AuditEntry>> Inspector::auditLog(int limit, QString *error)
 {
     QSqlQuery query(m_db.connection());
