@@ -2,7 +2,7 @@
 
 #include "operator/inspector.h"
 #include "operator/operations.h"
-#include "partners/partnerprofile.h"
+#include "partners/partnerlookups.h"
 #include "store/store.h"
 
 #include <QCoreApplication>
@@ -81,26 +81,28 @@ int runReconcile(const QStringList &arguments)
     if (!inDoubt)
         return failure(error);
 
+    QList<QByteArray> keys;
+    for (const EventRow &row : *inDoubt)
+        keys.append(row.sendKey);
+    const auto states = store->inspector().reconciliation(keys, &error);
+    if (!states)
+        return failure(error);
+
     QObject context;
-    std::vector<std::unique_ptr<PartnerSender>> senders;
-    QHash<QString, PartnerSender *> byName;
-    for (const PartnerSettings &partner : std::as_const(partners.partners)) {
-        if (!only.isEmpty() && partner.name != only)
-            continue;
-        senders.push_back(partnerProfile(partner.profile)->createSender(partner, 4, 10000, nullptr));
-        byName.insert(partner.name, senders.back().get());
-    }
+    PartnerLookups lookups(partners);
     QJsonArray report;
     int found = 0;
     int asked = 0;
-    for (const EventRow &row : *inDoubt) {
-        const auto event = store->inspector().event(QString::fromLatin1(row.sendKey), &error);
-        if (!event)
-            return failure(error);
-        PartnerSender *sender = byName.value(event->partner);
-        const PartnerSettings *settings = partners.find(event->partner);
-        if (!sender || !settings || !sender->canLookUp())
+    for (qsizetype i = 0; i < inDoubt->size(); ++i) {
+        const EventRow &row = inDoubt->at(i);
+        const QString partner = lookups.partnerOf(row, states->at(i));
+        if (!only.isEmpty() && partner != only)
             continue;
+        QString why;
+        PartnerSender *sender = lookups.lookupFor(partner, &why);
+        if (!sender)
+            continue;
+        const PartnerSettings *settings = partners.find(partner);
         ++asked;
         LookupResult answer;
         QEventLoop wait;

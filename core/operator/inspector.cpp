@@ -387,6 +387,7 @@ QJsonObject EventRow::toJson() const
         {QStringLiteral("claimed_by"), textOrNull(claimedBy)},
         {QStringLiteral("claimed_at"), timeOrNull(claimedAtMs)},
         {QStringLiteral("known"), state == LedgerState::InDoubt ? QJsonValue(whatIsKnown()) : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("reconciliation"), textOrNull(reconciliation)},
         {QStringLiteral("partner"), textOrNull(partner)},
         {QStringLiteral("partner_honours_idempotency_key"), keyHonouringName(partnerHonoursKey)},
     };
@@ -957,13 +958,30 @@ std::optional<QList<EventRow>> Inspector::inDoubt(QString *error)
     EventFilter filter;
     filter.state = LedgerState::InDoubt;
     filter.limit = -1;
-    return events(filter, error);
+    auto rows = events(filter, error);
+    if (!rows || !describeReconciliation(*rows, error))
+        return std::nullopt;
+    return rows;
+}
+
+bool Inspector::describeReconciliation(QList<EventRow> &rows, QString *error)
+{
+    QList<QByteArray> keys;
+    keys.reserve(rows.size());
+    for (const EventRow &row : std::as_const(rows))
+        keys.append(row.sendKey);
+    const auto states = reconciliation(keys, error);
+    if (!states)
+        return false;
+    for (qsizetype i = 0; i < rows.size(); ++i)
+        rows[i].reconciliation = states->at(i).summary();
+    return true;
 }
 
 QString KeyReconciliation::summary() const
 {
     if (lookups == 0)
-        return partner.isEmpty() ? QStringLiteral("not asked") : QStringLiteral("not asked yet");
+        return QStringLiteral("not asked yet");
     const QString times = lookups == 1 ? QString() : QStringLiteral(" (asked %1 times)").arg(lookups);
     return lastText + times;
 }

@@ -77,6 +77,9 @@ struct EventRow
     // of the event's latest send and whether it honours Idempotency-Key, as recorded.
     QString partner;
     KeyHonouring partnerHonoursKey = KeyHonouring::Unknown;
+    // Filled for a list of events in doubt (Inspector::inDoubt, the console's In doubt
+    // page): what the partner said when asked for it (KeyReconciliation::summary()).
+    QString reconciliation;
     // Where the row sits in the events list's order, newest first: a message waiting in the
     // queue at QueuedPositions + its queue id, above every ledger row (at its seq). A
     // list's next page starts below the last row's position (EventFilter::below).
@@ -222,6 +225,8 @@ public:
     std::optional<QList<EventRow>> inDoubt(QString *error);
     // Of each key (in doubt), what reconciliation knows; the keys in their order.
     std::optional<QList<KeyReconciliation>> reconciliation(const QList<QByteArray> &keys, QString *error);
+    // Fills each row's reconciliation (rows of events in doubt).
+    bool describeReconciliation(QList<EventRow> &rows, QString *error);
     // The latest entries, each redrive with its outcome so far.
     std::optional<QList<AuditEntry>> auditLog(int limit, QString *error);
     // Every partner the store knows: those with a recorded policy and those workers send to.
