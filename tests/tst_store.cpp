@@ -2995,8 +2995,20 @@ void TestStore::purgeFinishedRemovesOldAppliedKeysOnly()
             .toInt();
     QCOMPARE(oldAppliedAttempts, OldApplied); // one send row each
 
+    // Two delivery events seen: one two days ago, one now.
+    {
+        QSqlQuery seen(m_store->database().connection());
+        seen.prepare(QStringLiteral("INSERT INTO partner_events (partner, event_id, send_key, kind, received_at) "
+                                    "VALUES ('pm', 'old-event', 'k', 'delivered', ?), ('pm', 'new-event', 'k', 'delivered', ?)"));
+        seen.addBindValue(twoDaysAgo);
+        seen.addBindValue(nowMs());
+        QVERIFY2(seen.exec(), qPrintable(seen.lastError().text()));
+    }
+
     QVERIFY2(m_store->ledger().purgeFinished(nowMs() - 24 * 3600 * 1000LL, &error), qPrintable(error));
 
+    QCOMPARE(scalar(QStringLiteral("SELECT event_id FROM partner_events")).toString(), QStringLiteral("new-event"));
+    QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM partner_events")).toInt(), 1);
     QCOMPARE(scalar(QStringLiteral("SELECT COUNT(*) FROM ledger")).toInt(), 3);
     QCOMPARE(stateOf(recent.sendKey), QString(LedgerState::Applied));
     QCOMPARE(stateOf(oldRetrying.sendKey), QString(LedgerState::Retrying));

@@ -315,6 +315,12 @@ void TestUiEvents::summariesAndVerdicts()
              QStringLiteral("Retry scheduled in 45 s"));
     QCOMPARE(attemptSummary(attempt(r, {}, 0, QStringLiteral("operator"), QStringLiteral("marked-delivered"))),
              QStringLiteral("worker-7 marked it delivered"));
+    QCOMPARE(attemptSummary(attempt(r, {}, 0, QStringLiteral("reconcile"), QStringLiteral("found"), 200, -1, {},
+                                    QStringLiteral("Reconciled: found at postmark as pm-1 at 2026-12-06T10:00:00.000Z"))),
+             QStringLiteral("Reconciled: found at postmark as pm-1 at 2026-12-06T10:00:00.000Z"));
+    QCOMPARE(attemptSummary(attempt(r, {}, 0, QStringLiteral("partner-event"), QStringLiteral("bounced"), 0, -1, {},
+                                    QStringLiteral("bounced at Postmark (postmark) at 2026-12-06T10:05:00.000Z"))),
+             QStringLiteral("The provider reported: bounced at Postmark (postmark) at 2026-12-06T10:05:00.000Z"));
 
     EventRow event;
     event.state = LedgerState::Applied;

@@ -474,6 +474,12 @@ bool SqlLedger::reopen(const QList<QByteArray> &keys, QString *error)
 bool SqlLedger::purgeFinished(qint64 beforeMs, QString *error)
 {
     constexpr int BatchSize = 500;
+    // The providers' delivery events seen (kept to record each once, however often the
+    // provider retries it) go with the same retention: no provider retries for weeks.
+    auto &forgetEvents = m_db.prepared(QStringLiteral("DELETE FROM partner_events WHERE received_at < ?"));
+    forgetEvents.addBindValue(beforeMs);
+    if (!m_db.exec(forgetEvents, error))
+        return false;
     for (;;) {
         Transaction transaction(m_db);
         if (!transaction.begin(error))

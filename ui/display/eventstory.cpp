@@ -129,6 +129,13 @@ QString attemptSummary(const Attempt &a)
         return tr("Acked without sending");
     if (a.step == QLatin1String("operator"))
         return operatorSummary(a);
+    // What the partner said when asked for the key, and what the provider reported after
+    // it took the message: the history row holds the words (Operations::recordLookup,
+    // Operations::recordPartnerEvent).
+    if (a.step == QLatin1String("reconcile"))
+        return a.error.isEmpty() ? tr("Asked the partner: %1").arg(a.outcome) : a.error;
+    if (a.step == QLatin1String("partner-event"))
+        return tr("The provider reported: %1").arg(a.error.isEmpty() ? a.outcome : a.error);
     return a.step + QLatin1Char(' ') + a.outcome;
 }
 
