@@ -25,6 +25,13 @@ struct TurnRequest
     InDoubtPolicy policy = InDoubtPolicy::Resend;
     // A channel whose partner needs another policy than the one above (it holds).
     QHash<QString, InDoubtPolicy> policyByChannel;
+    // The partner a claim is for (ClaimRequest::keyWindowMs), likewise.
+    struct ClaimPartner
+    {
+        qint64 keyWindowMs = 0;
+    };
+    ClaimPartner partner;
+    QHash<QString, ClaimPartner> partnerByChannel;
 };
 
 struct TurnResult
