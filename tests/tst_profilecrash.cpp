@@ -1,7 +1,20 @@
-// Resend keeps an idempotency key for 24 hours: a key left in doubt longer than that is
-// held, not resent (the partner may have forgotten it and would send the mail again).
-// Real `once worker` processes and `once partner-sim --profile resend`; effects counted at
-// the simulator.
+// The crash suite through every HTTP profile: `once worker --partners FILE` sending to
+// `once partner-sim --profile NAME`, killed with SIGKILL right after the partner accepted
+// and before the worker recorded it (the after-send failpoint) and at a random moment,
+// while the partner drops some answers after acting; then a worker runs until idle, and
+// `once reconcile` asks the partners that have a lookup. Effects are counted at the
+// simulator, per key, never taken from the worker's word.
+//
+// What each profile must come to:
+// - webhook, resend (the partner deduplicates by our key): every key in doubt is resent
+//   with the same key, the partner replays, and every reminder has exactly one effect.
+// - postmark, sendgrid, twilio, slack (no idempotency): a key in doubt is held, never
+//   resent, so no reminder has two effects. Where the partner has a lookup (postmark,
+//   sendgrid's Email Activity, a webhook's "lookup"), once reconcile settles every held
+//   key the partner has as applied, with its message id; what is left in doubt never
+//   reached the partner, and an operator's resend of it makes its one effect.
+//
+// A random moment comes from a seed printed at the start (ONCE_TEST_SEED repeats it).
 #include "deliveryharness.h"
 #include "model/reminder.h"
 #include "partners/partnerprofile.h"
@@ -34,6 +47,17 @@ struct Sent
     QByteArray effectKey; // what the simulator counts its effect by
 };
 
+bool keysHeld(const QString &profile)
+{
+    return profile != QLatin1String("webhook") && profile != QLatin1String("resend");
+}
+
+bool hasLookup(const QString &profile)
+{
+    return profile == QLatin1String("webhook") || profile == QLatin1String("postmark")
+           || profile == QLatin1String("sendgrid");
+}
+
 } // namespace
 
 class ProfileCrashTest final : public QObject
@@ -45,6 +69,8 @@ private slots:
     void init();
     void cleanup();
 
+    void crashesTakeEffectOnceThroughEveryProfile_data();
+    void crashesTakeEffectOnceThroughEveryProfile();
     void aKeyInDoubtLongerThanResendKeepsItIsHeld();
     void aKeyRetryingAfterASendInDoubtForADayIsHeld();
 
@@ -215,6 +241,192 @@ QStringList ProfileCrashTest::workerArgs(const QString &partners) const
             QStringLiteral("--lease"),       QStringLiteral("2"),                 QStringLiteral("--timeout"),
             QStringLiteral("1"),             QStringLiteral("--backoff-base-ms"), QStringLiteral("50"),
             QStringLiteral("--concurrency"), QStringLiteral("4")};
+}
+
+void ProfileCrashTest::crashesTakeEffectOnceThroughEveryProfile_data()
+{
+    QTest::addColumn<QString>("profile");
+    for (const char *profile : {"webhook", "resend", "postmark", "sendgrid", "twilio", "slack"})
+        QTest::newRow(profile) << QString::fromLatin1(profile);
+}
+
+void ProfileCrashTest::crashesTakeEffectOnceThroughEveryProfile()
+{
+    QFETCH(QString, profile);
+    const bool held = keysHeld(profile);
+    // A quarter of the answers are lost after the partner acted: sends in doubt without a crash.
+    const quint16 port = m_once->startPartnerSim(
+        {QStringLiteral("--profile"), profile, QStringLiteral("--token"),
+         profile == QLatin1String("slack") ? SlackSecret : SimToken, QStringLiteral("--drop-after-accept-rate"),
+         QStringLiteral("0.25")});
+    QVERIFY(port != 0);
+    const QString partners = partnersFile(profile, port);
+    const QList<Sent> sent = enqueue(profile);
+    QCOMPARE(sent.size(), Count);
+    const QStringList args = workerArgs(partners);
+
+    // 1. Killed right after the partner accepted a send, before the worker recorded it.
+    const auto afterSend = m_once->waitFor(
+        m_once->start(args + QStringList{QStringLiteral("--until-idle")}, {{QStringLiteral("SIM_TOKEN"), SimToken},
+                                                                            {QStringLiteral("ONCE_FAILPOINT"),
+                                                                             QStringLiteral("after-send")}}),
+        WorkerTimeoutMs);
+    QVERIFY2(afterSend.crashed(), afterSend.describe().constData());
+    const qint64 effectsAtFirstCrash = statsAt(port).value(QLatin1String("effects")).toInteger();
+    QVERIFY(effectsAtFirstCrash >= 1);
+
+    // 2. Killed at a random moment: after 1 to 4 more effects at the partner, or at a
+    // random time, whichever comes first.
+    const qint64 killAtEffects = effectsAtFirstCrash + 1 + m_random.bounded(4);
+    const int killAfterMs = 100 + int(m_random.bounded(900));
+    QElapsedTimer running;
+    running.start();
+    QProcess *victim = m_once->start(args, m_env);
+    QVERIFY(pumpUntil(
+        [&] {
+            return victim->state() == QProcess::NotRunning || running.hasExpired(killAfterMs)
+                   || statsAt(port).value(QLatin1String("effects")).toInteger() >= killAtEffects;
+        },
+        WorkerTimeoutMs));
+    ::kill(pid_t(victim->processId()), SIGKILL);
+    const auto killed = m_once->waitFor(victim, WorkerTimeoutMs);
+    const qint64 effectsAtSecondCrash = statsAt(port).value(QLatin1String("effects")).toInteger();
+
+    // 3. A worker runs until nothing is left.
+    const auto survivor = m_once->waitFor(m_once->start(args + QStringList{QStringLiteral("--until-idle")}, m_env),
+                                          WorkerTimeoutMs);
+    QVERIFY2(survivor.exitedWith(0), survivor.describe().constData());
+
+    // Counted at the partner: no reminder took effect twice, nothing unknown took effect.
+    QHash<QByteArray, int> effects = effectsAt(port);
+    QJsonObject partnerStats = statsAt(port);
+    QCOMPARE(partnerStats.value(QLatin1String("duplicate_effects")).toInteger(), 0);
+    QSet<QByteArray> known;
+    for (const Sent &s : sent)
+        known.insert(s.effectKey);
+    for (auto it = effects.cbegin(); it != effects.cend(); ++it) {
+        QVERIFY2(known.contains(it.key()), it.key().constData());
+        QVERIFY2(it.value() == 1, qPrintable(QStringLiteral("%1 took effect %2 times").arg(QString::fromUtf8(it.key())).arg(it.value())));
+    }
+    const QJsonObject stats = m_once->stats();
+    VERIFY_NO_PROBLEMS(statsProblems(stats, {{QStringLiteral("ready"), 0},
+                                             {QStringLiteral("in_flight"), 0},
+                                             {QStringLiteral("dead"), 0},
+                                             {QStringLiteral("claimed"), 0},
+                                             {QStringLiteral("retrying"), 0}}));
+
+    // The ledger agrees with the partner: applied once, or held in doubt.
+    auto rows = ledger();
+    QList<Sent> inDoubt;
+    int inDoubtAtPartner = 0;
+    for (const Sent &s : sent) {
+        const QString state = rows.value(s.key).first;
+        const int count = effects.value(s.effectKey);
+        if (state == QLatin1String("applied")) {
+            QVERIFY2(count == 1, qPrintable(QStringLiteral("%1 applied with %2 effects").arg(QString::fromLatin1(s.key)).arg(count)));
+        } else {
+            QVERIFY2(state == QLatin1String("in_doubt"), qPrintable(QString::fromLatin1(s.key) + QStringLiteral(": ") + state));
+            inDoubt.append(s);
+            inDoubtAtPartner += count;
+        }
+    }
+    const QStringList resends = storeRows(m_stores, m_once->storeUrl(),
+                                          QStringLiteral("SELECT COUNT(*) FROM attempts WHERE step = 'claim' "
+                                                         "AND outcome = 'resend'"));
+    const QStringList inDoubtSends = storeRows(m_stores, m_once->storeUrl(),
+                                               QStringLiteral("SELECT COUNT(*) FROM attempts WHERE step = 'send' "
+                                                              "AND outcome IN ('in-doubt', 'held')"));
+    const int resent = resends.value(0).toInt();
+    const int doubtful = inDoubtSends.value(0).toInt();
+    if (held) {
+        // Never resent: a claim that found the key in doubt held it.
+        QCOMPARE(resent, 0);
+        QVERIFY2(!inDoubt.isEmpty(), "the key accepted before the first crash is not held in doubt");
+    } else {
+        // Resent with the same key, and the partner's dedup made it one effect.
+        QVERIFY2(inDoubt.isEmpty(), qPrintable(QString::fromLatin1(inDoubt.value(0).key)));
+        QVERIFY2(resent >= 1, "no claim found the key accepted before the first crash in doubt");
+        QCOMPARE(effects.size(), Count);
+        QVERIFY(partnerStats.value(QLatin1String("duplicate_requests")).toInteger() >= 1);
+    }
+
+    const int heldCount = int(inDoubt.size());
+
+    // 4. Reconcile: a partner with a lookup says which held keys it has.
+    int settled = 0;
+    if (hasLookup(profile)) {
+        const auto reconcile = m_once->run({QStringLiteral("reconcile"), QStringLiteral("--partners"), partners,
+                                            QStringLiteral("--json")},
+                                           m_env);
+        QVERIFY2(reconcile.exitedWith(0), reconcile.describe().constData());
+        rows = ledger();
+        QList<Sent> left;
+        for (const Sent &s : std::as_const(inDoubt)) {
+            const auto &[state, providerId] = rows.value(s.key);
+            if (effects.value(s.effectKey) == 1) {
+                // Found: applied, with the provider's message id.
+                QVERIFY2(state == QLatin1String("applied") && !providerId.isEmpty(),
+                         qPrintable(QString::fromLatin1(s.key) + QStringLiteral(": ") + state + QLatin1Char(' ')
+                                    + providerId + QLatin1Char('\n') + QString::fromUtf8(reconcile.out)));
+                ++settled;
+            } else {
+                // Not at the partner: left in doubt, for an operator.
+                QCOMPARE(state, QStringLiteral("in_doubt"));
+                left.append(s);
+            }
+        }
+        inDoubt = left;
+    }
+
+    // 5. An operator resolves what is left: delivered where the provider's console shows
+    // the message (the partner's own count here), resent where it does not. A resend may
+    // lose its answer again (the partner still drops some) and be held again.
+    int markedDelivered = 0;
+    int resentByOperator = 0;
+    for (int round = 0; round < 5 && !inDoubt.isEmpty(); ++round) {
+        bool resending = false;
+        for (const Sent &s : std::as_const(inDoubt)) {
+            const bool atPartner = effectsAt(port).value(s.effectKey) == 1;
+            const auto resolve = m_once->run({QStringLiteral("resolve"), QString::fromLatin1(s.key),
+                                              atPartner ? QStringLiteral("--mark-delivered") : QStringLiteral("--resend")});
+            QVERIFY2(resolve.exitedWith(0), resolve.describe().constData());
+            ++(atPartner ? markedDelivered : resentByOperator);
+            resending = resending || !atPartner;
+        }
+        if (resending) {
+            const auto last = m_once->waitFor(m_once->start(args + QStringList{QStringLiteral("--until-idle")}, m_env),
+                                              WorkerTimeoutMs);
+            QVERIFY2(last.exitedWith(0), last.describe().constData());
+        }
+        rows = ledger();
+        QList<Sent> left;
+        for (const Sent &s : std::as_const(inDoubt)) {
+            if (rows.value(s.key).first == QLatin1String("in_doubt"))
+                left.append(s);
+        }
+        inDoubt = left;
+    }
+
+    // Every reminder took effect, once.
+    effects = effectsAt(port);
+    partnerStats = statsAt(port);
+    for (const Sent &s : sent)
+        QVERIFY2(effects.value(s.effectKey) == 1, qPrintable(QStringLiteral("%1: %2 effects").arg(QString::fromLatin1(s.key)).arg(effects.value(s.effectKey))));
+    QCOMPARE(effects.size(), Count);
+    QCOMPARE(partnerStats.value(QLatin1String("duplicate_effects")).toInteger(), 0);
+    rows = ledger();
+    for (const Sent &s : sent)
+        QCOMPARE(rows.value(s.key).first, QStringLiteral("applied"));
+
+    qInfo("%s: %d reminders; killed after-send (%lld effects by then) and at random (%s, %lld effects by then); "
+          "%lld answers dropped after acting; %d sends in doubt, %d claims resent; %d held (%d at the partner), "
+          "%d settled by reconcile, %d marked delivered, %d resent by the operator; %lld requests, %lld effects, "
+          "%lld duplicate effects",
+          qPrintable(profile), Count, effectsAtFirstCrash, killed.crashed() ? "SIGKILL" : "had finished",
+          effectsAtSecondCrash, partnerStats.value(QLatin1String("dropped")).toInteger(), doubtful, resent,
+          heldCount, inDoubtAtPartner, settled, markedDelivered, resentByOperator,
+          partnerStats.value(QLatin1String("requests")).toInteger(), partnerStats.value(QLatin1String("effects")).toInteger(),
+          partnerStats.value(QLatin1String("duplicate_effects")).toInteger());
 }
 
 // Resend keeps an idempotency key for 24 hours. A key left in doubt whose first send is

@@ -732,7 +732,7 @@ void Engine::noteClaimPartners(TurnRequest *request) const
         if (lane < 0)
             return TurnRequest::ClaimPartner{};
         const PartnerLane &partner = *m_lanes[lane];
-        return TurnRequest::ClaimPartner{partner.profile->keyWindowMs()};
+        return TurnRequest::ClaimPartner{partner.profile->keyWindowMs(), partner.settings.name, partner.settings.profile};
     };
     request->partner = partnerOf(m_routes.otherwise);
     for (auto it = m_routes.byChannel.cbegin(); it != m_routes.byChannel.cend(); ++it)

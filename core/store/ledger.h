@@ -39,6 +39,11 @@ struct ClaimRequest
     // in doubt whose first send may be older is held, not resent: the partner may have
     // forgotten the key and would act again.
     qint64 keyWindowMs{};
+    // That partner's name and profile, for the claim's history row: where a claim holds a
+    // key whose worker died, that row is the only record of where the unrecorded send
+    // went, and what once reconcile asks.
+    QString partner{};
+    QString partnerProfile{};
 };
 
 struct ClaimResult

@@ -232,6 +232,8 @@ Attempt SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &w
 {
     Attempt attempt{request.reminder.sendKey, request.reminder.eventId, request.messageId, request.delivery,
                     workerId, now, QStringLiteral("claim"), QString(), 0, -1, {}, {}, {}};
+    attempt.partner = request.partner;
+    attempt.partnerProfile = request.partnerProfile;
     result->sendsThisRound = row->roundSends;
     result->firstSentAtMs = row->firstSentAtMs;
     const bool ownedByThisMessage = row->ownerMessage.isNull() || row->ownerMessage.toString() == request.messageId;
