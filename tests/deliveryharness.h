@@ -280,6 +280,24 @@ inline QStringList whereStoreHolds(const TestStores &stores, const QString &stor
     return found;
 }
 
+// The port a worker started with --metrics-listen 127.0.0.1:0 says it serves its metrics
+// on (the kernel's pick), read from its standard error; 0 when it never said so in time.
+// What it said goes to *said, for a failure's message.
+inline quint16 workerMetricsPort(QProcess *worker, int timeoutMs, QByteArray *said)
+{
+    static const QRegularExpression where(QStringLiteral("metrics at http://127\\.0\\.0\\.1:(\\d+)/metrics"));
+    quint16 port = 0;
+    pumpUntil(
+        [&] {
+            *said += worker->readAllStandardError();
+            const auto match = where.match(QString::fromUtf8(*said));
+            port = match.hasMatch() ? quint16(match.captured(1).toUInt()) : 0;
+            return port != 0 || worker->state() == QProcess::NotRunning;
+        },
+        timeoutMs);
+    return port;
+}
+
 // A blocking HTTP GET on 127.0.0.1 (for a partner simulator in another process). Returns
 // the body of a 200 answer; otherwise an empty array and *error says why.
 inline QByteArray httpGet(quint16 port, const QByteArray &path, QString *error, int timeoutMs = 10000)

@@ -246,17 +246,8 @@ std::pair<QProcess *, quint16> MetricsTest::deliverWithMetrics(int count)
          QStringLiteral("--max-attempts"), QStringLiteral("50"), QStringLiteral("--metrics-listen"),
          QStringLiteral("127.0.0.1:0")});
     // The worker says where it listens (port 0: the kernel's pick) before it delivers.
-    quint16 port = 0;
     QByteArray said;
-    static const QRegularExpression where(QStringLiteral("metrics at http://127\\.0\\.0\\.1:(\\d+)/metrics"));
-    pumpUntil(
-        [&] {
-            said += worker->readAllStandardError();
-            const auto match = where.match(QString::fromUtf8(said));
-            port = match.hasMatch() ? quint16(match.captured(1).toUInt()) : 0;
-            return port != 0 || worker->state() == QProcess::NotRunning;
-        },
-        WorkerTimeoutMs);
+    const quint16 port = workerMetricsPort(worker, WorkerTimeoutMs, &said);
     if (!port) {
         qWarning("the worker never said where its metrics are: %s", said.constData());
         return {};

@@ -30,6 +30,7 @@ private slots:
     void anOutageAtOnePartnerHoldsBackOnlyItsChannel();
     void aChannelWithoutARouteIsDeadLetteredNotSentElsewhere();
     void reconcileSettlesWhatThePartnerHas();
+    void aWorkerReconcilesWhatIsLeftInDoubtAfterTheGracePeriod();
     void aPartnersFileThatIsAlmostRightIsRefused_data();
     void aPartnersFileThatIsAlmostRightIsRefused();
 
@@ -138,18 +139,9 @@ void RoutingTest::anOutageAtOnePartnerHoldsBackOnlyItsChannel()
                                       QStringLiteral("--backoff-base-ms"), QStringLiteral("50"),
                                       QStringLiteral("--metrics-listen"), QStringLiteral("127.0.0.1:0")},
                                      {{QStringLiteral("MAIL_TOKEN"), QStringLiteral("mail-secret-token")}});
-    quint16 metricsPort = 0;
     QByteArray said;
-    static const QRegularExpression where(QStringLiteral("metrics at http://127\\.0\\.0\\.1:(\\d+)/metrics"));
-    QVERIFY2(pumpUntil(
-                 [&] {
-                     said += worker->readAllStandardError();
-                     const auto match = where.match(QString::fromUtf8(said));
-                     metricsPort = match.hasMatch() ? quint16(match.captured(1).toUInt()) : 0;
-                     return metricsPort != 0 || worker->state() == QProcess::NotRunning;
-                 },
-                 WorkerTimeoutMs),
-             said.constData());
+    const quint16 metricsPort = workerMetricsPort(worker, WorkerTimeoutMs, &said);
+    QVERIFY2(metricsPort, said.constData());
     QVERIFY2(pumpUntil([&] { return m_email->stats().effects >= Count; }, WorkerTimeoutMs),
              QByteArray::number(m_email->stats().effects).constData());
     VERIFY_NO_PROBLEMS(exactlyOnceProblems(*m_email, email));
@@ -291,6 +283,98 @@ void RoutingTest::reconcileSettlesWhatThePartnerHas()
     QVERIFY2(history.out.contains("Reconciled: found at hooks as msg_"), history.out.constData());
     QCOMPARE(m_email->stats().duplicateEffects, 0);
     QCOMPARE(m_email->stats().effects, qint64(Count));
+}
+
+// A worker asks on its own, once a key's grace period has passed. One worker is killed
+// after claiming a reminder and before sending it; the partner drops its answers to the
+// others after acting. The next worker holds every key in doubt (the partner does not
+// honour the key), then asks the partner: what it has is settled applied, and what it
+// does not have is resent under --in-doubt resend, with the same key, once. Under hold a
+// key the partner does not have stays held, saying so.
+void RoutingTest::aWorkerReconcilesWhatIsLeftInDoubtAfterTheGracePeriod()
+{
+    const QString partners = writePartnersFile(QStringLiteral(R"({"partners": {
+        "hooks": {"url": "%1", "lookup": "http://127.0.0.1:%2/reminders/{key}", "lookup_grace_s": 1}}})")
+                                                   .arg(url(*m_email))
+                                                   .arg(m_email->port())
+                                                   .toUtf8());
+    const auto record = m_once->run({QStringLiteral("partners"), QStringLiteral("hooks"),
+                                     QStringLiteral("--honours-key"), QStringLiteral("no")});
+    QVERIFY2(record.exitedWith(0), record.describe().constData());
+    const QStringList workerArgs{
+        QStringLiteral("worker"), QStringLiteral("--partners"), partners,           QStringLiteral("--lease"),
+        QStringLiteral("2"),      QStringLiteral("--timeout"),  QStringLiteral("1")};
+
+    const auto lost =
+        m_once->enqueueReminders(m_dir->path(), 1, QStringLiteral("lost"), {}, QStringLiteral("email"));
+    QCOMPARE(lost.size(), 1);
+    const auto killed = m_once->waitFor(
+        m_once->start(workerArgs, {{QStringLiteral("ONCE_FAILPOINT"), QStringLiteral("after-claim")}}),
+        WorkerTimeoutMs);
+    QVERIFY2(killed.crashed(), killed.describe().constData());
+    QCOMPARE(m_email->stats().requests, 0);
+
+    PartnerFaults dropping = m_email->profile();
+    dropping.dropAfterAcceptRate = 1.0;
+    m_email->setProfile(dropping);
+    constexpr int Count = 4;
+    const auto answered =
+        m_once->enqueueReminders(m_dir->path(), Count, QStringLiteral("mute"), {}, QStringLiteral("email"));
+    QCOMPARE(answered.size(), Count);
+    QProcess *worker = m_once->start(
+        workerArgs + QStringList{QStringLiteral("--in-doubt"), QStringLiteral("resend"),
+                                 QStringLiteral("--metrics-listen"), QStringLiteral("127.0.0.1:0")});
+    QByteArray said;
+    const quint16 metricsPort = workerMetricsPort(worker, WorkerTimeoutMs, &said);
+    QVERIFY2(metricsPort, said.constData());
+    // The resent reminder's answer is dropped too, so it is in doubt once more and found.
+    QVERIFY2(pumpUntil(
+                 [&] {
+                     const QJsonObject stats = m_once->stats();
+                     return stats.value(QLatin1String("acked")).toInteger() == Count + 1 &&
+                            stats.value(QLatin1String("in_doubt")).toInteger() == 0;
+                 },
+                 4 * WorkerTimeoutMs),
+             QJsonDocument(m_once->stats()).toJson().constData());
+    QCOMPARE(m_once->stats().value(QLatin1String("in_doubt")).toInteger(), 0);
+    VERIFY_NO_PROBLEMS(exactlyOnceProblems(*m_email, lost + answered));
+    QCOMPARE(m_email->stats().duplicateEffects, 0);
+
+    const auto history = m_once->run({QStringLiteral("history"), QString::fromLatin1(lost.first())});
+    QVERIFY2(history.out.contains("not found at hooks") &&
+                 history.out.contains("resent under --in-doubt resend") &&
+                 history.out.contains("Reconciled: found at hooks as msg_"),
+             history.out.constData());
+    QString error;
+    const QByteArray metrics = httpGet(metricsPort, "/metrics", &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QVERIFY2(
+        metrics.contains(QStringLiteral("once_reconciliations_total{partner=\"hooks\",result=\"found\"} %1")
+                             .arg(Count + 1)
+                             .toUtf8()) &&
+            metrics.contains("once_reconciliations_total{partner=\"hooks\",result=\"not-found\"} 1"),
+        metrics.constData());
+    m_once->release(worker);
+
+    // Under hold, a key the partner does not have stays held and says so.
+    const auto kept =
+        m_once->enqueueReminders(m_dir->path(), 1, QStringLiteral("kept"), {}, QStringLiteral("email"));
+    const auto killedAgain = m_once->waitFor(
+        m_once->start(workerArgs, {{QStringLiteral("ONCE_FAILPOINT"), QStringLiteral("after-claim")}}),
+        WorkerTimeoutMs);
+    QVERIFY2(killedAgain.crashed(), killedAgain.describe().constData());
+    const qint64 requestsBefore = m_email->stats().requests;
+    worker = m_once->start(workerArgs + QStringList{QStringLiteral("--in-doubt"), QStringLiteral("hold")});
+    QVERIFY2(pumpUntil(
+                 [&] {
+                     return m_once->run({QStringLiteral("history"), QString::fromLatin1(kept.first())})
+                         .out.contains("not found at hooks");
+                 },
+                 WorkerTimeoutMs),
+             m_once->run({QStringLiteral("history"), QString::fromLatin1(kept.first())}).out.constData());
+    m_once->release(worker);
+    QCOMPARE(m_once->stats().value(QLatin1String("in_doubt")).toInteger(), 1);
+    QCOMPARE(m_email->stats().requests, requestsBefore); // asked, never sent
 }
 
 void RoutingTest::aPartnersFileThatIsAlmostRightIsRefused_data()

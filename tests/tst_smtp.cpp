@@ -769,6 +769,13 @@ void SmtpTest::workerKilledAnywhereSendsNoMailTwice()
         },
         30000);
     QVERIFY(hung);
+    // The password its command line gave is not there for the machine's other users.
+    if (waiting->state() == QProcess::Running) {
+        QFile commandLine(QStringLiteral("/proc/%1/cmdline").arg(waiting->processId()));
+        QVERIFY2(commandLine.open(QIODevice::ReadOnly), qPrintable(commandLine.errorString()));
+        const QByteArray shown = commandLine.readAll();
+        QVERIFY2(shown.contains("smtp://once:") && !shown.contains(Password), shown.constData());
+    }
     // The server has the mail; the worker, still waiting for the reply (--timeout 1), dies.
     QVERIFY2(server.stats().value(QLatin1String("dropped")).toInt() > droppedBefore,
              "no mail was left to send");

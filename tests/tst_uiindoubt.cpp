@@ -1,14 +1,18 @@
 // The In doubt page over more events than one read brings: the reader sends them a page
 // at a time, the page shows the first as soon as it comes, and a reload keeps what is
 // shown (and the operator's selection) until it has every row.
+#include "httptesting.h"
 #include "models/indoubtmodel.h"
 #include "operator/storereader.h"
 #include "pages/indoubtpage.h"
 #include "session/storesession.h"
+#include "settings/settings.h"
+#include "sim/partnersimulator.h"
 #include "store/store.h"
 #include "teststores.h"
 
 #include <QAbstractProxyModel>
+#include <QAction>
 #include <QApplication>
 #include <QItemSelectionModel>
 #include <QLabel>
@@ -69,6 +73,7 @@ private slots:
 
     void theFirstPageShowsBeforeTheRestIsRead();
     void aReloadKeepsTheRowsAndSelectionUntilItHasThemAll();
+    void checkAtPartnerAsksTheLookupAndSettlesWhatItFinds();
 
 private:
     std::unique_ptr<Store> openStore();
@@ -206,6 +211,65 @@ void TestUiInDoubt::aReloadKeepsTheRowsAndSelectionUntilItHasThemAll()
     const auto selected = table->selectionModel()->selectedRows(InDoubtModel::SendKey);
     QCOMPARE(selected.size(), 1);
     QCOMPARE(selected.first().data(InDoubtModel::RawRole).toByteArray(), chosen);
+}
+
+// "Check at partner now" asks the lookup of the partner the partners file routes the
+// keys' channel to: the key the partner has is settled delivered with its message id,
+// the one it does not have stays in doubt and the page says "not found at texts". Nothing
+// is sent.
+void TestUiInDoubt::checkAtPartnerAsksTheLookupAndSettlesWhatItFinds()
+{
+    PartnerFaults faults;
+    faults.idempotent = false;
+    PartnerSimulator partner(faults);
+    QString error;
+    QVERIFY2(partner.listen(QHostAddress::LocalHost, 0, &error), qPrintable(error));
+    HttpClient client;
+    const HttpResult posted = oncetest::exchange(client, oncetest::reminderPost(partner.port(), keyOf(1)));
+    QCOMPARE(posted.httpStatus, 200);
+    const qint64 requestsBefore = partner.stats().requests;
+    const QString partnersFile = m_dir.filePath(QStringLiteral("partners.json"));
+    QFile file(partnersFile);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(QStringLiteral(R"({"partners": {"texts": {"url": "http://127.0.0.1:%1/reminders",
+        "lookup": "http://127.0.0.1:%1/reminders/{key}"}}, "routes": {"sms": "texts"}})")
+                   .arg(partner.port())
+                   .toUtf8());
+    file.close();
+    Settings().setPartnersFile(partnersFile);
+
+    Screen screen(m_url);
+    auto *table = screen.page.findChild<QTableView *>(QStringLiteral("inDoubt"));
+    auto *check = screen.page.findChild<QAction *>(QStringLiteral("checkAtPartner"));
+    auto *status = screen.page.findChild<QLabel *>(QStringLiteral("status"));
+    QVERIFY(table && check && status);
+    QSignalSpy pages(&screen.session, &StoreSession::inDoubtLoaded);
+    screen.page.refresh();
+    QVERIFY(waitForLoad(pages));
+    QCOMPARE(table->model()->index(0, InDoubtModel::Reconciliation).data().toString(), QStringLiteral("not asked yet"));
+    // The two longest waiting: keyOf(1), which the partner has, and keyOf(3).
+    table->selectionModel()->select(table->model()->index(0, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+    table->selectionModel()->select(table->model()->index(1, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+    QVERIFY(check->isEnabled());
+    pages.clear();
+    check->trigger();
+    QVERIFY2(QTest::qWaitFor([&] { return status->text().contains(QLatin1String("The partner answered")); }, 30000),
+             qPrintable(status->text()));
+    QVERIFY2(status->text().contains(QStringLiteral("%1: found at texts as msg_").arg(QString::fromLatin1(keyOf(1))))
+                 && status->text().contains(QStringLiteral("%1: not found at texts").arg(QString::fromLatin1(keyOf(3)))),
+             qPrintable(status->text()));
+    QVERIFY(waitForLoad(pages));
+    QVERIFY(!keysOf(*screen.model).contains(keyOf(1)));
+    QVERIFY(keysOf(*screen.model).contains(keyOf(3)));
+    const QString said = table->model()->index(0, InDoubtModel::Reconciliation).data().toString();
+    QVERIFY2(said.startsWith(QLatin1String("not found at texts at ")), qPrintable(said));
+    auto store = openStore();
+    QVERIFY(store);
+    const auto settled = store->inspector().event(QString::fromLatin1(keyOf(1)), &error);
+    QVERIFY2(settled, qPrintable(error));
+    QCOMPARE(settled->state, QStringLiteral("applied"));
+    QVERIFY2(settled->providerRequestId.startsWith(QLatin1String("msg_")), qPrintable(settled->providerRequestId));
+    QCOMPARE(partner.stats().requests, requestsBefore);
 }
 
 int main(int argc, char **argv)

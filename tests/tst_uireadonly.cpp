@@ -306,7 +306,7 @@ void TestUiReadOnly::checkNothingCanWrite(MainWindow &window, const QString &rea
     auto *inDoubtView = inDoubt->findChild<QTableView *>(QStringLiteral("inDoubt"));
     QTRY_COMPARE_WITH_TIMEOUT(inDoubtView->model()->rowCount(), 2, 20000);
     inDoubtView->selectAll();
-    for (const char *name : {"resend", "markDelivered"})
+    for (const char *name : {"resend", "markDelivered", "checkAtPartner"})
         checkDisabled(inDoubt, QString::fromLatin1(name));
     QVERIFY(!QApplication::activeModalWidget());
 

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -188,6 +189,25 @@ int Command::usageError(const QString &message) const
     std::fprintf(stderr, "once %s: %s (see once %s --help)\n", qPrintable(m_name), qPrintable(message),
                  qPrintable(m_name));
     return Usage;
+}
+
+void hideUrlPasswords(int argc, char **argv)
+{
+    for (int i = 1; i < argc; ++i) {
+        char *scheme = std::strstr(argv[i], "://");
+        if (!scheme)
+            continue;
+        char *authority = scheme + 3;
+        char *const end = authority + std::strcspn(authority, "/?#");
+        char *at = nullptr; // the last one: a password may hold an @ of its own
+        for (char *p = authority; p < end; ++p) {
+            if (*p == '@')
+                at = p;
+        }
+        char *colon = at ? static_cast<char *>(std::memchr(authority, ':', size_t(at - authority))) : nullptr;
+        if (colon)
+            std::memset(colon + 1, '*', size_t(at - colon - 1));
+    }
 }
 
 void printJson(const QJsonDocument &document)

@@ -27,6 +27,7 @@ public:
     Command(const QString &name, const QString &description, const QString &synopsis);
 
     QCommandLineParser &parser() { return m_parser; }
+    const QCommandLineParser &parser() const { return m_parser; }
     // Returns -1 to go on, or the exit code to return.
     int parse(const QStringList &arguments);
     QString storeUrl() const;
@@ -51,6 +52,11 @@ private:
     QCommandLineParser m_parser;
     bool m_hasQueueOptions = false;
 };
+
+// A password in a URL on the command line (smtp://USER:PASSWORD@..., postgres://...) is
+// readable by every user of the machine (ps, /proc/PID/cmdline): once the arguments are
+// copied, the process overwrites the passwords in its own argv with asterisks.
+void hideUrlPasswords(int argc, char **argv);
 
 void printJson(const QJsonDocument &document);
 // Prints rows that know how to be JSON (toJson()) as one JSON array.

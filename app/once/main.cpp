@@ -67,6 +67,7 @@ int main(int argc, char *argv[])
     QCoreApplication::setApplicationVersion(QStringLiteral(ONCE_VERSION));
 
     const QStringList arguments = QCoreApplication::arguments();
+    once::cli::hideUrlPasswords(argc, argv);
     const QString command = arguments.value(1);
     if (command == QLatin1String("--version") || command == QLatin1String("-v")) {
         std::printf("once %s\n", ONCE_VERSION);

@@ -1,8 +1,9 @@
 #include "cli.h"
+#include "partneroptions.h"
 
 #include "operator/inspector.h"
 #include "operator/operations.h"
-#include "partners/partnerprofile.h"
+#include "partners/partnerlookups.h"
 #include "store/store.h"
 
 #include <QCoreApplication>
@@ -41,66 +42,48 @@ int runReconcile(const QStringList &arguments)
                     {});
     auto &parser = command.parser();
     parser.addOptions({
-        {QStringLiteral("partners"), QStringLiteral("The workers' partners file (default: $ONCE_PARTNERS)."), QStringLiteral("FILE")},
-        {QStringLiteral("partner"), QStringLiteral("With --partners: only this partner. Without: the one partner's URL, as `once worker --partner` takes it."), QStringLiteral("NAME")},
-        {QStringLiteral("partner-profile"), QStringLiteral("The profile of --partner URL (default webhook)."), QStringLiteral("NAME")},
         {QStringLiteral("dry-run"), QStringLiteral("Ask, and say what would be settled, without writing anything.")},
         {QStringLiteral("json"), QStringLiteral("Print JSON.")},
     });
+    addPartnerOptions(command, QStringLiteral("With --partners: only this partner of the file. Without: the one partner's URL, as `once worker --partner` takes it."));
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
-    QString partnersPath = parser.value(QStringLiteral("partners"));
-    if (partnersPath.isEmpty() && !parser.isSet(QStringLiteral("partner")))
-        partnersPath = qEnvironmentVariable("ONCE_PARTNERS");
-    PartnersConfig partners;
-    QString only;
-    QString error;
-    if (!partnersPath.isEmpty()) {
-        const auto read = readPartnersFile(partnersPath, &error);
-        if (!read)
-            return command.usageError(error);
-        partners = *read;
-        only = parser.value(QStringLiteral("partner"));
-        if (!only.isEmpty() && !partners.find(only))
-            return command.usageError(QStringLiteral("%1 names no partner \"%2\"").arg(partnersPath, only));
-    } else if (parser.isSet(QStringLiteral("partner"))) {
-        const auto single = partnerFromUrl(parser.value(QStringLiteral("partner")),
-                                           parser.value(QStringLiteral("partner-profile")), qgetenv("ONCE_PARTNER_TOKEN"),
-                                           &error);
-        if (!single)
-            return command.usageError(error);
-        partners = PartnersConfig::single(*single);
-    } else {
-        return command.usageError(QStringLiteral("give --partners FILE (or ONCE_PARTNERS) or --partner URL"));
-    }
+    const auto choice = choosePartners(command, PartnerWithFile::NamesOne);
+    if (!choice)
+        return Usage;
+    const PartnersConfig &partners = choice->partners;
+    const QString &only = choice->onlyNamed;
     const bool dryRun = parser.isSet(QStringLiteral("dry-run"));
     const auto store = command.openStore(dryRun ? Command::Access::ReadOnly : Command::Access::ReadWrite);
     if (!store)
         return Failure;
+    QString error;
     const auto inDoubt = store->inspector().inDoubt(&error);
     if (!inDoubt)
         return failure(error);
 
+    QList<QByteArray> keys;
+    for (const EventRow &row : *inDoubt)
+        keys.append(row.sendKey);
+    const auto states = store->inspector().reconciliation(keys, &error);
+    if (!states)
+        return failure(error);
+
     QObject context;
-    std::vector<std::unique_ptr<PartnerSender>> senders;
-    QHash<QString, PartnerSender *> byName;
-    for (const PartnerSettings &partner : std::as_const(partners.partners)) {
-        if (!only.isEmpty() && partner.name != only)
-            continue;
-        senders.push_back(partnerProfile(partner.profile)->createSender(partner, 4, 10000, nullptr));
-        byName.insert(partner.name, senders.back().get());
-    }
+    PartnerLookups lookups(partners);
     QJsonArray report;
     int found = 0;
     int asked = 0;
-    for (const EventRow &row : *inDoubt) {
-        const auto event = store->inspector().event(QString::fromLatin1(row.sendKey), &error);
-        if (!event)
-            return failure(error);
-        PartnerSender *sender = byName.value(event->partner);
-        const PartnerSettings *settings = partners.find(event->partner);
-        if (!sender || !settings || !sender->canLookUp())
+    for (qsizetype i = 0; i < inDoubt->size(); ++i) {
+        const EventRow &row = inDoubt->at(i);
+        const QString partner = lookups.partnerOf(row, states->at(i));
+        if (!only.isEmpty() && partner != only)
             continue;
+        QString why;
+        PartnerSender *sender = lookups.lookupFor(partner, &why);
+        if (!sender)
+            continue;
+        const PartnerSettings *settings = partners.find(partner);
         ++asked;
         LookupResult answer;
         QEventLoop wait;

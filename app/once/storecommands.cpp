@@ -378,7 +378,7 @@ int runEvents(const QStringList &arguments)
         filter.calls = EventFilter::Calls::Unanswered;
     else
         filter.state = state;
-    for (const QString name : {QStringLiteral("since"), QStringLiteral("until")}) {
+    for (const QString &name : {QStringLiteral("since"), QStringLiteral("until")}) {
         if (!parser.isSet(name))
             continue;
         const auto time = parseRfc3339(parser.value(name));
@@ -600,9 +600,9 @@ int runInDoubt(const QStringList &arguments)
         return Ok;
     }
     for (const auto &row : *rows)
-        printLine(QStringLiteral("%1  since %2  event=%3  %4")
+        printLine(QStringLiteral("%1  since %2  event=%3  %4; the partner: %5")
                       .arg(QString::fromLatin1(row.sendKey), formatTime(row.updatedAtMs), or_(row.eventId, QStringLiteral("-")),
-                           row.whatIsKnown()));
+                           row.whatIsKnown(), row.reconciliation));
     return Ok;
 }
 

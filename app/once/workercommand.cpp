@@ -1,4 +1,5 @@
 #include "cli.h"
+#include "partneroptions.h"
 
 #include "queues/brokerqueue.h"
 #include "delivery/engine.h"
@@ -32,9 +33,6 @@ int runWorker(const QStringList &arguments)
                     {});
     auto &parser = command.parser();
     parser.addOptions({
-        {QStringLiteral("partner"), QStringLiteral("The one partner every reminder goes to: a webhook (http://127.0.0.1:8080/reminders), a provider's API base with --partner-profile, or smtp://USER:PASSWORD@HOST:PORT?from=ADDRESS (smtps:// for implicit TLS). The token comes from ONCE_PARTNER_TOKEN."), QStringLiteral("URL")},
-        {QStringLiteral("partner-profile"), QStringLiteral("How --partner is spoken to: %1 (default: webhook, smtp for smtp:// URLs).").arg(partnerProfileNames()), QStringLiteral("NAME")},
-        {QStringLiteral("partners"), QStringLiteral("A partners file: several partners, each with its profile, limits and secrets (as env:NAME or file:PATH), and the routes from a reminder's channel to its partner (docs/partners.md)."), QStringLiteral("FILE")},
         {QStringLiteral("concurrency"), QStringLiteral("Sends in flight at once."), QStringLiteral("N"), QStringLiteral("16")},
         {QStringLiteral("max-attempts"), QStringLiteral("Sends before a reminder is dead-lettered."), QStringLiteral("N"), QStringLiteral("8")},
         {QStringLiteral("lease"), QStringLiteral("Seconds a delivery is held before the queue offers it again."), QStringLiteral("S"), QStringLiteral("30")},
@@ -47,26 +45,11 @@ int runWorker(const QStringList &arguments)
         {QStringLiteral("worker-id"), QStringLiteral("This worker's name in the history (default host:pid)."), QStringLiteral("ID")},
         {QStringLiteral("progress"), QStringLiteral("Print live counts every second.")},
         {QStringLiteral("metrics-listen"), QStringLiteral("Serve this worker's own counters as Prometheus metrics at http://HOST:PORT/metrics, and /healthz. No authentication: keep it on loopback or a private network."), QStringLiteral("HOST:PORT")},
-        {QStringLiteral("partner-ca"), QStringLiteral("For an https partner behind its own CA: trust only the CAs in this PEM file (default: $ONCE_PARTNER_CA, else the system's CAs)."), QStringLiteral("FILE")},
-        {QStringLiteral("partner-cert"), QStringLiteral("Mutual TLS: present this PEM client certificate, with its chain (default: $ONCE_PARTNER_CERT)."), QStringLiteral("FILE")},
-        {QStringLiteral("partner-key"), QStringLiteral("Mutual TLS: the unencrypted PEM private key of --partner-cert (default: $ONCE_PARTNER_KEY)."), QStringLiteral("FILE")},
     });
+    addPartnerOptions(command, QStringLiteral("The one partner every reminder goes to: a webhook (http://127.0.0.1:8080/reminders), a provider's API base with --partner-profile, or smtp://USER:PASSWORD@HOST:PORT?from=ADDRESS (smtps:// for implicit TLS). The token comes from ONCE_PARTNER_TOKEN. Default: $ONCE_PARTNER."));
     command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
-    // A systemd unit's environment file names them as ONCE_PARTNERS or ONCE_PARTNER.
-    QString partnerOption = parser.value(QStringLiteral("partner"));
-    QString partnersOption = parser.value(QStringLiteral("partners"));
-    if (partnerOption.isEmpty() && partnersOption.isEmpty()) {
-        partnersOption = qEnvironmentVariable("ONCE_PARTNERS");
-        if (partnersOption.isEmpty())
-            partnerOption = qEnvironmentVariable("ONCE_PARTNER");
-    }
-    const bool partnersFile = !partnersOption.isEmpty();
-    if (partnersFile == !partnerOption.isEmpty())
-        return command.usageError(QStringLiteral("give either --partner URL or --partners FILE (or ONCE_PARTNER, ONCE_PARTNERS)"));
-    if (partnersFile && parser.isSet(QStringLiteral("partner-profile")))
-        return command.usageError(QStringLiteral("--partner-profile goes with --partner; in a partners file each partner names its \"profile\""));
     const auto concurrency = command.integer(QStringLiteral("concurrency"), 1, 1024);
     const auto maxAttempts = command.integer(QStringLiteral("max-attempts"), 1, 100);
     const auto lease = command.integer(QStringLiteral("lease"), 1, 12 * 3600);
@@ -82,37 +65,9 @@ int runWorker(const QStringList &arguments)
     if (*timeout >= *lease)
         return command.usageError(QStringLiteral("--lease must be longer than --timeout, or a slow send looks like a crash"));
 
-    PartnersConfig partners;
-    if (partnersFile) {
-        QString partnersError;
-        const auto read = readPartnersFile(partnersOption, &partnersError);
-        if (!read)
-            return command.usageError(partnersError);
-        partners = *read;
-    } else {
-        const auto optionOrEnvironment = [&parser](const QString &option, const char *variable) {
-            return parser.isSet(option) ? parser.value(option) : qEnvironmentVariable(variable);
-        };
-        QString partnerError;
-        const auto single = partnerFromUrl(partnerOption,
-                                           parser.value(QStringLiteral("partner-profile")), qgetenv("ONCE_PARTNER_TOKEN"),
-                                           &partnerError);
-        if (!single)
-            return command.usageError(partnerError);
-        PartnerSettings partner = *single;
-        const QString caFile = optionOrEnvironment(QStringLiteral("partner-ca"), "ONCE_PARTNER_CA");
-        const QString certificateFile = optionOrEnvironment(QStringLiteral("partner-cert"), "ONCE_PARTNER_CERT");
-        const QString keyFile = optionOrEnvironment(QStringLiteral("partner-key"), "ONCE_PARTNER_KEY");
-        QString tlsError;
-        const auto partnerTls = PartnerTls::load(caFile, certificateFile, keyFile, &tlsError);
-        if (!partnerTls)
-            return command.usageError(tlsError);
-        // smtp:// takes them for its STARTTLS, smtps:// for its TLS from the start.
-        if (!partnerTls->isEmpty() && partner.url.scheme() == QLatin1String("http"))
-            return command.usageError(QStringLiteral("a partner CA or certificate is for an https://, smtp:// or smtps:// partner"));
-        partner.tls = *partnerTls;
-        partners = PartnersConfig::single(partner);
-    }
+    const auto partners = choosePartners(command, PartnerWithFile::Refused);
+    if (!partners)
+        return Usage;
 
     std::optional<ListenAddress> metricsAddress;
     if (parser.isSet(QStringLiteral("metrics-listen"))) {
@@ -129,7 +84,7 @@ int runWorker(const QStringList &arguments)
     EngineConfig config;
     config.storeUrl = command.storeUrl();
     config.queueUrl = command.queueUrl();
-    config.partners = partners;
+    config.partners = partners->partners;
     config.workerId = parser.isSet(QStringLiteral("worker-id"))
                           ? parser.value(QStringLiteral("worker-id"))
                           : QStringLiteral("%1:%2").arg(QHostInfo::localHostName(), QString::number(QCoreApplication::applicationPid()));

@@ -3,6 +3,7 @@
 #include "delivery/failpoint.h"
 #include "delivery/enginestore.h"
 #include "delivery/partnersender.h"
+#include "operator/eventverdict.h"
 #include "partners/partnerprofile.h"
 #include "store/store.h"
 #include "text/jsonvalues.h"
@@ -48,6 +49,12 @@ constexpr qint64 RetryArrivalMarginMs = 1500;
 // The same permanent answer to this many different reminders in a row is the partner
 // refusing everyone (an API or account change), not ten bad reminders: they wait.
 constexpr int RefusalsInARowForEveryone = 10;
+// Reconciliation: the keys in doubt read per look (oldest first), the questions to the
+// partners open at once, and the bounds of the wait between two questions about one key.
+constexpr int ReconcileScanRows = 200;
+constexpr int MaxLookupsInFlight = 16;
+constexpr qint64 MinReconcileIntervalMs = 1000;
+constexpr qint64 MaxLookupIntervalMs = 6LL * 3600 * 1000;
 } // namespace
 
 Engine::Engine(const EngineConfig &config, QObject *parent)
@@ -64,6 +71,7 @@ Engine::Engine(const EngineConfig &config, QObject *parent)
     connect(&m_sampleTimer, &QTimer::timeout, this, &Engine::sampleQueue);
     m_heartbeatTimer.setInterval(int(WorkerRegistry::HeartbeatIntervalMs));
     connect(&m_heartbeatTimer, &QTimer::timeout, this, &Engine::heartbeat);
+    connect(&m_reconcileTimer, &QTimer::timeout, this, &Engine::reconcileInDoubt);
 }
 
 Engine::~Engine()
@@ -105,6 +113,9 @@ QJsonObject PartnerCounters::toJson(qint64) const
         {QStringLiteral("concurrency"), capacity},
         {QStringLiteral("rate_per_second"), ratePerSecond > 0 ? QJsonValue(ratePerSecond) : QJsonValue(QJsonValue::Null)},
         {QStringLiteral("in_doubt_policy"), inDoubtPolicyName(inDoubtPolicy)},
+        {QStringLiteral("lookups"), QJsonObject{{QStringLiteral("found"), lookupsFound},
+                                                {QStringLiteral("not_found"), lookupsNotFound},
+                                                {QStringLiteral("failed"), lookupsFailed}}},
     };
 }
 
@@ -190,6 +201,8 @@ void Engine::start()
         lane->counters.profile = settings.profile;
         lane->counters.capacity = lane->capacity;
         lane->counters.ratePerSecond = settings.ratePerSecond;
+        if (lane->sender->canLookUp())
+            lane->lookupGraceMs = settings.lookupGraceMs >= 0 ? settings.lookupGraceMs : lane->profile->lookupGraceMs();
         partnerNames.append(settings.name);
         m_lanes.push_back(std::move(lane));
     }
@@ -253,6 +266,16 @@ void Engine::start()
     m_retentionTimer.start();
     m_sampleTimer.start();
     m_heartbeatTimer.start();
+    // Reconciliation looks a few times per grace period, and at least twice a minute.
+    qint64 shortestGraceMs = -1;
+    for (const auto &lane : m_lanes) {
+        if (lane->lookupGraceMs >= 0)
+            shortestGraceMs = shortestGraceMs < 0 ? lane->lookupGraceMs : std::min(shortestGraceMs, lane->lookupGraceMs);
+    }
+    if (shortestGraceMs >= 0) {
+        m_reconcileTimer.setInterval(int(std::clamp<qint64>(shortestGraceMs / 2, MinReconcileIntervalMs, 30000)));
+        m_reconcileTimer.start();
+    }
     for (const auto &lane : m_lanes) {
         const QString where = lane->sender->displayUrl();
         qCInfo(lcEngine).noquote() << "worker" << m_config.workerId << "delivering to" << lane->settings.name
@@ -1355,6 +1378,113 @@ void Engine::heartbeat()
     });
 }
 
+void Engine::reconcileInDoubt()
+{
+    if (!m_running || m_reconcileReading)
+        return;
+    m_reconcileReading = true;
+    onStoreLater([this](Store &store) {
+        QString error;
+        EventFilter filter;
+        filter.state = LedgerState::InDoubt;
+        filter.limit = ReconcileScanRows;
+        filter.oldestFirst = true;
+        std::optional<QList<KeyReconciliation>> states;
+        if (const auto rows = store.inspector().events(filter, &error)) {
+            QList<QByteArray> keys;
+            for (const EventRow &row : *rows)
+                keys.append(row.sendKey);
+            states = store.inspector().reconciliation(keys, &error);
+            // A worker killed while it sent left no send in the history: the key goes to
+            // its channel's partner, and its claim is when it may have gone out.
+            for (qsizetype i = 0; states && i < states->size(); ++i) {
+                KeyReconciliation &state = (*states)[i];
+                if (state.partner.isEmpty())
+                    state.partner = m_routes.partnerFor(rows->at(i).channel);
+                if (!state.lastSentAtMs)
+                    state.lastSentAtMs = rows->at(i).claimedAtMs ? rows->at(i).claimedAtMs : rows->at(i).updatedAtMs;
+            }
+        }
+        if (!states)
+            reportStoreCall(QStringLiteral("listing the keys in doubt to reconcile"), store.database().lastFailure(), error);
+        QMetaObject::invokeMethod(this, [this, states] {
+            m_reconcileReading = false;
+            if (!states || !m_running)
+                return;
+            const qint64 now = nowMs();
+            for (const KeyReconciliation &state : *states) {
+                const int lane = laneIndex(state.partner);
+                if (lane >= 0 && lookupDue(*m_lanes[lane], state, now))
+                    askPartner(lane, state.sendKey);
+            }
+        }, Qt::QueuedConnection);
+    });
+}
+
+// First once the grace period has passed since the send, then after twice as long as the
+// wait before, up to a few hours: a key the partner cannot find is asked about again (a
+// search index may lag) without asking about it every few seconds for days.
+bool Engine::lookupDue(const PartnerLane &lane, const KeyReconciliation &state, qint64 now) const
+{
+    if (lane.lookupGraceMs < 0 || m_lookingUp.contains(state.sendKey) || m_lookingUp.size() >= MaxLookupsInFlight)
+        return false;
+    if (now - state.lastSentAtMs < lane.lookupGraceMs)
+        return false;
+    if (state.lookups == 0)
+        return true;
+    const qint64 base = std::max<qint64>(lane.lookupGraceMs, MinReconcileIntervalMs);
+    const qint64 wait = std::min<qint64>(base << std::min(state.lookups - 1, 20), MaxLookupIntervalMs);
+    return now - state.lastLookupAtMs >= wait;
+}
+
+void Engine::askPartner(int lane, const QByteArray &sendKey)
+{
+    m_lookingUp.insert(sendKey);
+    m_lanes[lane]->sender->lookUp(sendKey, this, [this, lane, sendKey](const LookupResult &answer) {
+        onLookedUp(lane, sendKey, answer);
+    });
+}
+
+void Engine::onLookedUp(int laneIndex, const QByteArray &sendKey, const LookupResult &answer)
+{
+    PartnerLane &lane = *m_lanes[laneIndex];
+    switch (answer.kind) {
+    case LookupResult::Kind::Found:
+        ++lane.counters.lookupsFound;
+        break;
+    case LookupResult::Kind::NotFound:
+        ++lane.counters.lookupsNotFound;
+        break;
+    case LookupResult::Kind::Failed:
+        ++lane.counters.lookupsFailed;
+        break;
+    }
+    if (!m_running || !m_storeSide) {
+        m_lookingUp.remove(sendKey);
+        return;
+    }
+    // The partner has no message with the key a grace period after the send: it did not
+    // take effect, and under --in-doubt resend it goes out again with the same key.
+    const bool resend = m_config.inDoubtPolicy == InDoubtPolicy::Resend;
+    const QString reason = QStringLiteral("not found at %1 %2 after the send left in doubt: resent under --in-doubt resend")
+                               .arg(lane.settings.name, preciseDuration(lane.lookupGraceMs));
+    EngineStore *side = m_storeSide;
+    onStoreLater([this, side, sendKey, partner = lane.settings.name, profile = lane.settings.profile, answer, resend,
+                  reason](Store &store) {
+        QString error;
+        const auto resent = side->settleLookup(sendKey, partner, profile, answer, resend, reason, &error);
+        if (!resent)
+            reportStoreCall(QStringLiteral("reconciling %1").arg(QString::fromLatin1(sendKey)),
+                            store.database().lastFailure(), error);
+        else if (*resent)
+            qCInfo(lcEngine).noquote() << QString::fromLatin1(sendKey) << "was" << reason;
+        else if (answer.kind == LookupResult::Kind::Found)
+            qCInfo(lcEngine).noquote() << QString::fromLatin1(sendKey) << "reconciled: found at" << partner
+                                       << answer.providerMessageId;
+        QMetaObject::invokeMethod(this, [this, sendKey] { m_lookingUp.remove(sendKey); }, Qt::QueuedConnection);
+    });
+}
+
 // Puts a store side on its thread and opens its connection there; *side is set before
 // the open, so that closeStore() cleans up after a failed one too.
 bool Engine::openSide(EngineStore **side, QThread *thread, const QString &threadName, const QString &queueUrl,
@@ -1403,6 +1533,7 @@ void Engine::finish(int exitCode)
     m_countersTimer.stop();
     m_retentionTimer.stop();
     m_sampleTimer.stop();
+    m_reconcileTimer.stop();
     if (m_heartbeatTimer.isActive()) {
         m_heartbeatTimer.stop();
         QString error;

@@ -24,6 +24,7 @@ namespace once {
 
 class EngineStore;
 class PartnerProfile;
+struct KeyReconciliation;
 class PartnerSender;
 class Store;
 struct SendOutcome;
@@ -72,6 +73,10 @@ struct PartnerCounters
     int capacity = 0;
     double ratePerSecond = 0; // 0: no limit
     InDoubtPolicy inDoubtPolicy = InDoubtPolicy::Resend;
+    // Keys left in doubt this worker asked the partner for (reconciliation), by answer.
+    qint64 lookupsFound = 0;
+    qint64 lookupsNotFound = 0;
+    qint64 lookupsFailed = 0;
 
     QJsonObject toJson(qint64 nowMs) const;
 };
@@ -187,6 +192,9 @@ private:
         double tokens = 1;
         qint64 tokensAtMs = 0;
         bool paceTimerArmed = false;
+        // How long after a send left in doubt the partner's lookup can be trusted to
+        // find it (its search delay); -1: the partner has no lookup.
+        qint64 lookupGraceMs = -1;
     };
 
     void scheduleCycle(qint64 delayMs);
@@ -247,6 +255,14 @@ private:
     void purgeExpired();
     void sampleQueue();
     void heartbeat();
+    // Reconciliation: asks each partner with a lookup for the keys left in doubt with it
+    // whose grace period has passed (again, less and less often, while it has no answer),
+    // and settles them by its answer (EngineStore::settleLookup).
+    void reconcileInDoubt();
+    void askPartner(int lane, const QByteArray &sendKey);
+    void onLookedUp(int lane, const QByteArray &sendKey, const LookupResult &answer);
+    // Whether a key's partner is due to be asked again.
+    bool lookupDue(const PartnerLane &lane, const KeyReconciliation &state, qint64 now) const;
     void onNotification(const QString &channel);
     qint64 idleWaitMs() const;
     void noteRetriesDue(const QList<Settlement> &settlements, qint64 committedAtMs);
@@ -311,6 +327,9 @@ private:
     QTimer m_retentionTimer{this};
     QTimer m_sampleTimer{this};
     QTimer m_heartbeatTimer{this};
+    QTimer m_reconcileTimer{this};
+    bool m_reconcileReading = false;  // the store is listing the keys in doubt
+    QSet<QByteArray> m_lookingUp;     // keys a partner is being asked for
     bool m_listening = false; // woken by PostgreSQL notifications rather than polling alone
     bool m_idle = false;      // the last turn found nothing to lease
     int m_idleTurns = 0;      // turns in a row that found nothing

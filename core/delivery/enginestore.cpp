@@ -65,6 +65,20 @@ QString EngineStore::queueDisplayName() const
     return m_broker ? m_broker->location().displayName() : m_store->database().location().displayName();
 }
 
+std::optional<bool> EngineStore::settleLookup(const QByteArray &sendKey, const QString &partner, const QString &profile,
+                                              const LookupResult &answer, bool resendIfNotFound, const QString &reason,
+                                              QString *error)
+{
+    Operations operations(m_store->database(), m_store->queue(), m_store->ledger(), m_consumerName);
+    if (!operations.recordLookup(sendKey, partner, profile, answer, error))
+        return std::nullopt;
+    if (answer.kind != LookupResult::Kind::NotFound || !resendIfNotFound)
+        return false;
+    const bool resent = m_broker ? operations.resend(*m_broker, sendKey, reason, error)
+                                 : operations.resend(sendKey, reason, error);
+    return resent ? std::optional<bool>(true) : std::nullopt;
+}
+
 TurnResult EngineStore::runTurn(const TurnRequest &request)
 {
     Database &database = m_store->database();

@@ -4,6 +4,7 @@
 #include "store/ledger.h"
 #include "queues/messagequeue.h"
 #include "store/storefailure.h"
+#include "delivery/partnersender.h"
 
 #include <QObject>
 
@@ -83,6 +84,15 @@ public:
     // the two halves on two connections), and with a broker the outcomes' commit, the
     // broker's acks, then the claims' commit (see the .cpp).
     TurnResult runTurn(const TurnRequest &request);
+
+    // What a worker does with a partner's answer for a key left in doubt with it: records
+    // the answer in the key's history (found settles it applied) and, when the partner
+    // has no message with the key and resendIfNotFound, puts it back on the queue (the
+    // broker's, or the store's) under the same key, audited in the worker's name. Returns
+    // whether it was resent; nullopt on an error, the key then left as it was.
+    std::optional<bool> settleLookup(const QByteArray &sendKey, const QString &partner, const QString &profile,
+                                     const LookupResult &answer, bool resendIfNotFound, const QString &reason,
+                                     QString *error);
 
 signals:
     // A PostgreSQL notification on a channel this store listens to.

@@ -35,6 +35,17 @@ QByteArray workerExposition(const EngineCounters &counters)
         out.sample(QStringLiteral("once_partner_send_failures_total"),
                    {{QStringLiteral("partner"), partner.name}, {QStringLiteral("profile"), partner.profile}},
                    double(partner.failures));
+    out.family(QStringLiteral("once_reconciliations_total"), Exposition::Type::Counter,
+               QStringLiteral("Keys left in doubt this worker asked the partner for, by its answer: found (settled "
+                              "applied), not-found, failed (no answer)."));
+    for (const PartnerCounters &partner : counters.partners) {
+        const std::pair<const char *, qint64> answers[] = {
+            {"found", partner.lookupsFound}, {"not-found", partner.lookupsNotFound}, {"failed", partner.lookupsFailed}};
+        for (const auto &[result, count] : answers)
+            out.sample(QStringLiteral("once_reconciliations_total"),
+                       {{QStringLiteral("partner"), partner.name}, {QStringLiteral("result"), QLatin1String(result)}},
+                       double(count));
+    }
     out.counter(QStringLiteral("once_retries_scheduled_total"),
                 QStringLiteral("Failed sends this worker put back for a later try with the same key."),
                 double(counters.retries));

@@ -387,6 +387,7 @@ QJsonObject EventRow::toJson() const
         {QStringLiteral("claimed_by"), textOrNull(claimedBy)},
         {QStringLiteral("claimed_at"), timeOrNull(claimedAtMs)},
         {QStringLiteral("known"), state == LedgerState::InDoubt ? QJsonValue(whatIsKnown()) : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("reconciliation"), textOrNull(reconciliation)},
         {QStringLiteral("partner"), textOrNull(partner)},
         {QStringLiteral("partner_honours_idempotency_key"), keyHonouringName(partnerHonoursKey)},
     };
@@ -960,7 +961,65 @@ std::optional<QList<EventRow>> Inspector::inDoubt(QString *error)
     EventFilter filter;
     filter.state = LedgerState::InDoubt;
     filter.limit = -1;
-    return events(filter, error);
+    auto rows = events(filter, error);
+    if (!rows || !describeReconciliation(*rows, error))
+        return std::nullopt;
+    return rows;
+}
+
+bool Inspector::describeReconciliation(QList<EventRow> &rows, QString *error)
+{
+    QList<QByteArray> keys;
+    keys.reserve(rows.size());
+    for (const EventRow &row : std::as_const(rows))
+        keys.append(row.sendKey);
+    const auto states = reconciliation(keys, error);
+    if (!states)
+        return false;
+    for (qsizetype i = 0; i < rows.size(); ++i)
+        rows[i].reconciliation = states->at(i).summary();
+    return true;
+}
+
+QString KeyReconciliation::summary() const
+{
+    if (lookups == 0)
+        return QStringLiteral("not asked yet");
+    const QString times = lookups == 1 ? QString() : QStringLiteral(" (asked %1 times)").arg(lookups);
+    return lastText + times;
+}
+
+std::optional<QList<KeyReconciliation>> Inspector::reconciliation(const QList<QByteArray> &keys, QString *error)
+{
+    QList<KeyReconciliation> states;
+    states.reserve(keys.size());
+    for (const QByteArray &key : keys) {
+        const auto history = attempts(key, error);
+        if (!history)
+            return std::nullopt;
+        KeyReconciliation state;
+        state.sendKey = key;
+        for (const Attempt &attempt : *history) {
+            if (attempt.step == QLatin1String("send")) {
+                // A later send asks the question anew: what was said of the one before
+                // says nothing of it.
+                state.partner = attempt.partner;
+                state.partnerProfile = attempt.partnerProfile;
+                state.lastSentAtMs = attempt.atMs;
+                state.lookups = 0;
+                state.lastLookupAtMs = 0;
+                state.lastOutcome.clear();
+                state.lastText.clear();
+            } else if (attempt.step == QLatin1String("reconcile")) {
+                ++state.lookups;
+                state.lastLookupAtMs = attempt.atMs;
+                state.lastOutcome = attempt.outcome;
+                state.lastText = attempt.error;
+            }
+        }
+        states.append(state);
+    }
+    return states;
 }
 
 std::optional<QList<AuditEntry>> Inspector::auditLog(int limit, QString *error)

@@ -77,6 +77,9 @@ struct EventRow
     // of the event's latest send and whether it honours Idempotency-Key, as recorded.
     QString partner;
     KeyHonouring partnerHonoursKey = KeyHonouring::Unknown;
+    // Filled for a list of events in doubt (Inspector::inDoubt, the console's In doubt
+    // page): what the partner said when asked for it (KeyReconciliation::summary()).
+    QString reconciliation;
     // Where the row sits in the events list's order, newest first: a message waiting in the
     // queue at QueuedPositions + its queue id, above every ledger row (at its seq). A
     // list's next page starts below the last row's position (EventFilter::below).
@@ -172,6 +175,23 @@ struct PartnerActivity
     qint64 lastSendAtMs = 0;     // the latest send of the last day (0: none)
 };
 
+// What reconciliation knows of a key left in doubt: the partner its last send went to,
+// when, and what that partner said when asked for it since (the history's reconcile rows).
+struct KeyReconciliation
+{
+    QByteArray sendKey;
+    QString partner;        // of the last send; empty when the history does not name one
+    QString partnerProfile;
+    qint64 lastSentAtMs = 0;
+    int lookups = 0;        // questions asked since that send
+    qint64 lastLookupAtMs = 0;
+    QString lastOutcome;    // found | not-found | lookup-failed; empty: never asked
+    QString lastText;       // the history's words for the last answer
+
+    // "not asked yet", "not found at postmark at T (asked 2 times)", for the In doubt page.
+    QString summary() const;
+};
+
 QJsonObject attemptToJson(const Attempt &attempt);
 
 // The query of a page of dead letters (Inspector::deadLetters), with the values to bind
@@ -203,6 +223,10 @@ public:
     std::optional<DeadLetterCounts> countDeadLetters(const DeadLetterFilter &filter, qint64 firstSentBeforeMs,
                                                      QString *error);
     std::optional<QList<EventRow>> inDoubt(QString *error);
+    // Of each key (in doubt), what reconciliation knows; the keys in their order.
+    std::optional<QList<KeyReconciliation>> reconciliation(const QList<QByteArray> &keys, QString *error);
+    // Fills each row's reconciliation (rows of events in doubt).
+    bool describeReconciliation(QList<EventRow> &rows, QString *error);
     // The latest entries, each redrive with its outcome so far.
     std::optional<QList<AuditEntry>> auditLog(int limit, QString *error);
     // Every partner the store knows: those with a recorded policy and those workers send to.

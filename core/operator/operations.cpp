@@ -247,7 +247,12 @@ std::optional<int> Operations::discard(const QList<DeadLetter> &letters, qint64 
 
 std::optional<QByteArray> Operations::inDoubtPayload(const QByteArray &sendKey, QString *error)
 {
-    auto &select = m_db.prepared(QStringLiteral("SELECT state, payload FROM ledger WHERE send_key = ?"));
+    // FOR UPDATE: two deciding at once (two workers reconciling, an operator and a
+    // worker) take turns, and the second finds the key no longer in doubt instead of
+    // putting it on the queue a second time. SQLite's BEGIN IMMEDIATE does the same.
+    auto &select = m_db.prepared(m_db.isPostgres()
+                                     ? QStringLiteral("SELECT state, payload FROM ledger WHERE send_key = ? FOR UPDATE")
+                                     : QStringLiteral("SELECT state, payload FROM ledger WHERE send_key = ?"));
     select.addBindValue(QString::fromLatin1(sendKey));
     if (!m_db.exec(select, error))
         return std::nullopt;

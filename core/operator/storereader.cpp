@@ -2,6 +2,7 @@
 
 #include "operator/brokerdeadletters.h"
 #include "operator/deadletterexport.h"
+#include "partners/partnerlookups.h"
 #include "queues/brokerqueue.h"
 #include "store/database.h"
 #include "store/store.h"
@@ -384,8 +385,8 @@ void StoreReader::loadInDoubt(quint64 token)
     filter.oldestFirst = true;
     for (;;) {
         QString error;
-        const auto rows = m_store->inspector().events(filter, &error);
-        if (!rows) {
+        auto rows = m_store->inspector().events(filter, &error);
+        if (!rows || !m_store->inspector().describeReconciliation(*rows, &error)) {
             fail(token, error);
             return;
         }
@@ -706,6 +707,61 @@ void StoreReader::setPartnerPolicy(quint64 token, const QString &partner, KeyHon
     emit operationFinished(token, ok,
                            ok ? QStringLiteral("%1 honours Idempotency-Key: %2").arg(partner, keyHonouringName(honoursKey))
                               : withoutSecrets(error));
+}
+
+void StoreReader::checkAtPartner(quint64 token, const QByteArray &sendKey, const QString &partnersFile)
+{
+    if (!ensureWritable(token))
+        return;
+    if (partnersFile.isEmpty()) {
+        emit operationFinished(token, false,
+                               QStringLiteral("no partners file is set on the Worker page: it names the partners and their lookups"));
+        return;
+    }
+    QString error;
+    if (!m_lookups || m_lookupsFile != partnersFile) {
+        const auto partners = readPartnersFile(partnersFile, &error);
+        if (!partners) {
+            emit operationFinished(token, false, error);
+            return;
+        }
+        m_lookups = std::make_unique<PartnerLookups>(*partners);
+        m_lookupsFile = partnersFile;
+    }
+    const auto event = m_store->inspector().event(QString::fromLatin1(sendKey), &error);
+    const auto states = event ? m_store->inspector().reconciliation({sendKey}, &error) : std::nullopt;
+    if (!states) {
+        emit operationFinished(token, false, withoutSecrets(error));
+        return;
+    }
+    const QString partner = m_lookups->partnerOf(*event, states->constFirst());
+    PartnerSender *sender = m_lookups->lookupFor(partner, &error);
+    if (!sender) {
+        emit operationFinished(token, false, error);
+        return;
+    }
+    const QString profile = m_lookups->partners().find(partner)->profile;
+    sender->lookUp(sendKey, this, [this, token, sendKey, partner, profile](const LookupResult &answer) {
+        QString error;
+        if (!m_store || !m_store->operations().recordLookup(sendKey, partner, profile, answer, &error)) {
+            emit operationFinished(token, false, withoutSecrets(error));
+            return;
+        }
+        switch (answer.kind) {
+        case LookupResult::Kind::Found:
+            emit operationFinished(token, true,
+                                   answer.providerMessageId.isEmpty()
+                                       ? QStringLiteral("found at %1: settled delivered").arg(partner)
+                                       : QStringLiteral("found at %1 as %2: settled delivered").arg(partner, answer.providerMessageId));
+            return;
+        case LookupResult::Kind::NotFound:
+            emit operationFinished(token, true, QStringLiteral("not found at %1").arg(partner));
+            return;
+        case LookupResult::Kind::Failed:
+            emit operationFinished(token, false, QStringLiteral("asking %1 failed: %2").arg(partner, answer.error));
+            return;
+        }
+    });
 }
 
 } // namespace once

@@ -15,6 +15,7 @@ namespace once {
 
 class BrokerDeadLetters;
 class BrokerQueue;
+class PartnerLookups;
 class DeadLetterExport;
 class Store;
 
@@ -108,6 +109,11 @@ public slots:
     void discard(quint64 token, const QList<once::DeadLetter> &letters, const QString &detail, const QString &reason);
     void resolve(quint64 token, const QByteArray &sendKey, bool resend, const QString &reason);
     void setPartnerPolicy(quint64 token, const QString &partner, once::KeyHonouring honoursKey);
+    // Asks the partner a key left in doubt went to (as the partners file names it) whether
+    // it has the message sent with the key, now, whatever its grace period, and records
+    // the answer as `once reconcile` does: found settles it applied. operationFinished says
+    // what the partner answered (ok: it answered), in words.
+    void checkAtPartner(quint64 token, const QByteArray &sendKey, const QString &partnersFile);
 
 signals:
     // The store, and the broker's queue if there is one, are open (ok) or not; error says
@@ -183,6 +189,9 @@ private:
     // The broker's dead letters, listed once a refresh (with m_broker only).
     std::unique_ptr<BrokerDeadLetters> m_brokerLetters;
     QString m_openError;                   // why open() failed, without secrets
+    // The partners that "Check at partner" asks, read from this file.
+    std::unique_ptr<PartnerLookups> m_lookups;
+    QString m_lookupsFile;
 
     // A redrive under way: of letters picked one by one (letters), or of those a filter
     // takes, walked by its cursor (matching). Either way each batch is read when it falls

@@ -12,7 +12,7 @@ bool sameEvent(const EventRow &a, const EventRow &b)
            a.destination == b.destination && a.updatedAtMs == b.updatedAtMs &&
            a.firstSentAtMs == b.firstSentAtMs && a.sends == b.sends && a.state == b.state &&
            a.claimedBy == b.claimedBy && a.claimedAtMs == b.claimedAtMs &&
-           a.claimExpiresAtMs == b.claimExpiresAtMs;
+           a.claimExpiresAtMs == b.claimExpiresAtMs && a.reconciliation == b.reconciliation;
 }
 
 } // namespace
@@ -47,6 +47,8 @@ QVariant InDoubtModel::data(const QModelIndex &index, int role) const
             return event.updatedAtMs;
         case Sends:
             return event.sends;
+        case Reconciliation:
+            return event.reconciliation;
         case Known:
             return event.whatIsKnown();
         case Count:
@@ -70,6 +72,8 @@ QVariant InDoubtModel::data(const QModelIndex &index, int role) const
             return formatDisplayTime(event.updatedAtMs);
         case Sends:
             return QLocale().toString(event.sends);
+        case Reconciliation:
+            return event.reconciliation;
         case Known:
             return event.whatIsKnown();
         case Count:
@@ -85,6 +89,8 @@ QVariant InDoubtModel::data(const QModelIndex &index, int role) const
             return event.updatedAtMs > 0 ? formatTime(event.updatedAtMs) : QString();
         case Sends:
             return tr("Requests that reached, or may have reached, the partner");
+        case Reconciliation:
+            return event.reconciliation;
         case Known:
             return event.whatIsKnown();
         default:
@@ -116,6 +122,8 @@ QVariant InDoubtModel::headerData(int section, Qt::Orientation orientation, int 
             return tr("In doubt since");
         case Sends:
             return tr("Sends");
+        case Reconciliation:
+            return tr("The partner says");
         case Known:
             return tr("What is known");
         case Count:
@@ -124,6 +132,9 @@ QVariant InDoubtModel::headerData(int section, Qt::Orientation orientation, int 
     }
     if (role == Qt::ToolTipRole && section == Since)
         return tr("When the worker gave up waiting for the partner's answer (local time)");
+    if (role == Qt::ToolTipRole && section == Reconciliation)
+        return tr("What the partner answered when asked whether it has the message (its lookup): workers ask on "
+                  "their own once a grace period has passed, and Check at partner asks now");
     return {};
 }
 

@@ -23,6 +23,7 @@ public:
         Destination,
         Since,
         Sends,
+        Reconciliation, // what the partner said when asked for the key, if it was
         Known, // what is known of the last send: who claimed it when, whether it went out
         Count
     };

@@ -30,7 +30,7 @@ namespace {
 
 // Named for its columns: a layout saved for another set of columns (before "What is
 // known" replaced "First sent") would put the old widths on the new ones.
-const QString HeaderView = QStringLiteral("inDoubt.known");
+const QString HeaderView = QStringLiteral("inDoubt.partnerSays");
 
 QToolButton *actionButton(QAction *action)
 {
@@ -81,7 +81,9 @@ void InDoubtPage::buildUi()
         "<li><b>Mark delivered</b> records it as delivered without sending. If the partner never got it, the "
         "user "
         "never gets this reminder.</li></ul>"
-        "<p>When you can, look the send key up in the partner's request log first.</p>"));
+        "<p>When you can, look the send key up in the partner's request log first. For a partner with a "
+        "lookup (a webhook's lookup, Postmark, SendGrid's Email Activity), <b>Check at partner</b> asks it "
+        "now; workers ask on their own once the partner's grace period has passed.</p>"));
     explanation->setObjectName(QStringLiteral("explanation"));
     explanation->setWordWrap(true);
     explanation->setTextFormat(Qt::RichText);
@@ -92,11 +94,17 @@ void InDoubtPage::buildUi()
     m_markDeliveredAction->setObjectName(QStringLiteral("markDelivered"));
     connect(m_resendAction, &QAction::triggered, this, [this] { confirmResolve(true); });
     connect(m_markDeliveredAction, &QAction::triggered, this, [this] { confirmResolve(false); });
+    m_checkAction = new QAction(tr("Check at partner now"), this);
+    m_checkAction->setObjectName(QStringLiteral("checkAtPartner"));
+    m_checkAction->setToolTip(tr("Ask the partner's lookup whether it has the message sent with each selected key: "
+                                 "found settles it delivered, with the partner's message id"));
+    connect(m_checkAction, &QAction::triggered, this, &InDoubtPage::checkAtPartner);
 
     m_countLabel = new QLabel;
     m_countLabel->setObjectName(QStringLiteral("count"));
     auto *bar = new QHBoxLayout;
     bar->addWidget(m_countLabel, 1);
+    bar->addWidget(actionButton(m_checkAction));
     bar->addWidget(actionButton(m_resendAction));
     bar->addWidget(actionButton(m_markDeliveredAction));
 
@@ -111,7 +119,7 @@ void InDoubtPage::buildUi()
     m_table->verticalHeader()->hide();
     m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 8);
     m_table->setContextMenuPolicy(Qt::ActionsContextMenu);
-    m_table->addActions({m_resendAction, m_markDeliveredAction});
+    m_table->addActions({m_checkAction, m_resendAction, m_markDeliveredAction});
     QHeaderView *header = m_table->horizontalHeader();
     header->setSectionsMovable(true);
     header->setHighlightSections(false);
@@ -125,6 +133,7 @@ void InDoubtPage::buildUi()
         m_table->setColumnWidth(InDoubtModel::Destination, 120);
         m_table->setColumnWidth(InDoubtModel::Since, time);
         m_table->setColumnWidth(InDoubtModel::Sends, 60);
+        m_table->setColumnWidth(InDoubtModel::Reconciliation, 320);
         m_table->sortByColumn(InDoubtModel::Since, Qt::AscendingOrder);
     } else {
         // The restored indicator alone does not sort the rows.
@@ -281,13 +290,29 @@ void InDoubtPage::resolve(const QList<QByteArray> &keys, bool resend, const QStr
 {
     if (!m_session || !m_pending.isEmpty())
         return;
-    m_pendingResend = resend;
+    m_decision = resend ? Decision::Resend : Decision::MarkDelivered;
     m_succeeded = 0;
     m_failures.clear();
     for (const QByteArray &key : keys)
         m_pending.insert(m_session->resolve(key, resend, reason), key);
     setStatus(resend ? tr("Queueing %1 again under the same key…").arg(remindersText(int(keys.size())))
                      : tr("Marking %1 delivered…").arg(remindersText(int(keys.size()))));
+    updateActions();
+}
+
+void InDoubtPage::checkAtPartner()
+{
+    const QList<QByteArray> keys = selectedKeys();
+    if (keys.isEmpty() || !m_session || !m_pending.isEmpty())
+        return;
+    m_decision = Decision::Check;
+    m_succeeded = 0;
+    m_failures.clear();
+    m_answers.clear();
+    const QString partnersFile = Settings().partnersFile();
+    for (const QByteArray &key : keys)
+        m_pending.insert(m_session->checkAtPartner(key, partnersFile), key);
+    setStatus(tr("Asking the partner about %1…").arg(remindersText(int(keys.size()))));
     updateActions();
 }
 
@@ -300,11 +325,16 @@ void InDoubtPage::onOperationFinished(quint64 token, bool ok, const QString &mes
         ++m_succeeded;
     else
         m_failures << QStringLiteral("%1: %2").arg(QString::fromLatin1(it.value()), message);
+    if (ok && m_decision == Decision::Check)
+        m_answers << QStringLiteral("%1: %2").arg(QString::fromLatin1(it.value()), message);
     m_pending.erase(it);
     if (!m_pending.isEmpty())
         return;
-    QString text = m_pendingResend ? tr("%1 queued again under the same key.").arg(remindersText(m_succeeded))
-                                   : tr("%1 marked delivered.").arg(remindersText(m_succeeded));
+    const bool resent = m_decision == Decision::Resend;
+    QString text = resent ? tr("%1 queued again under the same key.").arg(remindersText(m_succeeded))
+                   : m_decision == Decision::MarkDelivered
+                       ? tr("%1 marked delivered.").arg(remindersText(m_succeeded))
+                       : tr("The partner answered for %1. %2").arg(remindersText(m_succeeded), m_answers.join(QStringLiteral("; ")));
     if (!m_failures.isEmpty())
         text += QLatin1Char(' ') +
                 tr("%1 failed: %2")
@@ -312,7 +342,7 @@ void InDoubtPage::onOperationFinished(quint64 token, bool ok, const QString &mes
     setStatus(text, !m_failures.isEmpty());
     // Who sends it next is the store's to tell, the console's own worker or any other.
     m_resolvedText = text;
-    m_workersToken = m_pendingResend && m_succeeded > 0 ? m_session->loadWorkers() : 0;
+    m_workersToken = resent && m_succeeded > 0 ? m_session->loadWorkers() : 0;
     updateActions();
     m_loadPending = false;
     reload();
@@ -338,6 +368,7 @@ void InDoubtPage::updateActions()
     const QString readOnly = m_session ? m_session->readOnlyReason() : QString();
     enableUnlessReadOnly(m_resendAction, enabled, readOnly);
     enableUnlessReadOnly(m_markDeliveredAction, enabled, readOnly);
+    enableUnlessReadOnly(m_checkAction, enabled, readOnly);
 }
 
 void InDoubtPage::updateCounts()

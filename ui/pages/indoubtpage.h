@@ -42,6 +42,7 @@ private:
     QList<QByteArray> selectedKeys() const;
     void confirmResolve(bool resend);
     void resolve(const QList<QByteArray> &keys, bool resend, const QString &reason);
+    void checkAtPartner();
     void onOperationFinished(quint64 token, bool ok, const QString &message);
     void sayWhoSendsTheResent(const QList<once::WorkerRecord> &workers);
     void updateActions();
@@ -60,6 +61,7 @@ private:
     QLabel *m_statusLabel = nullptr;
     QAction *m_resendAction = nullptr;
     QAction *m_markDeliveredAction = nullptr;
+    QAction *m_checkAction = nullptr;
 
     quint64 m_loadToken = 0;
     bool m_loadPending = false;
@@ -67,9 +69,11 @@ private:
     QList<once::EventRow> m_arriving; // the pages of the load under way
     // The decision being carried out: one request per key, by token.
     QHash<quint64, QByteArray> m_pending;
-    bool m_pendingResend = false;
+    enum class Decision { Resend, MarkDelivered, Check };
+    Decision m_decision = Decision::Resend;
     int m_succeeded = 0;
     QStringList m_failures;
+    QStringList m_answers; // Check: what the partner said of each key
     // After a resend: the workers on the store, to say whether one is there to send it.
     quint64 m_workersToken = 0;
     QString m_resolvedText;

@@ -300,7 +300,7 @@ void WorkerPage::buildWorkersTable()
         m_workersView->setColumnWidth(WorkersModel::Pid,
                                       std::max(label(WorkersModel::Pid), text(QStringLiteral("4194304"))));
         m_workersView->setColumnWidth(WorkersModel::Status,
-                                      text(QStringLiteral("holding back")) + 20 + 12); // icon, indicator
+                                      text(QStringLiteral("holding back from sendgrid")) + 20 + 12); // icon, indicator
         m_workersView->setColumnWidth(WorkersModel::Started, text(QStringLiteral("0000-00-00 00:00:00")));
         for (const int column : {WorkersModel::Heartbeat, WorkersModel::Applied, WorkersModel::Duplicates,
                                  WorkersModel::Retries, WorkersModel::DeadLettered, WorkersModel::InFlight})

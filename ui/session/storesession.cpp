@@ -273,6 +273,15 @@ quint64 StoreSession::resolve(const QByteArray &sendKey, bool resend, const QStr
     return token;
 }
 
+quint64 StoreSession::checkAtPartner(const QByteArray &sendKey, const QString &partnersFile)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(
+        m_reader, [reader = m_reader, token, sendKey, partnersFile] { reader->checkAtPartner(token, sendKey, partnersFile); },
+        Qt::QueuedConnection);
+    return token;
+}
+
 quint64 StoreSession::setPartnerPolicy(const QString &partner, KeyHonouring honoursKey)
 {
     const quint64 token = nextToken();

@@ -94,6 +94,9 @@ public:
     quint64 discard(const QList<once::DeadLetter> &letters, const QString &detail,
                     const QString &reason = QString());
     quint64 resolve(const QByteArray &sendKey, bool resend, const QString &reason = QString());
+    // Asks the key's partner, as the partners file names it, whether it has the message
+    // (StoreReader::checkAtPartner); the answer comes as operationFinished().
+    quint64 checkAtPartner(const QByteArray &sendKey, const QString &partnersFile);
     // Records for every reader of the store whether a partner honours Idempotency-Key.
     quint64 setPartnerPolicy(const QString &partner, once::KeyHonouring honoursKey);
 
