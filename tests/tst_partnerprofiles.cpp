@@ -54,6 +54,8 @@ PartnerSettings settingsFor(const QString &id, const QUrl &base = QUrl(QStringLi
         partner.token.clear();
     } else if (id == QLatin1String("webhook")) {
         partner.url.setPath(QStringLiteral("/reminders"));
+    } else if (id == QLatin1String("mailgun")) {
+        partner.options.insert(QStringLiteral("domain"), QStringLiteral("mg.example.test"));
     }
     return partner;
 }
@@ -456,6 +458,11 @@ void TestPartnerProfiles::classifiesDocumentedAnswers_data()
     QTest::newRow("sendgrid bad key") << "sendgrid" << 401 << QByteArray(R"({"errors":[{"message":"The provided authorization grant is invalid, expired, or revoked","field":null,"help":null}]})") << none << K::CredentialsRefused << "credentials-refused" << QString() << qint64(-1);
     QTest::newRow("sendgrid bad address") << "sendgrid" << 400 << QByteArray(R"({"errors":[{"message":"Does not contain a valid address.","field":"personalizations.0.to.0.email","help":null}]})") << none << K::Permanent << "rejected" << QString() << qint64(-1);
 
+    QTest::newRow("mailgun queued") << "mailgun" << 200 << QByteArray(R"({"id":"<20261206100000.1@mg.example.test>","message":"Queued. Thank you."})") << none << K::Applied << QString() << "20261206100000.1@mg.example.test" << qint64(-1);
+    QTest::newRow("mailgun forbidden") << "mailgun" << 401 << QByteArray("Forbidden") << none << K::CredentialsRefused << "credentials-refused" << QString() << qint64(-1);
+    QTest::newRow("mailgun bad request") << "mailgun" << 400 << QByteArray(R"({"message":"to parameter is not a valid address. please check documentation"})") << none << K::Permanent << "rejected" << QString() << qint64(-1);
+    QTest::newRow("mailgun 500") << "mailgun" << 500 << QByteArray(R"({"message":"Internal"})") << none << K::Transient << "http-5xx" << QString() << qint64(-1);
+
     QTest::newRow("twilio created") << "twilio" << 201 << QByteArray(R"({"sid":"SM1f0e8ae6ade43cb3c0ce4525424e404f","status":"queued"})") << none << K::Applied << QString() << "SM1f0e8ae6ade43cb3c0ce4525424e404f" << qint64(-1);
     QTest::newRow("twilio invalid To") << "twilio" << 400 << QByteArray(R"({"code":21211,"message":"The 'To' number +1555 is not a valid phone number.","more_info":"https://www.twilio.com/docs/errors/21211","status":400})") << none << K::Permanent << "rejected" << QString() << qint64(-1);
     QTest::newRow("twilio too many requests") << "twilio" << 429 << QByteArray(R"({"code":20429,"message":"Too Many Requests","status":429})") << none << K::Transient << "rate-limited" << QString() << qint64(-1);
@@ -637,6 +644,7 @@ void TestPartnerProfiles::simulatorAcceptsEachProfile_data()
     QTest::newRow("resend") << "resend" << true << "00000000-";
     QTest::newRow("postmark") << "postmark" << false << "00000000-";
     QTest::newRow("sendgrid") << "sendgrid" << false << "sg";
+    QTest::newRow("mailgun") << "mailgun" << false << "sim.";
     QTest::newRow("twilio") << "twilio" << false << "SM";
     QTest::newRow("slack") << "slack" << false << "";
 }
@@ -674,7 +682,7 @@ void TestPartnerProfiles::simulatorAcceptsEachProfile()
 void TestPartnerProfiles::simulatorRefusesAWrongToken_data()
 {
     QTest::addColumn<QString>("profile");
-    for (const char *profile : {"webhook", "resend", "postmark", "sendgrid", "twilio", "slack"})
+    for (const char *profile : {"webhook", "resend", "postmark", "sendgrid", "mailgun", "twilio", "slack"})
         QTest::newRow(profile) << QString::fromLatin1(profile);
 }
 
@@ -881,7 +889,7 @@ void TestPartnerProfiles::simulatorRefusesAnUnknownProfile()
     const ProcessResult result = runner.run({QStringLiteral("partner-sim"), QStringLiteral("--port"), QStringLiteral("0"),
                                              QStringLiteral("--profile"), QStringLiteral("mailchimp")});
     QVERIFY2(result.exitedWith(2), result.describe().constData());
-    QVERIFY2(result.err.contains("--profile must be one of: webhook, resend, postmark, sendgrid, twilio, slack"),
+    QVERIFY2(result.err.contains("--profile must be one of: webhook, resend, postmark, sendgrid, mailgun, twilio, slack"),
              result.err.constData());
 }
 

@@ -472,7 +472,11 @@ void tst_PartnerSimulator::statsEffectsHealthAndUnknownPaths()
     // The counts once bench --partner-url reads from any partner: POSTs, and distinct keys applied.
     QCOMPARE(s.value(QLatin1String("posts")).toInteger(), 3);
     QCOMPARE(s.value(QLatin1String("keys")).toInteger(), 2);
-    QCOMPARE(s.size(), 9);
+    // Delivery events go out only with an events target (setEventsTarget).
+    QCOMPARE(s.value(QLatin1String("events_posted")).toInteger(), 0);
+    QCOMPARE(s.value(QLatin1String("events_accepted")).toInteger(), 0);
+    QCOMPARE(s.value(QLatin1String("events_refused")).toInteger(), 0);
+    QCOMPARE(s.size(), 12);
 
     const QJsonObject e = jsonOf(exchange(client, get(partner.port(), QStringLiteral("/effects"))));
     QCOMPARE(e.size(), 2);

@@ -312,7 +312,9 @@ QStringList TestStore::undoHistoryByKeysTime()
 
 QStringList TestStore::undoSinceSchema17()
 {
-    return {QStringLiteral("ALTER TABLE workers DROP COLUMN partners"),
+    return {QStringLiteral("DROP INDEX ledger_provider_request"),
+            QStringLiteral("DROP TABLE partner_events"),
+            QStringLiteral("ALTER TABLE workers DROP COLUMN partners"),
             QStringLiteral("ALTER TABLE workers DROP COLUMN failing_partner"),
             QStringLiteral("ALTER TABLE attempts DROP COLUMN partner_profile"),
             QStringLiteral("ALTER TABLE attempts DROP COLUMN partner"),

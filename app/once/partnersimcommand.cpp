@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include "http/pemfiles.h"
+#include "partners/partnersettings.h"
 #include "sim/partnersimulator.h"
 #include "sim/providerimitation.h"
 
@@ -59,6 +60,10 @@ int runPartnerSim(const QStringList &arguments)
         {QStringLiteral("key-window-ms"), QStringLiteral("How long an idempotency key is kept: a repeat after this is a new request (default: the provider's, Resend 24 h, the webhook forever; 0: forever)."), QStringLiteral("MS")},
         {QStringLiteral("hostile"), hostileHelp(), QStringLiteral("MODE"), QStringLiteral("none")},
         {QStringLiteral("hostile-count"), QStringLiteral("Misbehave only for the first N requests (0: for all)."), QStringLiteral("N"), QStringLiteral("0")},
+        {QStringLiteral("events-to"), QStringLiteral("After accepting a send, post the provider's delivery event for it to this URL (once serve's /v1/partners/NAME/events), signed as the provider signs."), QStringLiteral("URL")},
+        {QStringLiteral("events-secret"), QStringLiteral("What the events are signed with, as env:NAME or file:PATH: Resend's whsec_..., Postmark's USER:PASSWORD, SendGrid's private key (base64 DER), the webhook's secret; Twilio's is --token."), QStringLiteral("REF")},
+        {QStringLiteral("events-unsigned"), QStringLiteral("Post the events without a signature (a fault: the receiver must refuse them).")},
+        {QStringLiteral("bounce-every"), QStringLiteral("Every Nth accepted send bounces instead of being delivered (0: none)."), QStringLiteral("N"), QStringLiteral("0")},
         {QStringLiteral("tls-cert"), QStringLiteral("Serve HTTPS with this PEM certificate (and chain)."), QStringLiteral("FILE")},
         {QStringLiteral("tls-key"), QStringLiteral("The PEM private key of --tls-cert."), QStringLiteral("FILE")},
         {QStringLiteral("tls-client-ca"), QStringLiteral("Mutual TLS: serve only clients with a certificate these PEM CAs signed."), QStringLiteral("FILE")},
@@ -110,6 +115,31 @@ int runPartnerSim(const QStringList &arguments)
     simulator.setExpectedToken(parser.isSet(QStringLiteral("token")) ? parser.value(QStringLiteral("token")).toUtf8()
                                                                      : qgetenv("ONCE_SIM_TOKEN"));
     QString error;
+    if (parser.isSet(QStringLiteral("events-to"))) {
+        SimEventsTarget events;
+        events.url = QUrl(parser.value(QStringLiteral("events-to")), QUrl::StrictMode);
+        if (!events.url.isValid() || (events.url.scheme() != QLatin1String("http") && events.url.scheme() != QLatin1String("https")))
+            return command.usageError(QStringLiteral("--events-to must be an http:// or https:// URL"));
+        const auto bounceEvery = command.integer(QStringLiteral("bounce-every"), 0, 1LL << 30);
+        if (!bounceEvery)
+            return Usage;
+        events.bounceEvery = int(*bounceEvery);
+        events.sign = !parser.isSet(QStringLiteral("events-unsigned"));
+        if (provider == QLatin1String("twilio")) {
+            events.secret = parser.isSet(QStringLiteral("token")) ? parser.value(QStringLiteral("token")).toUtf8()
+                                                                  : qgetenv("ONCE_SIM_TOKEN");
+        } else if (parser.isSet(QStringLiteral("events-secret"))) {
+            const auto secret = resolveSecretReference(parser.value(QStringLiteral("events-secret")), &error);
+            if (!secret)
+                return command.usageError(QStringLiteral("--events-secret: ") + error);
+            events.secret = *secret;
+        }
+        if (events.sign && events.secret.isEmpty())
+            return command.usageError(provider == QLatin1String("twilio")
+                                          ? QStringLiteral("--events-to for twilio signs with the auth token: give --token or ONCE_SIM_TOKEN")
+                                          : QStringLiteral("--events-to needs --events-secret (or --events-unsigned)"));
+        simulator.setEventsTarget(events);
+    }
     const bool tls = parser.isSet(QStringLiteral("tls-cert")) || parser.isSet(QStringLiteral("tls-key"))
                      || parser.isSet(QStringLiteral("tls-client-ca"));
     if (tls) {

@@ -3,6 +3,7 @@
 
 #include "http/listenaddress.h"
 #include "http/pemfiles.h"
+#include "partners/partnersettings.h"
 #include "serve/apitokens.h"
 #include "serve/queueserver.h"
 #include "serve/queueservice.h"
@@ -53,6 +54,11 @@ int runServe(const QStringList &arguments)
         {QStringLiteral("store-timeout"),
          QStringLiteral("Seconds a request waits for the store before it is answered 503 with Retry-After."),
          QStringLiteral("SECONDS"), QStringLiteral("10")},
+        {QStringLiteral("partners"),
+         QStringLiteral("The partners file (as once worker reads it, else $ONCE_PARTNERS): their providers' delivery "
+                        "events are taken at POST /v1/partners/NAME/events, each checked by its provider's signature "
+                        "(docs/partners.md, \"Delivery events\")."),
+         QStringLiteral("FILE")},
         {QStringLiteral("max-receives"),
          QStringLiteral("A message consumed this many times without an ack goes to the dead letters instead of "
                         "being handed out again, as a managed queue's redrive policy (0: no limit)."),
@@ -78,6 +84,15 @@ int runServe(const QStringList &arguments)
     options.limits.storeTimeoutMs = int(*storeTimeout) * 1000;
     options.limits.readinessTimeoutMs = std::min(options.limits.storeTimeoutMs, 2000);
     options.allowedHosts = parser.values(QStringLiteral("allowed-host"));
+    // A systemd unit's environment file names it as the worker's does.
+    const QString partnersFile = parser.isSet(QStringLiteral("partners")) ? parser.value(QStringLiteral("partners"))
+                                                                          : qEnvironmentVariable("ONCE_PARTNERS");
+    if (!partnersFile.isEmpty()) {
+        const auto partners = readPartnersFile(partnersFile, &error);
+        if (!partners)
+            return command.usageError(error);
+        options.partners = *partners;
+    }
     const QString queueName = parser.value(QStringLiteral("queue-name"));
     if (queueName.isEmpty())
         return command.usageError(QStringLiteral("--queue-name must not be empty"));

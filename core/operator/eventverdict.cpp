@@ -44,6 +44,9 @@ struct Calls
     qint64 lastSendAtMs = 0;
     bool markedDelivered = false;
     QString discardedBy; // the last operator decision, when it was to discard
+    // What the provider's delivery events said afterwards (once serve's events endpoint).
+    qint64 providerDeliveredAtMs = 0;
+    QString providerRefused; // the last bounce or failure, as its history row tells it
 
     int failed() const { return received - accepted - unanswered; }
     int total() const { return received + diedUnrecorded; }
@@ -103,6 +106,11 @@ Calls callsOf(const QList<Attempt> &attempts)
                 lastClaimAtMs = a.atMs;
         } else if (a.step == QLatin1String("operator") && a.outcome == QLatin1String("marked-delivered")) {
             calls.markedDelivered = true;
+        } else if (a.step == QLatin1String("partner-event")) {
+            if (a.outcome == QLatin1String("delivered"))
+                calls.providerDeliveredAtMs = a.atMs;
+            else if (a.outcome == QLatin1String("bounced") || a.outcome == QLatin1String("failed"))
+                calls.providerRefused = a.error;
         }
     }
     std::sort(calls.effectTimes.begin(), calls.effectTimes.end());
@@ -283,6 +291,13 @@ Verdict eventVerdict(const EventRow &event, const QList<Attempt> &attempts, Verd
             verdict.kind = Verdict::Kind::Delivered;
             verdict.text = tr("Delivered once, on an operator's word (marked delivered; %1)").arg(suppressed);
             verdict.customerText = tr("Our team confirmed with our partner that this was delivered once.");
+        } else if (calls.accepted == 0 && calls.providerDeliveredAtMs > 0 && calls.possibleEffects() <= 1) {
+            verdict.kind = Verdict::Kind::Delivered;
+            verdict.text = tr("Delivered once, on the provider's word: its delivery event at %1 settled the send that "
+                              "had no answer (%2)")
+                               .arg(clock.full(calls.providerDeliveredAtMs), suppressed);
+            verdict.customerText = tr("We sent this once; our partner reported it delivered at %1.")
+                                       .arg(clock.spoken(calls.providerDeliveredAtMs));
         } else if (calls.possibleEffects() > 1) {
             verdict = severalEffectsVerdict(event, calls, fromQueue, clock);
         } else if (calls.total() > 1) {
@@ -300,6 +315,12 @@ Verdict eventVerdict(const EventRow &event, const QList<Attempt> &attempts, Verd
             const QString call = calls.accepted == 1 ? tr("1 partner call accepted") : tr("recorded as applied");
             verdict.text = tr("Delivered once (%1; %2)").arg(call, suppressed);
             verdict.customerText = confirmed;
+        }
+        // Accepted is not arrived: what the provider reported afterwards is told, and
+        // changes nothing of the once.
+        if (!calls.providerRefused.isEmpty()) {
+            verdict.text += tr("; afterwards the provider reported: %1").arg(calls.providerRefused);
+            verdict.customerText += tr(" It then reported that it could not be delivered.");
         }
     } else if (event.state == EventState::Queued) {
         verdict.kind = Verdict::Kind::Pending;

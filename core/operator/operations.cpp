@@ -1,5 +1,6 @@
 #include "operator/operations.h"
 
+#include "partners/partnerprofile.h"
 #include "queues/brokerqueue.h"
 #include "store/database.h"
 #include "store/sqlledger.h"
@@ -416,6 +417,124 @@ bool Operations::recordLookup(const QByteArray &sendKey, const QString &partner,
     if (!m_ledger.insertAttempts({note}, error))
         return false;
     return transaction.commit(error);
+}
+
+std::optional<QByteArray> Operations::keyOfEvent(const PartnerEvent &event, QString *error)
+{
+    const QByteArray &carried = event.carriedKey;
+    if (!carried.isEmpty() && !carried.startsWith("once-sha256-")) {
+        auto &select = m_db.prepared(QStringLiteral("SELECT 1 FROM ledger WHERE send_key = ?"));
+        select.addBindValue(QString::fromLatin1(carried));
+        if (!m_db.exec(select, error))
+            return std::nullopt;
+        const bool found = select.next();
+        select.finish();
+        if (found)
+            return carried;
+    }
+    if (!event.providerMessageId.isEmpty()) {
+        auto &select = m_db.prepared(QStringLiteral("SELECT send_key FROM ledger WHERE provider_request_id = ? LIMIT 1"));
+        select.addBindValue(event.providerMessageId);
+        if (!m_db.exec(select, error))
+            return std::nullopt;
+        const QByteArray key = select.next() ? select.value(0).toString().toLatin1() : QByteArray();
+        select.finish();
+        if (!key.isEmpty())
+            return key;
+    }
+    if (carried.startsWith("once-sha256-")) {
+        // A digest names a key too long (or, for Resend, of characters a tag cannot hold)
+        // for the provider's field. A key settled applied carries the provider's id, found
+        // above; one without an answer yet is among the few not applied.
+        auto &select = m_db.prepared(QStringLiteral("SELECT send_key FROM ledger WHERE state IN ('claimed', 'retrying', 'in_doubt', 'dead')"));
+        if (!m_db.exec(select, error))
+            return std::nullopt;
+        QByteArray found;
+        while (found.isEmpty() && select.next()) {
+            const QByteArray key = select.value(0).toString().toLatin1();
+            if (keyWithin(key, 0) == carried)
+                found = key;
+        }
+        select.finish();
+        return found;
+    }
+    return QByteArray();
+}
+
+std::optional<PartnerEventRecord> Operations::recordPartnerEvent(const PartnerEvent &event, const QString &partner,
+                                                                 const QString &profile, const QString &providerName,
+                                                                 QString *error)
+{
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return std::nullopt;
+    PartnerEventRecord record;
+    const auto key = keyOfEvent(event, error);
+    if (!key)
+        return std::nullopt;
+    if (key->isEmpty())
+        return record; // unknown: rolled back, nothing written
+    record.sendKey = *key;
+    const QString kind = partnerEventKindName(event.kind);
+    const qint64 now = nowMs();
+    auto &remember = m_db.prepared(QStringLiteral(
+        "INSERT INTO partner_events (partner, event_id, send_key, kind, received_at) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (partner, event_id) DO NOTHING"));
+    remember.addBindValue(partner);
+    remember.addBindValue(event.eventId);
+    remember.addBindValue(QString::fromLatin1(*key));
+    remember.addBindValue(kind);
+    remember.addBindValue(now);
+    if (!m_db.exec(remember, error))
+        return std::nullopt;
+    bool seen = remember.numRowsAffected() != 1;
+    if (!seen && !event.signatureId.isEmpty()) {
+        // Rolled back with the event's own row when the signature was used before.
+        remember.addBindValue(partner);
+        remember.addBindValue(QString(QStringLiteral("signature:") + event.signatureId));
+        remember.addBindValue(QString::fromLatin1(*key));
+        remember.addBindValue(kind);
+        remember.addBindValue(now);
+        if (!m_db.exec(remember, error))
+            return std::nullopt;
+        seen = remember.numRowsAffected() != 1;
+    }
+    if (seen) {
+        record.outcome = PartnerEventRecord::Outcome::Duplicate;
+        return record;
+    }
+    // Locked on PostgreSQL until the commit, so that the state read is the one settled.
+    auto &select = m_db.prepared(m_db.isPostgres()
+                                     ? QStringLiteral("SELECT state, event_id FROM ledger WHERE send_key = ? FOR UPDATE")
+                                     : QStringLiteral("SELECT state, event_id FROM ledger WHERE send_key = ?"));
+    select.addBindValue(QString::fromLatin1(*key));
+    if (!m_db.exec(select, error))
+        return std::nullopt;
+    const bool exists = select.next();
+    const QString state = exists ? select.value(0).toString() : QString();
+    const QString eventId = exists ? select.value(1).toString() : QString();
+    select.finish();
+    const qint64 at = event.atMs > 0 ? event.atMs : now;
+    QString text = QStringLiteral("%1 at %2 (%3) at %4").arg(kind, providerName, partner, formatTime(at));
+    if (!event.providerKind.isEmpty() && event.providerKind != kind)
+        text += QStringLiteral(": %1").arg(event.providerKind);
+    if (!event.detail.isEmpty())
+        text += QStringLiteral(" (%1)").arg(event.detail);
+    // The provider has the message: as a late 2xx, whatever became of the key since.
+    if (event.kind == PartnerEvent::Kind::Delivered && state != LedgerState::Applied) {
+        if (!settleApplied(*key, now, event.providerMessageId, error))
+            return std::nullopt;
+        record.settled = true;
+        text += QStringLiteral("; settled applied (it was %1)").arg(state == LedgerState::InDoubt ? QStringLiteral("in doubt") : state);
+    }
+    Attempt note{*key, eventId, {}, 0, QStringLiteral("once serve"), now, QStringLiteral("partner-event"), kind, 0, -1,
+                 event.providerKind, text, event.providerMessageId, 0};
+    note.partner = partner;
+    note.partnerProfile = profile;
+    if (!m_ledger.insertAttempts({note}, error) || !transaction.commit(error))
+        return std::nullopt;
+    record.outcome = PartnerEventRecord::Outcome::Recorded;
+    return record;
 }
 
 bool Operations::setPartnerPolicy(const QString &partner, KeyHonouring honoursKey, QString *error)

@@ -2,6 +2,7 @@
 
 #include "delivery/partnersender.h"
 #include "operator/inspector.h"
+#include "partners/partnerevents.h"
 
 #include <QString>
 
@@ -43,6 +44,19 @@ struct AuditAction
     QString detail;
     int ratePerSecond = 0; // a redrive's pace; 0: none
     QString reason;
+};
+
+// What became of one delivery event from a provider.
+struct PartnerEventRecord
+{
+    enum class Outcome {
+        Recorded,   // in the key's history
+        Duplicate,  // the provider's retry of an event recorded before: nothing changed
+        UnknownKey, // no key of the ledger: nothing changed
+    };
+    Outcome outcome = Outcome::UnknownKey;
+    QByteArray sendKey;
+    bool settled = false; // a delivered event settled the key applied
 };
 
 // Operator decisions: redrive and discard dead letters, resolve in-doubt events. Each
@@ -91,6 +105,15 @@ public:
     bool recordLookup(const QByteArray &sendKey, const QString &partner, const QString &profile,
                       const LookupResult &lookup, QString *error);
 
+    // A provider's delivery event (once serve's events endpoint) in its key's history
+    // (step "partner-event", the kind as outcome), once per partner and provider event id.
+    // The key is the one the send carried, else found by the provider's message id. A
+    // delivered event settles a key not yet applied (in doubt above all) as a late 2xx
+    // would; a bounce or failure never unsettles an applied key: the history tells it.
+    std::optional<PartnerEventRecord> recordPartnerEvent(const PartnerEvent &event, const QString &partner,
+                                                         const QString &profile, const QString &providerName,
+                                                         QString *error);
+
     // Records whether a partner (named as partnerName() names it) honours Idempotency-Key;
     // Unknown forgets what was recorded.
     bool setPartnerPolicy(const QString &partner, KeyHonouring honoursKey, QString *error);
@@ -104,6 +127,8 @@ private:
     std::optional<QByteArray> inDoubtPayload(const QByteArray &sendKey, QString *error);
     bool settleApplied(const QByteArray &sendKey, qint64 atMs, const QString &providerId, QString *error);
     bool refuseIfAnswered2xx(const QByteArray &sendKey, QString *error);
+    // The ledger's key an event names, or an empty array; inside the caller's transaction.
+    std::optional<QByteArray> keyOfEvent(const PartnerEvent &event, QString *error);
     // The history rows of an audited action on these letters (those with a key), and the
     // count added to its audit row; inside the caller's transaction.
     bool recordOnLetters(const QList<DeadLetter> &letters, const QString &outcome, qint64 auditId, QString *error);

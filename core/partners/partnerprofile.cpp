@@ -111,6 +111,11 @@ LookupResult PartnerProfile::readLookup(const HttpResult &result, const QByteArr
     return lookup;
 }
 
+EventsReading PartnerProfile::readEvents(const PartnerSettings &, const IncomingEvents &) const
+{
+    return EventsReading::refused(QStringLiteral("the %1 profile takes no delivery events").arg(QString(id())));
+}
+
 std::unique_ptr<PartnerSender> PartnerProfile::createSender(const PartnerSettings &partner, int maxConnections,
                                                             int timeoutMs, QObject *parent) const
 {

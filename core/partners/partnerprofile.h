@@ -3,6 +3,7 @@
 #include "delivery/partnersender.h"
 #include "http/httpmessage.h"
 #include "model/partnerpolicy.h"
+#include "partners/partnerevents.h"
 #include "partners/partnersettings.h"
 
 #include <QLatin1StringView>
@@ -53,6 +54,9 @@ public:
     // The keys a partners file may give this profile beyond the common ones (url, token,
     // from, ...); they reach the profile in PartnerSettings::options.
     virtual QStringList optionNames() const { return {}; }
+    // Those of optionNames() that are secrets: written as "env:NAME" or "file:PATH" only,
+    // resolved into PartnerSettings::secretOptions and redacted as the token is.
+    virtual QStringList secretOptionNames() const { return {}; }
     // What the partner's settings lack for this profile, one line, or an empty string.
     virtual QString settingsProblem(const PartnerSettings &partner) const;
 
@@ -69,6 +73,13 @@ public:
                                     const SecretRedactor &redactor) const;
     // How long after a send the provider's search can be trusted to show it.
     virtual qint64 lookupGraceMs() const { return 60 * 1000; }
+
+    // Delivery events (`once serve`, POST /v1/partners/NAME/events; docs/partners.md,
+    // "Delivery events"): what the provider's webhook request says, its signature checked
+    // the way the provider documents it. Unsigned, signed with another secret, changed
+    // after signing or stale: Unauthorized, and nothing of it is read. By default a
+    // profile takes no events.
+    virtual EventsReading readEvents(const PartnerSettings &partner, const IncomingEvents &request) const;
 
     // Where it sends, for logs, the UI and the store, without anything secret.
     virtual QString displayUrl(const PartnerSettings &partner) const;

@@ -1,6 +1,7 @@
 // The registry of partner profiles: one line per profile in profiles/.
 #include "partners/partnerprofile.h"
 
+#include "partners/profiles/mailgunprofile.h"
 #include "partners/profiles/postmarkprofile.h"
 #include "partners/profiles/resendprofile.h"
 #include "partners/profiles/sendgridprofile.h"
@@ -18,6 +19,7 @@ const QList<const PartnerProfile *> &partnerProfiles()
         &resendProfile(),
         &postmarkProfile(),
         &sendgridProfile(),
+        &mailgunProfile(),
         &twilioProfile(),
         &slackProfile(),
         &smtpProfile(),

@@ -127,6 +127,18 @@ std::optional<PartnerSettings> readPartner(const QString &name, const QJsonValue
             *error = QStringLiteral("\"%1\" is not a setting of the %2 profile").arg(it.key(), partner.profile);
             return std::nullopt;
         }
+        if (profile->secretOptionNames().contains(it.key())) {
+            QString secretError;
+            const auto secret = it.value().isString() ? resolveSecretReference(it.value().toString(), &secretError)
+                                                      : std::optional<QByteArray>();
+            if (!secret) {
+                *error = QStringLiteral("\"%1\": %2").arg(it.key(), it.value().isString() ? secretError
+                                                                  : QStringLiteral("must be \"env:NAME\" or \"file:PATH\""));
+                return std::nullopt;
+            }
+            partner.secretOptions.insert(it.key(), *secret);
+            continue;
+        }
         partner.options.insert(it.key(), it.value());
     }
     if (const QString problem = profile->settingsProblem(partner); !problem.isEmpty()) {
@@ -142,6 +154,8 @@ QList<QByteArray> PartnerSettings::secrets() const
     QList<QByteArray> secrets;
     if (!token.isEmpty())
         secrets.append(token);
+    for (const QByteArray &secret : secretOptions)
+        secrets.append(secret);
     if (const PartnerProfile *found = partnerProfile(profile))
         secrets.append(found->urlSecrets(*this));
     return secrets;

@@ -31,6 +31,9 @@ struct PartnerSettings
     int maxAttempts = 0;       // sends before a reminder is dead-lettered; 0: the worker's
     qint64 lookupGraceMs = -1; // how long after an in-doubt send a lookup can be trusted; -1: the profile's
     QJsonObject options;       // what only one profile reads (Postmark's message_stream, ...)
+    // The profile's secret options (secretOptionNames()), resolved: a delivery webhook's
+    // signing secret or password.
+    QHash<QString, QByteArray> secretOptions;
     PartnerTls tls;
 
     // The secrets to redact from anything the partner says back.

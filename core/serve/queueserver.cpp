@@ -2,6 +2,7 @@
 
 #include "store/database.h"
 #include "operator/operations.h"
+#include "partners/partnerprofile.h"
 #include "model/reminder.h"
 #include "text/strictjson.h"
 #include "text/quotedtext.h"
@@ -64,14 +65,37 @@ struct QueueServer::Route
     std::optional<ApiPermission> permission;
     Handler handler;
     qsizetype maxBodyBytes = MaxRequestBytes;
+    // A provider's delivery webhook: signed by the provider (its profile checks how), in
+    // the provider's own content type (Twilio posts a form).
+    bool providerSigned = false;
 };
+
+namespace {
+
+// POST /v1/partners/NAME/events: every partner's events share one row of the table.
+constexpr QByteArrayView EventsPathStart = "/v1/partners/";
+constexpr QByteArrayView EventsPathEnd = "/events";
+constexpr QByteArrayView EventsRoute = "/v1/partners/{name}/events";
+
+// The partner's name in an events path (percent-decoded), or an empty array.
+QByteArray eventsPathName(const QByteArray &path)
+{
+    if (!path.startsWith(EventsPathStart) || !path.endsWith(EventsPathEnd)
+        || path.size() <= EventsPathStart.size() + EventsPathEnd.size())
+        return {};
+    const QByteArray name = path.mid(EventsPathStart.size(), path.size() - EventsPathStart.size() - EventsPathEnd.size());
+    return name.contains('/') ? QByteArray() : QByteArray::fromPercentEncoding(name);
+}
+
+} // namespace
 
 std::pair<const QueueServer::Route *, bool> QueueServer::findRoute(const HttpHead &head)
 {
     const QByteArray method = head.method == "HEAD" ? QByteArrayLiteral("GET") : head.method;
+    const QByteArray path = eventsPathName(head.path).isEmpty() ? head.path : EventsRoute.toByteArray();
     bool pathKnown = false;
     for (const auto &candidate : routes()) {
-        if (candidate.path != head.path)
+        if (candidate.path != path)
             continue;
         pathKnown = true;
         if (candidate.method == method)
@@ -97,6 +121,8 @@ const QList<QueueServer::Route> &QueueServer::routes()
         {"GET", "/v1/queue/dead_letters", ApiPermission::Read, &QueueServer::deadLetters, 0},
         {"POST", "/v1/queue/dlq/redrive", ApiPermission::Operate, &QueueServer::redrive},
         {"POST", "/v1/queue/dlq/discard", ApiPermission::Operate, &QueueServer::discard},
+        // No bearer token: a provider cannot send ours. Its own signature stands in.
+        {"POST", EventsRoute.toByteArray(), std::nullopt, &QueueServer::partnerEvents, MaxRequestBytes, true},
     };
     return table;
 }
@@ -444,8 +470,12 @@ HttpServer::Admission QueueServer::admit(const HttpHead &head)
                                                                 .arg(wait)),
                           wait);
     }
+    if (route->providerSigned && !eventsPartner(head.path))
+        return refuse(apiError(ApiFailure::NotFound,
+                               QStringLiteral("no partner %1 takes delivery events here (once serve --partners)")
+                                   .arg(quotedForError(QString::fromUtf8(eventsPathName(head.path))))));
     // A text/plain or form POST is what a page may send anywhere without asking first.
-    if (route->method == "POST" && !isJsonContentType(head.header("Content-Type")))
+    if (route->method == "POST" && !route->providerSigned && !isJsonContentType(head.header("Content-Type")))
         return refuse(apiError(ApiFailure::UnsupportedMediaType, QStringLiteral("send Content-Type: application/json")));
     bool lengthGiven = false;
     const qint64 length = head.header("Content-Length").toLongLong(&lengthGiven);
@@ -994,6 +1024,35 @@ std::optional<RedriveRequest> QueueServer::redriveRequest(const ExchangePtr &exc
     redrive.reason = reasonText;
     redrive.actor = exchange->tokenName.isEmpty() ? QStringLiteral("once serve (no tokens)") : exchange->tokenName;
     return redrive;
+}
+
+const PartnerSettings *QueueServer::eventsPartner(const QByteArray &path) const
+{
+    const QByteArray name = eventsPathName(path);
+    return name.isEmpty() ? nullptr : m_options.partners.find(QString::fromUtf8(name));
+}
+
+void QueueServer::partnerEvents(const ExchangePtr &exchange, const Request &request)
+{
+    const PartnerSettings *partner = eventsPartner(request.head.path);
+    const PartnerProfile *profile = partner ? partnerProfile(partner->profile) : nullptr;
+    if (!partner || !profile)
+        return fail(exchange, apiError(ApiFailure::NotFound, QStringLiteral("no such partner")));
+    // The signature first, on this thread: nothing unsigned reaches the store.
+    const EventsReading reading = profile->readEvents(*partner, IncomingEvents{request.head, request.body, nowMs()});
+    switch (reading.status) {
+    case EventsReading::Status::Unauthorized:
+        qCWarning(lcServe, "partner %s: delivery events refused: %s", qPrintable(partner->name), qPrintable(reading.error));
+        return fail(exchange, apiError(ApiFailure::Unauthorized, reading.error));
+    case EventsReading::Status::Malformed:
+        return fail(exchange, badField(QStringLiteral("body"), reading.error));
+    case EventsReading::Status::Accepted:
+        break;
+    }
+    answerFromStore(exchange, [events = reading.events, name = partner->name, id = QString(profile->id()),
+                               provider = profile->name()](QueueService &service) {
+        return service.partnerEvents(events, name, id, provider);
+    });
 }
 
 void QueueServer::runRedrive(const ExchangePtr &exchange, const RedriveRequest &redrive)

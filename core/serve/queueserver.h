@@ -1,6 +1,7 @@
 #pragma once
 
 #include "http/httpserver.h"
+#include "partners/partnersettings.h"
 #include "serve/apitokens.h"
 #include "serve/queueservice.h"
 
@@ -52,6 +53,10 @@ public:
         // address's own; a server on loopback also takes "localhost". Empty on a
         // non-loopback address: any host.
         QStringList allowedHosts;
+        // The partners whose delivery events this server takes (POST
+        // /v1/partners/NAME/events), each checked by its profile's signature; none: no
+        // events are taken.
+        PartnersConfig partners;
     };
 
     // service lives on another thread; tokens: none to serve loopback without auth.
@@ -120,6 +125,9 @@ private:
     void deadLetters(const ExchangePtr &exchange, const Request &request);
     void redrive(const ExchangePtr &exchange, const Request &request);
     void discard(const ExchangePtr &exchange, const Request &request);
+    void partnerEvents(const ExchangePtr &exchange, const Request &request);
+    // The partner a /v1/partners/NAME/events path names, or nullptr.
+    const PartnerSettings *eventsPartner(const QByteArray &path) const;
     // The body of a redrive or discard, validated; nullopt when it was answered already.
     std::optional<RedriveRequest> redriveRequest(const ExchangePtr &exchange, const Request &request);
     void runRedrive(const ExchangePtr &exchange, const RedriveRequest &redrive);

@@ -10,6 +10,7 @@
 #include <QJsonDocument>
 #include <QLoggingCategory>
 #include <QTimer>
+#include <QUrl>
 #include <QVariant>
 
 #include <QCryptographicHash>
@@ -596,6 +597,47 @@ void QueueService::redriveBatch(std::shared_ptr<RedriveRun> run)
     if (run->request.ratePerSecond > 0)
         wait = std::max<qint64>(0, run->next * 1000 / run->request.ratePerSecond - run->clock.elapsed());
     QTimer::singleShot(wait, this, [this, run] { redriveBatch(run); });
+}
+
+ApiReply QueueService::partnerEvents(const QList<PartnerEvent> &events, const QString &partner,
+                                     const QString &profile, const QString &providerName)
+{
+    if (const auto moved = storeMoved())
+        return ApiReply::failed(*moved);
+    Operations operations(m_store->database(), m_store->queue(), m_store->ledger(), QStringLiteral("once serve"));
+    int recorded = 0;
+    int duplicates = 0;
+    int unknown = 0;
+    int settled = 0;
+    for (const PartnerEvent &event : events) {
+        QString error;
+        const auto record = operations.recordPartnerEvent(event, partner, profile, providerName, &error);
+        if (!record)
+            return ApiReply::failed(storeError(error));
+        switch (record->outcome) {
+        case PartnerEventRecord::Outcome::Recorded:
+            ++recorded;
+            settled += record->settled ? 1 : 0;
+            break;
+        case PartnerEventRecord::Outcome::Duplicate:
+            ++duplicates;
+            break;
+        case PartnerEventRecord::Outcome::UnknownKey:
+            ++unknown;
+            // Percent-encoded: the key and ids are the provider's text, never a raw control byte in the log.
+            qCInfo(lcQueueService, "partner %s: a %s event %s for no key of this ledger (key %s, message %s); "
+                                   "acknowledged, nothing changed",
+                   qPrintable(partner), qPrintable(partnerEventKindName(event.kind)),
+                   QUrl::toPercentEncoding(event.eventId.left(100)).constData(),
+                   event.carriedKey.isEmpty() ? "-" : QUrl::toPercentEncoding(QString::fromUtf8(event.carriedKey.left(100))).constData(),
+                   event.providerMessageId.isEmpty() ? "-" : QUrl::toPercentEncoding(event.providerMessageId.left(100)).constData());
+            break;
+        }
+    }
+    return ApiReply::ok({{QStringLiteral("recorded"), recorded},
+                         {QStringLiteral("duplicates"), duplicates},
+                         {QStringLiteral("unknown"), unknown},
+                         {QStringLiteral("settled"), settled}});
 }
 
 ApiReply QueueService::readiness()

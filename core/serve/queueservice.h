@@ -2,6 +2,7 @@
 
 #include "serve/apierror.h"
 #include "operator/inspector.h"
+#include "partners/partnerevents.h"
 #include "queues/messagequeue.h"
 
 #include <QJsonObject>
@@ -141,6 +142,12 @@ public:
     // (never a sleep) so the other requests go on meanwhile.
     void redrive(const RedriveRequest &request, std::function<void(const ApiReply &)> done);
     ApiReply readiness();
+    // A provider's delivery events, their signature checked already (QueueServer): each
+    // recorded once in its key's history (Operations::recordPartnerEvent). An event for a
+    // key the ledger does not know is answered 200 too, so that the provider does not
+    // retry it for days, and logged.
+    ApiReply partnerEvents(const QList<PartnerEvent> &events, const QString &partner, const QString &profile,
+                           const QString &providerName);
     // The store-wide Prometheus exposition (core/monitoring), as `once stats` reads it.
     ApiReply metrics();
 

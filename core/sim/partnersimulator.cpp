@@ -3,11 +3,15 @@
 #include "http/httpsyntax.h"
 #include "sim/providerimitation.h"
 
+#include <QDateTime>
 #include <QElapsedTimer>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QJsonParseError>
 #include <QLoggingCategory>
+#include <QNetworkAccessManager>
+#include <QNetworkReply>
+#include <QNetworkRequest>
 #include <QPointer>
 #include <QRandomGenerator>
 #include <QSslServer>
@@ -171,7 +175,36 @@ struct PartnerSimulator::Private
     bool outageStarted = false;
     QElapsedTimer outageClock;
     QElapsedTimer clock; // since the simulator was made: when each key was first seen
+    SimEventsTarget eventsTarget;
+    QNetworkAccessManager *events = nullptr; // made when a target is set
+    void postEvent(const QByteArray &n, const SimRequest &request);
 };
+
+void PartnerSimulator::Private::postEvent(const QByteArray &n, const SimRequest &request)
+{
+    const bool bounce = eventsTarget.bounceEvery > 0 && n.toLongLong() % eventsTarget.bounceEvery == 0;
+    auto event = imitation->deliveryEvent(n, request, bounce, QDateTime::currentMSecsSinceEpoch());
+    if (!event)
+        return;
+    QUrl url = eventsTarget.url;
+    if (!event->query.isEmpty())
+        url.setQuery(QString::fromUtf8(event->query), QUrl::StrictMode);
+    if (eventsTarget.sign)
+        imitation->signEvent(*event, url.toEncoded(), eventsTarget.secret, QDateTime::currentMSecsSinceEpoch());
+    QNetworkRequest post(url);
+    post.setHeader(QNetworkRequest::ContentTypeHeader, event->contentType);
+    for (const auto &[name, value] : std::as_const(event->headers))
+        post.setRawHeader(name, value);
+    ++q->m_stats.eventsPosted;
+    QNetworkReply *reply = events->post(post, event->body);
+    QObject::connect(reply, &QNetworkReply::finished, q, [this, reply] {
+        const int status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
+        ++(status >= 200 && status < 300 ? q->m_stats.eventsAccepted : q->m_stats.eventsRefused);
+        if (status < 200 || status >= 300)
+            qCWarning(lcPartner) << "the events URL answered" << status << reply->readAll().left(300);
+        reply->deleteLater();
+    });
+}
 
 bool PartnerSimulator::Private::hit(double rate)
 {
@@ -521,6 +554,8 @@ void PartnerSimulator::Private::accept(const ConnectionPtr &conn, const SimSend 
         messageByKey.insert(effectKey, n);
     }
     const SimAnswer accepted = imitation->accepted(n, request);
+    if (events)
+        postEvent(n, request);
     if (keyed) {
         if (KeyRecord *record = records.find(send.idempotencyKey)) {
             record->inProgress = false;
@@ -610,6 +645,9 @@ QByteArray PartnerSimulator::Private::statsJson() const
     o.insert(QLatin1String("dropped"), s.dropped);
     o.insert(QLatin1String("peak_held"), s.peakHeld);
     o.insert(QLatin1String("hostile"), s.hostile);
+    o.insert(QLatin1String("events_posted"), s.eventsPosted);
+    o.insert(QLatin1String("events_accepted"), s.eventsAccepted);
+    o.insert(QLatin1String("events_refused"), s.eventsRefused);
     // The two counts once bench --partner-url reads from any partner that offers them.
     o.insert(QLatin1String("posts"), s.requests);
     o.insert(QLatin1String("keys"), qint64(q->m_effectsByKey.size()));
@@ -690,6 +728,13 @@ QString PartnerSimulator::provider() const
 void PartnerSimulator::setExpectedToken(const QByteArray &token)
 {
     d->token = token;
+}
+
+void PartnerSimulator::setEventsTarget(const SimEventsTarget &target)
+{
+    d->eventsTarget = target;
+    if (target.url.isValid() && !target.url.isEmpty() && !d->events)
+        d->events = new QNetworkAccessManager(this);
 }
 
 void PartnerSimulator::setProfile(const PartnerFaults &profile)

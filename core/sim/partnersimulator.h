@@ -6,6 +6,7 @@
 #include <QHash>
 #include <QHostAddress>
 #include <QObject>
+#include <QUrl>
 
 #include <memory>
 
@@ -35,6 +36,16 @@ struct PartnerFaults
     int hostileCount = 0;                    // ...for the first N requests to /reminders (0: for all)
 };
 
+// Where the simulated provider posts delivery events after it accepts a send, as the real
+// one calls the sender's webhook (docs/partners.md, "Delivery events").
+struct SimEventsTarget
+{
+    QUrl url;              // empty: no events
+    QByteArray secret;     // as the sender's partners file holds it (see ProviderImitation::signEvent)
+    bool sign = true;      // false: posted unsigned, a fault that the receiver must refuse
+    int bounceEvery = 0;   // every Nth accepted send bounces instead of being delivered (0: none)
+};
+
 struct PartnerStats
 {
     qint64 requests = 0;          // send requests received (a webhook's POST /reminders)
@@ -45,6 +56,9 @@ struct PartnerStats
     qint64 held = 0;              // requests waiting out the profile's latency now...
     qint64 peakHeld = 0;          // ...and the most at once: a client's real concurrency
     qint64 hostile = 0;           // requests answered the profile's hostile way
+    qint64 eventsPosted = 0;      // delivery events posted to the events target...
+    qint64 eventsAccepted = 0;    // ...answered 2xx...
+    qint64 eventsRefused = 0;     // ...answered otherwise, or not at all
 };
 
 // A real HTTP/1.1 server on a loopback address standing in for an email/SMS provider.
@@ -81,6 +95,8 @@ public:
     // The credential the provider's imitation expects; empty: any non-empty one (and,
     // for the webhook, none at all).
     void setExpectedToken(const QByteArray &token);
+    // Posts a delivery event for every accepted send to the target.
+    void setEventsTarget(const SimEventsTarget &target);
 
     PartnerFaults profile() const { return m_profile; }
     void setProfile(const PartnerFaults &profile);

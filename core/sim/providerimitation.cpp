@@ -1,6 +1,10 @@
 #include "sim/providerimitation.h"
 
+#include "partners/partnerevents.h"
+
+#include <QCryptographicHash>
 #include <QDateTime>
+#include <QTimeZone>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -55,6 +59,11 @@ QByteArray bearerOf(const SimRequest &request)
 QByteArray uuidOf(const QByteArray &n)
 {
     return "00000000-0000-4000-8000-" + n.rightJustified(12, '0');
+}
+
+QString isoTime(qint64 ms)
+{
+    return QDateTime::fromMSecsSinceEpoch(ms, QTimeZone::utc()).toString(Qt::ISODateWithMs);
 }
 
 // Today's partner: the reminder JSON at POST /reminders, Idempotency-Key honoured (unless
@@ -114,6 +123,22 @@ public:
             return failure(404, "not found");
         return {200, R"({"id":"msg_)" + n + R"(","status":"accepted"})"};
     }
+    std::optional<SimEvent> deliveryEvent(const QByteArray &n, const SimRequest &send, bool bounce,
+                                          qint64 nowMs) const override
+    {
+        const QJsonObject event{{QStringLiteral("key"), QString::fromUtf8(send.header("idempotency-key"))},
+                                {QStringLiteral("kind"), bounce ? QStringLiteral("bounced") : QStringLiteral("delivered")},
+                                {QStringLiteral("id"), QString::fromLatin1("ev_" + n)},
+                                {QStringLiteral("at"), isoTime(nowMs)},
+                                {QStringLiteral("message_id"), QString::fromLatin1("msg_" + n)}};
+        SimEvent posted;
+        posted.body = json(QJsonObject{{QStringLiteral("events"), QJsonArray{event}}});
+        return posted;
+    }
+    void signEvent(SimEvent &event, const QByteArray &, const QByteArray &secret, qint64 nowMs) const override
+    {
+        event.headers.append({"Once-Signature", eventsignatures::onceSignature(secret, nowMs / 1000, event.body)});
+    }
 };
 
 // resend.com/docs/api-reference/emails/send-email, .../errors, dashboard/emails/idempotency-keys.
@@ -171,6 +196,41 @@ public:
     SimAnswer accepted(const QByteArray &n, const SimRequest &) const override
     {
         return {200, R"({"id":")" + uuidOf(n) + R"("})"};
+    }
+    // resend.com/docs/dashboard/webhooks/event-types: {type, created_at, data}.
+    std::optional<SimEvent> deliveryEvent(const QByteArray &n, const SimRequest &send, bool bounce,
+                                          qint64 nowMs) const override
+    {
+        bool ok = false;
+        const QJsonObject request = jsonBody(send, &ok);
+        QJsonObject tags;
+        for (const QJsonValue &tag : request.value(QLatin1String("tags")).toArray())
+            tags.insert(tag.toObject().value(QLatin1String("name")).toString(), tag.toObject().value(QLatin1String("value")));
+        QJsonObject data{{QStringLiteral("email_id"), QString::fromLatin1(uuidOf(n))},
+                         {QStringLiteral("created_at"), isoTime(nowMs)},
+                         {QStringLiteral("from"), request.value(QLatin1String("from"))},
+                         {QStringLiteral("to"), request.value(QLatin1String("to"))},
+                         {QStringLiteral("subject"), request.value(QLatin1String("subject"))},
+                         {QStringLiteral("tags"), tags}};
+        if (bounce)
+            data.insert(QStringLiteral("bounce"),
+                        QJsonObject{{QStringLiteral("type"), QStringLiteral("Permanent")},
+                                    {QStringLiteral("message"), QStringLiteral("The recipient's mailbox does not exist.")}});
+        SimEvent event;
+        event.body = json(QJsonObject{{QStringLiteral("type"), bounce ? QStringLiteral("email.bounced") : QStringLiteral("email.delivered")},
+                                      {QStringLiteral("created_at"), isoTime(nowMs)},
+                                      {QStringLiteral("data"), data}});
+        event.headers.append({"svix-id", "msg_" + n + (bounce ? "b" : "d")});
+        return event;
+    }
+    void signEvent(SimEvent &event, const QByteArray &, const QByteArray &secret, qint64 nowMs) const override
+    {
+        const QByteArray timestamp = QByteArray::number(nowMs / 1000);
+        const QByteArray id = event.headers.constFirst().second;
+        event.headers.append({"svix-timestamp", timestamp});
+        event.headers.append({"svix-signature",
+                              eventsignatures::svixSignature(eventsignatures::svixKey(secret).value_or(secret), id,
+                                                             timestamp, event.body)});
     }
     SimAnswer failure(int status, const QByteArray &message) const override
     {
@@ -263,6 +323,41 @@ public:
     {
         return coded(status, status == 401 ? 10 : 0, message);
     }
+    // postmarkapp.com/developer/webhooks/delivery-webhook and .../bounce-webhook.
+    std::optional<SimEvent> deliveryEvent(const QByteArray &n, const SimRequest &send, bool bounce,
+                                          qint64 nowMs) const override
+    {
+        bool ok = false;
+        const QJsonObject request = jsonBody(send, &ok);
+        QJsonObject record{{QStringLiteral("MessageID"), QString::fromLatin1(uuidOf(n))},
+                           {QStringLiteral("MessageStream"), request.value(QLatin1String("MessageStream"))},
+                           {QStringLiteral("Metadata"), request.value(QLatin1String("Metadata"))},
+                           {QStringLiteral("ServerID"), 1},
+                           {QStringLiteral("Tag"), QString()}};
+        if (bounce) {
+            record.insert(QStringLiteral("RecordType"), QStringLiteral("Bounce"));
+            record.insert(QStringLiteral("ID"), n.toLongLong());
+            record.insert(QStringLiteral("Type"), QStringLiteral("HardBounce"));
+            record.insert(QStringLiteral("TypeCode"), 1);
+            record.insert(QStringLiteral("Email"), request.value(QLatin1String("To")));
+            record.insert(QStringLiteral("BouncedAt"), isoTime(nowMs));
+            record.insert(QStringLiteral("Description"),
+                          QStringLiteral("The server was unable to deliver your message (ex: unknown user, mailbox not found)."));
+        } else {
+            record.insert(QStringLiteral("RecordType"), QStringLiteral("Delivery"));
+            record.insert(QStringLiteral("Recipient"), request.value(QLatin1String("To")));
+            record.insert(QStringLiteral("DeliveredAt"), isoTime(nowMs));
+            record.insert(QStringLiteral("Details"), QStringLiteral("smtp;250 2.0.0 OK"));
+        }
+        SimEvent event;
+        event.body = json(record);
+        return event;
+    }
+    // Postmark signs nothing: the webhook URL's user and password come as basic auth.
+    void signEvent(SimEvent &event, const QByteArray &, const QByteArray &secret, qint64) const override
+    {
+        event.headers.append({"Authorization", "Basic " + secret.toBase64()});
+    }
     QByteArray lookupKey(const SimRequest &request) const override
     {
         return queryValue(request, QStringLiteral("metadata_once_key")).toUtf8();
@@ -348,6 +443,36 @@ public:
     SimAnswer accepted(const QByteArray &n, const SimRequest &) const override
     {
         return {202, {}, "X-Message-Id: sg" + n.rightJustified(20, '0') + "\r\n"};
+    }
+    // twilio.com/docs/sendgrid/for-developers/tracking-events/event: an array of events,
+    // the custom_args at each one's top level.
+    std::optional<SimEvent> deliveryEvent(const QByteArray &n, const SimRequest &send, bool bounce,
+                                          qint64 nowMs) const override
+    {
+        bool ok = false;
+        const QJsonObject request = jsonBody(send, &ok);
+        QJsonObject event{{QStringLiteral("email"), request.value(QLatin1String("personalizations")).toArray().first()
+                                                        .toObject().value(QLatin1String("to")).toArray().first()
+                                                        .toObject().value(QLatin1String("email"))},
+                          {QStringLiteral("timestamp"), nowMs / 1000},
+                          {QStringLiteral("event"), bounce ? QStringLiteral("bounce") : QStringLiteral("delivered")},
+                          {QStringLiteral("sg_event_id"), QString::fromLatin1("sgev" + n + (bounce ? "b" : "d"))},
+                          {QStringLiteral("sg_message_id"),
+                           QString::fromLatin1("sg" + n.rightJustified(20, '0') + ".filterdrecv-1-0")}};
+        const QJsonObject custom = request.value(QLatin1String("custom_args")).toObject();
+        for (auto it = custom.begin(); it != custom.end(); ++it)
+            event.insert(it.key(), it.value());
+        event.insert(bounce ? QStringLiteral("reason") : QStringLiteral("response"),
+                     bounce ? QStringLiteral("550 5.1.1 The email account does not exist.") : QStringLiteral("250 OK"));
+        SimEvent posted;
+        posted.body = QJsonDocument(QJsonArray{event}).toJson(QJsonDocument::Compact);
+        return posted;
+    }
+    void signEvent(SimEvent &event, const QByteArray &, const QByteArray &secret, qint64 nowMs) const override
+    {
+        const QByteArray timestamp = QByteArray::number(nowMs / 1000);
+        event.headers.append({"X-Twilio-Email-Event-Webhook-Timestamp", timestamp});
+        event.headers.append({"X-Twilio-Email-Event-Webhook-Signature", eventsignatures::ecdsaSign(secret, timestamp + event.body)});
     }
     SimAnswer failure(int status, const QByteArray &message) const override
     {
@@ -439,6 +564,32 @@ public:
                     {QStringLiteral("to"), form.queryItemValue(QStringLiteral("To"), QUrl::FullyDecoded)},
                     {QStringLiteral("status"), QStringLiteral("queued")}})};
     }
+    // twilio.com/docs/messaging/guides/track-outbound-message-status: a form POST to the
+    // send's StatusCallback (its query kept), MessageSid and MessageStatus.
+    std::optional<SimEvent> deliveryEvent(const QByteArray &n, const SimRequest &send, bool bounce,
+                                          qint64) const override
+    {
+        const QUrlQuery form(QString::fromUtf8(QByteArray(send.body).replace('+', ' ')));
+        const QUrl callback(form.queryItemValue(QStringLiteral("StatusCallback"), QUrl::FullyDecoded));
+        const auto field = [](const char *name, const QByteArray &value) -> QByteArray {
+            return QByteArray(name) + '=' + QUrl::toPercentEncoding(QString::fromUtf8(value));
+        };
+        SimEvent event;
+        event.contentType = "application/x-www-form-urlencoded";
+        event.query = callback.query(QUrl::FullyEncoded).toUtf8();
+        event.body = field("MessageSid", "SM" + n.rightJustified(32, '0')) + '&' +
+                     field("MessageStatus", bounce ? "undelivered" : "delivered") + '&' +
+                     field("AccountSid", accountOf(send)) + '&' +
+                     field("To", form.queryItemValue(QStringLiteral("To"), QUrl::FullyDecoded).toUtf8()) + '&' +
+                     field("From", form.queryItemValue(QStringLiteral("From"), QUrl::FullyDecoded).toUtf8());
+        if (bounce)
+            event.body += '&' + field("ErrorCode", "30003");
+        return event;
+    }
+    void signEvent(SimEvent &event, const QByteArray &url, const QByteArray &secret, qint64) const override
+    {
+        event.headers.append({"X-Twilio-Signature", eventsignatures::twilioSignature(secret, url, formFields(event.body))});
+    }
     SimAnswer failure(int status, const QByteArray &message) const override
     {
         return coded(status,
@@ -466,6 +617,105 @@ private:
 };
 
 // docs.slack.dev/messaging/sending-messages-using-incoming-webhooks (handling errors).
+// documentation.mailgun.com: POST /v3/DOMAIN/messages (a form, basic auth api:KEY),
+// answered {"id": "<...>", "message": "Queued. Thank you."}; webhooks carry a signature
+// object (HMAC-SHA256 of timestamp + token) and event-data with the user-variables.
+class MailgunImitation final : public ProviderImitation
+{
+public:
+    QLatin1StringView id() const override { return QLatin1StringView("mailgun"); }
+    QString sendHelp() const override { return QStringLiteral("POST /v3/DOMAIN/messages"); }
+    bool isSend(const SimRequest &request) const override
+    {
+        return request.path.startsWith("/v3/") && request.path.endsWith("/messages");
+    }
+    std::optional<SimAnswer> refuseCredentials(const SimRequest &request, const QByteArray &token) const override
+    {
+        const QByteArray authorization = request.header("authorization");
+        const QByteArray pair =
+            authorization.startsWith("Basic ") ? QByteArray::fromBase64(authorization.mid(6).trimmed()) : QByteArray();
+        if (!pair.startsWith("api:") || !credentialPasses(pair.mid(4), token))
+            return SimAnswer{401, "Forbidden", {}, "text/plain"};
+        return std::nullopt;
+    }
+    std::variant<SimSend, SimAnswer> readSend(const SimRequest &request) const override
+    {
+        if (!request.header("content-type").startsWith("application/x-www-form-urlencoded")
+            && !request.header("content-type").startsWith("multipart/form-data"))
+            return failure(400, "expected a form");
+        const auto fields = formFields(request.body);
+        const auto field = [&fields](QByteArrayView name) {
+            for (const auto &[key, value] : fields)
+                if (key == name)
+                    return value;
+            return QByteArray();
+        };
+        if (field("from").isEmpty())
+            return failure(400, "from parameter is missing");
+        if (!field("to").contains('@'))
+            return failure(400, "to parameter is not a valid address. please check documentation");
+        if (field("text").isEmpty() && field("html").isEmpty())
+            return failure(400, "Need at least one of 'text' or 'html' parameters specified");
+        const QByteArray key = field("v:once-send-key");
+        return SimSend{key.isEmpty() ? field("to") + '|' + field("text") : key, {}};
+    }
+    SimAnswer accepted(const QByteArray &n, const SimRequest &request) const override
+    {
+        return {200, json(QJsonObject{{QStringLiteral("id"), QString::fromLatin1("<" + messageId(n, request) + ">")},
+                                      {QStringLiteral("message"), QStringLiteral("Queued. Thank you.")}})};
+    }
+    SimAnswer failure(int status, const QByteArray &message) const override
+    {
+        return {status, json(QJsonObject{{QStringLiteral("message"), QString::fromUtf8(message)}})};
+    }
+    std::optional<SimEvent> deliveryEvent(const QByteArray &n, const SimRequest &send, bool bounce,
+                                          qint64 nowMs) const override
+    {
+        QJsonObject variables;
+        for (const auto &[key, value] : formFields(send.body)) {
+            if (key.startsWith("v:"))
+                variables.insert(QString::fromUtf8(key.mid(2)), QString::fromUtf8(value));
+        }
+        QJsonObject data{{QStringLiteral("event"), bounce ? QStringLiteral("failed") : QStringLiteral("delivered")},
+                         {QStringLiteral("id"), QString::fromLatin1("mgev" + n + (bounce ? "b" : "d"))},
+                         {QStringLiteral("timestamp"), double(nowMs) / 1000},
+                         {QStringLiteral("message"),
+                          QJsonObject{{QStringLiteral("headers"),
+                                       QJsonObject{{QStringLiteral("message-id"), QString::fromLatin1(messageId(n, send))}}}}},
+                         {QStringLiteral("user-variables"), variables}};
+        if (bounce) {
+            data.insert(QStringLiteral("severity"), QStringLiteral("permanent"));
+            data.insert(QStringLiteral("delivery-status"),
+                        QJsonObject{{QStringLiteral("code"), 550},
+                                    {QStringLiteral("description"), QStringLiteral("No such user")}});
+        }
+        SimEvent event;
+        // The signature object is filled in by signEvent(); unsigned, it is left out.
+        event.body = json(QJsonObject{{QStringLiteral("event-data"), data}});
+        return event;
+    }
+    void signEvent(SimEvent &event, const QByteArray &, const QByteArray &secret, qint64 nowMs) const override
+    {
+        QJsonObject body = QJsonDocument::fromJson(event.body).object();
+        const QByteArray timestamp = QByteArray::number(nowMs / 1000);
+        const QByteArray token = QCryptographicHash::hash(QByteArray(event.body + timestamp), QCryptographicHash::Sha256).toHex().left(50);
+        body.insert(QStringLiteral("signature"),
+                    QJsonObject{{QStringLiteral("timestamp"), QString::fromLatin1(timestamp)},
+                                {QStringLiteral("token"), QString::fromLatin1(token)},
+                                {QStringLiteral("signature"),
+                                 QString::fromLatin1(eventsignatures::hmacSha256(secret, timestamp + token).toHex())}});
+        event.body = json(body);
+    }
+
+private:
+    static QByteArray messageId(const QByteArray &n, const SimRequest &request)
+    {
+        // /v3/DOMAIN/messages
+        const QByteArray domain = request.path.mid(4, request.path.size() - 4 - 9);
+        return "sim." + n + '@' + domain;
+    }
+};
+
 class SlackImitation final : public ProviderImitation
 {
 public:
@@ -522,8 +772,9 @@ const ProviderImitation *providerImitation(QStringView id)
     static const SendgridImitation sendgrid;
     static const TwilioImitation twilio;
     static const SlackImitation slack;
+    static const MailgunImitation mailgun;
     for (const ProviderImitation *imitation : std::initializer_list<const ProviderImitation *>{
-             &webhook, &resend, &postmark, &sendgrid, &twilio, &slack}) {
+             &webhook, &resend, &postmark, &sendgrid, &mailgun, &twilio, &slack}) {
         if (imitation->id() == id)
             return imitation;
     }
@@ -532,8 +783,8 @@ const ProviderImitation *providerImitation(QStringView id)
 
 QStringList providerImitationIds()
 {
-    return {QStringLiteral("webhook"),  QStringLiteral("resend"), QStringLiteral("postmark"),
-            QStringLiteral("sendgrid"), QStringLiteral("twilio"), QStringLiteral("slack")};
+    return {QStringLiteral("webhook"),  QStringLiteral("resend"),  QStringLiteral("postmark"), QStringLiteral("sendgrid"),
+            QStringLiteral("mailgun"),  QStringLiteral("twilio"),  QStringLiteral("slack")};
 }
 
 } // namespace once

@@ -45,6 +45,15 @@ struct SimSend
     QByteArray idempotencyKey; // empty: the provider deduplicates nothing
 };
 
+// A delivery event as the provider posts it to the sender's webhook, after a send.
+struct SimEvent
+{
+    QByteArray query; // after the events URL's path (Twilio: the StatusCallback's query)
+    QByteArray contentType = "application/json";
+    QByteArray body;
+    HttpHeaders headers; // the signature, once signEvent() ran
+};
+
 // How the simulator imitates one provider, as its documentation describes it (the pages
 // docs/partners.md names): which requests are sends and lookups, the authentication, the
 // request's shape, and the provider's own words for success and failure. The simulator
@@ -84,6 +93,17 @@ public:
     // Lookup: the effect key a lookup asks for, and the answer (messageId empty: none).
     virtual QByteArray lookupKey(const SimRequest &) const { return {}; }
     virtual SimAnswer lookupAnswer(const QByteArray &) const { return failure(404, "not found"); }
+
+    // Delivery events (docs/partners.md, "Delivery events"): what the provider posts after
+    // it accepted send n: delivered, or a bounce. Nothing for a provider without events.
+    virtual std::optional<SimEvent> deliveryEvent(const QByteArray &, const SimRequest &, bool, qint64) const
+    {
+        return std::nullopt;
+    }
+    // Signs the event as the provider does: url is where it goes (with its query), secret
+    // the provider's secret as the sender's partners file holds it (Resend's whsec_...,
+    // Postmark's "user:password", SendGrid's private key as base64 DER, Twilio's auth token).
+    virtual void signEvent(SimEvent &, const QByteArray &, const QByteArray &, qint64) const {}
 };
 
 const ProviderImitation *providerImitation(QStringView id);

@@ -82,6 +82,19 @@ ALTER TABLE workers ADD COLUMN failing_partner TEXT;
 ALTER TABLE workers ADD COLUMN partners TEXT;
 )sql";
 
+const char *const PartnerEventsOnce = R"sql(
+CREATE TABLE partner_events (
+    partner TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    send_key TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    received_at BIGINT NOT NULL,
+    PRIMARY KEY (partner, event_id)
+);
+CREATE INDEX partner_events_received ON partner_events(received_at);
+CREATE INDEX ledger_provider_request ON ledger(provider_request_id);
+)sql";
+
 // The counters: "state:<state>" for each ledger state, "duplicate_keys" (keys with at
 // least one duplicate delivery turned away) and "duplicate_deliveries" (their sum). A
 // counter's value is the sum of its shards.
@@ -651,6 +664,11 @@ CREATE INDEX publish_keys_created ON publish_keys(created_at);
     // it went to and its profile, and each worker's heartbeat carries every partner's
     // breaker and spell (JSON) and the name of the one failing longest.
     {SendsNamePartners, SendsNamePartners},
+    // 20: delivery events from the providers (`once serve`, POST /v1/partners/NAME/events):
+    // each event recorded once per partner and provider event id, however often the
+    // provider retries its webhook; and a key found by the provider's message id, which
+    // is all some events name (Resend's tag carries only a digest of a key with ':').
+    {PartnerEventsOnce, PartnerEventsOnce},
 };
 
 } // namespace

@@ -35,6 +35,24 @@ bool refusesAccount(int errorCode)
     }
 }
 
+// postmarkapp.com/developer/webhooks/bounce-webhook: the bounce types that refuse the
+// address for good, and those Postmark tries again.
+PartnerEvent::Kind bounceKind(const QString &type)
+{
+    static const QStringList hard{QStringLiteral("HardBounce"), QStringLiteral("BadEmailAddress"),
+                                  QStringLiteral("ManuallyDeactivated"), QStringLiteral("Blocked"),
+                                  QStringLiteral("DMARCPolicy"), QStringLiteral("SMTPApiError"),
+                                  QStringLiteral("TemplateRenderingFailed"), QStringLiteral("Unconfirmed")};
+    static const QStringList soft{QStringLiteral("SoftBounce"), QStringLiteral("Transient"), QStringLiteral("DnsError")};
+    if (hard.contains(type))
+        return PartnerEvent::Kind::Bounced;
+    if (soft.contains(type))
+        return PartnerEvent::Kind::Deferred;
+    if (type == QLatin1String("SpamComplaint"))
+        return PartnerEvent::Kind::Complained;
+    return PartnerEvent::Kind::Other;
+}
+
 class PostmarkProfile final : public PartnerProfile
 {
 public:
@@ -45,7 +63,11 @@ public:
     {
         return {QStringLiteral("destination"), QStringLiteral("subject"), QStringLiteral("body")};
     }
-    QStringList optionNames() const override { return {QStringLiteral("message_stream")}; }
+    QStringList optionNames() const override
+    {
+        return {QStringLiteral("message_stream"), QStringLiteral("events_user"), QStringLiteral("events_password")};
+    }
+    QStringList secretOptionNames() const override { return {QStringLiteral("events_password")}; }
 
     QString settingsProblem(const PartnerSettings &partner) const override
     {
@@ -55,6 +77,10 @@ public:
             return QStringLiteral("needs \"from\": a sender signature's address");
         if (partner.token.isEmpty())
             return QStringLiteral("needs \"token\": the server token");
+        if (partner.options.contains(QLatin1String("events_user"))
+            && (!partner.options.value(QLatin1String("events_user")).isString()
+                || partner.options.value(QLatin1String("events_user")).toString().contains(QLatin1Char(':'))))
+            return QStringLiteral("\"events_user\" must be the webhook URL's user name, without ':'");
         const QJsonValue stream = partner.options.value(QLatin1String("message_stream"));
         if (!stream.isUndefined() && (!stream.isString() || stream.toString().trimmed().isEmpty()))
             return QStringLiteral("\"message_stream\" must be a stream's id, such as \"outbound\"");
@@ -110,6 +136,70 @@ public:
             outcome.errorClass = QStringLiteral("rejected");
         }
         return outcome;
+    }
+
+    // postmarkapp.com/developer/webhooks/webhooks-overview: Postmark signs nothing; the
+    // webhook's URL carries HTTP basic auth credentials (https://USER:PASSWORD@host/...),
+    // which it sends as an Authorization header. The body is one event:
+    // postmarkapp.com/developer/webhooks/delivery-webhook (RecordType "Delivery",
+    // DeliveredAt), .../bounce-webhook ("Bounce", Type, BouncedAt, ID), each with the
+    // send's Metadata and MessageID.
+    EventsReading readEvents(const PartnerSettings &partner, const IncomingEvents &request) const override
+    {
+        const QByteArray user = partner.options.value(QLatin1String("events_user")).toString().toUtf8();
+        const QByteArray password = partner.secretOptions.value(QStringLiteral("events_password"));
+        if (user.isEmpty() || password.isEmpty())
+            return EventsReading::refused(
+                QStringLiteral("partner \"%1\" has no \"events_user\" and \"events_password\" to check Postmark's "
+                               "basic auth by")
+                    .arg(partner.name));
+        const QByteArray authorization = request.head.header("Authorization");
+        if (!authorization.startsWith("Basic "))
+            return EventsReading::refused(QStringLiteral("no basic auth (Postmark sends the webhook URL's user and password)"));
+        if (!eventsignatures::sameBytes(QByteArray::fromBase64(authorization.mid(6).trimmed()), user + ':' + password))
+            return EventsReading::refused(QStringLiteral("the basic auth user or password is not this partner's"));
+        QJsonParseError parseError;
+        const QJsonDocument document = QJsonDocument::fromJson(request.body, &parseError);
+        if (parseError.error != QJsonParseError::NoError || !document.isObject())
+            return EventsReading::malformed(QStringLiteral("a Postmark event is one JSON object"));
+        const QJsonObject record = document.object();
+        const SecretRedactor redactor(partner.secrets());
+        PartnerEvent event;
+        const QString type = record.value(QLatin1String("RecordType")).toString();
+        event.providerMessageId = partnerText(record.value(QLatin1String("MessageID")).toString(), redactor, MaxRequestIdChars);
+        event.carriedKey =
+            record.value(QLatin1String("Metadata")).toObject().value(QLatin1String("once_key")).toString().toUtf8();
+        const QString recipient = record.value(QLatin1String("Recipient")).toString(record.value(QLatin1String("Email")).toString());
+        if (type == QLatin1String("Delivery")) {
+            event.kind = PartnerEvent::Kind::Delivered;
+            event.providerKind = type;
+            event.atMs = providerTimeMs(record.value(QLatin1String("DeliveredAt")));
+            event.detail = partnerText(record.value(QLatin1String("Details")).toString(), redactor, MaxReasonChars);
+            // A delivery has no id of its own: one per message and recipient.
+            event.eventId = QStringLiteral("Delivery:%1:%2").arg(event.providerMessageId, recipient);
+        } else if (type == QLatin1String("Bounce")) {
+            const QString bounceType = record.value(QLatin1String("Type")).toString();
+            event.kind = bounceKind(bounceType);
+            event.providerKind = partnerText(bounceType, redactor, 40);
+            event.atMs = providerTimeMs(record.value(QLatin1String("BouncedAt")));
+            event.detail = partnerText(record.value(QLatin1String("Description")).toString(), redactor, MaxReasonChars);
+            event.eventId = QStringLiteral("Bounce:%1").arg(record.value(QLatin1String("ID")).toVariant().toString());
+        } else if (type == QLatin1String("SpamComplaint") || type == QLatin1String("Open") || type == QLatin1String("Click")) {
+            event.kind = type == QLatin1String("Open")    ? PartnerEvent::Kind::Opened
+                         : type == QLatin1String("Click") ? PartnerEvent::Kind::Clicked
+                                                          : PartnerEvent::Kind::Complained;
+            event.providerKind = type;
+            event.atMs = providerTimeMs(record.value(QLatin1String("ReceivedAt")).toString(
+                record.value(QLatin1String("BouncedAt")).toString()));
+            event.eventId = QStringLiteral("%1:%2:%3:%4")
+                                .arg(type, event.providerMessageId, recipient, QString::number(event.atMs));
+        } else {
+            return EventsReading::malformed(QStringLiteral("\"RecordType\" must be Delivery, Bounce, SpamComplaint, Open or "
+                                                           "Click"));
+        }
+        if (event.providerMessageId.isEmpty() && event.carriedKey.isEmpty())
+            return EventsReading::malformed(QStringLiteral("the event has neither MessageID nor Metadata.once_key"));
+        return {EventsReading::Status::Accepted, {}, {event}};
     }
 
     bool canLookUp(const PartnerSettings &) const override { return true; }

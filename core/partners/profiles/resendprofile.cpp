@@ -7,6 +7,8 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 
+#include <cstdlib>
+
 namespace once {
 
 namespace {
@@ -28,9 +30,95 @@ bool isTagText(const QByteArray &text)
     return !text.isEmpty();
 }
 
+// resend.com/docs/dashboard/webhooks/event-types: the event types and what they mean.
+PartnerEvent::Kind resendKind(const QString &type)
+{
+    if (type == QLatin1String("email.delivered"))
+        return PartnerEvent::Kind::Delivered;
+    if (type == QLatin1String("email.bounced"))
+        return PartnerEvent::Kind::Bounced;
+    if (type == QLatin1String("email.failed"))
+        return PartnerEvent::Kind::Failed;
+    if (type == QLatin1String("email.delivery_delayed"))
+        return PartnerEvent::Kind::Deferred;
+    if (type == QLatin1String("email.opened"))
+        return PartnerEvent::Kind::Opened;
+    if (type == QLatin1String("email.clicked"))
+        return PartnerEvent::Kind::Clicked;
+    if (type == QLatin1String("email.complained"))
+        return PartnerEvent::Kind::Complained;
+    return PartnerEvent::Kind::Other;
+}
+
+// The once_key tag of an event's data: tags as an object ({"once_key": "..."}) or as the
+// send's list of {name, value}.
+QByteArray onceTag(const QJsonValue &tags)
+{
+    if (tags.isObject())
+        return tags.toObject().value(QLatin1String("once_key")).toString().toUtf8();
+    for (const QJsonValue &tag : tags.toArray()) {
+        if (tag.toObject().value(QLatin1String("name")).toString() == QLatin1String("once_key"))
+            return tag.toObject().value(QLatin1String("value")).toString().toUtf8();
+    }
+    return {};
+}
+
 class ResendProfile final : public PartnerProfile
 {
 public:
+    QStringList optionNames() const override { return {QStringLiteral("events_secret")}; }
+    QStringList secretOptionNames() const override { return {QStringLiteral("events_secret")}; }
+
+    // resend.com/docs/webhooks/verify-webhooks-requests and
+    // docs.svix.com/receiving/verifying-payloads/how-manual: svix-id, svix-timestamp (Unix
+    // seconds) and svix-signature ("v1,BASE64", several separated by spaces while a secret
+    // is rolled), the signature an HMAC-SHA256 over "id.timestamp.body" keyed with the
+    // base64 part of the "whsec_" secret; a timestamp more than 5 minutes off is a replay.
+    EventsReading readEvents(const PartnerSettings &partner, const IncomingEvents &request) const override
+    {
+        const auto key = eventsignatures::svixKey(partner.secretOptions.value(QStringLiteral("events_secret")));
+        if (!key)
+            return EventsReading::refused(
+                QStringLiteral("partner \"%1\" has no \"events_secret\" (Resend's whsec_... signing secret)").arg(partner.name));
+        const QByteArray id = request.head.header("svix-id");
+        const QByteArray timestamp = request.head.header("svix-timestamp");
+        const QByteArray signatures = request.head.header("svix-signature");
+        if (id.isEmpty() || timestamp.isEmpty() || signatures.isEmpty())
+            return EventsReading::refused(QStringLiteral("unsigned: svix-id, svix-timestamp and svix-signature are required"));
+        bool number = false;
+        const qint64 sentMs = timestamp.toLongLong(&number) * 1000;
+        if (!number || std::abs(request.nowMs - sentMs) > eventsignatures::SvixToleranceMs)
+            return EventsReading::refused(QStringLiteral("svix-timestamp is more than 5 minutes from now (a replay, or a clock off)"));
+        const QByteArray expected = eventsignatures::svixSignature(*key, id, timestamp, request.body);
+        bool signedRight = false;
+        for (const QByteArray &signature : signatures.split(' '))
+            signedRight = eventsignatures::sameBytes(signature.trimmed(), expected) || signedRight;
+        if (!signedRight)
+            return EventsReading::refused(QStringLiteral("svix-signature does not match the body under this partner's secret"));
+        QJsonParseError parseError;
+        const QJsonDocument document = QJsonDocument::fromJson(request.body, &parseError);
+        if (parseError.error != QJsonParseError::NoError || !document.isObject())
+            return EventsReading::malformed(QStringLiteral("a Resend event is one JSON object"));
+        const QJsonObject root = document.object();
+        const QJsonObject data = root.value(QLatin1String("data")).toObject();
+        const SecretRedactor redactor(partner.secrets());
+        PartnerEvent event;
+        const QString type = root.value(QLatin1String("type")).toString();
+        if (!type.startsWith(QLatin1String("email.")))
+            return EventsReading::malformed(QStringLiteral("\"type\" must be an email.* event"));
+        event.kind = resendKind(type);
+        event.providerKind = partnerText(type, redactor, 40);
+        event.providerMessageId = partnerText(data.value(QLatin1String("email_id")).toString(), redactor, MaxRequestIdChars);
+        event.carriedKey = onceTag(data.value(QLatin1String("tags")));
+        event.eventId = QString::fromLatin1(id.left(MaxRequestIdChars));
+        event.atMs = providerTimeMs(root.value(QLatin1String("created_at")));
+        const QJsonObject bounce = data.value(QLatin1String("bounce")).toObject();
+        event.detail = partnerText(bounce.value(QLatin1String("message")).toString(), redactor, MaxReasonChars);
+        if (event.providerMessageId.isEmpty() && event.carriedKey.isEmpty())
+            return EventsReading::malformed(QStringLiteral("the event has neither data.email_id nor a once_key tag"));
+        return {EventsReading::Status::Accepted, {}, {event}};
+    }
+
     QLatin1StringView id() const override { return QLatin1StringView("resend"); }
     QString name() const override { return QStringLiteral("Resend"); }
     KeyHonouring honoursKey() const override { return KeyHonouring::Honoured; }
@@ -49,6 +137,9 @@ public:
             return QStringLiteral("needs \"from\": the sender's address");
         if (partner.token.isEmpty())
             return QStringLiteral("needs \"token\": the API key");
+        if (partner.secretOptions.contains(QStringLiteral("events_secret"))
+            && !eventsignatures::svixKey(partner.secretOptions.value(QStringLiteral("events_secret"))))
+            return QStringLiteral("\"events_secret\" must hold Resend's signing secret, whsec_ and base64");
         return {};
     }
 

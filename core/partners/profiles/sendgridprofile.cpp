@@ -17,6 +17,26 @@ namespace {
 // leaves room for what a team adds. A longer key travels (and is searched) as its digest.
 constexpr qsizetype MaxCustomArgChars = 1000;
 
+// twilio.com/docs/sendgrid/for-developers/tracking-events/event: the "event" of each entry.
+PartnerEvent::Kind sendgridKind(const QString &event)
+{
+    if (event == QLatin1String("delivered"))
+        return PartnerEvent::Kind::Delivered;
+    if (event == QLatin1String("bounce"))
+        return PartnerEvent::Kind::Bounced;
+    if (event == QLatin1String("dropped"))
+        return PartnerEvent::Kind::Failed;
+    if (event == QLatin1String("deferred"))
+        return PartnerEvent::Kind::Deferred;
+    if (event == QLatin1String("open"))
+        return PartnerEvent::Kind::Opened;
+    if (event == QLatin1String("click"))
+        return PartnerEvent::Kind::Clicked;
+    if (event == QLatin1String("spamreport"))
+        return PartnerEvent::Kind::Complained;
+    return PartnerEvent::Kind::Other; // processed, unsubscribe, group_unsubscribe, ...
+}
+
 class SendgridProfile final : public PartnerProfile
 {
 public:
@@ -27,7 +47,58 @@ public:
     {
         return {QStringLiteral("destination"), QStringLiteral("subject"), QStringLiteral("body")};
     }
-    QStringList optionNames() const override { return {QStringLiteral("activity_api")}; }
+    QStringList optionNames() const override
+    {
+        return {QStringLiteral("activity_api"), QStringLiteral("events_public_key")};
+    }
+
+    // twilio.com/docs/sendgrid/for-developers/tracking-events/getting-started-event-webhook-security-features:
+    // X-Twilio-Email-Event-Webhook-Signature is a base64 ECDSA (P-256, SHA-256) signature
+    // over X-Twilio-Email-Event-Webhook-Timestamp followed by the raw body, checked with
+    // the account's verification key (base64 DER, as the Mail Settings show it). The body
+    // is a JSON array of events, each carrying the send's custom_args at its top level.
+    EventsReading readEvents(const PartnerSettings &partner, const IncomingEvents &request) const override
+    {
+        const QByteArray publicKey = partner.options.value(QLatin1String("events_public_key")).toString().toLatin1();
+        if (publicKey.isEmpty())
+            return EventsReading::refused(
+                QStringLiteral("partner \"%1\" has no \"events_public_key\" (SendGrid's verification key)").arg(partner.name));
+        const QByteArray signature = request.head.header("X-Twilio-Email-Event-Webhook-Signature");
+        const QByteArray timestamp = request.head.header("X-Twilio-Email-Event-Webhook-Timestamp");
+        if (signature.isEmpty() || timestamp.isEmpty())
+            return EventsReading::refused(QStringLiteral("unsigned: no X-Twilio-Email-Event-Webhook-Signature and -Timestamp"));
+        QString why;
+        if (!eventsignatures::ecdsaVerify(publicKey, timestamp + request.body, signature, &why))
+            return EventsReading::refused(why);
+        QJsonParseError parseError;
+        const QJsonDocument document = QJsonDocument::fromJson(request.body, &parseError);
+        if (parseError.error != QJsonParseError::NoError || !document.isArray())
+            return EventsReading::malformed(QStringLiteral("SendGrid's events are one JSON array"));
+        const SecretRedactor redactor(partner.secrets());
+        EventsReading reading;
+        for (const QJsonValue &value : document.array()) {
+            const QJsonObject entry = value.toObject();
+            PartnerEvent event;
+            const QString kind = entry.value(QLatin1String("event")).toString();
+            event.kind = sendgridKind(kind);
+            event.providerKind = partnerText(kind, redactor, 40);
+            // sg_message_id is the send's X-Message-Id, a dot and the recipient's part.
+            event.providerMessageId = partnerText(
+                entry.value(QLatin1String("sg_message_id")).toString().section(QLatin1Char('.'), 0, 0), redactor,
+                MaxRequestIdChars);
+            event.carriedKey = entry.value(QLatin1String("once_key")).toString().toUtf8();
+            event.eventId = partnerText(entry.value(QLatin1String("sg_event_id")).toString(), redactor, MaxRequestIdChars);
+            event.atMs = providerTimeMs(entry.value(QLatin1String("timestamp")));
+            event.detail = partnerText(entry.value(QLatin1String("reason")).toString(
+                                           entry.value(QLatin1String("response")).toString()),
+                                       redactor, MaxReasonChars);
+            if (event.eventId.isEmpty() || (event.providerMessageId.isEmpty() && event.carriedKey.isEmpty()))
+                return EventsReading::malformed(
+                    QStringLiteral("each event needs sg_event_id and sg_message_id or once_key"));
+            reading.events.append(event);
+        }
+        return reading;
+    }
 
     QString settingsProblem(const PartnerSettings &partner) const override
     {
