@@ -69,14 +69,12 @@ SendOutcome classify(const HttpResult &result, qint64 nowMs, const SecretRedacto
         outcome.kind = SendOutcome::Kind::Transient;
         outcome.errorClass = status >= 500 ? QStringLiteral("http-5xx") : QStringLiteral("http-%1").arg(status);
     } else if (status == 401 || status == 403 || status == 407) {
-        outcome.kind = SendOutcome::Kind::CredentialsRefused;
-        outcome.errorClass = QStringLiteral("credentials-refused");
+        outcome.setCredentialsRefused();
     } else if (status == 422) {
         outcome.kind = SendOutcome::Kind::PayloadChanged;
         outcome.errorClass = QStringLiteral("payload-changed");
     } else {
-        outcome.kind = SendOutcome::Kind::Permanent;
-        outcome.errorClass = QStringLiteral("rejected");
+        outcome.setRejected();
     }
     return outcome;
 }

@@ -37,6 +37,19 @@ struct SendOutcome
     qint64 latencyMs = 0;
     qint64 retryAfterMs = -1; // from Retry-After, when the partner sent one
     QString providerRequestId;
+
+    // The two readings a provider's own answer codes most often call for, each with its
+    // error class: it refuses our credentials (every reminder alike), or this reminder.
+    void setCredentialsRefused()
+    {
+        kind = Kind::CredentialsRefused;
+        errorClass = QStringLiteral("credentials-refused");
+    }
+    void setRejected()
+    {
+        kind = Kind::Permanent;
+        errorClass = QStringLiteral("rejected");
+    }
 };
 
 // Bounds on what is kept of a partner's words, in characters.

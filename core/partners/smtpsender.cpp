@@ -215,8 +215,7 @@ SendOutcome classifySmtp(const SmtpAttempt &attempt, const SecretRedactor &redac
     const int code = attempt.replyCode;
     // 530 authentication required, 534 mechanism too weak, 535 credentials invalid (RFC 4954 6).
     if (attempt.failure == SmtpAttempt::Failure::LoginDenied || code == 530 || code == 534 || code == 535) {
-        outcome.kind = SendOutcome::Kind::CredentialsRefused;
-        outcome.errorClass = QStringLiteral("credentials-refused");
+        outcome.setCredentialsRefused();
         outcome.error = said.isEmpty() ? QStringLiteral("the SMTP server refused the login") : said;
     } else if (attempt.failure == SmtpAttempt::Failure::ServerReply && code >= 500) {
         // Refused in the session (the greeting, EHLO, STARTTLS, AUTH), a refusal of every

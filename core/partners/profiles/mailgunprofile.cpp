@@ -108,11 +108,9 @@ public:
             outcome.providerRequestId = partnerText(
                 bareMessageId(reply.value(QLatin1String("id")).toString()), redactor, MaxRequestIdChars);
         } else if (result.httpStatus == 401 || result.httpStatus == 403) {
-            outcome.kind = SendOutcome::Kind::CredentialsRefused;
-            outcome.errorClass = QStringLiteral("credentials-refused");
+            outcome.setCredentialsRefused();
         } else if (result.httpStatus == 422) {
-            outcome.kind = SendOutcome::Kind::Permanent;
-            outcome.errorClass = QStringLiteral("rejected");
+            outcome.setRejected();
         }
         return outcome;
     }

@@ -127,13 +127,11 @@ public:
         }
         const int errorCode = reply.value(QLatin1String("ErrorCode")).toInt(-1);
         if (result.httpStatus == 401 || refusesAccount(errorCode)) {
-            outcome.kind = SendOutcome::Kind::CredentialsRefused;
-            outcome.errorClass = QStringLiteral("credentials-refused");
+            outcome.setCredentialsRefused();
         } else if (result.httpStatus == 422) {
             // No key was sent as a key, so a 422 cannot mean "payload changed": Postmark
             // refuses this e-mail, and sending it again cannot help.
-            outcome.kind = SendOutcome::Kind::Permanent;
-            outcome.errorClass = QStringLiteral("rejected");
+            outcome.setRejected();
         }
         return outcome;
     }

@@ -195,8 +195,7 @@ public:
             // Resend says "payload changed" with a 409; a 422 (missing_required_field,
             // invalid_parameter) or a 403 validation_error (a test domain's recipient)
             // is about this e-mail only.
-            outcome.kind = SendOutcome::Kind::Permanent;
-            outcome.errorClass = QStringLiteral("rejected");
+            outcome.setRejected();
         }
         return outcome;
     }

@@ -161,8 +161,7 @@ public:
                 outcome.retryAfterMs = std::clamp<qint64>(resetAt * 1000 - nowMs, 0, 24 * 3600 * 1000);
         } else if (result.httpStatus == 422) {
             // No key was sent as a key: a 422 is about this e-mail, not a changed payload.
-            outcome.kind = SendOutcome::Kind::Permanent;
-            outcome.errorClass = QStringLiteral("rejected");
+            outcome.setRejected();
         }
         return outcome;
     }

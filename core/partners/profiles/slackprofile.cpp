@@ -81,14 +81,12 @@ public:
              {"invalid_token", "no_service", "no_service_id", "no_team", "team_disabled", "channel_not_found",
               "channel_is_archived", "action_prohibited"}) {
             if (word == refusal) {
-                outcome.kind = SendOutcome::Kind::CredentialsRefused;
-                outcome.errorClass = QStringLiteral("credentials-refused");
+                outcome.setCredentialsRefused();
                 return outcome;
             }
         }
         if (result.httpStatus == 422) {
-            outcome.kind = SendOutcome::Kind::Permanent;
-            outcome.errorClass = QStringLiteral("rejected");
+            outcome.setRejected();
         }
         return outcome;
     }

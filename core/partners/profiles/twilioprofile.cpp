@@ -153,11 +153,9 @@ public:
         }
         // 20404: no such account for these credentials, whichever SMS is sent.
         if (result.httpStatus == 404 && reply.value(QLatin1String("code")).toInt() == 20404) {
-            outcome.kind = SendOutcome::Kind::CredentialsRefused;
-            outcome.errorClass = QStringLiteral("credentials-refused");
+            outcome.setCredentialsRefused();
         } else if (result.httpStatus == 422) {
-            outcome.kind = SendOutcome::Kind::Permanent;
-            outcome.errorClass = QStringLiteral("rejected");
+            outcome.setRejected();
         }
         return outcome;
     }
