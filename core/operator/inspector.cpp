@@ -1022,6 +1022,12 @@ std::optional<QList<KeyReconciliation>> Inspector::reconciliation(const QList<QB
                 state.lastLookupAtMs = 0;
                 state.lastOutcome.clear();
                 state.lastText.clear();
+            } else if (attempt.step == QLatin1String("claim") && attempt.outcome == QLatin1String("held")
+                       && !attempt.partner.isEmpty() && state.lastSentAtMs == 0) {
+                // Its worker died before recording a send: the claim that held the key
+                // names the partner it was for.
+                state.partner = attempt.partner;
+                state.partnerProfile = attempt.partnerProfile;
             } else if (attempt.step == QLatin1String("reconcile")) {
                 ++state.lookups;
                 state.lastLookupAtMs = attempt.atMs;
