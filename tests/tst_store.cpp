@@ -312,7 +312,10 @@ QStringList TestStore::undoHistoryByKeysTime()
 
 QStringList TestStore::undoSinceSchema17()
 {
-    return {QStringLiteral("DROP INDEX ledger_provider_request"),
+    return {QStringLiteral("ALTER TABLE partners DROP COLUMN pause_reason"),
+            QStringLiteral("ALTER TABLE partners DROP COLUMN paused_by"),
+            QStringLiteral("ALTER TABLE partners DROP COLUMN paused_at"),
+            QStringLiteral("DROP INDEX ledger_provider_request"),
             QStringLiteral("DROP TABLE partner_events"),
             QStringLiteral("ALTER TABLE workers DROP COLUMN partners"),
             QStringLiteral("ALTER TABLE workers DROP COLUMN failing_partner"),

@@ -47,6 +47,7 @@
 #include <QStatusBar>
 #include <QStandardPaths>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTest>
 
 #include <memory>
@@ -158,6 +159,7 @@ private slots:
     void storeUrlsLoseTheirPassword();
     void modelKeepsWorkersAcrossReloads();
     void workerPageListsEveryWorkerOnTheStore();
+    void workerPagePausesAndResumesAPartner();
     void statusBarSummarisesEveryWorkerOnTheStore();
     void notificationsRefreshAtMostOncePerSecond();
     void passwordIsNeverShownOrSaved();
@@ -303,6 +305,58 @@ void TestUiWorkers::modelKeepsWorkersAcrossReloads()
 
     model.setWorkers({}, now + 4 * Second);
     QCOMPARE(model.rowCount(), 0);
+}
+
+// The Worker page lists the partners its store's workers send to, and pauses and resumes
+// one for every worker, through the session's reader (audited, read back by the workers).
+void TestUiWorkers::workerPagePausesAndResumesAPartner()
+{
+    const QString url = m_stores.newUrl();
+    const QString partner = QStringLiteral("http://partner.example/reminders");
+    QString error;
+    auto store = Store::open(url, &error);
+    QVERIFY2(store, qPrintable(error));
+    QVERIFY2(store->workers().announce(makeWorker(QStringLiteral("w-1"), QStringLiteral("alpha"), 101), &error),
+             qPrintable(error));
+
+    Console console;
+    QVERIFY(console.open(url));
+    QTableWidget *partners = console.page()->partnersView();
+    auto *pause = console.page()->findChild<QPushButton *>(QStringLiteral("pausePartner"));
+    auto *resume = console.page()->findChild<QPushButton *>(QStringLiteral("resumePartner"));
+    QVERIFY(partners && pause && resume);
+    QTRY_COMPARE_WITH_TIMEOUT(partners->rowCount(), 1, 10000);
+    QCOMPARE(partners->item(0, 0)->text(), partner);
+    QVERIFY(!pause->isEnabled()); // nothing chosen yet
+    partners->selectRow(0);
+    QVERIFY(pause->isEnabled());
+    QVERIFY(!resume->isEnabled());
+
+    console.page()->setPartnerPaused(partner, true, QStringLiteral("provider maintenance"));
+    QTRY_VERIFY_WITH_TIMEOUT(partners->item(0, 2) && partners->item(0, 2)->text().startsWith(QLatin1String("paused (by ")),
+                             10000);
+    QVERIFY2(partners->item(0, 2)->text().endsWith(QLatin1String(": provider maintenance)")),
+             qPrintable(partners->item(0, 2)->text()));
+    const auto paused = store->inspector().pausedPartners(&error);
+    QVERIFY2(paused, qPrintable(error));
+    QCOMPARE(paused->size(), 1);
+    QCOMPARE(paused->constFirst().reason, QStringLiteral("provider maintenance"));
+    QTRY_VERIFY(resume->isEnabled());
+    QVERIFY(!pause->isEnabled());
+
+    QTest::mouseClick(resume, Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(partners->item(0, 2) && !partners->item(0, 2)->text().startsWith(QLatin1String("paused")),
+                             10000);
+    const auto resumed = store->inspector().pausedPartners(&error);
+    QVERIFY2(resumed, qPrintable(error));
+    QVERIFY(resumed->isEmpty());
+    QSqlQuery audit(store->database().connection());
+    QVERIFY2(audit.exec(QStringLiteral("SELECT action FROM audit_log WHERE action LIKE 'partner-%' ORDER BY id")),
+             qPrintable(audit.lastError().text()));
+    QStringList actions;
+    while (audit.next())
+        actions.append(audit.value(0).toString());
+    QCOMPARE(actions, (QStringList{QStringLiteral("partner-pause"), QStringLiteral("partner-resume")}));
 }
 
 void TestUiWorkers::workerPageListsEveryWorkerOnTheStore()

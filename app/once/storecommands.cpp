@@ -652,30 +652,50 @@ int runPartners(const QStringList &arguments)
 {
     Command command(QStringLiteral("partners"),
                     QStringLiteral("Lists the partners workers send to (a --partner URL, or a name from a partners "
-                                   "file), their profile, their state as the workers last saw it, and whether each "
-                                   "honours its idempotency key; with PARTNER and --honours-key, records it (audited). "
-                                   "Every verdict on the store (console, `once history`) reads several calls with one "
-                                   "key by it, and workers hold what is in doubt for a partner recorded as not."),
+                                   "file), their profile, their state as the workers last saw it (or paused), and "
+                                   "whether each honours its idempotency key; with PARTNER and --honours-key, records "
+                                   "it (audited). Every verdict on the store (console, `once history`) reads several "
+                                   "calls with one key by it, and workers hold what is in doubt for a partner recorded "
+                                   "as not. With PARTNER and --pause, every worker on the store stops sending to it "
+                                   "within a second and keeps its reminders, unspent, until --resume (audited)."),
                     QStringLiteral("[PARTNER]"));
     auto &parser = command.parser();
     parser.addOption({QStringLiteral("honours-key"),
                       QStringLiteral("Record whether URL applies a repeated Idempotency-Key once: yes, no or unknown."),
                       QStringLiteral("ANSWER")});
+    parser.addOption({QStringLiteral("pause"),
+                      QStringLiteral("Pause PARTNER for every worker on the store: what is being sent finishes, nothing "
+                                     "more goes until --resume, and its reminders wait without spending their tries.")});
+    parser.addOption({QStringLiteral("resume"), QStringLiteral("Resume a paused PARTNER: its reminders go at its own pace.")});
+    addReasonOption(parser);
     parser.addOption({QStringLiteral("json"), QStringLiteral("Print JSON.")});
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
+    const auto reason = reasonOption(command);
+    if (!reason)
+        return Usage;
     const QStringList positional = parser.positionalArguments();
     if (positional.size() > 1)
         return command.usageError(QStringLiteral("give at most one partner"));
     const bool setting = parser.isSet(QStringLiteral("honours-key"));
-    if (setting != (positional.size() == 1))
-        return command.usageError(QStringLiteral("give a partner and --honours-key together, or neither to list"));
+    const bool pausing = parser.isSet(QStringLiteral("pause"));
+    const bool resuming = parser.isSet(QStringLiteral("resume"));
+    if (int(setting) + int(pausing) + int(resuming) > 1)
+        return command.usageError(QStringLiteral("choose one of --honours-key, --pause and --resume"));
+    const bool changing = setting || pausing || resuming;
+    if (changing != (positional.size() == 1))
+        return command.usageError(
+            QStringLiteral("give a partner with --honours-key, --pause or --resume, or neither to list"));
+    if (!reason->isEmpty() && !pausing && !resuming)
+        return command.usageError(QStringLiteral("--reason goes with --pause or --resume"));
     std::optional<KeyHonouring> honours;
     QString partner;
     if (setting) {
         honours = keyHonouringFromName(parser.value(QStringLiteral("honours-key")));
         if (!honours)
             return command.usageError(QStringLiteral("--honours-key must be yes, no or unknown"));
+    }
+    if (changing) {
         // A partners file's name ("texts"), or the URL a --partner worker names its partner by.
         const QString given = positional.constFirst();
         if (given.contains(QLatin1String("://")) || given.contains(QLatin1Char('/'))) {
@@ -691,7 +711,7 @@ int runPartners(const QStringList &arguments)
             partner = given;
         }
     }
-    const auto store = command.openStore(setting ? Command::Access::ReadWrite : Command::Access::ReadOnly);
+    const auto store = command.openStore(changing ? Command::Access::ReadWrite : Command::Access::ReadOnly);
     if (!store)
         return Failure;
     QString error;
@@ -699,6 +719,20 @@ int runPartners(const QStringList &arguments)
         if (!store->operations().setPartnerPolicy(partner, *honours, &error))
             return failure(error);
         printLine(QStringLiteral("%1 honours Idempotency-Key: %2").arg(partner, keyHonouringName(*honours)));
+        return Ok;
+    }
+    if (pausing || resuming) {
+        if (!store->operations().setPartnerPaused(partner, pausing, *reason, &error))
+            return failure(error);
+        const auto paused = store->inspector().pausedPartners(&error);
+        if (!paused)
+            return failure(error);
+        const auto pause = std::find_if(paused->cbegin(), paused->cend(),
+                                        [&](const PartnerPause &each) { return each.partner == partner; });
+        printLine(pause != paused->cend()
+                      ? QStringLiteral("%1 %2: workers send it nothing until `once partners %1 --resume`")
+                            .arg(partner, pause->describe())
+                      : QStringLiteral("%1 resumed: workers send its reminders at its own pace").arg(partner));
         return Ok;
     }
     const auto partners = store->inspector().partners(&error);

@@ -55,6 +55,12 @@ constexpr int ReconcileScanRows = 200;
 constexpr int MaxLookupsInFlight = 16;
 constexpr qint64 MinReconcileIntervalMs = 1000;
 constexpr qint64 MaxLookupIntervalMs = 6LL * 3600 * 1000;
+// How often a worker reads the partners an operator paused (a few rows): often enough
+// that a pause holds within a second, whatever store and without a notification.
+constexpr int PauseReadMs = 500;
+// A paused partner's reminder comes back after 1, 2, 4... s, at most this: few history
+// rows over a long pause, and a resumed partner's reminders back within this long.
+constexpr qint64 MaxPausedWaitMs = 30000;
 } // namespace
 
 Engine::Engine(const EngineConfig &config, QObject *parent)
@@ -72,6 +78,8 @@ Engine::Engine(const EngineConfig &config, QObject *parent)
     m_heartbeatTimer.setInterval(int(WorkerRegistry::HeartbeatIntervalMs));
     connect(&m_heartbeatTimer, &QTimer::timeout, this, &Engine::heartbeat);
     connect(&m_reconcileTimer, &QTimer::timeout, this, &Engine::reconcileInDoubt);
+    m_pauseTimer.setInterval(PauseReadMs);
+    connect(&m_pauseTimer, &QTimer::timeout, this, &Engine::readPauses);
 }
 
 Engine::~Engine()
@@ -116,6 +124,7 @@ QJsonObject PartnerCounters::toJson(qint64) const
         {QStringLiteral("lookups"), QJsonObject{{QStringLiteral("found"), lookupsFound},
                                                 {QStringLiteral("not_found"), lookupsNotFound},
                                                 {QStringLiteral("failed"), lookupsFailed}}},
+        {QStringLiteral("paused"), paused},
     };
 }
 
@@ -145,6 +154,7 @@ EngineCounters Engine::counters() const
         partner.breaker = lane->breaker.state(now);
         partner.sending = lane->sending;
         partner.inDoubtPolicy = inDoubtPolicy(*lane);
+        partner.paused = lane->pause.has_value();
         counters.partners.append(partner);
         if (partner.failingSinceMs && (!failing || partner.failingSinceMs < failing->counters.failingSinceMs))
             failing = lane.get();
@@ -233,6 +243,13 @@ void Engine::start()
                 return false;
             lane->recorded = *honouring;
         }
+        const auto paused = store.inspector().pausedPartners(&error);
+        if (!paused)
+            return false;
+        for (const PartnerPause &pause : *paused) {
+            if (const int index = laneIndex(pause.partner); index >= 0)
+                m_lanes[index]->pause = pause;
+        }
         const EngineCounters now = counters();
         self.inDoubtPolicy = inDoubtPolicyName(now.inDoubtPolicy);
         self.configuredInDoubtPolicy = inDoubtPolicyName(now.configuredInDoubtPolicy);
@@ -266,6 +283,7 @@ void Engine::start()
     m_retentionTimer.start();
     m_sampleTimer.start();
     m_heartbeatTimer.start();
+    m_pauseTimer.start();
     // Reconciliation looks a few times per grace period, and at least twice a minute.
     qint64 shortestGraceMs = -1;
     for (const auto &lane : m_lanes) {
@@ -282,6 +300,9 @@ void Engine::start()
                                    << (where == lane->settings.name ? QString() : QStringLiteral("(%1, %2)").arg(lane->settings.profile, where))
                                    << "from" << m_storeDisplayName;
         qCInfo(lcEngine).noquote() << "sends to" << lane->settings.name << "left in doubt:" << inDoubtPolicyText(*lane);
+        if (lane->pause)
+            qCWarning(lcEngine).noquote() << lane->settings.name << "is" << lane->pause->describe()
+                                          << "; nothing is sent to it until it is resumed";
     }
     emit started();
     purgeExpired();
@@ -779,6 +800,8 @@ int Engine::leaseRoom(qint64 now, int capacity, int inFlight) const
 {
     int probes = 0;
     for (const auto &lane : m_lanes) {
+        if (lane->pause)
+            continue; // as if its breaker were open, with no probe to make
         const CircuitBreaker::State state = lane->breaker.state(now);
         if (state == CircuitBreaker::State::Closed)
             return capacity - inFlight;
@@ -788,10 +811,11 @@ int Engine::leaseRoom(qint64 now, int capacity, int inFlight) const
     return std::min(probes, capacity - inFlight);
 }
 
+// A paused partner counts as one whose breaker is open: nothing can go to it.
 bool Engine::anyLaneOpen(qint64 now) const
 {
     for (const auto &lane : m_lanes) {
-        if (lane->breaker.state(now) != CircuitBreaker::State::Open)
+        if (!lane->pause && lane->breaker.state(now) != CircuitBreaker::State::Open)
             return true;
     }
     return m_lanes.empty();
@@ -800,9 +824,73 @@ bool Engine::anyLaneOpen(qint64 now) const
 qint64 Engine::soonestReopenMs(qint64 now) const
 {
     qint64 soonest = std::numeric_limits<qint64>::max();
-    for (const auto &lane : m_lanes)
-        soonest = std::min(soonest, lane->breaker.reopensInMs(now));
-    return soonest == std::numeric_limits<qint64>::max() ? 0 : soonest;
+    for (const auto &lane : m_lanes) {
+        if (!lane->pause)
+            soonest = std::min(soonest, lane->breaker.reopensInMs(now));
+    }
+    // Every partner paused: a resume schedules the next turn itself (notePauses).
+    if (soonest == std::numeric_limits<qint64>::max())
+        return allLanesPaused() ? PauseReadMs : 0;
+    return soonest;
+}
+
+bool Engine::allLanesPaused() const
+{
+    return !m_lanes.empty()
+           && std::all_of(m_lanes.cbegin(), m_lanes.cend(), [](const auto &lane) { return lane->pause.has_value(); });
+}
+
+void Engine::readPauses()
+{
+    if (!m_running || m_pausesReading)
+        return;
+    m_pausesReading = true;
+    onStoreLater([this](Store &store) {
+        QString error;
+        const auto paused = store.inspector().pausedPartners(&error);
+        if (!paused)
+            reportStoreCall(QStringLiteral("reading the paused partners"), store.database().lastFailure(), error);
+        QMetaObject::invokeMethod(
+            this,
+            [this, paused] {
+                m_pausesReading = false;
+                if (paused)
+                    notePauses(*paused);
+            },
+            Qt::QueuedConnection);
+    });
+}
+
+void Engine::notePauses(const QList<PartnerPause> &paused)
+{
+    bool changed = false;
+    for (size_t index = 0; index < m_lanes.size(); ++index) {
+        PartnerLane &lane = *m_lanes[index];
+        const auto found = std::find_if(paused.cbegin(), paused.cend(),
+                                        [&](const PartnerPause &pause) { return pause.partner == lane.settings.name; });
+        const bool nowPaused = found != paused.cend();
+        if (nowPaused == lane.pause.has_value())
+            continue;
+        changed = true;
+        if (nowPaused) {
+            lane.pause = *found;
+            qCWarning(lcEngine).noquote() << lane.settings.name << "is" << lane.pause->describe()
+                                          << "; nothing more is sent to it until it is resumed";
+            // What is being sent finishes; what was claimed and waits for a slot goes back.
+            std::deque<Delivery> waiting;
+            waiting.swap(lane.ready);
+            for (Delivery &delivery : waiting)
+                route(std::move(delivery));
+        } else {
+            lane.pause.reset();
+            qCInfo(lcEngine).noquote() << lane.settings.name << "resumed: its reminders go at its own pace";
+        }
+    }
+    if (!changed)
+        return;
+    publishCounters();
+    heartbeat(); // `once workers` and the console show it now, not at the next beat
+    scheduleCycle(0);
 }
 
 bool Engine::refusesEveryone(PartnerLane &lane, const SendOutcome &outcome, const QByteArray &sendKey)
@@ -902,6 +990,17 @@ void Engine::route(Delivery delivery)
         return;
     }
     PartnerLane &lane = *m_lanes[delivery.lane];
+    if (lane.pause) {
+        // Back later and later while the pause lasts, without using a try: a resumed
+        // partner's reminders come back within MaxPausedWaitMs.
+        const int shift = std::clamp(delivery.message.delivery - 1, 0, 15);
+        const qint64 delay = std::min(MaxPausedWaitMs, std::max<qint64>(1000, m_config.backoffBaseMs) << shift);
+        deferUnsent(delivery, delay, QStringLiteral("partner-paused"),
+                    QStringLiteral("not sent: %1 is %2; next look in %3 ms, without using a try")
+                        .arg(lane.settings.name, lane.pause->describe())
+                        .arg(delay));
+        return;
+    }
     const qint64 now = nowMs();
     const CircuitBreaker::State breaker = lane.breaker.state(now);
     const bool probing = breaker == CircuitBreaker::State::HalfOpen && (lane.sending > 0 || !lane.ready.empty());
@@ -965,6 +1064,12 @@ qint64 Engine::paceWaitMs(const PartnerLane &lane, qint64) const
 void Engine::sendReady(int index)
 {
     PartnerLane &lane = *m_lanes[index];
+    if (lane.pause && !lane.ready.empty()) {
+        std::deque<Delivery> waiting;
+        waiting.swap(lane.ready);
+        for (Delivery &delivery : waiting)
+            route(std::move(delivery)); // put back: the partner was paused while they waited
+    }
     while (!lane.ready.empty()) {
         const qint64 now = nowMs();
         if (lane.breaker.allowance(now, lane.capacity, lane.sending) <= 0) {
@@ -1534,6 +1639,7 @@ void Engine::finish(int exitCode)
     m_retentionTimer.stop();
     m_sampleTimer.stop();
     m_reconcileTimer.stop();
+    m_pauseTimer.stop();
     if (m_heartbeatTimer.isActive()) {
         m_heartbeatTimer.stop();
         QString error;

@@ -77,6 +77,7 @@ struct PartnerCounters
     qint64 lookupsFound = 0;
     qint64 lookupsNotFound = 0;
     qint64 lookupsFailed = 0;
+    bool paused = false; // an operator paused it (once partners NAME --pause)
 
     QJsonObject toJson(qint64 nowMs) const;
 };
@@ -195,6 +196,7 @@ private:
         // How long after a send left in doubt the partner's lookup can be trusted to
         // find it (its search delay); -1: the partner has no lookup.
         qint64 lookupGraceMs = -1;
+        std::optional<PartnerPause> pause; // as the store records it: nothing is sent meanwhile
     };
 
     void scheduleCycle(qint64 delayMs);
@@ -239,6 +241,11 @@ private:
     // The store's record of whether each partner honours its key, read at start and with
     // every heartbeat: an operator's change applies within seconds.
     void notePartnerRecords(const QHash<QString, KeyHonouring> &records);
+    // The store's paused partners, read every PauseReadMs: a pause holds back a partner's
+    // sends within a second, on every worker; a resume lets them go at once.
+    void readPauses();
+    void notePauses(const QList<PartnerPause> &paused);
+    bool allLanesPaused() const;
     // A refusal that says nothing of the reminder (a refused credential, or the same
     // permanent answer to every reminder in a row): the partner is down for everyone.
     bool refusesEveryone(PartnerLane &lane, const SendOutcome &outcome, const QByteArray &sendKey);
@@ -328,6 +335,8 @@ private:
     QTimer m_sampleTimer{this};
     QTimer m_heartbeatTimer{this};
     QTimer m_reconcileTimer{this};
+    QTimer m_pauseTimer{this};
+    bool m_pausesReading = false;
     bool m_reconcileReading = false;  // the store is listing the keys in doubt
     QSet<QByteArray> m_lookingUp;     // keys a partner is being asked for
     bool m_listening = false; // woken by PostgreSQL notifications rather than polling alone

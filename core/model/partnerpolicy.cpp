@@ -43,7 +43,19 @@ QJsonObject PartnerPolicy::toJson() const
         {QStringLiteral("last_seen_at"), lastSeenMs > 0 ? QJsonValue(formatTime(lastSeenMs)) : QJsonValue(QJsonValue::Null)},
         {QStringLiteral("profile"), profile.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(profile)},
         {QStringLiteral("state"), state},
+        {QStringLiteral("paused"), pause.has_value()},
+        {QStringLiteral("paused_by"), pause ? QJsonValue(pause->by) : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("paused_at"), pause ? QJsonValue(formatTime(pause->atMs)) : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("pause_reason"), pause && !pause->reason.isEmpty() ? QJsonValue(pause->reason) : QJsonValue(QJsonValue::Null)},
     };
+}
+
+QString PartnerPause::describe() const
+{
+    QString text = QStringLiteral("paused (by %1 at %2").arg(by, formatTime(atMs));
+    if (!reason.isEmpty())
+        text += QStringLiteral(": ") + reason;
+    return text + QLatin1Char(')');
 }
 
 } // namespace once

@@ -22,6 +22,19 @@ std::optional<KeyHonouring> keyHonouringFromName(const QString &name);
 // register it, so that a policy set for a URL applies to the sends made to it.
 QString partnerName(const QUrl &partnerUrl);
 
+// An operator's pause of a partner (once partners NAME --pause): workers send it nothing
+// until it is resumed, and put its reminders back without spending their tries.
+struct PartnerPause
+{
+    QString partner;
+    qint64 atMs = 0;
+    QString by;
+    QString reason; // may be empty
+
+    // "paused (by X at T: reason)", as `once partners`, the console and the history say it.
+    QString describe() const;
+};
+
 struct PartnerPolicy
 {
     QString partner;
@@ -33,6 +46,7 @@ struct PartnerPolicy
     // As its live workers saw it: "sending", "failing" (a spell of failures), "held back"
     // (a breaker open); "no worker" when none runs.
     QString state;
+    std::optional<PartnerPause> pause; // set while an operator has it paused
 
     QJsonObject toJson() const;
 };

@@ -353,6 +353,14 @@ QJsonObject DeliveryStats::toJson() const
                   latenessP50Ms ? QJsonValue(double(*latenessP50Ms) / 1000.0) : QJsonValue(QJsonValue::Null));
     object.insert(QStringLiteral("lateness_p95_s"),
                   latenessP95Ms ? QJsonValue(double(*latenessP95Ms) / 1000.0) : QJsonValue(QJsonValue::Null));
+    QJsonArray paused;
+    for (const auto &[pause, held] : pausedPartners)
+        paused.append(QJsonObject{{QStringLiteral("partner"), pause.partner},
+                                  {QStringLiteral("paused_by"), pause.by},
+                                  {QStringLiteral("paused_at"), formatTime(pause.atMs)},
+                                  {QStringLiteral("reason"), pause.reason.isEmpty() ? QJsonValue() : QJsonValue(pause.reason)},
+                                  {QStringLiteral("held"), held}});
+    object.insert(QStringLiteral("paused_partners"), paused);
     // A queue that counts nothing (Pub/Sub): not measured, so not 0.
     if (queue.backlogUnknown)
         for (const QString &count : {QStringLiteral("ready"), QStringLiteral("in_flight"), QStringLiteral("delayed"),
@@ -529,6 +537,10 @@ std::optional<DeliveryStats> Inspector::stats(QString *error)
         stats.latenessP50Ms = values[values.size() / 2];
         stats.latenessP95Ms = values[std::min(values.size() - 1, values.size() * 95 / 100)];
     }
+    const auto paused = heldForPausedPartners(error);
+    if (!paused)
+        return std::nullopt;
+    stats.pausedPartners = *paused;
     return stats;
 }
 
@@ -1091,22 +1103,66 @@ std::optional<KeyHonouring> Inspector::recordedKeyHonouring(const QString &partn
     return honouring;
 }
 
+std::optional<QList<PartnerPause>> Inspector::pausedPartners(QString *error)
+{
+    auto &query = m_db.prepared(QStringLiteral(
+        "SELECT url, paused_at, paused_by, pause_reason FROM partners WHERE paused_at IS NOT NULL ORDER BY url"));
+    if (!m_db.exec(query, error))
+        return std::nullopt;
+    QList<PartnerPause> paused;
+    while (query.next())
+        paused.append({query.value(0).toString(), query.value(1).toLongLong(), query.value(2).toString(),
+                       query.value(3).toString()});
+    query.finish();
+    return paused;
+}
+
+std::optional<QList<QPair<PartnerPause, qint64>>> Inspector::heldForPausedPartners(QString *error)
+{
+    const auto paused = pausedPartners(error);
+    if (!paused)
+        return std::nullopt;
+    QList<QPair<PartnerPause, qint64>> held;
+    if (paused->isEmpty())
+        return held;
+    // Through ledger_state: the retrying keys only, and each one's put-backs by its own
+    // history's index. A key's put-back names the partner its channel is routed to.
+    auto &count = m_db.prepared(QStringLiteral(
+        "SELECT a.partner, COUNT(DISTINCT l.send_key) FROM ledger l JOIN attempts a "
+        "ON a.key_created_at IN (l.created_at, 0) AND a.send_key = l.send_key AND a.error_class = 'partner-paused' "
+        "WHERE l.state = 'retrying' AND l.last_error_class = 'partner-paused' GROUP BY a.partner"));
+    if (!m_db.exec(count, error))
+        return std::nullopt;
+    QHash<QString, qint64> byPartner;
+    while (count.next())
+        byPartner.insert(count.value(0).toString(), count.value(1).toLongLong());
+    count.finish();
+    for (const PartnerPause &pause : *paused)
+        held.append({pause, byPartner.value(pause.partner)});
+    return held;
+}
+
 std::optional<QList<PartnerPolicy>> Inspector::partners(QString *error)
 {
     QList<PartnerPolicy> partners;
     QHash<QString, qsizetype> byName;
     auto &recorded = m_db.prepared(QStringLiteral(
-        "SELECT url, honours_key, set_by, set_at, (SELECT MAX(heartbeat_at) FROM workers w WHERE w.partner = p.url) "
-        "FROM partners p ORDER BY url"));
+        "SELECT url, honours_key, set_by, set_at, (SELECT MAX(heartbeat_at) FROM workers w WHERE w.partner = p.url), "
+        "paused_at, paused_by, pause_reason FROM partners p ORDER BY url"));
     if (!m_db.exec(recorded, error))
         return std::nullopt;
     while (recorded.next()) {
         PartnerPolicy policy;
         policy.partner = recorded.value(0).toString();
         policy.honoursKey = keyHonouringFromName(recorded.value(1).toString()).value_or(KeyHonouring::Unknown);
-        policy.setBy = recorded.value(2).toString();
-        policy.setAtMs = recorded.value(3).toLongLong();
+        if (policy.honoursKey != KeyHonouring::Unknown) {
+            policy.setBy = recorded.value(2).toString();
+            policy.setAtMs = recorded.value(3).toLongLong();
+        }
         policy.lastSeenMs = recorded.value(4).toLongLong();
+        if (!recorded.value(5).isNull())
+            policy.pause = PartnerPause{policy.partner, recorded.value(5).toLongLong(), recorded.value(6).toString(),
+                                        recorded.value(7).toString()};
         byName.insert(policy.partner, partners.size());
         partners.append(policy);
     }
@@ -1161,7 +1217,9 @@ std::optional<QList<PartnerPolicy>> Inspector::partners(QString *error)
     }
     seen.finish();
     for (PartnerPolicy &policy : partners) {
-        if (policy.state.isEmpty())
+        if (policy.pause)
+            policy.state = policy.pause->describe(); // whatever its workers last reported
+        else if (policy.state.isEmpty())
             policy.state = QStringLiteral("no worker");
     }
     std::sort(partners.begin(), partners.end(),

@@ -37,6 +37,9 @@ struct DeliveryStats
     qint64 failingSinceMs = 0; // 0: none failed since the last accepted send
     std::optional<qint64> latenessP50Ms; // accepted send's end - scheduled_at, the last hour's latest 5,000
     std::optional<qint64> latenessP95Ms;
+    // Each paused partner, with the keys put back for its pause and waiting for its resume
+    // (Inspector::heldForPausedPartners: not those no worker has leased since).
+    QList<QPair<PartnerPause, qint64>> pausedPartners;
 
     QJsonObject toJson() const;
 };
@@ -233,6 +236,12 @@ public:
     std::optional<QList<PartnerPolicy>> partners(QString *error);
     // What the store records of one partner (named as partnerName() names it).
     std::optional<KeyHonouring> recordedKeyHonouring(const QString &partner, QString *error);
+    // The partners an operator has paused (a few rows: workers read it twice a second).
+    std::optional<QList<PartnerPause>> pausedPartners(QString *error);
+    // For each paused partner, the keys put back because of its pause and still waiting
+    // (retrying, their last put-back "partner-paused"). Reminders not yet leased since the
+    // pause are not counted: the store knows their channel, not the partner it routes to.
+    std::optional<QList<QPair<PartnerPause, qint64>>> heldForPausedPartners(QString *error);
     std::optional<PartnerActivity> partnerActivity(qint64 sinceMs, QString *error);
 
 private:

@@ -547,9 +547,12 @@ bool Operations::setPartnerPolicy(const QString &partner, KeyHonouring honoursKe
     if (!transaction.begin(error))
         return false;
     if (honoursKey == KeyHonouring::Unknown) {
-        auto &forget = m_db.prepared(QStringLiteral("DELETE FROM partners WHERE url = ?"));
+        // A paused partner keeps its row (and its pause); any other row is only the answer.
+        auto &forget = m_db.prepared(QStringLiteral("DELETE FROM partners WHERE url = ? AND paused_at IS NULL"));
         forget.addBindValue(partner);
-        if (!m_db.exec(forget, error))
+        auto &unknown = m_db.prepared(QStringLiteral("UPDATE partners SET honours_key = 'unknown' WHERE url = ?"));
+        unknown.addBindValue(partner);
+        if (!m_db.exec(forget, error) || !m_db.exec(unknown, error))
             return false;
     } else {
         auto &upsert = m_db.prepared(QStringLiteral(
@@ -564,6 +567,52 @@ bool Operations::setPartnerPolicy(const QString &partner, KeyHonouring honoursKe
     }
     if (!audit(QStringLiteral("partner-policy"),
                QStringLiteral("%1 honours Idempotency-Key: %2").arg(partner, keyHonouringName(honoursKey)), 0, error))
+        return false;
+    return transaction.commit(error);
+}
+
+bool Operations::setPartnerPaused(const QString &partner, bool paused, const QString &reason, QString *error)
+{
+    if (partner.trimmed().isEmpty()) {
+        *error = QStringLiteral("no partner given");
+        return false;
+    }
+    if (reason.size() > MaxReasonLength) {
+        *error = QStringLiteral("the reason is %1 characters long; at most %2").arg(reason.size()).arg(MaxReasonLength);
+        return false;
+    }
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return false;
+    const qint64 now = nowMs();
+    if (paused) {
+        // A row without an answer on the key says 'unknown', as no row does.
+        auto &pause = m_db.prepared(QStringLiteral(
+            "INSERT INTO partners (url, honours_key, set_by, set_at, paused_at, paused_by, pause_reason) "
+            "VALUES (?, 'unknown', '', 0, ?, ?, ?) ON CONFLICT (url) DO UPDATE SET paused_at = excluded.paused_at, "
+            "paused_by = excluded.paused_by, pause_reason = excluded.pause_reason WHERE partners.paused_at IS NULL"));
+        pause.addBindValue(partner);
+        pause.addBindValue(now);
+        pause.addBindValue(m_actor);
+        pause.addBindValue(reason.trimmed().isEmpty() ? QVariant() : QVariant(reason.trimmed()));
+        if (!m_db.exec(pause, error))
+            return false;
+    } else {
+        auto &resume = m_db.prepared(QStringLiteral(
+            "UPDATE partners SET paused_at = NULL, paused_by = NULL, pause_reason = NULL WHERE url = ?"));
+        resume.addBindValue(partner);
+        auto &forget = m_db.prepared(
+            QStringLiteral("DELETE FROM partners WHERE url = ? AND honours_key = 'unknown' AND paused_at IS NULL"));
+        forget.addBindValue(partner);
+        if (!m_db.exec(resume, error) || !m_db.exec(forget, error))
+            return false;
+    }
+    AuditAction action{paused ? QStringLiteral("partner-pause") : QStringLiteral("partner-resume"),
+                       paused ? QStringLiteral("%1 paused: workers send it nothing until it is resumed").arg(partner)
+                              : QStringLiteral("%1 resumed").arg(partner),
+                       0, reason};
+    // The consoles hear of it at the commit (PostgreSQL); workers read the pause anyway.
+    if (!beginAudit(action, error) || !m_db.notify(Channel::Activity, error))
         return false;
     return transaction.commit(error);
 }

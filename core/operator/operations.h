@@ -117,6 +117,10 @@ public:
     // Records whether a partner (named as partnerName() names it) honours Idempotency-Key;
     // Unknown forgets what was recorded.
     bool setPartnerPolicy(const QString &partner, KeyHonouring honoursKey, QString *error);
+    // Pauses a partner for every worker on the store (they send it nothing until it is
+    // resumed and put its reminders back unspent), or resumes it; audited with the reason.
+    // Pausing a paused partner keeps its first pause (who and when) and says so.
+    bool setPartnerPaused(const QString &partner, bool paused, const QString &reason, QString *error);
 
     // A finished action in one row (no history rows).
     bool audit(const QString &action, const QString &detail, qint64 count, QString *error);

@@ -65,6 +65,7 @@ StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, IfMis
     qRegisterMetaType<once::WorkerRecord>();
     qRegisterMetaType<QList<once::WorkerRecord>>();
     qRegisterMetaType<once::PartnerActivity>();
+    qRegisterMetaType<QList<once::PartnerPolicy>>();
     m_redriveTimer.setInterval(RedriveTickMs);
     connect(&m_redriveTimer, &QTimer::timeout, this, &StoreReader::redriveNextBatch);
     m_exportTimer.setInterval(0);
@@ -707,6 +708,29 @@ void StoreReader::setPartnerPolicy(quint64 token, const QString &partner, KeyHon
     emit operationFinished(token, ok,
                            ok ? QStringLiteral("%1 honours Idempotency-Key: %2").arg(partner, keyHonouringName(honoursKey))
                               : withoutSecrets(error));
+}
+
+void StoreReader::loadPartners(quint64 token)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    if (const auto partners = m_store->inspector().partners(&error))
+        emit partnersLoaded(token, *partners);
+    else
+        fail(token, error);
+}
+
+void StoreReader::setPartnerPaused(quint64 token, const QString &partner, bool paused, const QString &reason)
+{
+    if (!ensureWritable(token))
+        return;
+    QString error;
+    const bool ok = m_store->operations().setPartnerPaused(partner, paused, reason, &error);
+    emit operationFinished(token, ok,
+                           !ok       ? withoutSecrets(error)
+                           : paused ? QStringLiteral("%1 paused: workers send it nothing until it is resumed").arg(partner)
+                                    : QStringLiteral("%1 resumed").arg(partner));
 }
 
 void StoreReader::checkAtPartner(quint64 token, const QByteArray &sendKey, const QString &partnersFile)

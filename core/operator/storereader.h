@@ -109,6 +109,11 @@ public slots:
     void discard(quint64 token, const QList<once::DeadLetter> &letters, const QString &detail, const QString &reason);
     void resolve(quint64 token, const QByteArray &sendKey, bool resend, const QString &reason);
     void setPartnerPolicy(quint64 token, const QString &partner, once::KeyHonouring honoursKey);
+    // The partners on record (Inspector::partners): partnersLoaded, or failed.
+    void loadPartners(quint64 token);
+    // Pauses or resumes a partner for every worker on the store (audited with the reason):
+    // operationFinished says what became of it.
+    void setPartnerPaused(quint64 token, const QString &partner, bool paused, const QString &reason);
     // Asks the partner a key left in doubt went to (as the partners file names it) whether
     // it has the message sent with the key, now, whatever its grace period, and records
     // the answer as `once reconcile` does: found settles it applied. operationFinished says
@@ -140,6 +145,7 @@ signals:
     void auditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
     void auditRecorded(quint64 token);
     void workersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);
+    void partnersLoaded(quint64 token, const QList<once::PartnerPolicy> &partners);
     void readinessLoaded(quint64 token, const QList<once::WorkerRecord> &workers, const once::PartnerActivity &partner);
     void healthLoaded(quint64 token, const once::DeliveryStats &stats, const QList<once::WorkerRecord> &workers);
     void redriveProgress(quint64 token, int moved, int total);
@@ -236,4 +242,5 @@ Q_DECLARE_METATYPE(once::DeadLetterCounts)
 Q_DECLARE_METATYPE(once::Attempt)
 Q_DECLARE_METATYPE(once::AuditEntry)
 Q_DECLARE_METATYPE(once::WorkerRecord)
+Q_DECLARE_METATYPE(once::PartnerPolicy)
 Q_DECLARE_METATYPE(once::PartnerActivity)

@@ -95,6 +95,15 @@ CREATE INDEX partner_events_received ON partner_events(received_at);
 CREATE INDEX ledger_provider_request ON ledger(provider_request_id);
 )sql";
 
+// A paused partner: workers send it nothing until it is resumed (once partners NAME
+// --pause). A row paused without a recorded answer on its key holds honours_key
+// 'unknown'. The same text in both dialects.
+const char *const PartnersPause = R"sql(
+ALTER TABLE partners ADD COLUMN paused_at BIGINT;
+ALTER TABLE partners ADD COLUMN paused_by TEXT;
+ALTER TABLE partners ADD COLUMN pause_reason TEXT;
+)sql";
+
 // The counters: "state:<state>" for each ledger state, "duplicate_keys" (keys with at
 // least one duplicate delivery turned away) and "duplicate_deliveries" (their sum). A
 // counter's value is the sum of its shards.
@@ -669,6 +678,10 @@ CREATE INDEX publish_keys_created ON publish_keys(created_at);
     // provider retries its webhook; and a key found by the provider's message id, which
     // is all some events name (Resend's tag carries only a digest of a key with ':').
     {PartnerEventsOnce, PartnerEventsOnce},
+    // 21: an operator pauses a partner (maintenance, a complaint, a bill): when, by whom
+    // and why, read by every worker on the store each half second, so that they stop
+    // sending to it within a second and put its reminders back without spending a try.
+    {PartnersPause, PartnersPause},
 };
 
 } // namespace

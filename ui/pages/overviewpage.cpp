@@ -1,6 +1,7 @@
 #include "pages/overviewpage.h"
 
 #include "display/humanunits.h"
+#include "display/statuscolors.h"
 #include "session/enginecontroller.h"
 #include "session/healthmonitor.h"
 #include "session/storesession.h"
@@ -125,6 +126,14 @@ OverviewPage::OverviewPage(EngineController *engine, HealthMonitor *health, QWid
     m_queueUnavailable->setWordWrap(true);
     m_queueUnavailable->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_queueUnavailable->hide();
+    m_pausedPartners = new QLabel;
+    m_pausedPartners->setObjectName(QStringLiteral("pausedPartners"));
+    m_pausedPartners->setWordWrap(true);
+    m_pausedPartners->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_pausedPartners->setToolTip(tr("Reminders put back because their partner is paused, waiting for its resume "
+                                    "(the Worker page's Partners). Those no worker has taken since the pause are "
+                                    "not counted: they wait in Ready or Delayed."));
+    m_pausedPartners->hide();
 
     m_ready = makeTile(QStringLiteral("readyTile"), tr("Ready"));
     m_inFlight = makeTile(QStringLiteral("inFlightTile"), tr("In flight"));
@@ -194,6 +203,7 @@ OverviewPage::OverviewPage(EngineController *engine, HealthMonitor *health, QWid
     contentLayout->addWidget(m_queuePlace);
     contentLayout->addLayout(tiles);
     contentLayout->addWidget(m_queueUnavailable);
+    contentLayout->addWidget(m_pausedPartners);
     contentLayout->addWidget(m_error);
     contentLayout->addLayout(historyRow);
     contentLayout->addLayout(charts, 1);
@@ -315,6 +325,7 @@ void OverviewPage::clearStats()
     m_clock.stop();
     m_error->hide();
     m_queueUnavailable->hide();
+    m_pausedPartners->hide();
     for (Tile *tile : {m_inFlight, m_oldest})
         tile->setToolTip(QString());
     const qint64 now = QDateTime::currentMSecsSinceEpoch();
@@ -356,6 +367,16 @@ void OverviewPage::showStats(const DeliveryStats &stats)
     if (stats.queue.backlogUnknown)
         for (Tile *tile : {m_ready, m_delayed, m_dead})
             tile->setToolTip(unavailable);
+    QStringList paused;
+    for (const auto &[pause, held] : stats.pausedPartners)
+        paused.append(tr("Held for paused partner %1: %2 — %3").arg(pause.partner, formatCount(held), pause.describe()));
+    m_pausedPartners->setText(paused.join(QLatin1Char('\n')));
+    m_pausedPartners->setVisible(!paused.isEmpty());
+    if (!paused.isEmpty()) {
+        QPalette palette = m_pausedPartners->palette();
+        palette.setColor(QPalette::WindowText, severityTextColor(Severity::Warning, palette));
+        m_pausedPartners->setPalette(palette);
+    }
     m_inDoubt->setValue(formatCount(stats.inDoubt), stats.inDoubt > 0 ? Severity::Warning : Severity::Normal);
     m_inDoubt->setSubCaption(stats.inDoubt > 0 ? tr("need an operator's decision") : tr("nothing to decide"));
 

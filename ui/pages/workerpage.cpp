@@ -22,6 +22,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QHostInfo>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
@@ -30,6 +31,7 @@
 #include <QSpinBox>
 #include <QStackedWidget>
 #include <QTableView>
+#include <QTableWidget>
 #include <QVBoxLayout>
 
 namespace once::ui {
@@ -207,6 +209,46 @@ WorkerPage::WorkerPage(EngineController *engine, QWidget *parent) : Page(parent)
     auto *workersLayout = new QVBoxLayout(workersBox);
     workersLayout->addWidget(m_workersStack, 1);
 
+    // Pausing a partner is the operator's word to every worker, wherever they run.
+    auto *partnersBox = new QGroupBox(tr("Partners on this store"));
+    partnersBox->setObjectName(QStringLiteral("partnersBox"));
+    m_partnersView = new QTableWidget(0, 3);
+    m_partnersView->setObjectName(QStringLiteral("partners"));
+    m_partnersView->setHorizontalHeaderLabels({tr("Partner"), tr("Profile"), tr("State")});
+    m_partnersView->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_partnersView->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_partnersView->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_partnersView->verticalHeader()->hide();
+    m_partnersView->horizontalHeader()->setStretchLastSection(true);
+    m_partnersView->setMaximumHeight(5 * (m_partnersView->fontMetrics().height() + 8));
+    m_pausePartner = new QPushButton(tr("Pause…"));
+    m_pausePartner->setObjectName(QStringLiteral("pausePartner"));
+    m_pausePartner->setToolTip(tr("Every worker on the store stops sending to this partner within a second; its "
+                                  "reminders wait without spending their tries until it is resumed."));
+    m_resumePartner = new QPushButton(tr("Resume"));
+    m_resumePartner->setObjectName(QStringLiteral("resumePartner"));
+    m_partnerStatus = new QLabel;
+    m_partnerStatus->setObjectName(QStringLiteral("partnerStatus"));
+    m_partnerStatus->setWordWrap(true);
+    auto *partnerButtons = new QHBoxLayout;
+    partnerButtons->addWidget(m_pausePartner);
+    partnerButtons->addWidget(m_resumePartner);
+    partnerButtons->addWidget(m_partnerStatus, 1);
+    auto *partnersLayout = new QVBoxLayout(partnersBox);
+    partnersLayout->addWidget(m_partnersView);
+    partnersLayout->addLayout(partnerButtons);
+    connect(m_partnersView, &QTableWidget::itemSelectionChanged, this, &WorkerPage::updatePartnerButtons);
+    connect(m_pausePartner, &QPushButton::clicked, this, [this] {
+        const QString partner = selectedPartner();
+        bool ok = false;
+        const QString reason = QInputDialog::getText(this, tr("Pause %1").arg(partner),
+                                                     tr("Why (for the audit log and each held reminder's history):"),
+                                                     QLineEdit::Normal, QString(), &ok);
+        if (ok)
+            setPartnerPaused(partner, true, reason);
+    });
+    connect(m_resumePartner, &QPushButton::clicked, this, [this] { setPartnerPaused(selectedPartner(), false); });
+
     // Every worker on the store first: what delivers is not only this console's.
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(m_workersSummary);
@@ -217,6 +259,7 @@ WorkerPage::WorkerPage(EngineController *engine, QWidget *parent) : Page(parent)
     layout->addLayout(tiles);
     layout->addSpacing(4);
     layout->addWidget(workersBox, 1);
+    layout->addWidget(partnersBox);
 
     connect(m_url, &QLineEdit::textChanged, this, [this] {
         validateUrl();
@@ -352,8 +395,23 @@ void WorkerPage::setSession(StoreSession *session)
         m_sessionConnections << connect(m_session, &StoreSession::opened, this, &WorkerPage::updateControls)
                              << connect(m_session, &StoreSession::workersLoaded, this,
                                         &WorkerPage::onWorkersLoaded)
+                             << connect(m_session, &StoreSession::partnersLoaded, this,
+                                        &WorkerPage::onPartnersLoaded)
+                             << connect(m_session, &StoreSession::operationFinished, this,
+                                        [this](quint64 token, bool ok, const QString &message) {
+                                            if (token != m_partnerActionToken)
+                                                return;
+                                            m_partnerActionToken = 0;
+                                            m_partnerStatus->setText(ok ? message : tr("Failed: %1").arg(message));
+                                            refresh();
+                                        })
                              << connect(m_session, &StoreSession::failed, this,
                                         [this](quint64 token, const QString &error) {
+                                            if (token == m_partnersToken) {
+                                                m_partnersToken = 0;
+                                                m_partnerStatus->setText(tr("Cannot read the partners: %1").arg(error));
+                                                return;
+                                            }
                                             if (token != m_workersToken)
                                                 return;
                                             m_workersToken = 0;
@@ -375,7 +433,58 @@ void WorkerPage::refresh()
     if (m_workersToken != 0 && m_workersPendingSince.elapsed() < PendingTimeoutMs)
         return;
     m_workersToken = m_session->loadWorkers();
+    m_partnersToken = m_session->loadPartners();
     m_workersPendingSince.start();
+}
+
+void WorkerPage::onPartnersLoaded(quint64 token, const QList<PartnerPolicy> &partners)
+{
+    if (token != m_partnersToken)
+        return;
+    m_partnersToken = 0;
+    const QString selected = selectedPartner();
+    m_partners = partners;
+    m_partnersView->setRowCount(int(partners.size()));
+    for (int row = 0; row < partners.size(); ++row) {
+        const PartnerPolicy &partner = partners.at(row);
+        const QStringList cells{partner.partner, partner.profile, partner.state};
+        for (int column = 0; column < cells.size(); ++column) {
+            auto *item = new QTableWidgetItem(cells.at(column));
+            item->setToolTip(cells.at(column));
+            if (partner.pause)
+                item->setForeground(severityTextColor(Severity::Warning, m_partnersView->palette()));
+            m_partnersView->setItem(row, column, item);
+        }
+        if (partner.partner == selected)
+            m_partnersView->selectRow(row);
+    }
+    updatePartnerButtons();
+}
+
+QString WorkerPage::selectedPartner() const
+{
+    const QList<QTableWidgetItem *> selected = m_partnersView->selectedItems();
+    return selected.isEmpty() ? QString() : m_partnersView->item(selected.constFirst()->row(), 0)->text();
+}
+
+void WorkerPage::updatePartnerButtons()
+{
+    const QString partner = selectedPartner();
+    const auto found = std::find_if(m_partners.cbegin(), m_partners.cend(),
+                                    [&](const PartnerPolicy &each) { return each.partner == partner; });
+    const bool writable = m_session && m_session->isOpen() && !m_session->isReadOnly();
+    const bool busy = m_partnerActionToken != 0;
+    m_pausePartner->setEnabled(writable && !busy && found != m_partners.cend() && !found->pause);
+    m_resumePartner->setEnabled(writable && !busy && found != m_partners.cend() && found->pause.has_value());
+}
+
+void WorkerPage::setPartnerPaused(const QString &partner, bool paused, const QString &reason)
+{
+    if (!m_session || partner.isEmpty())
+        return;
+    m_partnerActionToken = m_session->setPartnerPaused(partner, paused, reason);
+    m_partnerStatus->setText(paused ? tr("Pausing %1…").arg(partner) : tr("Resuming %1…").arg(partner));
+    updatePartnerButtons();
 }
 
 void WorkerPage::onWorkersLoaded(quint64 token, const QList<WorkerRecord> &workers)
@@ -583,6 +692,7 @@ void WorkerPage::onCounters(const EngineCounters &counters)
 
 void WorkerPage::updateControls()
 {
+    updatePartnerButtons(); // whether the store may be written is known once it is open
     using State = EngineController::State;
     const State state = m_engine ? m_engine->state() : State::Stopped;
     const bool stopped = state == State::Stopped;

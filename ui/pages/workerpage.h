@@ -16,6 +16,7 @@ class QPushButton;
 class QSpinBox;
 class QStackedWidget;
 class QTableView;
+class QTableWidget;
 
 namespace once::ui {
 
@@ -41,6 +42,10 @@ public:
 
     WorkersModel *workersModel() const { return m_workersModel; }
     QTableView *workersView() const { return m_workersView; }
+    QTableWidget *partnersView() const { return m_partnersView; }
+    // Pauses (with the operator's reason) or resumes a partner for every worker on the
+    // store, as `once partners NAME --pause` does; the Pause… button asks for the reason.
+    void setPartnerPaused(const QString &partner, bool paused, const QString &reason = QString());
 
 protected:
     void changeEvent(QEvent *event) override;
@@ -56,6 +61,9 @@ private:
     void updateControls();
     void onWorkersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);
     void updateWorkersSummary();
+    void onPartnersLoaded(quint64 token, const QList<once::PartnerPolicy> &partners);
+    QString selectedPartner() const;
+    void updatePartnerButtons();
 
     StoreSession *m_session = nullptr;
     QList<QMetaObject::Connection> m_sessionConnections;
@@ -97,6 +105,15 @@ private:
     QLabel *m_workersEmpty = nullptr;
     QLabel *m_workersSummary = nullptr; // every worker on the store, counted
     QLabel *m_workersDetail = nullptr;  // what the counts mean for deliveries
+
+    // The partners on record: each one's state as its workers report it, or its pause.
+    quint64 m_partnersToken = 0;
+    quint64 m_partnerActionToken = 0;
+    QList<once::PartnerPolicy> m_partners;
+    QTableWidget *m_partnersView = nullptr;
+    QPushButton *m_pausePartner = nullptr;
+    QPushButton *m_resumePartner = nullptr;
+    QLabel *m_partnerStatus = nullptr;
 };
 
 } // namespace once::ui

@@ -50,6 +50,7 @@ StoreSession::StoreSession(const QString &storeUrl, const QString &queueUrl, Sto
     connect(m_reader, &StoreReader::auditLoaded, this, &StoreSession::auditLoaded);
     connect(m_reader, &StoreReader::auditRecorded, this, &StoreSession::auditRecorded);
     connect(m_reader, &StoreReader::workersLoaded, this, &StoreSession::workersLoaded);
+    connect(m_reader, &StoreReader::partnersLoaded, this, &StoreSession::partnersLoaded);
     connect(m_reader, &StoreReader::readinessLoaded, this, &StoreSession::readinessLoaded);
     connect(m_reader, &StoreReader::healthLoaded, this, &StoreSession::healthLoaded);
     connect(m_reader, &StoreReader::storeChanged, this, &StoreSession::storeChanged);
@@ -290,6 +291,23 @@ quint64 StoreSession::setPartnerPolicy(const QString &partner, KeyHonouring hono
         [reader = m_reader, token, partner, honoursKey] {
             reader->setPartnerPolicy(token, partner, honoursKey);
         },
+        Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::loadPartners()
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(
+        m_reader, [reader = m_reader, token] { reader->loadPartners(token); }, Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::setPartnerPaused(const QString &partner, bool paused, const QString &reason)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(
+        m_reader, [reader = m_reader, token, partner, paused, reason] { reader->setPartnerPaused(token, partner, paused, reason); },
         Qt::QueuedConnection);
     return token;
 }

@@ -99,6 +99,9 @@ public:
     quint64 checkAtPartner(const QByteArray &sendKey, const QString &partnersFile);
     // Records for every reader of the store whether a partner honours Idempotency-Key.
     quint64 setPartnerPolicy(const QString &partner, once::KeyHonouring honoursKey);
+    quint64 loadPartners();
+    // Pauses (or resumes) a partner for every worker on the store; operationFinished().
+    quint64 setPartnerPaused(const QString &partner, bool paused, const QString &reason = QString());
 
 signals:
     void opened(bool ok, const QString &error);
@@ -113,6 +116,7 @@ signals:
     void auditLoaded(quint64 token, const QList<once::AuditEntry> &entries);
     void auditRecorded(quint64 token);
     void workersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);
+    void partnersLoaded(quint64 token, const QList<once::PartnerPolicy> &partners);
     void readinessLoaded(quint64 token, const QList<once::WorkerRecord> &workers,
                          const once::PartnerActivity &partner);
     void healthLoaded(quint64 token, const once::DeliveryStats &stats,
