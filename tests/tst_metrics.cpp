@@ -40,6 +40,7 @@ private slots:
     void listenAddress_data();
     void listenAddress();
     void storeExpositionLeavesOutQueueNumbersABrokerCouldNotCount();
+    void storeExpositionShowsLatenessWhenThereIsSome();
 
     void workerServesItsOwnCounters();
     void storeWideMetricsReadTheStore();
@@ -232,6 +233,22 @@ void MetricsTest::storeExpositionLeavesOutQueueNumbersABrokerCouldNotCount()
     QVERIFY(!uncounted.contains("once_dead_letters"));
     QCOMPARE(sampleValue(uncounted, QStringLiteral("once_in_doubt")), 2.0);
     const PromtoolVerdict verdict = checkWithPromtool(uncounted);
+    QVERIFY2(verdict.exitCode == 0 && verdict.output.isEmpty(), verdict.output.constData());
+}
+
+// once-alerts.yml alerts on the p95; an hour without an accepted send has no lateness,
+// which must read as no number rather than as none late.
+void MetricsTest::storeExpositionShowsLatenessWhenThereIsSome()
+{
+    StoreMetrics metrics;
+    QVERIFY(!storeExposition(metrics).contains("once_lateness"));
+
+    metrics.stats.latenessP50Ms = 1250;
+    metrics.stats.latenessP95Ms = 42000;
+    const QByteArray text = storeExposition(metrics);
+    QCOMPARE(sampleValue(text, QStringLiteral("once_lateness_p50_seconds")), 1.25);
+    QCOMPARE(sampleValue(text, QStringLiteral("once_lateness_p95_seconds")), 42.0);
+    const PromtoolVerdict verdict = checkWithPromtool(text);
     QVERIFY2(verdict.exitCode == 0 && verdict.output.isEmpty(), verdict.output.constData());
 }
 
