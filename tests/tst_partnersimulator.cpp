@@ -1,5 +1,6 @@
 #include "http/httpclient.h"
 #include "sim/partnersimulator.h"
+#include "sim/providerimitation.h"
 #include "sim/shardedkeyhash.h"
 
 #include <QElapsedTimer>
@@ -126,6 +127,7 @@ private slots:
     void sameKeyWhileFirstInProgressIsConflict();
     void sameKeyWithDifferentBodyIsUnprocessable();
     void withoutIdempotencyEveryRequestIsAnEffect();
+    void aKeyOlderThanItsWindowIsANewRequest();
     void requestWithoutKeyIsAlwaysAnEffect();
     void invalidJsonIsRejectedWithoutEffect();
     void failRateOneAnswers503WithoutEffect();
@@ -262,6 +264,42 @@ void tst_PartnerSimulator::withoutIdempotencyEveryRequestIsAnEffect()
 
     const QJsonObject remote = jsonOf(exchange(client, get(partner.port(), QStringLiteral("/stats"))));
     QCOMPARE(remote.value(QLatin1String("duplicate_effects")).toInteger(), 1);
+}
+
+// A provider keeps a key for a while only (Resend: 24 hours): a repeat after that acts
+// again. The window shrunk to 300 ms, the same key is replayed inside it and is a second
+// effect after it.
+void tst_PartnerSimulator::aKeyOlderThanItsWindowIsANewRequest()
+{
+    QCOMPARE(providerImitation(u"resend")->keyWindowMs(), 24 * 3600 * 1000);
+    QCOMPARE(providerImitation(u"webhook")->keyWindowMs(), 0);
+    PartnerFaults profile;
+    profile.keyWindowMs = 300;
+    PartnerSimulator partner(profile);
+    QVERIFY(partner.listen(QHostAddress::LocalHost, 0));
+    HttpClient client;
+    QElapsedTimer sinceFirst;
+    sinceFirst.start();
+
+    const HttpResult first = exchange(client, reminderPost(partner.port(), "k-window"));
+    const HttpResult replay = exchange(client, reminderPost(partner.port(), "k-window"));
+    QCOMPARE(first.httpStatus, 200);
+    QCOMPARE(replay.header("Idempotent-Replayed"), QByteArray("true"));
+    QCOMPARE(partner.stats().effects, 1);
+
+    // Waiting out the window is the point here: nothing else can say that it has passed.
+    QVERIFY(QTest::qWaitFor([&] { return sinceFirst.hasExpired(400); }, 2000));
+    const HttpResult later = exchange(client, reminderPost(partner.port(), "k-window"));
+    QCOMPARE(later.httpStatus, 200);
+    QVERIFY(later.header("Idempotent-Replayed").isEmpty());
+    QVERIFY(later.header("X-Request-Id") != first.header("X-Request-Id"));
+    QCOMPARE(partner.stats().effects, 2);
+    QCOMPARE(partner.stats().duplicateEffects, 1);
+    QCOMPARE(partner.effectsByKey().value("k-window"), 2);
+    // The key's window starts again with the request that acted.
+    const HttpResult again = exchange(client, reminderPost(partner.port(), "k-window"));
+    QCOMPARE(again.header("Idempotent-Replayed"), QByteArray("true"));
+    QCOMPARE(partner.stats().effects, 2);
 }
 
 void tst_PartnerSimulator::requestWithoutKeyIsAlwaysAnEffect()

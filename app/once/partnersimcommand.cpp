@@ -57,6 +57,7 @@ int runPartnerSim(const QStringList &arguments)
         {QStringLiteral("refuse-status"), QStringLiteral("Answer every request with this 4xx status without acting (401: a revoked token; 0: never)."), QStringLiteral("STATUS"), QStringLiteral("0")},
         {QStringLiteral("drop-after-accept-rate"), QStringLiteral("Share of requests applied and then left without an answer."), QStringLiteral("R"), QStringLiteral("0")},
         {QStringLiteral("no-idempotency"), QStringLiteral("Ignore Idempotency-Key: every request is an effect.")},
+        {QStringLiteral("key-window-ms"), QStringLiteral("How long an idempotency key is kept: a repeat after this is a new request (default: the provider's, Resend 24 h, the webhook forever; 0: forever)."), QStringLiteral("MS")},
         {QStringLiteral("hostile"), hostileHelp(), QStringLiteral("MODE"), QStringLiteral("none")},
         {QStringLiteral("hostile-count"), QStringLiteral("Misbehave only for the first N requests (0: for all)."), QStringLiteral("N"), QStringLiteral("0")},
         {QStringLiteral("events-to"), QStringLiteral("After accepting a send, post the provider's delivery event for it to this URL (once serve's /v1/partners/NAME/events), signed as the provider signs."), QStringLiteral("URL")},
@@ -80,10 +81,13 @@ int runPartnerSim(const QStringList &arguments)
     const auto dropRate = command.rate(QStringLiteral("drop-after-accept-rate"));
     const auto hostileCount = command.integer(QStringLiteral("hostile-count"), 0, 1LL << 30);
     const auto refuseStatus = command.integer(QStringLiteral("refuse-status"), 0, 499);
+    std::optional<qint64> keyWindow = -1;
+    if (parser.isSet(QStringLiteral("key-window-ms")))
+        keyWindow = command.integer(QStringLiteral("key-window-ms"), 0, 30LL * 24 * 3600 * 1000);
     if (refuseStatus && *refuseStatus != 0 && *refuseStatus < 400)
         return command.usageError(QStringLiteral("--refuse-status must be 0 or a 4xx status"));
     if (!refuseStatus || !port || !failRate || !throttleRate || !retryAfter || !latency || !outageAfter || !outageSeconds || !outageEvery
-        || !dropRate || !hostileCount)
+        || !dropRate || !hostileCount || !keyWindow)
         return Usage;
     const auto hostile = hostileModeFromName(parser.value(QStringLiteral("hostile")));
     if (!hostile)
@@ -100,6 +104,7 @@ int runPartnerSim(const QStringList &arguments)
     profile.dropAfterAcceptRate = *dropRate;
     profile.refuseStatus = int(*refuseStatus);
     profile.idempotent = !parser.isSet(QStringLiteral("no-idempotency"));
+    profile.keyWindowMs = *keyWindow;
     profile.hostile = *hostile;
     profile.hostileCount = int(*hostileCount);
     PartnerSimulator simulator(profile);

@@ -374,6 +374,7 @@ void Engine::cycle()
     if (const int otherwise = laneIndex(m_routes.otherwise); otherwise >= 0)
         turn.request.policy = inDoubtPolicy(*m_lanes[otherwise]);
     turn.request.policyByChannel = policiesByChannel();
+    noteClaimPartners(&turn.request);
     turn.settling = settling;
     turn.consuming = consuming;
     turn.result.ok = true;
@@ -745,6 +746,20 @@ QHash<QString, InDoubtPolicy> Engine::policiesByChannel() const
         policies.insert(it.key(), lane >= 0 ? inDoubtPolicy(*m_lanes[lane]) : InDoubtPolicy::Hold);
     }
     return policies;
+}
+
+void Engine::noteClaimPartners(TurnRequest *request) const
+{
+    const auto partnerOf = [this](const QString &name) {
+        const int lane = laneIndex(name);
+        if (lane < 0)
+            return TurnRequest::ClaimPartner{};
+        const PartnerLane &partner = *m_lanes[lane];
+        return TurnRequest::ClaimPartner{partner.profile->keyWindowMs(), partner.settings.name, partner.settings.profile};
+    };
+    request->partner = partnerOf(m_routes.otherwise);
+    for (auto it = m_routes.byChannel.cbegin(); it != m_routes.byChannel.cend(); ++it)
+        request->partnerByChannel.insert(it.key(), partnerOf(it.value()));
 }
 
 int Engine::laneIndex(const QString &partner) const

@@ -221,6 +221,8 @@ private:
     PartnerLane *laneOf(const Delivery &delivery);
     // The turn's in-doubt policy for each channel, from its partner.
     QHash<QString, InDoubtPolicy> policiesByChannel() const;
+    // The partner each channel's claims are for: its name, profile and key window.
+    void noteClaimPartners(TurnRequest *request) const;
     bool anyLaneOpen(qint64 now) const;
     int leaseRoom(qint64 now, int capacity, int inFlight) const;
     qint64 soonestReopenMs(qint64 now) const;

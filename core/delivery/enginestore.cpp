@@ -208,8 +208,10 @@ bool EngineStore::claimLeased(const TurnRequest &request, TurnResult *turn)
             continue;
         }
         const InDoubtPolicy policy = request.policyByChannel.value(parsed.reminder->channel, request.policy);
-        turn->claims.append(
-            ClaimRequest{std::move(*parsed.reminder), message.id, message.delivery, message.leaseUntilMs, policy});
+        const auto partner = request.partnerByChannel.value(parsed.reminder->channel, request.partner);
+        turn->claims.append(ClaimRequest{std::move(*parsed.reminder), message.id, message.delivery,
+                                         message.leaseUntilMs, policy, partner.keyWindowMs, partner.name,
+                                         partner.profile});
         turn->claimedMessages.append(i);
     }
     if (turn->claims.isEmpty())

@@ -26,6 +26,15 @@ struct TurnRequest
     InDoubtPolicy policy = InDoubtPolicy::Resend;
     // A channel whose partner needs another policy than the one above (it holds).
     QHash<QString, InDoubtPolicy> policyByChannel;
+    // The partner a claim is for (ClaimRequest::keyWindowMs, partner), likewise.
+    struct ClaimPartner
+    {
+        qint64 keyWindowMs = 0;
+        QString name;
+        QString profile;
+    };
+    ClaimPartner partner;
+    QHash<QString, ClaimPartner> partnerByChannel;
 };
 
 struct TurnResult

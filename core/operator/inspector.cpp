@@ -563,12 +563,15 @@ std::optional<EventRow> Inspector::event(const QString &keyOrEventId, QString *e
     }
     EventRow row = readEvent(query, true);
     query.finish();
-    // Workers register the partner they send to; the latest send's worker names it.
+    // Workers register the partner they send to; the latest send's worker names it. A key
+    // held by the claim after its worker died may have no send recorded at all: the claim
+    // that held it names the partner the send went to.
     auto &partner = m_db.prepared(QStringLiteral(
         "SELECT COALESCE(a.partner, w.partner), p.honours_key, a.partner_profile FROM attempts a "
         "LEFT JOIN workers w ON w.id = a.worker_id "
         "LEFT JOIN partners p ON p.url = COALESCE(a.partner, w.partner) WHERE ") + SqlLedger::attemptsOfKey(u"a")
-        + QStringLiteral(" AND a.step = 'send' ORDER BY a.id DESC LIMIT 1"));
+        + QStringLiteral(" AND (a.step = 'send' OR (a.step = 'claim' AND a.outcome = 'held' AND a.partner IS NOT NULL)) "
+                         "ORDER BY a.id DESC LIMIT 1"));
     SqlLedger::bindAttemptsOfKey(partner, row.sendKey);
     if (!m_db.exec(partner, error))
         return std::nullopt;

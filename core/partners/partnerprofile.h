@@ -45,6 +45,10 @@ public:
     // an API with documented idempotency, Ignored for one without, Unknown for a webhook
     // (only its operator can know, `once partners --honours-key`).
     virtual KeyHonouring honoursKey() const = 0;
+    // How long the provider keeps a key after the first request with it, as documented
+    // (Resend: 24 hours): a resend after that may act again, so a key in doubt that long
+    // is held, not resent. 0: forever, or no key kept at all.
+    virtual qint64 keyWindowMs() const { return 0; }
     // The reminder fields a send needs ("destination", "subject", "body").
     virtual QStringList requiredFields() const { return {}; }
     // The keys a partners file may give this profile beyond the common ones (url, token,

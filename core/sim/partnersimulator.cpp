@@ -109,6 +109,7 @@ struct KeyRecord
     QByteArray responseHeaders;
     int status = 0;
     bool inProgress = true;
+    qint64 firstSeenMs = 0; // on the simulator's clock
 };
 
 } // namespace
@@ -173,6 +174,7 @@ struct PartnerSimulator::Private
     qint64 nextId = 0;
     bool outageStarted = false;
     QElapsedTimer outageClock;
+    QElapsedTimer clock; // since the simulator was made: when each key was first seen
     SimEventsTarget eventsTarget;
     QNetworkAccessManager *events = nullptr; // made when a target is set
     void postEvent(const QByteArray &n, const SimRequest &request);
@@ -497,7 +499,12 @@ void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, Server
     const QByteArray &key = send.idempotencyKey;
     const bool keyed = imitation->idempotent() && profile.idempotent && !key.isEmpty();
     if (keyed) {
-        if (const KeyRecord *replayed = std::as_const(records).find(key)) {
+        // A key kept longer than the provider's window is forgotten: its request is a new one.
+        const qint64 window = profile.keyWindowMs >= 0 ? profile.keyWindowMs : imitation->keyWindowMs();
+        const KeyRecord *replayed = std::as_const(records).find(key);
+        if (replayed && window > 0 && clock.elapsed() - replayed->firstSeenMs > window)
+            replayed = nullptr;
+        if (replayed) {
             ++stats.duplicateRequests;
             if (replayed->inProgress) {
                 respond(*conn, imitation->keyInProgress(), request.keepAlive);
@@ -513,6 +520,7 @@ void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, Server
         }
         KeyRecord record;
         record.requestBody = request.body;
+        record.firstSeenMs = clock.elapsed();
         records.insert(key, std::move(record));
     }
 
@@ -662,6 +670,7 @@ PartnerSimulator::PartnerSimulator(const PartnerFaults &profile, QObject *parent
 
 void PartnerSimulator::Private::setUp()
 {
+    clock.start();
     // Hundreds of clients may connect in the same instant.
     server->setListenBacklogSize(1024);
     QObject::connect(server, &QTcpServer::newConnection, q, [this] { onNewConnection(); });

@@ -28,6 +28,10 @@ struct PartnerFaults
     int refuseStatus = 0;             // 4xx: answer it to every request without acting (401: a revoked token)
     double dropAfterAcceptRate = 0.0; // apply the effect, then close the connection without answering
     bool idempotent = true;           // false: every request is an effect, Idempotency-Key ignored
+    // How long a key is kept: a key first seen longer ago than this is a new request (its
+    // effect counts again). -1: the provider's documented window (Resend: 24 h; the
+    // webhook: forever); 0: forever.
+    qint64 keyWindowMs = -1;
     HostileMode hostile = HostileMode::None; // misbehave on purpose (hostileanswers.h)...
     int hostileCount = 0;                    // ...for the first N requests to /reminders (0: for all)
 };

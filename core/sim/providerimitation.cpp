@@ -148,6 +148,8 @@ public:
     QLatin1StringView id() const override { return QLatin1StringView("resend"); }
     QString sendHelp() const override { return QStringLiteral("POST /emails"); }
     bool idempotent() const override { return true; }
+    // "Idempotency keys expire after 24 hours" (dashboard/emails/idempotency-keys).
+    qint64 keyWindowMs() const override { return 24 * 3600 * 1000; }
     bool isSend(const SimRequest &request) const override { return request.path == "/emails"; }
     std::optional<SimAnswer> refuseCredentials(const SimRequest &request,
                                                const QByteArray &token) const override

@@ -67,6 +67,8 @@ public:
     virtual QString sendHelp() const = 0;     // "POST /emails"
     // Whether the provider honours an idempotency key (SimSend::idempotencyKey).
     virtual bool idempotent() const { return false; }
+    // How long the provider keeps a key, as documented; 0: forever (or not documented).
+    virtual qint64 keyWindowMs() const { return 0; }
 
     virtual bool isSend(const SimRequest &request) const = 0;
     virtual bool isLookup(const SimRequest &) const { return false; }

@@ -35,6 +35,15 @@ struct ClaimRequest
     qint64 leaseUntilMs = 0;
     // What a key found in doubt leads to: that of the partner the reminder goes to.
     std::optional<InDoubtPolicy> policy{};
+    // How long that partner keeps a key (PartnerProfile::keyWindowMs); 0: forever. A key
+    // in doubt whose first send may be older is held, not resent: the partner may have
+    // forgotten the key and would act again.
+    qint64 keyWindowMs{};
+    // That partner's name and profile, for the claim's history row: where a claim holds a
+    // key whose worker died, that row is the only record of where the unrecorded send
+    // went, and what once reconcile asks.
+    QString partner{};
+    QString partnerProfile{};
 };
 
 struct ClaimResult

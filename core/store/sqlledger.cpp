@@ -17,6 +17,18 @@ QVariant nullIfEmpty(const QString &text)
     return text.isEmpty() ? QVariant() : QVariant(text);
 }
 
+// "24 h", "90 s": a span as a held key's history names it.
+QString roughDuration(qint64 ms)
+{
+    if (ms >= 2 * 3600 * 1000)
+        return QStringLiteral("%1 h").arg(ms / (3600 * 1000));
+    if (ms >= 2 * 60 * 1000)
+        return QStringLiteral("%1 min").arg(ms / (60 * 1000));
+    if (ms >= 2000)
+        return QStringLiteral("%1 s").arg(ms / 1000);
+    return QStringLiteral("%1 ms").arg(ms);
+}
+
 } // namespace
 
 QList<ClaimResult> SqlLedger::claim(const QList<ClaimRequest> &requests, const QString &workerId,
@@ -47,6 +59,8 @@ QList<ClaimResult> SqlLedger::claim(const QList<ClaimRequest> &requests, const Q
         keys.append(requests.at(i).reminder.sendKey);
     auto rows = readTakenKeys(keys, error);
     if (!rows)
+        return {};
+    if (!noteSendsInDoubt(requests, taken, &*rows, error))
         return {};
     QList<Attempt> attempts;
     attempts.reserve(taken.size());
@@ -134,7 +148,8 @@ std::optional<QHash<QByteArray, SqlLedger::TakenKey>> SqlLedger::readTakenKeys(c
             batch.add(QString::fromLatin1(keys.at(i)));
         auto &select = m_db.prepared(
             QStringLiteral("SELECT send_key, state, owner_message, claim_expires_at, round_sends, first_sent_at, "
-                           "owner_delivery, owner_worker, claimed_at FROM ledger WHERE send_key IN (SELECT v.column1 FROM ")
+                           "owner_delivery, owner_worker, claimed_at, created_at FROM ledger WHERE send_key IN "
+                           "(SELECT v.column1 FROM ")
             + batch.source()
             // PostgreSQL runs workers' transactions side by side: lock the rows, in key
             // order like the inserts, so that two deliveries that find the same expired
@@ -155,11 +170,58 @@ std::optional<QHash<QByteArray, SqlLedger::TakenKey>> SqlLedger::readTakenKeys(c
             row.ownerDelivery = select.value(6);
             row.ownerWorker = select.value(7).toString();
             row.claimedAtMs = select.value(8).toLongLong();
+            row.createdAtMs = select.value(9).toLongLong();
             rows.insert(select.value(0).toString().toLatin1(), std::move(row));
         }
         select.finish();
     }
     return rows;
+}
+
+// A partner keeps a key for a while only (Resend: 24 hours): a resend that reaches it
+// after the window may act again. The key's first request may be the very one that went
+// unrecorded (first_sent_at then names a later one), so it is known only to have left
+// after the key's first claim. A resend leaves before the new claim runs out.
+qint64 SqlLedger::firstSendAfterMs(const TakenKey &row)
+{
+    qint64 after = row.createdAtMs;
+    if (row.firstSentAtMs > 0 && row.firstSentAtMs < after)
+        after = row.firstSentAtMs;
+    return after;
+}
+
+bool SqlLedger::mayHaveForgotten(const ClaimRequest &request, const TakenKey &row)
+{
+    const qint64 after = firstSendAfterMs(row);
+    return request.keyWindowMs > 0 && after > 0 && request.leaseUntilMs - after > request.keyWindowMs;
+}
+
+QString SqlLedger::forgottenWhy(const ClaimRequest &request, const TakenKey &row)
+{
+    return QStringLiteral("; the partner keeps a key %1 and its first send may be %2 old by the time a resend "
+                          "arrives: a resend could act again")
+        .arg(roughDuration(request.keyWindowMs), roughDuration(request.leaseUntilMs - firstSendAfterMs(row)));
+}
+
+// Which retrying keys a claim may resend to a partner that has forgotten them had a send
+// in doubt: one read of their history, only for those (rare: older than the window).
+bool SqlLedger::noteSendsInDoubt(const QList<ClaimRequest> &requests, const QList<qsizetype> &taken,
+                                 QHash<QByteArray, TakenKey> *rows, QString *error)
+{
+    for (const qsizetype i : taken) {
+        const ClaimRequest &request = requests.at(i);
+        const auto row = rows->find(request.reminder.sendKey);
+        if (row == rows->end() || row->state != LedgerState::Retrying || !mayHaveForgotten(request, *row))
+            continue;
+        auto &select = m_db.prepared(QStringLiteral("SELECT COUNT(*) FROM attempts WHERE ") + attemptsOfKey({})
+                                     + QStringLiteral(" AND step = 'send' AND outcome = 'in-doubt'"));
+        bindAttemptsOfKey(select, request.reminder.sendKey);
+        if (!m_db.exec(select, error))
+            return false;
+        row->sentInDoubt = select.next() && select.value(0).toLongLong() > 0;
+        select.finish();
+    }
+    return true;
 }
 
 // Decides what a delivery whose key is taken does, from the key's row as this batch has
@@ -170,6 +232,8 @@ Attempt SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &w
 {
     Attempt attempt{request.reminder.sendKey, request.reminder.eventId, request.messageId, request.delivery,
                     workerId, now, QStringLiteral("claim"), QString(), 0, -1, {}, {}, {}};
+    attempt.partner = request.partner;
+    attempt.partnerProfile = request.partnerProfile;
     result->sendsThisRound = row->roundSends;
     result->firstSentAtMs = row->firstSentAtMs;
     const bool ownedByThisMessage = row->ownerMessage.isNull() || row->ownerMessage.toString() == request.messageId;
@@ -213,6 +277,15 @@ Attempt SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &w
     } else if (state == LedgerState::Retrying) {
         if (!ownedByThisMessage) {
             countDuplicate(QStringLiteral("another message carries this key"));
+        } else if (row->sentInDoubt && mayHaveForgotten(request, *row)) {
+            // Its retry would be the resend of a send in doubt, to a partner that may have
+            // forgotten the key since (workers stopped for a day, a long outage).
+            attempt.errorClass = QStringLiteral("in-doubt");
+            attempt.error = QStringLiteral("a send of this key was in doubt") + forgottenWhy(request, *row);
+            result->outcome = ClaimResult::Outcome::Held;
+            result->notApplied = heldForOperator(attempt.error);
+            attempt.outcome = QStringLiteral("held");
+            hold();
         } else {
             result->outcome = ClaimResult::Outcome::Claimed;
             attempt.outcome = QStringLiteral("claimed");
@@ -233,7 +306,10 @@ Attempt SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &w
         attempt.errorClass = QStringLiteral("in-doubt");
         attempt.error = QStringLiteral("the claim of message %1 delivery %2 on %3 ended without a recorded outcome")
                             .arg(row->ownerMessage.toString(), row->ownerDelivery.toString(), row->ownerWorker);
-        if (policy == InDoubtPolicy::Hold) {
+        const bool keyMayBeForgotten = mayHaveForgotten(request, *row);
+        if (policy == InDoubtPolicy::Resend && keyMayBeForgotten)
+            attempt.error += forgottenWhy(request, *row);
+        if (policy == InDoubtPolicy::Hold || keyMayBeForgotten) {
             result->outcome = ClaimResult::Outcome::Held;
             result->notApplied = heldForOperator(attempt.error);
             attempt.outcome = QStringLiteral("held");

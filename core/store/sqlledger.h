@@ -50,6 +50,8 @@ private:
         qint64 claimedAtMs = 0; // 0: not known (a key claimed before schema 4)
         int roundSends = 0;
         qint64 firstSentAtMs = 0;
+        qint64 createdAtMs = 0; // the key's first claim
+        bool sentInDoubt = false; // retrying after a send in doubt (read only where it matters)
         int duplicates = 0;     // deliveries of this batch answered as duplicates
         bool takenOver = false; // by a delivery of this batch
     };
@@ -60,6 +62,13 @@ private:
     static Attempt resolveTakenKey(const ClaimRequest &request, const QString &workerId, InDoubtPolicy policy,
                                    qint64 now, TakenKey *row, ClaimResult *result);
     bool writeTakenKeys(const QHash<QByteArray, TakenKey> &rows, qint64 now, QString *error);
+    bool noteSendsInDoubt(const QList<ClaimRequest> &requests, const QList<qsizetype> &taken,
+                          QHash<QByteArray, TakenKey> *rows, QString *error);
+    // Whether the partner may have forgotten the key by the time a resend reaches it
+    // (ClaimRequest::keyWindowMs), and the words for it in the key's history.
+    static qint64 firstSendAfterMs(const TakenKey &row);
+    static bool mayHaveForgotten(const ClaimRequest &request, const TakenKey &row);
+    static QString forgottenWhy(const ClaimRequest &request, const TakenKey &row);
 
     Database &m_db;
 };

@@ -122,6 +122,8 @@ public:
     QLatin1StringView id() const override { return QLatin1StringView("resend"); }
     QString name() const override { return QStringLiteral("Resend"); }
     KeyHonouring honoursKey() const override { return KeyHonouring::Honoured; }
+    // "Idempotency keys expire after 24 hours" (dashboard/emails/idempotency-keys).
+    qint64 keyWindowMs() const override { return 24 * 3600 * 1000; }
     QStringList requiredFields() const override
     {
         return {QStringLiteral("destination"), QStringLiteral("subject"), QStringLiteral("body")};
