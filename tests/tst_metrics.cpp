@@ -5,16 +5,21 @@
 //
 // Runs on SQLite and on PostgreSQL (STORES in tests/CMakeLists.txt).
 #include "deliveryharness.h"
+#include "delivery/engine.h"
 #include "monitoring/exposition.h"
 #include "monitoring/metricsserver.h"
 #include "metricstesting.h"
 #include "sim/partnersimulator.h"
 #include "monitoring/storemetrics.h"
+#include "monitoring/workermetrics.h"
 #include "store/store.h"
 #include "teststores.h"
 
+#include <QFile>
 #include <QHttpServer>
 #include <QLoggingCategory>
+#include <QRegularExpression>
+#include <QSet>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -40,6 +45,8 @@ private slots:
     void listenAddress_data();
     void listenAddress();
     void storeExpositionLeavesOutQueueNumbersABrokerCouldNotCount();
+    void storeExpositionShowsLatenessWhenThereIsSome();
+    void alertRulesNameOnlyMetricsOnceExposes();
 
     void workerServesItsOwnCounters();
     void storeWideMetricsReadTheStore();
@@ -233,6 +240,57 @@ void MetricsTest::storeExpositionLeavesOutQueueNumbersABrokerCouldNotCount()
     QCOMPARE(sampleValue(uncounted, QStringLiteral("once_in_doubt")), 2.0);
     const PromtoolVerdict verdict = checkWithPromtool(uncounted);
     QVERIFY2(verdict.exitCode == 0 && verdict.output.isEmpty(), verdict.output.constData());
+}
+
+// once-alerts.yml alerts on the p95; an hour without an accepted send has no lateness,
+// which must read as no number rather than as none late.
+void MetricsTest::storeExpositionShowsLatenessWhenThereIsSome()
+{
+    StoreMetrics metrics;
+    QVERIFY(!storeExposition(metrics).contains("once_lateness"));
+
+    metrics.stats.latenessP50Ms = 1250;
+    metrics.stats.latenessP95Ms = 42000;
+    const QByteArray text = storeExposition(metrics);
+    QCOMPARE(sampleValue(text, QStringLiteral("once_lateness_p50_seconds")), 1.25);
+    QCOMPARE(sampleValue(text, QStringLiteral("once_lateness_p95_seconds")), 42.0);
+    const PromtoolVerdict verdict = checkWithPromtool(text);
+    QVERIFY2(verdict.exitCode == 0 && verdict.output.isEmpty(), verdict.output.constData());
+}
+
+// packaging/prometheus/once-alerts.yml alerts on these names: a rule over a renamed or
+// removed metric would never fire, and promtool's own tests of the rules feed it series
+// by name, so they cannot tell.
+void MetricsTest::alertRulesNameOnlyMetricsOnceExposes()
+{
+    QFile rules(qEnvironmentVariable("ONCE_TEST_ALERT_RULES"));
+    QVERIFY2(rules.open(QIODevice::ReadOnly),
+             "ONCE_TEST_ALERT_RULES must name once-alerts.yml (ctest sets it)");
+    const QString text = QString::fromUtf8(rules.readAll());
+
+    StoreMetrics store;
+    store.stats.latenessP50Ms = 1000;
+    store.stats.latenessP95Ms = 2000;
+    EngineCounters worker;
+    PartnerCounters partner;
+    partner.name = QStringLiteral("mail");
+    worker.partners.append(partner);
+    QSet<QString> exposed;
+    const QByteArray expositions[] = {storeExposition(store), workerExposition(worker)};
+    for (const QByteArray &exposition : expositions) {
+        for (const QByteArray &line : exposition.split('\n')) {
+            if (line.startsWith("# TYPE "))
+                exposed.insert(QString::fromUtf8(line.split(' ').value(2)));
+        }
+    }
+    QSet<QString> named;
+    static const QRegularExpression metric(QStringLiteral("\\bonce_[a-z0-9_]+"));
+    for (auto it = metric.globalMatch(text); it.hasNext();)
+        named.insert(it.next().captured());
+    QVERIFY(named.size() >= 10);
+    for (const QString &name : std::as_const(named))
+        QVERIFY2(exposed.contains(name),
+                 qPrintable(name + QStringLiteral(" is in once-alerts.yml but once exposes no such metric")));
 }
 
 std::pair<QProcess *, quint16> MetricsTest::deliverWithMetrics(int count)

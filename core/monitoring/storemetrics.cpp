@@ -100,6 +100,18 @@ QByteArray storeExposition(const StoreMetrics &metrics)
     }
     out.gauge(QStringLiteral("once_in_doubt"),
               QStringLiteral("Send keys held for an operator: sent, outcome unknown."), double(stats.inDoubt));
+    // As `once stats` reads it (lateness_p50_s, lateness_p95_s). Left out when the last
+    // hour applied nothing: no number, rather than a 0 that reads as nothing late.
+    if (stats.latenessP50Ms)
+        out.gauge(QStringLiteral("once_lateness_p50_seconds"),
+                  QStringLiteral("Median time from a reminder's scheduled_at to the partner accepting it, over the "
+                                 "last hour's latest accepted sends."),
+                  double(*stats.latenessP50Ms) / 1000.0);
+    if (stats.latenessP95Ms)
+        out.gauge(QStringLiteral("once_lateness_p95_seconds"),
+                  QStringLiteral("95th percentile of the time from a reminder's scheduled_at to the partner accepting "
+                                 "it, over the last hour's latest accepted sends."),
+                  double(*stats.latenessP95Ms) / 1000.0);
 
     // Every status, also those no worker has, so that a status that empties reads 0.
     QMap<QString, qint64> byStatus{{QStringLiteral("running"), 0}, {QStringLiteral("paused"), 0},

@@ -42,6 +42,10 @@ ONCE_PACKAGES=(
     libcurl4-openssl-dev python3-aiosmtpd
     # tst_storenetwork drops a store's packets silently inside network namespaces of its own
     nftables
+    # amtool checks the Alertmanager example the .deb ships (packaging/prometheus,
+    # packaging_alertmanager_example); one Go binary, no other dependencies (its post-install
+    # may enable a system service, which nothing starts without an init system)
+    prometheus-alertmanager
 )
 
 ensure_packages() {
