@@ -361,6 +361,8 @@ QJsonObject DeliveryStats::toJson() const
                                   {QStringLiteral("reason"), pause.reason.isEmpty() ? QJsonValue() : QJsonValue(pause.reason)},
                                   {QStringLiteral("held"), held}});
     object.insert(QStringLiteral("paused_partners"), paused);
+    object.insert(QStringLiteral("oldest_in_doubt_since"), timeOrNull(oldestInDoubtSinceMs));
+    object.insert(QStringLiteral("dead_lettered_last_15m"), deadLetteredLast15Min);
     // A queue that counts nothing (Pub/Sub): not measured, so not 0.
     if (queue.backlogUnknown)
         for (const QString &count : {QStringLiteral("ready"), QStringLiteral("in_flight"), QStringLiteral("delayed"),
@@ -541,6 +543,17 @@ std::optional<DeliveryStats> Inspector::stats(QString *error)
     if (!paused)
         return std::nullopt;
     stats.pausedPartners = *paused;
+
+    // Both through indexes: the in-doubt keys by state (few), the dead-letter steps by time.
+    auto &alerting = m_db.prepared(QStringLiteral(
+        "SELECT (SELECT MIN(updated_at) FROM ledger WHERE state = 'in_doubt'),"
+        " (SELECT COUNT(*) FROM attempts WHERE at >= ? AND step = 'dead-letter')"));
+    alerting.addBindValue(now - 15 * 60 * 1000);
+    if (!m_db.exec(alerting, error) || !alerting.next())
+        return std::nullopt;
+    stats.oldestInDoubtSinceMs = stats.inDoubt > 0 ? alerting.value(0).toLongLong() : 0;
+    stats.deadLetteredLast15Min = alerting.value(1).toLongLong();
+    alerting.finish();
     return stats;
 }
 

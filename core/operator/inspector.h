@@ -40,6 +40,10 @@ struct DeliveryStats
     // Each paused partner, with the keys put back for its pause and waiting for its resume
     // (Inspector::heldForPausedPartners: not those no worker has leased since).
     QList<QPair<PartnerPause, qint64>> pausedPartners;
+    // For the alert rules: since when the longest-held key has been in doubt (0: none),
+    // and how many reminders were dead-lettered in the last 15 minutes.
+    qint64 oldestInDoubtSinceMs = 0;
+    qint64 deadLetteredLast15Min = 0;
 
     QJsonObject toJson() const;
 };

@@ -629,4 +629,58 @@ bool Operations::audit(const QString &action, const QString &detail, qint64 coun
     return m_db.exec(insert, error);
 }
 
+bool Operations::setAlertThreshold(AlertRule rule, const QString &partner, std::optional<qint64> value,
+                                   QString *error)
+{
+    const AlertRuleInfo &info = alertRuleInfo(rule);
+    if (!partner.isEmpty() && !info.perPartner) {
+        *error = QStringLiteral("%1 is set for the whole store, not per partner").arg(QLatin1String(info.name));
+        return false;
+    }
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return false;
+    const qint64 now = nowMs();
+    if (value) {
+        auto &upsert = m_db.prepared(QStringLiteral(
+            "INSERT INTO alert_thresholds (rule, partner, value, set_by, set_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (rule, partner) DO UPDATE SET value = excluded.value, set_by = excluded.set_by, "
+            "set_at = excluded.set_at"));
+        if (!m_db.execWith(upsert, {QString::fromLatin1(info.name), partner, *value, m_actor, now}, error))
+            return false;
+    } else {
+        auto &remove = m_db.prepared(QStringLiteral("DELETE FROM alert_thresholds WHERE rule = ? AND partner = ?"));
+        if (!m_db.execWith(remove, {QString::fromLatin1(info.name), partner}, error))
+            return false;
+    }
+    const QString scope = partner.isEmpty() ? QString() : QStringLiteral(" for %1").arg(partner);
+    const QString detail = value ? QStringLiteral("%1%2 set to %3")
+                                       .arg(QLatin1String(info.name), scope, formatAlertThreshold(rule, *value))
+                                 : QStringLiteral("%1%2 back to its default (%3)")
+                                       .arg(QLatin1String(info.name), scope,
+                                            formatAlertThreshold(rule, info.defaultValue));
+    if (!beginAudit(AuditAction{QStringLiteral("alert-threshold"), detail, 0, {}}, error) ||
+        !m_db.notify(Channel::Activity, error))
+        return false;
+    return transaction.commit(error);
+}
+
+bool Operations::actOnIncident(qint64 id, Incidents::Action action, const QString &note, QString *error)
+{
+    if (note.size() > MaxReasonLength) {
+        *error = QStringLiteral("the note is %1 characters long; at most %2").arg(note.size()).arg(MaxReasonLength);
+        return false;
+    }
+    Transaction transaction(m_db);
+    if (!transaction.begin(error))
+        return false;
+    if (!Incidents(m_db).act(id, action, m_actor, note, nowMs(), error))
+        return false;
+    const QString name = Incidents::actionName(action);
+    AuditAction audit{QStringLiteral("incident-") + name, QStringLiteral("incident %1").arg(id), 0, note};
+    if (!beginAudit(audit, error) || !m_db.notify(Channel::Activity, error))
+        return false;
+    return transaction.commit(error);
+}
+
 } // namespace once

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "alerting/incidents.h"
 #include "delivery/partnersender.h"
 #include "operator/inspector.h"
 #include "partners/partnerevents.h"
@@ -121,6 +122,11 @@ public:
     // resumed and put its reminders back unspent), or resumes it; audited with the reason.
     // Pausing a paused partner keeps its first pause (who and when) and says so.
     bool setPartnerPaused(const QString &partner, bool paused, const QString &reason, QString *error);
+    // An alert threshold for the store (partner empty) or one partner; nullopt puts the
+    // default back. Audited as alert-threshold.
+    bool setAlertThreshold(AlertRule rule, const QString &partner, std::optional<qint64> value, QString *error);
+    // Acknowledge, note or resolve an incident, audited as incident-acknowledge and so on.
+    bool actOnIncident(qint64 id, Incidents::Action action, const QString &note, QString *error);
 
     // A finished action in one row (no history rows).
     bool audit(const QString &action, const QString &detail, qint64 count, QString *error);

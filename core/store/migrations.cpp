@@ -104,6 +104,102 @@ ALTER TABLE partners ADD COLUMN paused_by TEXT;
 ALTER TABLE partners ADD COLUMN pause_reason TEXT;
 )sql";
 
+// Alerts that reach people (once watch): the thresholds every console and watcher on the
+// store evaluate alike (a partner's own under its name, the store's under ''); each
+// alert's life as an incident, with what operators wrote on it; and the lease that lets
+// one watcher of several notify.
+const char *const AlertsAndIncidentsSqlite = R"sql(
+CREATE TABLE alert_thresholds (
+    rule TEXT NOT NULL,
+    partner TEXT NOT NULL DEFAULT '',
+    value BIGINT NOT NULL,
+    set_by TEXT NOT NULL,
+    set_at BIGINT NOT NULL,
+    PRIMARY KEY (rule, partner)
+);
+CREATE TABLE incidents (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    rule TEXT NOT NULL,
+    partner TEXT NOT NULL DEFAULT '',
+    severity TEXT NOT NULL,
+    started_at BIGINT NOT NULL,
+    resolved_at BIGINT,
+    resolved_by TEXT,
+    last_seen_at BIGINT NOT NULL,
+    peak_value BIGINT NOT NULL DEFAULT 0,
+    threshold BIGINT NOT NULL DEFAULT 0,
+    summary TEXT NOT NULL DEFAULT '',
+    details TEXT NOT NULL DEFAULT '{}',
+    acked_at BIGINT,
+    acked_by TEXT,
+    notified_firing_at BIGINT,
+    notified_resolved_at BIGINT,
+    reminded_at BIGINT
+);
+CREATE UNIQUE INDEX incidents_open ON incidents(rule, partner) WHERE resolved_at IS NULL;
+CREATE INDEX incidents_started ON incidents(started_at);
+CREATE TABLE incident_notes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    incident_id BIGINT NOT NULL,
+    at BIGINT NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    note TEXT
+);
+CREATE INDEX incident_notes_incident ON incident_notes(incident_id, id);
+CREATE TABLE leases (
+    name TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    expires_at BIGINT NOT NULL
+);
+)sql";
+
+const char *const AlertsAndIncidentsPostgres = R"sql(
+CREATE TABLE alert_thresholds (
+    rule TEXT NOT NULL,
+    partner TEXT NOT NULL DEFAULT '',
+    value BIGINT NOT NULL,
+    set_by TEXT NOT NULL,
+    set_at BIGINT NOT NULL,
+    PRIMARY KEY (rule, partner)
+);
+CREATE TABLE incidents (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    rule TEXT NOT NULL,
+    partner TEXT NOT NULL DEFAULT '',
+    severity TEXT NOT NULL,
+    started_at BIGINT NOT NULL,
+    resolved_at BIGINT,
+    resolved_by TEXT,
+    last_seen_at BIGINT NOT NULL,
+    peak_value BIGINT NOT NULL DEFAULT 0,
+    threshold BIGINT NOT NULL DEFAULT 0,
+    summary TEXT NOT NULL DEFAULT '',
+    details TEXT NOT NULL DEFAULT '{}',
+    acked_at BIGINT,
+    acked_by TEXT,
+    notified_firing_at BIGINT,
+    notified_resolved_at BIGINT,
+    reminded_at BIGINT
+);
+CREATE UNIQUE INDEX incidents_open ON incidents(rule, partner) WHERE resolved_at IS NULL;
+CREATE INDEX incidents_started ON incidents(started_at);
+CREATE TABLE incident_notes (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    incident_id BIGINT NOT NULL,
+    at BIGINT NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    note TEXT
+);
+CREATE INDEX incident_notes_incident ON incident_notes(incident_id, id);
+CREATE TABLE leases (
+    name TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    expires_at BIGINT NOT NULL
+);
+)sql";
+
 // The counters: "state:<state>" for each ledger state, "duplicate_keys" (keys with at
 // least one duplicate delivery turned away) and "duplicate_deliveries" (their sum). A
 // counter's value is the sum of its shards.
@@ -682,6 +778,9 @@ CREATE INDEX publish_keys_created ON publish_keys(created_at);
     // and why, read by every worker on the store each half second, so that they stop
     // sending to it within a second and put its reminders back without spending a try.
     {PartnersPause, PartnersPause},
+    // 22: alert thresholds in the store, incidents with their notes, and the watchers'
+    // lease (issue: alerts that reach people away from the console).
+    {AlertsAndIncidentsSqlite, AlertsAndIncidentsPostgres},
 };
 
 } // namespace

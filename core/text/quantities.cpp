@@ -1,0 +1,42 @@
+#include "text/quantities.h"
+
+#include <QCoreApplication>
+#include <QLocale>
+
+namespace once {
+
+QString formatDuration(qint64 ms)
+{
+    if (ms < 0)
+        return QChar(0x2212) + formatDuration(-ms);
+    const QLocale locale;
+    constexpr qint64 Second = 1000;
+    constexpr qint64 Minute = 60 * Second;
+    constexpr qint64 Hour = 60 * Minute;
+    constexpr qint64 Day = 24 * Hour;
+    if (ms < Second)
+        return QCoreApplication::translate("once::ui", "%1 ms").arg(locale.toString(ms));
+    if (ms < Minute)
+        return QCoreApplication::translate("once::ui", "%1 s").arg(locale.toString(ms / Second));
+    if (ms < Hour)
+        return QCoreApplication::translate("once::ui", "%1 min").arg(locale.toString(ms / Minute));
+    // Up to two days in hours: "36 h" says more than "1 d" about a stuck queue.
+    if (ms < 2 * Day)
+        return QCoreApplication::translate("once::ui", "%1 h").arg(locale.toString(ms / Hour));
+    return QCoreApplication::translate("once::ui", "%1 d").arg(locale.toString(ms / Day));
+}
+
+QString formatCount(qint64 count)
+{
+    QLocale locale;
+    if (locale.language() == QLocale::C)
+        locale = QLocale(QLocale::English, QLocale::UnitedStates);
+    return locale.toString(count);
+}
+
+QString formatQuantity(qint64 count, const QString &singular, const QString &plural)
+{
+    return formatCount(count) + QLatin1Char(' ') + (count == 1 ? singular : plural);
+}
+
+} // namespace once
