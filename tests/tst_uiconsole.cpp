@@ -9,6 +9,7 @@
 #include "dialogs/decisiondialog.h"
 #include "dialogs/redrivedialog.h"
 #include "dialogs/settingsdialog.h"
+#include "alerting/alertsettings.h"
 #include "mainwindow.h"
 #include "models/deadlettersmodel.h"
 #include "models/eventsmodel.h"
@@ -113,6 +114,10 @@ public:
             for (const auto &reminder : reminders)
                 messages.append(OutgoingMessage{reminder.payload, reminder.sendKey, reminder.eventId, 0, 0});
             if (!store->queue().enqueue(messages, error))
+                return false;
+            // An operator at the desk hears of every event in doubt at once (the default
+            // waits ten minutes for the workers' own reconciliation).
+            if (!store->operations().setAlertThreshold(AlertRule::InDoubt, QString(), 0, error))
                 return false;
         }
         if (!m_partner.listen(QHostAddress::LocalHost, 0, error))
@@ -581,20 +586,7 @@ void TestUiConsole::partnerOutageRaisesTheBannerWhoeverRunsTheWorker()
 {
     // About a minute by default; five seconds here, set as an operator does. The noisy
     // notifications (a breaker's first opening) are off until chosen.
-    QSettings().remove(QStringLiteral("alerts/partnerDownSeconds"));
     QSettings().remove(QStringLiteral("notify"));
-    {
-        SettingsDialog dialog;
-        auto *down = dialog.findChild<QSpinBox *>(QStringLiteral("partnerDownSeconds"));
-        QVERIFY(down);
-        QCOMPARE(down->value(), 60);
-        down->setValue(5);
-        QVERIFY(dialog.findChild<QCheckBox *>(QStringLiteral("notify-partnerDown"))->isChecked());
-        QVERIFY(dialog.findChild<QCheckBox *>(QStringLiteral("notify-deadLetters"))->isChecked());
-        QVERIFY(!dialog.findChild<QCheckBox *>(QStringLiteral("notify-partnerFailing"))->isChecked());
-        dialog.accept();
-    }
-    QCOMPARE(Settings().partnerDownAlertSeconds(), 5);
 
     HeadlessOutage outage;
     QString error;
@@ -602,6 +594,29 @@ void TestUiConsole::partnerOutageRaisesTheBannerWhoeverRunsTheWorker()
     // attempts of some (dead letters), and the rest go through once it is over.
     QVERIFY2(outage.setUp(9, &error), qPrintable(error));
     MainWindow &window = *outage.window;
+    // The threshold is the store's, for every console and watcher on it: set through the
+    // session, audited, and read back from the store.
+    {
+        SettingsDialog dialog(window.session(), AlertThresholds{});
+        auto *down = dialog.findChild<QSpinBox *>(QStringLiteral("partnerDownSeconds"));
+        QVERIFY(down);
+        QVERIFY(down->isEnabled());
+        QCOMPARE(down->value(), 60);
+        down->setValue(5);
+        QVERIFY(dialog.findChild<QCheckBox *>(QStringLiteral("notify-partnerDown"))->isChecked());
+        QVERIFY(dialog.findChild<QCheckBox *>(QStringLiteral("notify-deadLetters"))->isChecked());
+        QVERIFY(!dialog.findChild<QCheckBox *>(QStringLiteral("notify-partnerFailing"))->isChecked());
+        dialog.accept();
+    }
+    {
+        auto store = Store::open(outage.url, &error);
+        QVERIFY2(store, qPrintable(error));
+        QTRY_COMPARE(readAlertThresholds(store->database(), &error).value_or(AlertThresholds{}).value(AlertRule::PartnerDown),
+                     qint64(5000));
+        const auto audit = store->inspector().auditLog(10, &error);
+        QVERIFY2(audit && !audit->isEmpty() && audit->constFirst().action == QLatin1String("alert-threshold"),
+                 qPrintable(error));
+    }
     QSignalSpy notified(window.tray(), &TrayNotifier::notified);
     // Whatever page is shown: the banner, the status bar and the tray follow the store.
     window.showPage(window.page<DeadLettersPage>());
@@ -666,10 +681,14 @@ void TestUiConsole::partnerOutageRaisesTheBannerWhoeverRunsTheWorker()
 
 void TestUiConsole::bannerTellsNoWorkerRunningFromHoldingBack()
 {
-    Settings().setPartnerDownAlertSeconds(5);
     HeadlessOutage outage;
     QString error;
     QVERIFY2(outage.setUp(10, &error), qPrintable(error));
+    {
+        auto store = Store::open(outage.url, &error);
+        QVERIFY2(store && store->operations().setAlertThreshold(AlertRule::PartnerDown, QString(), 5000, &error),
+                 qPrintable(error));
+    }
     MainWindow &window = *outage.window;
     QSignalSpy notified(window.tray(), &TrayNotifier::notified);
     window.showPage(window.page<OverviewPage>());

@@ -2,6 +2,7 @@
 // in the tiles, the alert banner, the audit table, and a worker started from the page
 // delivering to an in-process partner simulator.
 #include "dialogs/settingsdialog.h"
+#include "alerting/alertsettings.h"
 #include "display/humanunits.h"
 #include "models/auditmodel.h"
 #include "pages/auditpage.h"
@@ -20,6 +21,7 @@
 #include <QAbstractItemModelTester>
 #include <QDateTime>
 #include <QFormLayout>
+#include <QGroupBox>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
@@ -121,6 +123,12 @@ private slots:
 
 private:
     QString storeUrl() const { return QStringLiteral("sqlite:") + m_path; }
+    // As an operator sets it (once alerts set, the Settings dialog): in the store.
+    void setThreshold(AlertRule rule, qint64 value)
+    {
+        QString error;
+        QVERIFY2(m_store->operations().setAlertThreshold(rule, QString(), value, &error), qPrintable(error));
+    }
     void enqueue(const QList<OutgoingMessage> &messages);
     // Claims the key for a message of its own and records the outcome of one send.
     void claimAndRecord(const Reminder &reminder, QLatin1String state, const QString &errorClass = QString(),
@@ -151,8 +159,6 @@ void TestUiOverview::init()
     m_store = Store::open(storeUrl(), &error);
     QVERIFY2(m_store, qPrintable(error));
     Settings settings;
-    settings.setOldestAgeAlertSeconds(300);
-    settings.setPartnerFailingAlertSends(3);
     settings.setPartnerUrl(QStringLiteral("http://127.0.0.1:8080/reminders"));
     settings.setConcurrency(16);
     settings.setMaxAttempts(8);
@@ -403,7 +409,7 @@ void TestUiOverview::overviewTilesShowStoreNumbers()
 
 void TestUiOverview::bannerAppearsWhenOldestReadyMessageIsTooOld()
 {
-    Settings().setOldestAgeAlertSeconds(1);
+    setThreshold(AlertRule::OldestReady, 1000);
     enqueue({outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("waiting")))});
 
     EngineController engine;
@@ -421,7 +427,7 @@ void TestUiOverview::bannerAppearsWhenOldestReadyMessageIsTooOld()
 
 void TestUiOverview::bannerStaysHiddenWhenAllIsWell()
 {
-    Settings().setOldestAgeAlertSeconds(3600);
+    setThreshold(AlertRule::OldestReady, 3600 * 1000);
     enqueue({outgoing(makeReminder(QStringLiteral("u"), QStringLiteral("waiting")))});
     claimAndRecord(makeReminder(QStringLiteral("u"), QStringLiteral("done")), LedgerState::Applied);
 
@@ -441,9 +447,10 @@ void TestUiOverview::bannerWarnsOfFailingPartnerAndEventsInDoubt()
     // Set as an operator does, in the Settings dialog, whose words must say what the alert
     // counts: failed sends of any events (here two events), not one event's.
     {
-        SettingsDialog dialog;
+        StoreSession session(storeUrl());
+        SettingsDialog dialog(&session, AlertThresholds{});
         auto *sends = child<QSpinBox>(dialog, QStringLiteral("partnerFailingSends"));
-        const auto *form = qobject_cast<QFormLayout *>(dialog.layout()->itemAt(0)->layout());
+        const auto *form = qobject_cast<QFormLayout *>(child<QGroupBox>(dialog, QStringLiteral("storeAlerts"))->layout());
         QVERIFY(form);
         const auto *label = qobject_cast<QLabel *>(form->labelForField(sends));
         QVERIFY(label);
@@ -452,8 +459,14 @@ void TestUiOverview::bannerWarnsOfFailingPartnerAndEventsInDoubt()
                  qPrintable(label->text()));
         sends->setValue(2);
         dialog.accept();
+        QString error;
+        QTRY_COMPARE(readAlertThresholds(m_store->database(), &error)
+                         .value_or(AlertThresholds{})
+                         .value(AlertRule::PartnerFailingSends),
+                     qint64(2));
     }
-    QCOMPARE(Settings().partnerFailingAlertSends(), 2);
+    // Any event in doubt is worth the banner here (the default waits ten minutes).
+    setThreshold(AlertRule::InDoubt, 0);
     claimAndRecord(makeReminder(QStringLiteral("u"), QStringLiteral("f1")), LedgerState::Retrying, QStringLiteral("http-5xx"));
     claimAndRecord(makeReminder(QStringLiteral("u"), QStringLiteral("f2")), LedgerState::Retrying, QStringLiteral("http-5xx"));
     claimAndRecord(makeReminder(QStringLiteral("u"), QStringLiteral("doubt")), LedgerState::InDoubt, QStringLiteral("in-doubt"));
@@ -636,8 +649,7 @@ void TestUiOverview::healthAlertsFollowTheWorkers()
         healthy.heartbeatAtMs = now - 1000;
         workers << healthy;
     }
-    HealthThresholds thresholds;
-    thresholds.partnerDownAfterMs = 60 * 1000;
+    const AlertThresholds thresholds; // partner-down after a minute
     const QList<HealthAlert> alerts = healthAlerts(std::nullopt, workers, now, thresholds);
     if (expected.isEmpty()) {
         QVERIFY2(alerts.isEmpty(), qPrintable(alerts.value(0).text));
@@ -667,23 +679,21 @@ void TestUiOverview::healthAlertsSayThePartnerRefusesEveryone()
     worker.lastFailureAtMs = now - 500;
     worker.lastErrorClass = QStringLiteral("credentials-refused");
     worker.lastHttpStatus = 401;
-    HealthThresholds thresholds;
-    thresholds.partnerDownAfterMs = 60 * 1000;
+    const AlertThresholds thresholds; // partner-down after a minute
 
     QList<HealthAlert> alerts = healthAlerts(std::nullopt, {worker}, now, thresholds);
     QVERIFY(!alerts.isEmpty());
     QCOMPARE(alerts.constFirst().severity, Severity::Alert);
     QCOMPARE(alerts.constFirst().text,
-             QStringLiteral("The partner refuses our credentials (HTTP 401) since %1: reminders wait and none is "
-                            "dead-lettered. Fix the partner token; they resume by themselves.")
-                 .arg(formatDisplayTime(worker.failingSinceMs)));
+             QStringLiteral("The partner refuses our credentials (HTTP 401) for 4 s: reminders wait and none is "
+                            "dead-lettered. Fix the partner token; they resume by themselves."));
 
     worker.lastErrorClass = QStringLiteral("partner-refusing");
     worker.lastHttpStatus = 400;
     alerts = healthAlerts(std::nullopt, {worker}, now, thresholds);
     QVERIFY(!alerts.isEmpty());
     QCOMPARE(alerts.constFirst().severity, Severity::Alert);
-    QVERIFY2(alerts.constFirst().text.startsWith(QStringLiteral("The partner refuses every reminder (HTTP 400) since ")),
+    QVERIFY2(alerts.constFirst().text.startsWith(QStringLiteral("The partner refuses every reminder (HTTP 400) for 4 s: ")),
              qPrintable(alerts.constFirst().text));
 }
 

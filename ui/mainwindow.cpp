@@ -597,7 +597,7 @@ void MainWindow::updateStatus()
     QString text;
     if (m_session) {
         const WorkerTally tally = m_health->tally();
-        text = m_health->readAtMs() == 0 && tally.total() == 0 ? tr("Workers: loading…") : tally.summary();
+        text = m_health->readAtMs() == 0 && tally.total() == 0 ? tr("Workers: loading…") : workersSummary(tally);
     }
     const auto state = m_engine->state();
     if (state != EngineController::State::Stopped) {
@@ -611,7 +611,7 @@ void MainWindow::updateStatus()
     m_workerLabel->setText(text);
     QPalette palette = m_workerLabel->palette();
     palette.setColor(QPalette::WindowText, m_session && m_health->tally().total() > 0
-                                               ? severityTextColor(m_health->tally().severity(), this->palette())
+                                               ? severityTextColor(workersSeverity(m_health->tally()), this->palette())
                                                : this->palette().color(QPalette::WindowText));
     m_workerLabel->setPalette(palette);
 }
@@ -627,7 +627,7 @@ void MainWindow::showAbout()
 
 void MainWindow::showSettings()
 {
-    SettingsDialog dialog(this);
+    SettingsDialog dialog(m_session.get(), m_health->thresholds(), this);
     if (dialog.exec() == QDialog::Accepted) {
         m_tray->applySettings();
         m_health->refresh();

@@ -85,6 +85,7 @@ int runRedrive(const QStringList &arguments);
 int runInDoubt(const QStringList &arguments);
 int runResolve(const QStringList &arguments);
 int runPartners(const QStringList &arguments);
+int runAlerts(const QStringList &arguments);
 int runReconcile(const QStringList &arguments);
 int runWorker(const QStringList &arguments);
 int runWorkers(const QStringList &arguments);

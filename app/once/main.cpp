@@ -34,6 +34,7 @@ const std::map<QString, Subcommand> &subcommands()
         {QStringLiteral("in-doubt"), {"list events whose send outcome is unknown", runInDoubt}},
         {QStringLiteral("resolve"), {"decide an in-doubt event", runResolve}},
         {QStringLiteral("partners"), {"whether each partner honours Idempotency-Key", runPartners}},
+        {QStringLiteral("alerts"), {"the alert rules, their thresholds and what fires now", runAlerts}},
         {QStringLiteral("reconcile"), {"ask partners with a lookup about the events in doubt", runReconcile}},
         {QStringLiteral("partner-sim"), {"run the partner simulator", runPartnerSim}},
         {QStringLiteral("bench"), {"measure throughput and latency", runBench}},

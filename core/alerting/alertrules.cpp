@@ -85,8 +85,10 @@ bool refusesEveryone(const PartnerSpell &spell)
            spell.lastErrorClass == QLatin1String("partner-refusing");
 }
 
+// historyRefusesAll: the history shows failed sends and nothing applied for five minutes,
+// so a spell shorter than the threshold is no blip either.
 QList<Alert> partnerAlerts(const QList<WorkerRecord> &workers, const WorkerTally &tally,
-                           const AlertThresholds &thresholds, qint64 nowMs)
+                           const AlertThresholds &thresholds, bool historyRefusesAll, qint64 nowMs)
 {
     QMap<QString, Alert> byPartner;
     for (const WorkerRecord &worker : workers) {
@@ -127,8 +129,9 @@ QList<Alert> partnerAlerts(const QList<WorkerRecord> &workers, const WorkerTally
         alert.threshold = thresholds.value(AlertRule::PartnerDown, alert.partner);
         alert.value = std::max<qint64>(0, nowMs - alert.sinceMs);
         // Refused alike whatever the reminder: no blip to wait out, so critical at once.
-        alert.severity = alert.refusesEveryone || alert.value >= alert.threshold ? AlertSeverity::Critical
-                                                                                 : AlertSeverity::Warning;
+        alert.severity = alert.refusesEveryone || historyRefusesAll || alert.value >= alert.threshold
+                             ? AlertSeverity::Critical
+                             : AlertSeverity::Warning;
         alerts.append(alert);
     }
     return alerts;
@@ -300,15 +303,17 @@ QList<Alert> evaluateAlerts(const AlertInputs &inputs, const AlertThresholds &th
     }
 
     const WorkerTally tally = WorkerTally::of(inputs.workers, nowMs);
-    const QList<Alert> partners = partnerAlerts(inputs.workers, tally, thresholds, nowMs);
+    const qint64 failingSends = thresholds.value(AlertRule::PartnerFailingSends);
+    const bool historyRefusesAll =
+        inputs.stats && inputs.stats->failedSendsLast5Min >= failingSends && inputs.stats->appliedLast5Min == 0;
+    const QList<Alert> partners = partnerAlerts(inputs.workers, tally, thresholds, historyRefusesAll, nowMs);
     alerts += partners;
 
     if (const auto &stats = inputs.stats) {
         const qint64 waiting = stats->queue.ready + stats->queue.delayed + stats->queue.inFlight;
         // The history tells the partner's story when no worker reports one (workers that
         // are gone, or of a version before heartbeats carried it).
-        const qint64 failingSends = thresholds.value(AlertRule::PartnerFailingSends);
-        if (partners.isEmpty() && stats->failedSendsLast5Min >= failingSends && stats->appliedLast5Min == 0) {
+        if (partners.isEmpty() && historyRefusesAll) {
             Alert alert;
             alert.rule = AlertRule::PartnerFailingSends;
             alert.severity = AlertSeverity::Critical;

@@ -18,10 +18,22 @@ QString workersText(int count)
     return count == 1 ? tr("the worker") : tr("%1 workers").arg(formatCount(count));
 }
 
+QString waitingText(qint64 waiting)
+{
+    return waiting == 1 ? tr("1 message waits") : tr("%1 messages wait").arg(formatCount(waiting));
+}
+
+// The name a partners file gives; a worker started with --partner URL is named by its URL,
+// which says nothing a person needs and may carry a token in its path: not shown.
+QString shownPartner(const Alert &alert)
+{
+    return alert.partner.contains(QLatin1String("://")) ? QString() : alert.partner;
+}
+
 QString partnerText(const Alert &alert, bool capital)
 {
-    if (!alert.partner.isEmpty())
-        return tr("Partner %1").arg(alert.partner);
+    if (!shownPartner(alert).isEmpty())
+        return tr("Partner %1").arg(shownPartner(alert));
     return capital ? tr("The partner") : tr("the partner");
 }
 
@@ -53,7 +65,7 @@ QString partnerDownText(const Alert &alert, qint64 nowMs)
     else
         doing = count == 1 ? tr("the worker keeps retrying by itself")
                            : tr("%1 keep retrying by themselves").arg(workersText(count));
-    const QString partner = alert.partner.isEmpty() ? tr("Partner") : tr("Partner %1").arg(alert.partner);
+    const QString partner = shownPartner(alert).isEmpty() ? tr("Partner") : tr("Partner %1").arg(shownPartner(alert));
     if (alert.severity == AlertSeverity::Critical) {
         if (count < alert.liveWorkers)
             return tr("%1 failing for %2 of %3 workers for %4 (%5): %6; do not redrive yet.")
@@ -85,12 +97,12 @@ QString alertText(const Alert &alert, qint64 nowMs)
                                        : tr("."));
     case AlertRule::NoWorker:
         if (alert.lastWorkerId.isEmpty())
-            return tr("No worker is running: %1 wait, and none has run on this store. Start one (once worker, or "
+            return tr("No worker is running: %1, and none has run on this store. Start one (once worker, or "
                       "the console's Worker page).")
-                .arg(formatQuantity(alert.waiting, tr("message"), tr("messages")));
-        return tr("No worker is running: %1 wait. The last one (%2) stopped sending heartbeats %3 ago. Start one "
+                .arg(waitingText(alert.waiting));
+        return tr("No worker is running: %1. The last one (%2) stopped sending heartbeats %3 ago. Start one "
                   "(once worker, or the console's Worker page).")
-            .arg(formatQuantity(alert.waiting, tr("message"), tr("messages")), alert.lastWorkerId,
+            .arg(waitingText(alert.waiting), alert.lastWorkerId,
                  formatDuration(nowMs - alert.lastHeartbeatAtMs));
     case AlertRule::OldestReady: {
         const QString why = alert.cause == Alert::Cause::NoWorker      ? tr("no worker is running.")
@@ -127,7 +139,7 @@ QString alertText(const Alert &alert, qint64 nowMs)
 
 QString alertTitle(const Alert &alert)
 {
-    const QString partner = alert.partner.isEmpty() ? tr("Partner") : tr("Partner %1").arg(alert.partner);
+    const QString partner = shownPartner(alert).isEmpty() ? tr("Partner") : tr("Partner %1").arg(shownPartner(alert));
     switch (alert.rule) {
     case AlertRule::PartnerDown:
         if (alert.refusesEveryone)

@@ -127,7 +127,7 @@ std::optional<Incidents::Changes> Incidents::record(const QList<Alert> &alerts, 
             "details = CASE WHEN ? >= peak_value OR (? = 'critical' AND severity = 'warning') THEN ? ELSE details END, "
             "peak_value = CASE WHEN ? > peak_value THEN ? ELSE peak_value END, "
             "severity = CASE WHEN ? = 'critical' THEN 'critical' ELSE severity END, threshold = ? "
-            "WHERE rule = ? AND partner = ? AND resolved_at IS NULL"));
+            "WHERE rule = ? AND partner = COALESCE(?, '') AND resolved_at IS NULL"));
         const QVariantList values{nowMs,    alert.value, severity,   summaries.value(i), alert.value,
                                   severity, details,     alert.value, alert.value,       severity,
                                   alert.threshold,       alertRuleName(alert.rule),      alert.partner};
@@ -140,7 +140,7 @@ std::optional<Incidents::Changes> Incidents::record(const QList<Alert> &alerts, 
         // Opened once: the unique index of open incidents turns a second watcher's insert away.
         auto &insert = m_db.prepared(QStringLiteral(
             "INSERT INTO incidents (rule, partner, severity, started_at, last_seen_at, peak_value, threshold, summary, "
-            "details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ") + IncidentColumns);
+            "details) VALUES (?, COALESCE(?, ''), ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ") + IncidentColumns);
         const QVariantList row{alertRuleName(alert.rule), alert.partner, severity, std::min(alert.sinceMs, nowMs),
                                nowMs, alert.value, alert.threshold, summaries.value(i), details};
         if (!run(m_db, insert, row, error))

@@ -1,5 +1,7 @@
 #include "monitoring/storemetrics.h"
 
+#include "alerting/alertsettings.h"
+#include "alerting/workertally.h"
 #include "monitoring/metricnames.h"
 #include "store/migrations.h"
 #include "store/store.h"
@@ -68,6 +70,10 @@ std::optional<StoreMetrics> StoreMetrics::read(Store &store, const std::optional
     metrics.workers = *workers;
     if (!readSends(store.database(), &metrics.sends, error))
         return std::nullopt;
+    auto thresholds = readAlertThresholds(store.database(), error);
+    if (!thresholds)
+        return std::nullopt;
+    metrics.thresholds = *thresholds;
     return metrics;
 }
 
@@ -114,21 +120,32 @@ QByteArray storeExposition(const StoreMetrics &metrics)
                   double(*stats.latenessP95Ms) / 1000.0);
 
     // Every status, also those no worker has, so that a status that empties reads 0.
-    QMap<QString, qint64> byStatus{{QStringLiteral("running"), 0}, {QStringLiteral("paused"), 0},
-                                   {QStringLiteral("stopped"), 0}, {QStringLiteral("gone"), 0}};
-    qint64 holdingBack = 0;
-    for (const WorkerRecord &worker : metrics.workers) {
-        ++byStatus[worker.status(metrics.atMs)];
-        if (worker.isHoldingBack(metrics.atMs))
-            ++holdingBack;
-    }
+    const WorkerTally tally = WorkerTally::of(metrics.workers, metrics.atMs);
+    const QMap<QString, qint64> byStatus{{QStringLiteral("running"), tally.running},
+                                         {QStringLiteral("paused"), tally.paused},
+                                         {QStringLiteral("stopped"), tally.stopped},
+                                         {QStringLiteral("gone"), tally.gone}};
     out.family(QStringLiteral("once_workers"), Exposition::Type::Gauge,
                QStringLiteral("Workers registered on the store by status (gone: no heartbeat for 15 s)."));
     for (auto it = byStatus.cbegin(); it != byStatus.cend(); ++it)
         out.sample(QStringLiteral("once_workers"), {{QStringLiteral("status"), it.key()}}, double(it.value()));
     out.gauge(MetricNames::BreakerOpen,
               QStringLiteral("Live workers whose circuit breaker keeps them from sending (open or probing)."),
-              double(holdingBack));
+              double(tally.holdingBack));
+
+    // The alerts the console's banner and once watch raise now, by the store's thresholds.
+    AlertInputs inputs;
+    inputs.stats = stats;
+    inputs.workers = metrics.workers;
+    out.family(QStringLiteral("once_alerts_firing"), Exposition::Type::Gauge,
+               QStringLiteral("1 for each alert firing now by the store's thresholds (once alerts), by rule, "
+                              "partner and severity."));
+    for (const Alert &alert : evaluateAlerts(inputs, metrics.thresholds, metrics.atMs))
+        out.sample(QStringLiteral("once_alerts_firing"),
+                   {{QStringLiteral("rule"), alertRuleName(alert.rule)},
+                    {QStringLiteral("partner"), alert.partner},
+                    {QStringLiteral("severity"), alertSeverityName(alert.severity)}},
+                   1.0);
     return out.text();
 }
 

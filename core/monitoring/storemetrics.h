@@ -1,5 +1,6 @@
 #pragma once
 
+#include "alerting/alertrules.h"
 #include "operator/inspector.h"
 #include "monitoring/sendstatistics.h"
 #include "store/workerregistry.h"
@@ -23,6 +24,7 @@ struct StoreMetrics
     DeliveryStats stats;          // with a broker's queue, stats.queue holds the broker's counts
     QList<WorkerRecord> workers;
     SendStatistics sends;         // over the history the store keeps (its retention)
+    AlertThresholds thresholds;   // the store's, which once_alerts_firing is judged by
     qint64 atMs = 0;
 
     // queueCounts: a broker's counts to use instead of the store's own queue (as

@@ -643,13 +643,13 @@ bool Operations::setAlertThreshold(AlertRule rule, const QString &partner, std::
     const qint64 now = nowMs();
     if (value) {
         auto &upsert = m_db.prepared(QStringLiteral(
-            "INSERT INTO alert_thresholds (rule, partner, value, set_by, set_at) VALUES (?, ?, ?, ?, ?) "
+            "INSERT INTO alert_thresholds (rule, partner, value, set_by, set_at) VALUES (?, COALESCE(?, ''), ?, ?, ?) "
             "ON CONFLICT (rule, partner) DO UPDATE SET value = excluded.value, set_by = excluded.set_by, "
             "set_at = excluded.set_at"));
         if (!m_db.execWith(upsert, {QString::fromLatin1(info.name), partner, *value, m_actor, now}, error))
             return false;
     } else {
-        auto &remove = m_db.prepared(QStringLiteral("DELETE FROM alert_thresholds WHERE rule = ? AND partner = ?"));
+        auto &remove = m_db.prepared(QStringLiteral("DELETE FROM alert_thresholds WHERE rule = ? AND partner = COALESCE(?, '')"));
         if (!m_db.execWith(remove, {QString::fromLatin1(info.name), partner}, error))
             return false;
     }

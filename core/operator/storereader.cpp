@@ -1,5 +1,7 @@
 #include "operator/storereader.h"
 
+#include "alerting/alertsettings.h"
+
 #include "operator/brokerdeadletters.h"
 #include "operator/deadletterexport.h"
 #include "partners/partnerlookups.h"
@@ -300,8 +302,9 @@ void StoreReader::loadHealth(quint64 token)
     QString error;
     const std::optional<DeliveryStats> stats = readStats(&error);
     const auto workers = stats ? m_store->workers().list(&error) : std::nullopt;
-    if (workers)
-        emit healthLoaded(token, *stats, *workers);
+    const auto thresholds = workers ? readAlertThresholds(m_store->database(), &error) : std::nullopt;
+    if (thresholds)
+        emit healthLoaded(token, *stats, *workers, *thresholds);
     else
         fail(token, error);
 }
@@ -731,6 +734,20 @@ void StoreReader::setPartnerPaused(quint64 token, const QString &partner, bool p
                            !ok       ? withoutSecrets(error)
                            : paused ? QStringLiteral("%1 paused: workers send it nothing until it is resumed").arg(partner)
                                     : QStringLiteral("%1 resumed").arg(partner));
+}
+
+void StoreReader::setAlertThreshold(quint64 token, AlertRule rule, const QString &partner, std::optional<qint64> value)
+{
+    if (!ensureWritable(token))
+        return;
+    QString error;
+    const bool ok = m_store->operations().setAlertThreshold(rule, partner, value, &error);
+    const QString name = alertRuleName(rule);
+    emit operationFinished(token, ok,
+                           !ok     ? withoutSecrets(error)
+                           : value ? QStringLiteral("%1 set to %2 for every console and watcher on the store")
+                                         .arg(name, formatAlertThreshold(rule, *value))
+                                   : QStringLiteral("%1 back to its default").arg(name));
 }
 
 void StoreReader::checkAtPartner(quint64 token, const QByteArray &sendKey, const QString &partnersFile)

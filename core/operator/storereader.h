@@ -1,5 +1,6 @@
 #pragma once
 
+#include "alerting/alertrules.h"
 #include "store/database.h"
 #include "operator/inspector.h"
 #include "operator/metrics.h"
@@ -119,6 +120,9 @@ public slots:
     // the answer as `once reconcile` does: found settles it applied. operationFinished says
     // what the partner answered (ok: it answered), in words.
     void checkAtPartner(quint64 token, const QByteArray &sendKey, const QString &partnersFile);
+    // Sets one alert threshold for every console and watcher on the store (nullopt: back to
+    // its default), audited: operationFinished says so.
+    void setAlertThreshold(quint64 token, once::AlertRule rule, const QString &partner, std::optional<qint64> value);
 
 signals:
     // The store, and the broker's queue if there is one, are open (ok) or not; error says
@@ -147,7 +151,9 @@ signals:
     void workersLoaded(quint64 token, const QList<once::WorkerRecord> &workers);
     void partnersLoaded(quint64 token, const QList<once::PartnerPolicy> &partners);
     void readinessLoaded(quint64 token, const QList<once::WorkerRecord> &workers, const once::PartnerActivity &partner);
-    void healthLoaded(quint64 token, const once::DeliveryStats &stats, const QList<once::WorkerRecord> &workers);
+    // With the alert thresholds the store holds, which the health is judged by.
+    void healthLoaded(quint64 token, const once::DeliveryStats &stats, const QList<once::WorkerRecord> &workers,
+                      const once::AlertThresholds &thresholds);
     void redriveProgress(quint64 token, int moved, int total);
     void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
     void exportProgress(quint64 token, int written, int total);

@@ -109,7 +109,7 @@ ALTER TABLE partners ADD COLUMN pause_reason TEXT;
 // alert's life as an incident, with what operators wrote on it; and the lease that lets
 // one watcher of several notify.
 const char *const AlertsAndIncidentsSqlite = R"sql(
-CREATE TABLE alert_thresholds (
+CREATE TABLE IF NOT EXISTS alert_thresholds (
     rule TEXT NOT NULL,
     partner TEXT NOT NULL DEFAULT '',
     value BIGINT NOT NULL,
@@ -117,7 +117,7 @@ CREATE TABLE alert_thresholds (
     set_at BIGINT NOT NULL,
     PRIMARY KEY (rule, partner)
 );
-CREATE TABLE incidents (
+CREATE TABLE IF NOT EXISTS incidents (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     rule TEXT NOT NULL,
     partner TEXT NOT NULL DEFAULT '',
@@ -136,9 +136,9 @@ CREATE TABLE incidents (
     notified_resolved_at BIGINT,
     reminded_at BIGINT
 );
-CREATE UNIQUE INDEX incidents_open ON incidents(rule, partner) WHERE resolved_at IS NULL;
-CREATE INDEX incidents_started ON incidents(started_at);
-CREATE TABLE incident_notes (
+CREATE UNIQUE INDEX IF NOT EXISTS incidents_open ON incidents(rule, partner) WHERE resolved_at IS NULL;
+CREATE INDEX IF NOT EXISTS incidents_started ON incidents(started_at);
+CREATE TABLE IF NOT EXISTS incident_notes (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     incident_id BIGINT NOT NULL,
     at BIGINT NOT NULL,
@@ -146,8 +146,8 @@ CREATE TABLE incident_notes (
     action TEXT NOT NULL,
     note TEXT
 );
-CREATE INDEX incident_notes_incident ON incident_notes(incident_id, id);
-CREATE TABLE leases (
+CREATE INDEX IF NOT EXISTS incident_notes_incident ON incident_notes(incident_id, id);
+CREATE TABLE IF NOT EXISTS leases (
     name TEXT PRIMARY KEY,
     holder TEXT NOT NULL,
     expires_at BIGINT NOT NULL
@@ -155,7 +155,7 @@ CREATE TABLE leases (
 )sql";
 
 const char *const AlertsAndIncidentsPostgres = R"sql(
-CREATE TABLE alert_thresholds (
+CREATE TABLE IF NOT EXISTS alert_thresholds (
     rule TEXT NOT NULL,
     partner TEXT NOT NULL DEFAULT '',
     value BIGINT NOT NULL,
@@ -163,7 +163,7 @@ CREATE TABLE alert_thresholds (
     set_at BIGINT NOT NULL,
     PRIMARY KEY (rule, partner)
 );
-CREATE TABLE incidents (
+CREATE TABLE IF NOT EXISTS incidents (
     id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     rule TEXT NOT NULL,
     partner TEXT NOT NULL DEFAULT '',
@@ -182,9 +182,9 @@ CREATE TABLE incidents (
     notified_resolved_at BIGINT,
     reminded_at BIGINT
 );
-CREATE UNIQUE INDEX incidents_open ON incidents(rule, partner) WHERE resolved_at IS NULL;
-CREATE INDEX incidents_started ON incidents(started_at);
-CREATE TABLE incident_notes (
+CREATE UNIQUE INDEX IF NOT EXISTS incidents_open ON incidents(rule, partner) WHERE resolved_at IS NULL;
+CREATE INDEX IF NOT EXISTS incidents_started ON incidents(started_at);
+CREATE TABLE IF NOT EXISTS incident_notes (
     id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     incident_id BIGINT NOT NULL,
     at BIGINT NOT NULL,
@@ -192,8 +192,8 @@ CREATE TABLE incident_notes (
     action TEXT NOT NULL,
     note TEXT
 );
-CREATE INDEX incident_notes_incident ON incident_notes(incident_id, id);
-CREATE TABLE leases (
+CREATE INDEX IF NOT EXISTS incident_notes_incident ON incident_notes(incident_id, id);
+CREATE TABLE IF NOT EXISTS leases (
     name TEXT PRIMARY KEY,
     holder TEXT NOT NULL,
     expires_at BIGINT NOT NULL

@@ -5,7 +5,6 @@
 #include "session/enginecontroller.h"
 #include "session/healthmonitor.h"
 #include "session/storesession.h"
-#include "settings/settings.h"
 #include "widgets/alertbanner.h"
 #include "widgets/metricchart.h"
 #include "widgets/tile.h"
@@ -336,8 +335,7 @@ void OverviewPage::clearStats()
 
 void OverviewPage::showStats(const DeliveryStats &stats)
 {
-    const Settings settings;
-    const qint64 oldestLimitMs = qint64(settings.oldestAgeAlertSeconds()) * 1000;
+    const qint64 oldestLimitMs = m_health->thresholds().value(AlertRule::OldestReady);
 
     m_ready->setValue(formatCount(stats.queue.ready));
     m_ready->setSubCaption(tr("waiting for a worker"));

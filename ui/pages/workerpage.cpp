@@ -508,8 +508,8 @@ void WorkerPage::updateWorkersSummary()
         text = tr("Cannot load the workers: %1").arg(m_workersError);
         severity = Severity::Alert;
     } else if (tally.total() > 0) {
-        text = tally.summary();
-        severity = tally.severity();
+        text = workersSummary(tally);
+        severity = workersSeverity(tally);
         QStringList failingPartners;
         for (const WorkerRecord &worker : m_workersModel->rows()) {
             if (worker.isHoldingBack(m_workersModel->nowMs()) && worker.partners.size() > 1

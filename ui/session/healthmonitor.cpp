@@ -39,6 +39,7 @@ void HealthMonitor::setSession(StoreSession *session)
     m_pendingToken = 0;
     m_stats.reset();
     m_storeWorkers.clear();
+    m_thresholds = {};
     m_readAtMs = 0;
     if (m_session) {
         m_sessionConnections << connect(m_session, &StoreSession::healthLoaded, this,
@@ -66,13 +67,14 @@ void HealthMonitor::refresh()
 }
 
 void HealthMonitor::onHealthLoaded(quint64 token, const DeliveryStats &stats,
-                                   const QList<WorkerRecord> &workers)
+                                   const QList<WorkerRecord> &workers, const AlertThresholds &thresholds)
 {
     if (token != m_pendingToken)
         return;
     m_pendingToken = 0;
     m_stats = stats;
     m_storeWorkers = workers;
+    m_thresholds = thresholds;
     m_readAtMs = nowMs();
     evaluate();
 }
@@ -112,7 +114,7 @@ void HealthMonitor::evaluate()
     const qint64 now = nowMs();
     const QList<WorkerRecord> all = workers();
     m_tally = WorkerTally::of(all, now);
-    m_alerts = healthAlerts(m_stats, all, now, HealthThresholds::fromSettings());
+    m_alerts = healthAlerts(m_stats, all, now, m_thresholds);
     emit changed();
 }
 

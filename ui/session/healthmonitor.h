@@ -34,7 +34,9 @@ public:
     // The last answer, with this console's engine as it is now.
     std::optional<once::DeliveryStats> stats() const { return m_stats; }
     QList<once::WorkerRecord> workers() const;
-    WorkerTally tally() const { return m_tally; }
+    once::WorkerTally tally() const { return m_tally; }
+    // The store's alert thresholds as last read (the defaults until then).
+    once::AlertThresholds thresholds() const { return m_thresholds; }
     QList<HealthAlert> alerts() const { return m_alerts; }
     // When the store last answered (ms since the epoch); 0: not yet.
     qint64 readAtMs() const { return m_readAtMs; }
@@ -45,7 +47,7 @@ signals:
 
 private:
     void onHealthLoaded(quint64 token, const once::DeliveryStats &stats,
-                        const QList<once::WorkerRecord> &workers);
+                        const QList<once::WorkerRecord> &workers, const once::AlertThresholds &thresholds);
     void evaluate();
 
     EngineController *m_engine = nullptr;
@@ -57,7 +59,8 @@ private:
     std::optional<once::DeliveryStats> m_stats;
     QList<once::WorkerRecord> m_storeWorkers;
     qint64 m_readAtMs = 0;
-    WorkerTally m_tally;
+    once::AlertThresholds m_thresholds;
+    once::WorkerTally m_tally;
     QList<HealthAlert> m_alerts;
 };
 

@@ -2,6 +2,8 @@
 
 #include "display/humanunits.h"
 
+#include "alerting/workertally.h"
+
 #include <QCoreApplication>
 
 namespace once::ui {
@@ -24,20 +26,11 @@ RedriveReadiness assessRedriveReadiness(const QList<WorkerRecord> &workers, cons
                                         qint64 nowMs)
 {
     RedriveReadiness readiness;
-    for (const WorkerRecord &worker : workers) {
-        const QString status = worker.status(nowMs);
-        if (status == QLatin1String("paused"))
-            ++readiness.pausedWorkers;
-        if (status != QLatin1String("running"))
-            continue;
-        ++readiness.runningWorkers;
-        if (worker.isHoldingBack(nowMs)) {
-            ++readiness.holdingBackWorkers;
-            if (worker.failingSinceMs > 0 &&
-                (readiness.failingSinceMs == 0 || worker.failingSinceMs < readiness.failingSinceMs))
-                readiness.failingSinceMs = worker.failingSinceMs;
-        }
-    }
+    const WorkerTally tally = WorkerTally::of(workers, nowMs);
+    readiness.runningWorkers = tally.running;
+    readiness.pausedWorkers = tally.paused;
+    readiness.holdingBackWorkers = tally.runningHoldingBack;
+    readiness.failingSinceMs = tally.holdingBackSinceMs;
     if (readiness.runningWorkers > 0) {
         readiness.workersText = readiness.runningWorkers == 1
                                     ? tr("1 running on this store")

@@ -312,4 +312,13 @@ quint64 StoreSession::setPartnerPaused(const QString &partner, bool paused, cons
     return token;
 }
 
+quint64 StoreSession::setAlertThreshold(AlertRule rule, const QString &partner, std::optional<qint64> value)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(
+        m_reader, [reader = m_reader, token, rule, partner, value] { reader->setAlertThreshold(token, rule, partner, value); },
+        Qt::QueuedConnection);
+    return token;
+}
+
 } // namespace once::ui

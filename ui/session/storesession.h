@@ -102,6 +102,9 @@ public:
     quint64 loadPartners();
     // Pauses (or resumes) a partner for every worker on the store; operationFinished().
     quint64 setPartnerPaused(const QString &partner, bool paused, const QString &reason = QString());
+    // One alert threshold for every console and watcher on the store (nullopt: its
+    // default); operationFinished().
+    quint64 setAlertThreshold(once::AlertRule rule, const QString &partner, std::optional<qint64> value);
 
 signals:
     void opened(bool ok, const QString &error);
@@ -120,7 +123,7 @@ signals:
     void readinessLoaded(quint64 token, const QList<once::WorkerRecord> &workers,
                          const once::PartnerActivity &partner);
     void healthLoaded(quint64 token, const once::DeliveryStats &stats,
-                      const QList<once::WorkerRecord> &workers);
+                      const QList<once::WorkerRecord> &workers, const once::AlertThresholds &thresholds);
     void redriveProgress(quint64 token, int moved, int total);
     void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
     void exportProgress(quint64 token, int written, int total);

@@ -27,34 +27,8 @@ public:
     }
     void setPasswordRemembered(const QString &savedUrl, bool remembered);
 
-    int oldestAgeAlertSeconds() const
-    {
-        return m_settings.value(QStringLiteral("alerts/oldestAgeSeconds"), 300).toInt();
-    }
-    void setOldestAgeAlertSeconds(int seconds)
-    {
-        m_settings.setValue(QStringLiteral("alerts/oldestAgeSeconds"), seconds);
-    }
-    // "The partner keeps failing": this many failed sends over all events in the last five
-    // minutes, with none applied. (Stored under its first name, so a saved value stays.)
-    int partnerFailingAlertSends() const
-    {
-        return m_settings.value(QStringLiteral("alerts/failingEventSends"), 3).toInt();
-    }
-    void setPartnerFailingAlertSends(int sends)
-    {
-        m_settings.setValue(QStringLiteral("alerts/failingEventSends"), sends);
-    }
-    // How long every send may fail before the banner (and the tray) calls the partner down:
-    // about a minute tells an outage from a blip; the circuit breaker's warning comes sooner.
-    int partnerDownAlertSeconds() const
-    {
-        return m_settings.value(QStringLiteral("alerts/partnerDownSeconds"), 60).toInt();
-    }
-    void setPartnerDownAlertSeconds(int seconds)
-    {
-        m_settings.setValue(QStringLiteral("alerts/partnerDownSeconds"), seconds);
-    }
+    // The alert thresholds are the store's (once alerts, AlertThresholds), the same for
+    // every console and watcher on it: none is kept here.
     // The console's icon in the system tray, which raises desktop notifications.
     bool showInTray() const { return m_settings.value(QStringLiteral("tray/show"), true).toBool(); }
     void setShowInTray(bool show) { m_settings.setValue(QStringLiteral("tray/show"), show); }

@@ -29,6 +29,7 @@ TrayNotifier::Kind notifierKind(HealthAlert::Kind kind)
     case HealthAlert::Kind::OldestWaiting:
         return TrayNotifier::Kind::OldestWaiting;
     case HealthAlert::Kind::InDoubt:
+    case HealthAlert::Kind::Other:
         return TrayNotifier::Kind::InDoubt;
     }
     return TrayNotifier::Kind::PartnerDown;
@@ -179,8 +180,11 @@ void TrayNotifier::onHealthChanged()
     }
     const DeliveryStats stats = *m_health->stats();
     QMap<HealthAlert::Kind, HealthAlert> active;
+    // The banner's other alerts (lateness, dead letters, the store) have no desktop
+    // notification of their own: dead letters are announced as they land, below.
     for (const HealthAlert &alert : m_health->alerts())
-        active.insert(alert.kind, alert);
+        if (alert.kind != HealthAlert::Kind::Other)
+            active.insert(alert.kind, alert);
     if (!m_primed) {
         m_primed = true;
         m_active = active;
@@ -255,7 +259,7 @@ void TrayNotifier::raise(const Notification &notification)
 
 void TrayNotifier::updateToolTip()
 {
-    QStringList lines{tr("once console"), m_health->tally().summary()};
+    QStringList lines{tr("once console"), workersSummary(m_health->tally())};
     const QList<HealthAlert> alerts = m_health->alerts();
     if (!alerts.isEmpty())
         lines << alerts.constFirst().text;
