@@ -8,6 +8,7 @@
 #include "store/store.h"
 #include "store/storelocation.h"
 
+#include <QDateTime>
 #include <QFileInfo>
 #include <QMap>
 #include <QSet>
@@ -731,6 +732,51 @@ void StoreReader::setPartnerPaused(quint64 token, const QString &partner, bool p
                            !ok       ? withoutSecrets(error)
                            : paused ? QStringLiteral("%1 paused: workers send it nothing until it is resumed").arg(partner)
                                     : QStringLiteral("%1 resumed").arg(partner));
+}
+
+void StoreReader::loadIncidents(quint64 token, int limit)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    if (const auto incidents = Incidents(m_store->database()).list(limit, &error))
+        emit incidentsLoaded(token, *incidents);
+    else
+        fail(token, error);
+}
+
+void StoreReader::loadIncidentReport(quint64 token, qint64 id)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    const auto report = buildIncidentReport(m_store->database(), m_store->inspector(), id,
+                                            QDateTime::currentMSecsSinceEpoch(), &error);
+    if (report)
+        emit incidentReportLoaded(token, *report);
+    else
+        fail(token, error.isEmpty() ? QStringLiteral("no incident %1 on this store").arg(id) : error);
+}
+
+void StoreReader::actOnIncident(quint64 token, qint64 id, Incidents::Action action, const QString &note)
+{
+    if (!ensureWritable(token))
+        return;
+    QString error;
+    const bool ok = m_store->operations().actOnIncident(id, action, note, &error);
+    QString done;
+    switch (action) {
+    case Incidents::Action::Acknowledge:
+        done = QStringLiteral("incident %1 acknowledged").arg(id);
+        break;
+    case Incidents::Action::Note:
+        done = QStringLiteral("note added to incident %1").arg(id);
+        break;
+    case Incidents::Action::Resolve:
+        done = QStringLiteral("incident %1 resolved").arg(id);
+        break;
+    }
+    emit operationFinished(token, ok, ok ? done : withoutSecrets(error));
 }
 
 void StoreReader::checkAtPartner(quint64 token, const QByteArray &sendKey, const QString &partnersFile)

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "alerting/incidentreport.h"
 #include "store/database.h"
 #include "operator/inspector.h"
 #include "operator/metrics.h"
@@ -119,6 +120,14 @@ public slots:
     // the answer as `once reconcile` does: found settles it applied. operationFinished says
     // what the partner answered (ok: it answered), in words.
     void checkAtPartner(quint64 token, const QByteArray &sendKey, const QString &partnersFile);
+    // The incidents, open ones first, then the latest resolved (Incidents::list):
+    // incidentsLoaded, or failed.
+    void loadIncidents(quint64 token, int limit);
+    // One incident's report (buildIncidentReport): incidentReportLoaded, or failed (also
+    // for an incident that is not there).
+    void loadIncidentReport(quint64 token, qint64 id);
+    // Acknowledges, notes or resolves an incident (audited): operationFinished.
+    void actOnIncident(quint64 token, qint64 id, once::Incidents::Action action, const QString &note);
 
 signals:
     // The store, and the broker's queue if there is one, are open (ok) or not; error says
@@ -148,6 +157,8 @@ signals:
     void partnersLoaded(quint64 token, const QList<once::PartnerPolicy> &partners);
     void readinessLoaded(quint64 token, const QList<once::WorkerRecord> &workers, const once::PartnerActivity &partner);
     void healthLoaded(quint64 token, const once::DeliveryStats &stats, const QList<once::WorkerRecord> &workers);
+    void incidentsLoaded(quint64 token, const QList<once::Incident> &incidents);
+    void incidentReportLoaded(quint64 token, const once::IncidentReport &report);
     void redriveProgress(quint64 token, int moved, int total);
     void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
     void exportProgress(quint64 token, int written, int total);
@@ -244,3 +255,5 @@ Q_DECLARE_METATYPE(once::AuditEntry)
 Q_DECLARE_METATYPE(once::WorkerRecord)
 Q_DECLARE_METATYPE(once::PartnerPolicy)
 Q_DECLARE_METATYPE(once::PartnerActivity)
+Q_DECLARE_METATYPE(once::Incident)
+Q_DECLARE_METATYPE(once::IncidentReport)
