@@ -368,7 +368,7 @@ void IncidentsTest::reportCountsTheWindowTheActionsAndTheRedrive()
     QVERIFY(file.open(QIODevice::ReadOnly));
     const QByteArray text = file.readAll();
     QVERIFY2(text.startsWith(QByteArray("# Incident " + idText.toUtf8() + ": Reminders dead-lettered\n")), text.constData());
-    QVERIFY2(text.contains("| Severity | critical (the worst it reached) |"), text.constData());
+    QVERIFY2(text.contains("\n- **Severity**: critical (the worst it reached)\n"), text.constData());
     QVERIFY2(text.contains("| Failed sends | Dead-lettered | Held in doubt | Accepted meanwhile |\n|---:|---:|---:|---:|\n"
                            "| 3 | 3 | 0 | 3 |"),
              text.constData());

@@ -225,21 +225,27 @@ QString IncidentReport::toMarkdown() const
         incident.isOpen()            ? QStringLiteral("not yet (open)")
         : incident.resolvedBy.isEmpty() ? QStringLiteral("%1, by itself (the condition cleared)").arg(readableTime(incident.resolvedAtMs))
                                         : QStringLiteral("%1, by %2").arg(readableTime(incident.resolvedAtMs), incident.resolvedBy);
-    out << QStringLiteral("| | |") << QStringLiteral("|---|---|")
-        << QStringLiteral("| Status | %1 |").arg(statusName(incident))
-        << QStringLiteral("| Rule | %1: %2 |").arg(alertRuleName(incident.rule), cell(QString::fromUtf8(alertRuleInfo(incident.rule).meaning)))
-        << QStringLiteral("| Partner | %1 |").arg(cell(incident.partner.isEmpty() ? QStringLiteral("-") : incident.partner))
-        << QStringLiteral("| Severity | %1 (the worst it reached) |").arg(alertSeverityName(incident.severity))
-        << QStringLiteral("| Started | %1 |").arg(readableTime(incident.startedAtMs))
-        << QStringLiteral("| Resolved | %1 |").arg(cell(resolved))
-        << QStringLiteral("| Duration | %1%2 |")
-               .arg(formatDuration(windowUntilMs - incident.startedAtMs), incident.isOpen() ? QStringLiteral(" so far") : QString())
-        << QStringLiteral("| Acknowledged | %1 |")
-               .arg(incident.ackedAtMs ? cell(QStringLiteral("%1, by %2").arg(readableTime(incident.ackedAtMs), incident.ackedBy))
-                                       : QStringLiteral("no"))
-        << QStringLiteral("| Peak | %1 (threshold %2) |")
-               .arg(valueText(incident.rule, incident.peakValue), valueText(incident.rule, incident.threshold))
-        << QString();
+    // A list, not a two-column table: Markdown tables need a header row, which a list of
+    // facts has none of.
+    const auto fact = [&out](const QString &name, const QString &value) {
+        out << QStringLiteral("- **%1**: %2").arg(name, line(value));
+    };
+    fact(QStringLiteral("Status"), statusName(incident));
+    fact(QStringLiteral("Rule"), QStringLiteral("%1 (%2)").arg(alertRuleName(incident.rule),
+                                                             QString::fromUtf8(alertRuleInfo(incident.rule).meaning)));
+    fact(QStringLiteral("Partner"), incident.partner.isEmpty() ? QStringLiteral("-") : incident.partner);
+    fact(QStringLiteral("Severity"), QStringLiteral("%1 (the worst it reached)").arg(alertSeverityName(incident.severity)));
+    fact(QStringLiteral("Started"), readableTime(incident.startedAtMs));
+    fact(QStringLiteral("Resolved"), resolved);
+    fact(QStringLiteral("Duration"), formatDuration(windowUntilMs - incident.startedAtMs)
+                                         + (incident.isOpen() ? QStringLiteral(" so far") : QString()));
+    fact(QStringLiteral("Acknowledged"),
+         incident.ackedAtMs ? QStringLiteral("%1, by %2").arg(readableTime(incident.ackedAtMs), incident.ackedBy)
+                            : QStringLiteral("no"));
+    fact(QStringLiteral("Peak"), QStringLiteral("%1 (threshold %2)")
+                                     .arg(valueText(incident.rule, incident.peakValue),
+                                          valueText(incident.rule, incident.threshold)));
+    out << QString();
 
     out << QStringLiteral("## What it touched") << QString()
         << QStringLiteral("Between %1 and %2%3:")

@@ -156,8 +156,9 @@ void IncidentsPage::buildUi()
     auto *splitter = new QSplitter(Qt::Vertical);
     splitter->addWidget(m_table);
     splitter->addWidget(m_detail);
-    splitter->setStretchFactor(0, 2);
-    splitter->setStretchFactor(1, 3);
+    // A few rows above, the report (what the operator reads) below.
+    splitter->setStretchFactor(0, 1);
+    splitter->setStretchFactor(1, 2);
     m_stack = new QStackedWidget;
     m_stack->addWidget(splitter);
     m_stack->addWidget(m_emptyLabel);
