@@ -10,6 +10,7 @@
 #include <QAction>
 #include <QDateTime>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -35,6 +36,7 @@ namespace {
 const QString HeaderView = QStringLiteral("incidents.columns");
 // Open ones and a good stretch of history; the store keeps them all.
 constexpr int IncidentsShown = 200;
+constexpr int ReportRefreshMs = 10000;
 
 QToolButton *actionButton(QAction *action)
 {
@@ -230,6 +232,7 @@ void IncidentsPage::setSession(StoreSession *session)
             setStatus(ok ? message + QLatin1Char('.') : tr("Could not do it: %1").arg(message), !ok);
             updateActions();
             reload();
+            loadReport();
         });
         connect(session, &StoreSession::failed, this, [this](quint64 token, const QString &error) {
             if (token == m_loadToken) {
@@ -252,7 +255,10 @@ void IncidentsPage::refresh()
     // One request at a time: on a slow store they would pile up.
     if (!m_loadPending)
         reload();
-    loadReport();
+    // The report counts the history of the incident's window, which grows with an open
+    // one: every few refreshes is soon enough for what it adds.
+    if (!m_reportAge.isValid() || m_reportAge.hasExpired(ReportRefreshMs))
+        loadReport();
 }
 
 void IncidentsPage::reload()
@@ -267,8 +273,10 @@ void IncidentsPage::loadReport()
 {
     if (!m_session)
         return;
-    if (const qint64 id = selectedId())
+    if (const qint64 id = selectedId()) {
         m_reportToken = m_session->loadIncidentReport(id);
+        m_reportAge.start();
+    }
 }
 
 qint64 IncidentsPage::selectedId() const

@@ -4,6 +4,7 @@
 
 #include "alerting/incidentreport.h"
 
+#include <QElapsedTimer>
 #include <QHash>
 #include <QPointer>
 
@@ -87,6 +88,7 @@ private:
     bool m_loaded = false;
     quint64 m_reportToken = 0;
     std::optional<once::IncidentReport> m_report;
+    QElapsedTimer m_reportAge; // since the last request for the selected one's report
     quint64 m_actToken = 0;
     QHash<quint64, QString> m_exports; // report requests for a file, by token: the path
 };
