@@ -37,7 +37,10 @@ private slots:
     void reportCountsTheWindowTheActionsAndTheRedrive();
 
 private:
-    QString partnerUrl() const { return QStringLiteral("http://127.0.0.1:%1/reminders").arg(m_partner->port()); }
+    QString partnerUrl() const
+    {
+        return QStringLiteral("http://127.0.0.1:%1/reminders").arg(m_partner->port());
+    }
     // Opens (or keeps open) an incident for each alert, as once watch's evaluation would;
     // the others stay open (a day's grace).
     QList<Incident> record(const QList<Alert> &alerts, qint64 nowMs, qint64 clearAfterMs = 24 * 3600 * 1000);
@@ -60,7 +63,8 @@ void IncidentsTest::initTestCase()
 {
     m_onceBin = qEnvironmentVariable("ONCE_BIN");
     QVERIFY2(QFile::exists(m_onceBin), "ONCE_BIN must name the built once binary (ctest sets it)");
-    QLoggingCategory::setFilterRules(QStringLiteral("once.core.partnersim.debug=false\nonce.core.database.info=false"));
+    QLoggingCategory::setFilterRules(
+        QStringLiteral("once.core.partnersim.debug=false\nonce.core.database.info=false"));
 }
 
 void IncidentsTest::init()
@@ -100,7 +104,8 @@ QList<Incident> IncidentsTest::record(const QList<Alert> &alerts, qint64 nowMs, 
     for (const Alert &each : alerts)
         summaries << QStringLiteral("%1 summary").arg(each.key());
     QString error;
-    const auto changes = Incidents(m_store->database()).record(alerts, summaries, nowMs, clearAfterMs, &error);
+    const auto changes =
+        Incidents(m_store->database()).record(alerts, summaries, nowMs, clearAfterMs, &error);
     if (!changes)
         qWarning("record: %s", qPrintable(error));
     return changes ? changes->opened : QList<Incident>();
@@ -133,13 +138,14 @@ void IncidentsTest::enqueue(int count)
 {
     QByteArray lines;
     for (int i = 0; i < count; ++i)
-        lines += QJsonDocument(QJsonObject{{QStringLiteral("user_id"), QStringLiteral("u%1").arg(i)},
-                                           {QStringLiteral("reminder_id"), QStringLiteral("r1")},
-                                           {QStringLiteral("scheduled_at"), QStringLiteral("2026-12-01T09:00:00Z")},
-                                           {QStringLiteral("destination"), QStringLiteral("+1555010%1").arg(i)},
-                                           {QStringLiteral("body"), QStringLiteral("hello")}})
-                     .toJson(QJsonDocument::Compact)
-                 + '\n';
+        lines += QJsonDocument(
+                     QJsonObject{{QStringLiteral("user_id"), QStringLiteral("u%1").arg(i)},
+                                 {QStringLiteral("reminder_id"), QStringLiteral("r1")},
+                                 {QStringLiteral("scheduled_at"), QStringLiteral("2026-12-01T09:00:00Z")},
+                                 {QStringLiteral("destination"), QStringLiteral("+1555010%1").arg(i)},
+                                 {QStringLiteral("body"), QStringLiteral("hello")}})
+                     .toJson(QJsonDocument::Compact) +
+                 '\n';
     const QString file = m_dir->filePath(QStringLiteral("reminders.jsonl"));
     QFile out(file);
     QVERIFY(out.open(QIODevice::WriteOnly));
@@ -151,9 +157,10 @@ void IncidentsTest::enqueue(int count)
 
 void IncidentsTest::runWorker()
 {
-    const auto worker = m_once->run({QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl(),
-                                     QStringLiteral("--max-attempts"), QStringLiteral("1"), QStringLiteral("--until-idle")},
-                                    {}, WorkerTimeoutMs);
+    const auto worker =
+        m_once->run({QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl(),
+                     QStringLiteral("--max-attempts"), QStringLiteral("1"), QStringLiteral("--until-idle")},
+                    {}, WorkerTimeoutMs);
     QVERIFY2(worker.exitedWith(0), worker.describe().constData());
 }
 
@@ -164,9 +171,10 @@ void IncidentsTest::listShowsOpenOnesFirstThenTheResolved()
     const auto old = record({alert(AlertRule::NoWorker, AlertSeverity::Warning, now - 600000)}, now - 600000);
     QCOMPARE(old.size(), 1);
     record({}, now - 300000, 0);
-    const auto open = record({alert(AlertRule::DeadLetters, AlertSeverity::Critical, now - 120000),
-                              alert(AlertRule::PartnerDown, AlertSeverity::Warning, now - 60000, QStringLiteral("acme"))},
-                             now);
+    const auto open =
+        record({alert(AlertRule::DeadLetters, AlertSeverity::Critical, now - 120000),
+                alert(AlertRule::PartnerDown, AlertSeverity::Warning, now - 60000, QStringLiteral("acme"))},
+               now);
     QCOMPARE(open.size(), 2);
 
     const QJsonArray all = listed();
@@ -186,9 +194,10 @@ void IncidentsTest::listShowsOpenOnesFirstThenTheResolved()
     QVERIFY2(text.exitedWith(0), text.describe().constData());
     const QList<QByteArray> lines = text.out.trimmed().split('\n');
     QCOMPARE(lines.size(), 4);
-    QVERIFY2(lines.at(0).startsWith("ID ") && lines.at(0).contains("RESOLVED/DURATION"), lines.at(0).constData());
-    QVERIFY2(lines.at(1).contains(" open ") && lines.at(1).contains(" acme ") && lines.at(1).contains("open for ")
-                 && lines.at(1).contains("partner-down/acme summary"),
+    QVERIFY2(lines.at(0).startsWith("ID ") && lines.at(0).contains("RESOLVED/DURATION"),
+             lines.at(0).constData());
+    QVERIFY2(lines.at(1).contains(" open ") && lines.at(1).contains(" acme ") &&
+                 lines.at(1).contains("open for ") && lines.at(1).contains("partner-down/acme summary"),
              lines.at(1).constData());
     QVERIFY2(lines.at(3).contains(" resolved ") && lines.at(3).contains("(5 min)"), lines.at(3).constData());
 }
@@ -200,13 +209,15 @@ void IncidentsTest::ackNoteAndResolveAreAudited()
     QCOMPARE(opened.size(), 1);
     const QString id = QString::number(opened.at(0).id);
 
-    const auto ack = m_once->run({QStringLiteral("incidents"), QStringLiteral("ack"), id, QStringLiteral("--note"),
-                                  QStringLiteral("on it")});
+    const auto ack = m_once->run({QStringLiteral("incidents"), QStringLiteral("ack"), id,
+                                  QStringLiteral("--note"), QStringLiteral("on it")});
     QVERIFY2(ack.exitedWith(0), ack.describe().constData());
-    QVERIFY2(ack.out.startsWith(QByteArray("incident " + id.toUtf8() + " acknowledged by ")), ack.out.constData());
+    QVERIFY2(ack.out.startsWith(QByteArray("incident " + id.toUtf8() + " acknowledged by ")),
+             ack.out.constData());
     QCOMPARE(listed().at(0)[QStringLiteral("status")].toString(), QStringLiteral("acknowledged"));
-    const auto note = m_once->run({QStringLiteral("incidents"), QStringLiteral("note"), id, QStringLiteral("--note"),
-                                   QStringLiteral("the partner expects a fix at 10:00")});
+    const auto note =
+        m_once->run({QStringLiteral("incidents"), QStringLiteral("note"), id, QStringLiteral("--note"),
+                     QStringLiteral("the partner expects a fix at 10:00")});
     QVERIFY2(note.exitedWith(0), note.describe().constData());
     const auto resolve = m_once->run({QStringLiteral("incidents"), QStringLiteral("resolve"), id});
     QVERIFY2(resolve.exitedWith(0), resolve.describe().constData());
@@ -260,10 +271,16 @@ void IncidentsTest::badIdsAndReadOnlyStoresAreRefusedInOneLine()
         {{QStringLiteral("ack")}, 2, "give one incident id"},
         {{QStringLiteral("note"), id}, 2, "a note needs text"},
         {{QStringLiteral("close"), id}, 2, "unknown action \"close\""},
-        {{QStringLiteral("report"), id, QStringLiteral("--format"), QStringLiteral("pdf")}, 2, "--format must be"},
-        {{QStringLiteral("ack"), id, QStringLiteral("--read-only")}, 1, "the store is open read-only (--read-only)"},
-        {{QStringLiteral("note"), id, QStringLiteral("--note"), QStringLiteral("x"), QStringLiteral("--read-only")},
-         1, "not acknowledged, noted or resolved"},
+        {{QStringLiteral("report"), id, QStringLiteral("--format"), QStringLiteral("pdf")},
+         2,
+         "--format must be"},
+        {{QStringLiteral("ack"), id, QStringLiteral("--read-only")},
+         1,
+         "the store is open read-only (--read-only)"},
+        {{QStringLiteral("note"), id, QStringLiteral("--note"), QStringLiteral("x"),
+          QStringLiteral("--read-only")},
+         1,
+         "not acknowledged, noted or resolved"},
     };
     for (const Case &each : cases) {
         const auto result = m_once->run(QStringList{QStringLiteral("incidents")} + each.args);
@@ -277,7 +294,8 @@ void IncidentsTest::badIdsAndReadOnlyStoresAreRefusedInOneLine()
     QVERIFY(auditLog().isEmpty());
     QCOMPARE(incident(opened.at(0).id)->ackedAtMs, 0);
     QCOMPARE(listed({QStringLiteral("--read-only")}).size(), 1);
-    const auto report = m_once->run({QStringLiteral("incidents"), QStringLiteral("report"), id, QStringLiteral("--read-only")});
+    const auto report = m_once->run(
+        {QStringLiteral("incidents"), QStringLiteral("report"), id, QStringLiteral("--read-only")});
     QVERIFY2(report.exitedWith(0), report.describe().constData());
 }
 
@@ -296,7 +314,8 @@ void IncidentsTest::reportCountsTheWindowTheActionsAndTheRedrive()
     // Another incident's note in the same window is not this one's.
     const auto other = record({alert(AlertRule::NoWorker, AlertSeverity::Warning, start)}, start);
     QCOMPARE(other.size(), 1);
-    QVERIFY(m_store->operations().actOnIncident(other.at(0).id, Incidents::Action::Note, QStringLiteral("elsewhere"), &error));
+    QVERIFY(m_store->operations().actOnIncident(other.at(0).id, Incidents::Action::Note,
+                                                QStringLiteral("elsewhere"), &error));
 
     enqueue(3);
     PartnerFaults failing;
@@ -307,19 +326,20 @@ void IncidentsTest::reportCountsTheWindowTheActionsAndTheRedrive()
 
     // The partner is back: the operator redrives them, and they go.
     m_partner->setProfile(PartnerFaults{});
-    const auto redrive = m_once->run({QStringLiteral("redrive"), QStringLiteral("--all"), QStringLiteral("--reason"),
-                                      QStringLiteral("partner back")});
+    const auto redrive = m_once->run({QStringLiteral("redrive"), QStringLiteral("--all"),
+                                      QStringLiteral("--reason"), QStringLiteral("partner back")});
     QVERIFY2(redrive.exitedWith(0), redrive.describe().constData());
     runWorker();
     // The condition clears: resolved by itself.
     record({}, QDateTime::currentMSecsSinceEpoch(), 0);
 
-    const auto json = m_once->run({QStringLiteral("incidents"), QStringLiteral("report"), idText, QStringLiteral("--format"),
-                                   QStringLiteral("json")});
+    const auto json = m_once->run({QStringLiteral("incidents"), QStringLiteral("report"), idText,
+                                   QStringLiteral("--format"), QStringLiteral("json")});
     QVERIFY2(json.exitedWith(0), json.describe().constData());
     const QJsonObject report = QJsonDocument::fromJson(json.out).object();
     QCOMPARE(report[QStringLiteral("incident")][QStringLiteral("id")].toInteger(), id);
-    QCOMPARE(report[QStringLiteral("incident")][QStringLiteral("status")].toString(), QStringLiteral("resolved"));
+    QCOMPARE(report[QStringLiteral("incident")][QStringLiteral("status")].toString(),
+             QStringLiteral("resolved"));
     const QJsonObject impact = report[QStringLiteral("impact")].toObject();
     QCOMPARE(impact[QStringLiteral("failed_sends")].toInteger(), 3);
     QCOMPARE(impact[QStringLiteral("dead_lettered")].toInteger(), 3);
@@ -352,34 +372,43 @@ void IncidentsTest::reportCountsTheWindowTheActionsAndTheRedrive()
     QStringList timeline;
     for (const QJsonValue &each : report[QStringLiteral("timeline")].toArray()) {
         timeline << each[QStringLiteral("event")].toString();
-        QVERIFY2(each[QStringLiteral("at")].toString().endsWith(QLatin1Char('Z')), qPrintable(each[QStringLiteral("at")].toString()));
+        QVERIFY2(each[QStringLiteral("at")].toString().endsWith(QLatin1Char('Z')),
+                 qPrintable(each[QStringLiteral("at")].toString()));
     }
-    QCOMPARE(timeline, (QStringList{QStringLiteral("started"), QStringLiteral("acknowledged"), QStringLiteral("redrive"),
-                                    QStringLiteral("resolved")}));
+    QCOMPARE(timeline, (QStringList{QStringLiteral("started"), QStringLiteral("acknowledged"),
+                                    QStringLiteral("redrive"), QStringLiteral("resolved")}));
     QCOMPARE(report[QStringLiteral("timeline")].toArray().last()[QStringLiteral("text")].toString(),
              QStringLiteral("resolved by itself: the condition cleared"));
 
     // The same in Markdown, to a file.
     const QString path = m_dir->filePath(QStringLiteral("incident.md"));
-    const auto markdown = m_once->run({QStringLiteral("incidents"), QStringLiteral("report"), idText,
-                                       QStringLiteral("--output"), path});
+    const auto markdown = m_once->run(
+        {QStringLiteral("incidents"), QStringLiteral("report"), idText, QStringLiteral("--output"), path});
     QVERIFY2(markdown.exitedWith(0), markdown.describe().constData());
     QFile file(path);
     QVERIFY(file.open(QIODevice::ReadOnly));
     const QByteArray text = file.readAll();
-    QVERIFY2(text.startsWith(QByteArray("# Incident " + idText.toUtf8() + ": Reminders dead-lettered\n")), text.constData());
-    QVERIFY2(text.contains("\n- **Severity**: critical (the worst it reached)\n"), text.constData());
-    QVERIFY2(text.contains("| Failed sends | Dead-lettered | Held in doubt | Accepted meanwhile |\n|---:|---:|---:|---:|\n"
-                           "| 3 | 3 | 0 | 3 |"),
+    QVERIFY2(text.startsWith(QByteArray("# Incident " + idText.toUtf8() + ": Reminders dead-lettered\n")),
              text.constData());
-    QVERIFY2(text.contains(QByteArray("**acknowledged** by " + currentUserName().toUtf8())), text.constData());
+    QVERIFY2(text.contains("\n- **Severity**: critical (the worst it reached)\n"), text.constData());
+    QVERIFY2(
+        text.contains(
+            "| Failed sends | Dead-lettered | Held in doubt | Accepted meanwhile |\n|---:|---:|---:|---:|\n"
+            "| 3 | 3 | 0 | 3 |"),
+        text.constData());
+    QVERIFY2(text.contains(QByteArray("**acknowledged** by " + currentUserName().toUtf8())),
+             text.constData());
     QVERIFY2(text.contains(QByteArray("**redrive** by " + currentUserName().toUtf8())), text.constData());
     QVERIFY2(text.contains("3 delivered since, 0 died again, 0 not settled yet"), text.constData());
     QVERIFY2(text.contains("**resolved**: resolved by itself"), text.constData());
-    QVERIFY2(QRegularExpression(QStringLiteral("\\| redrive \\| [^|]+ \\| 3 \\| 3 delivered since")).match(QString::fromUtf8(text)).hasMatch(),
+    QVERIFY2(QRegularExpression(QStringLiteral("\\| redrive \\| [^|]+ \\| 3 \\| 3 delivered since"))
+                 .match(QString::fromUtf8(text))
+                 .hasMatch(),
              text.constData());
     QVERIFY2(!text.contains("elsewhere"), text.constData());
-    QVERIFY2(QRegularExpression(QStringLiteral("\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC")).match(QString::fromUtf8(text)).hasMatch(),
+    QVERIFY2(QRegularExpression(QStringLiteral("\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC"))
+                 .match(QString::fromUtf8(text))
+                 .hasMatch(),
              text.constData());
 }
 

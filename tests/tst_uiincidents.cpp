@@ -6,8 +6,8 @@
 #include "display/statuscolors.h"
 #include "models/eventsmodel.h"
 #include "models/incidentsmodel.h"
-#include "pages/eventspage.h"
 #include "operator/operations.h"
+#include "pages/eventspage.h"
 #include "pages/incidentspage.h"
 #include "session/storesession.h"
 #include "store/store.h"
@@ -45,7 +45,8 @@ private slots:
     void eventsInWindowListsTheIncidentsWindow();
 
 private:
-    QList<Incident> record(const QList<AlertRule> &rules, qint64 nowMs, qint64 clearAfterMs = 24 * 3600 * 1000);
+    QList<Incident> record(const QList<AlertRule> &rules, qint64 nowMs,
+                           qint64 clearAfterMs = 24 * 3600 * 1000);
     std::optional<Incident> incident(qint64 id);
     // A page on a session of the test's store, loaded.
     bool load(IncidentsPage &page, StoreSession &session);
@@ -73,7 +74,8 @@ QList<Incident> TestUiIncidents::record(const QList<AlertRule> &rules, qint64 no
         summaries << QStringLiteral("%1 happened").arg(alertRuleName(rule));
     }
     QString error;
-    const auto changes = Incidents(m_store->database()).record(alerts, summaries, nowMs, clearAfterMs, &error);
+    const auto changes =
+        Incidents(m_store->database()).record(alerts, summaries, nowMs, clearAfterMs, &error);
     if (!changes)
         qWarning("record: %s", qPrintable(error));
     return changes ? changes->opened : QList<Incident>();
@@ -88,10 +90,11 @@ std::optional<Incident> TestUiIncidents::incident(qint64 id)
 void TestUiIncidents::init()
 {
     QStandardPaths::setTestModeEnabled(true);
-    QLoggingCategory::setFilterRules(QStringLiteral("once.core.database.debug=false\nonce.core.database.info=false"));
+    QLoggingCategory::setFilterRules(
+        QStringLiteral("once.core.database.debug=false\nonce.core.database.info=false"));
     QVERIFY2(m_dir.isValid(), qPrintable(m_dir.errorString()));
-    m_url = QStringLiteral("sqlite:")
-            + m_dir.filePath(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".sqlite"));
+    m_url = QStringLiteral("sqlite:") +
+            m_dir.filePath(QString::fromLatin1(QTest::currentTestFunction()) + QStringLiteral(".sqlite"));
     QString error;
     m_store = Store::open(m_url, &error);
     QVERIFY2(m_store, qPrintable(error));
@@ -118,14 +121,16 @@ bool TestUiIncidents::load(IncidentsPage &page, StoreSession &session)
 {
     page.setSession(&session);
     page.refresh();
-    return QTest::qWaitFor([&] { return page.incidentsModel()->rowCount() == 3 && page.shownReport(); }, 20000);
+    return QTest::qWaitFor([&] { return page.incidentsModel()->rowCount() == 3 && page.shownReport(); },
+                           20000);
 }
 
 void TestUiIncidents::openIncidentsComeFirstColouredBySeverity()
 {
     StoreSession session(m_url);
     IncidentsPage page;
-    QAbstractItemModelTester tester(page.incidentsModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester tester(page.incidentsModel(),
+                                    QAbstractItemModelTester::FailureReportingMode::QtTest);
     QVERIFY(load(page, session));
     IncidentsModel *model = page.incidentsModel();
     // Open ones, newest first, then the resolved.
@@ -134,7 +139,10 @@ void TestUiIncidents::openIncidentsComeFirstColouredBySeverity()
     QCOMPARE(model->row(2).id, m_resolved);
     QCOMPARE(model->index(0, IncidentsModel::Status).data().toString(), QStringLiteral("Open"));
     QCOMPARE(model->index(2, IncidentsModel::Status).data().toString(), QStringLiteral("Resolved"));
-    QVERIFY(model->index(0, IncidentsModel::Ended).data().toString().startsWith(QStringLiteral("open for 5 min")));
+    QVERIFY(model->index(0, IncidentsModel::Ended)
+                .data()
+                .toString()
+                .startsWith(QStringLiteral("open for 5 min")));
     QVERIFY(model->index(2, IncidentsModel::Ended).data().toString().endsWith(QStringLiteral("(30 min)")));
     const QPalette palette = QGuiApplication::palette();
     QCOMPARE(model->index(1, IncidentsModel::Severity).data(Qt::ForegroundRole).value<QColor>(),
@@ -146,7 +154,8 @@ void TestUiIncidents::openIncidentsComeFirstColouredBySeverity()
     // The newest open one is selected and its report shown.
     QCOMPARE(page.selectedId(), m_warning);
     const QString detail = page.findChild<QTextBrowser *>(QStringLiteral("incidentDetail"))->toPlainText();
-    QVERIFY2(detail.contains(QStringLiteral("Incident %1: Messages waiting too long").arg(m_warning)), qPrintable(detail));
+    QVERIFY2(detail.contains(QStringLiteral("Incident %1: Messages waiting too long").arg(m_warning)),
+             qPrintable(detail));
     QVERIFY2(detail.contains(QStringLiteral("oldest-ready happened")), qPrintable(detail));
 }
 
@@ -166,7 +175,10 @@ void TestUiIncidents::theButtonsAcknowledgeNoteAndResolve()
     QTRY_VERIFY_WITH_TIMEOUT(incident(m_critical)->ackedAtMs > 0, 10000);
     QCOMPARE(incident(m_critical)->ackedBy, currentUserName());
     // The page reloads by itself: acknowledged, so no second acknowledge.
-    QTRY_COMPARE(page.incidentsModel()->index(page.incidentsModel()->rowOf(m_critical), IncidentsModel::Status).data().toString(),
+    QTRY_COMPARE(page.incidentsModel()
+                     ->index(page.incidentsModel()->rowOf(m_critical), IncidentsModel::Status)
+                     .data()
+                     .toString(),
                  QStringLiteral("Acknowledged"));
     QTRY_VERIFY(!ack->isEnabled());
 
@@ -215,7 +227,8 @@ void TestUiIncidents::theReportExportsAsMarkdownAndJson()
     QFile md(markdown);
     QVERIFY(md.open(QIODevice::ReadOnly));
     const QByteArray text = md.readAll();
-    QVERIFY2(text.startsWith(QStringLiteral("# Incident %1: No worker running\n").arg(m_resolved).toUtf8()), text.constData());
+    QVERIFY2(text.startsWith(QStringLiteral("# Incident %1: No worker running\n").arg(m_resolved).toUtf8()),
+             text.constData());
     QVERIFY2(text.contains("resolved by itself"), text.constData());
     QFile js(json);
     QVERIFY(js.open(QIODevice::ReadOnly));

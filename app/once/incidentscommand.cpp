@@ -23,7 +23,7 @@ const QString ListSynopsis = QStringLiteral("[ack|resolve|note|report ID]");
 
 QString statusOf(const Incident &incident)
 {
-    return !incident.isOpen() ? QStringLiteral("resolved")
+    return !incident.isOpen()   ? QStringLiteral("resolved")
            : incident.ackedAtMs ? QStringLiteral("acknowledged")
                                 : QStringLiteral("open");
 }
@@ -43,8 +43,9 @@ std::optional<qint64> incidentId(Command &command, const QString &text)
     bool ok = false;
     const qint64 id = text.toLongLong(&ok);
     if (!ok || id <= 0) {
-        command.usageError(QStringLiteral("\"%1\" is not an incident id (a whole number, as once incidents lists them)")
-                               .arg(text.left(40)));
+        command.usageError(
+            QStringLiteral("\"%1\" is not an incident id (a whole number, as once incidents lists them)")
+                .arg(text.left(40)));
         return std::nullopt;
     }
     return id;
@@ -54,7 +55,8 @@ std::optional<qint64> incidentId(Command &command, const QString &text)
 std::optional<QString> noteOption(Command &command)
 {
     const QString note = command.parser().value(QStringLiteral("note")).trimmed();
-    if (std::any_of(note.cbegin(), note.cend(), [](QChar c) { return c.category() == QChar::Other_Control; })) {
+    if (std::any_of(note.cbegin(), note.cend(),
+                    [](QChar c) { return c.category() == QChar::Other_Control; })) {
         command.usageError(QStringLiteral("--note must be one line of text, without control characters"));
         return std::nullopt;
     }
@@ -142,31 +144,39 @@ int report(Command &command, Store &store, qint64 id)
 
 int runIncidents(const QStringList &arguments)
 {
-    Command command(QStringLiteral("incidents"),
-                    QStringLiteral("Lists the incidents once watch recorded, open ones first, then the latest "
-                                   "resolved. ack, note and resolve ID act on one (audited, with --note); report ID "
-                                   "writes its report (timeline, what it touched, what operators did) as Markdown "
-                                   "or JSON."),
-                    ListSynopsis);
+    Command command(
+        QStringLiteral("incidents"),
+        QStringLiteral("Lists the incidents once watch recorded, open ones first, then the latest "
+                       "resolved. ack, note and resolve ID act on one (audited, with --note); report ID "
+                       "writes its report (timeline, what it touched, what operators did) as Markdown "
+                       "or JSON."),
+        ListSynopsis);
     auto &parser = command.parser();
     parser.addOption({QStringLiteral("json"), QStringLiteral("List as JSON.")});
     parser.addOption({QStringLiteral("limit"), QStringLiteral("List at most N incidents (default 50)."),
                       QStringLiteral("N")});
-    parser.addOption({QStringLiteral("note"),
-                      QStringLiteral("With ack, resolve or note: a few words for the incident and the audit log."),
-                      QStringLiteral("TEXT")});
+    parser.addOption(
+        {QStringLiteral("note"),
+         QStringLiteral("With ack, resolve or note: a few words for the incident and the audit log."),
+         QStringLiteral("TEXT")});
     parser.addOption({QStringLiteral("format"), QStringLiteral("With report: markdown (default) or json."),
                       QStringLiteral("FORMAT")});
-    parser.addOption({QStringLiteral("output"),
-                      QStringLiteral("With report: write it to FILE (json for a .json name) instead of printing it."),
-                      QStringLiteral("FILE")});
+    parser.addOption(
+        {QStringLiteral("output"),
+         QStringLiteral("With report: write it to FILE (json for a .json name) instead of printing it."),
+         QStringLiteral("FILE")});
     parser.addOption({QStringLiteral("read-only"),
                       QStringLiteral("Open the store read-only: list and report, never change it.")});
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
     const QStringList positional = parser.positionalArguments();
     const QString verb = positional.value(0);
-    enum class Verb { List, Act, Report };
+    enum class Verb
+    {
+        List,
+        Act,
+        Report
+    };
     Verb what = Verb::List;
     Incidents::Action action = Incidents::Action::Note;
     if (verb.isEmpty()) {
@@ -183,7 +193,8 @@ int runIncidents(const QStringList &arguments)
     } else if (verb == QLatin1String("report")) {
         what = Verb::Report;
     } else {
-        return command.usageError(QStringLiteral("unknown action \"%1\": ack, resolve, note or report").arg(verb.left(40)));
+        return command.usageError(
+            QStringLiteral("unknown action \"%1\": ack, resolve, note or report").arg(verb.left(40)));
     }
     if (what == Verb::List && positional.size() > 0)
         return command.usageError(QStringLiteral("give ack, resolve, note or report with an incident id"));
@@ -191,10 +202,12 @@ int runIncidents(const QStringList &arguments)
         return command.usageError(QStringLiteral("give one incident id: once incidents %1 ID").arg(verb));
     if (what != Verb::Act && parser.isSet(QStringLiteral("note")))
         return command.usageError(QStringLiteral("--note goes with ack, resolve or note"));
-    if (what != Verb::Report && (parser.isSet(QStringLiteral("format")) || parser.isSet(QStringLiteral("output"))))
+    if (what != Verb::Report &&
+        (parser.isSet(QStringLiteral("format")) || parser.isSet(QStringLiteral("output"))))
         return command.usageError(QStringLiteral("--format and --output go with report"));
     if (what != Verb::List && (parser.isSet(QStringLiteral("json")) || parser.isSet(QStringLiteral("limit"))))
-        return command.usageError(QStringLiteral("--json and --limit go with the list (report ID --format json)"));
+        return command.usageError(
+            QStringLiteral("--json and --limit go with the list (report ID --format json)"));
     std::optional<qint64> id;
     if (what != Verb::List) {
         id = incidentId(command, positional.at(1));
@@ -213,7 +226,8 @@ int runIncidents(const QStringList &arguments)
             return Failure;
         return what == Verb::List ? list(command, *store) : report(command, *store, *id);
     }
-    const QString refusal = QStringLiteral("incidents can be listed and reported here, not acknowledged, noted or resolved");
+    const QString refusal =
+        QStringLiteral("incidents can be listed and reported here, not acknowledged, noted or resolved");
     if (parser.isSet(QStringLiteral("read-only")))
         return failure(QStringLiteral("the store is open read-only (--read-only): %1").arg(refusal));
     // As permitted: a role or a file this user may only read is said so, in one line,
@@ -223,7 +237,8 @@ int runIncidents(const QStringList &arguments)
     if (!store)
         return failure(error);
     if (store->database().isReadOnly())
-        return failure(QStringLiteral("the store is read-only (%1): %2").arg(store->database().readOnlyReason(), refusal));
+        return failure(QStringLiteral("the store is read-only (%1): %2")
+                           .arg(store->database().readOnlyReason(), refusal));
     if (!store->operations().actOnIncident(*id, action, *note, &error))
         return failure(error);
     switch (action) {

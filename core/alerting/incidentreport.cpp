@@ -26,7 +26,8 @@ QString readableTime(qint64 ms)
 {
     if (ms <= 0)
         return QStringLiteral("-");
-    return QDateTime::fromMSecsSinceEpoch(ms, QTimeZone::utc()).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss 'UTC'"));
+    return QDateTime::fromMSecsSinceEpoch(ms, QTimeZone::utc())
+        .toString(QStringLiteral("yyyy-MM-dd HH:mm:ss 'UTC'"));
 }
 
 // A table cell: text from an operator or a partner must not break the table.
@@ -56,17 +57,20 @@ QString redriveResult(const AuditEntry &entry)
 {
     if (!entry.outcome)
         return {};
-    const qint64 waiting = std::max<qint64>(0, entry.count - entry.outcome->delivered - entry.outcome->diedAgain);
+    const qint64 waiting =
+        std::max<qint64>(0, entry.count - entry.outcome->delivered - entry.outcome->diedAgain);
     return QStringLiteral("%1 delivered since, %2 died again, %3 not settled yet")
-        .arg(formatCount(entry.outcome->delivered), formatCount(entry.outcome->diedAgain), formatCount(waiting));
+        .arg(formatCount(entry.outcome->delivered), formatCount(entry.outcome->diedAgain),
+             formatCount(waiting));
 }
 
 QString actionText(const AuditEntry &entry)
 {
     QString text = entry.detail;
-    if (entry.count > 0 || entry.action == QLatin1String("redrive") || entry.action == QLatin1String("discard"))
-        text += QStringLiteral(" (%1)").arg(formatQuantity(entry.count, QStringLiteral("message"),
-                                                            QStringLiteral("messages")));
+    if (entry.count > 0 || entry.action == QLatin1String("redrive") ||
+        entry.action == QLatin1String("discard"))
+        text += QStringLiteral(" (%1)").arg(
+            formatQuantity(entry.count, QStringLiteral("message"), QStringLiteral("messages")));
     if (entry.ratePerSecond > 0)
         text += QStringLiteral(" at %1/s").arg(entry.ratePerSecond);
     if (const QString result = redriveResult(entry); !result.isEmpty())
@@ -78,7 +82,7 @@ QString actionText(const AuditEntry &entry)
 
 QString statusName(const Incident &incident)
 {
-    return !incident.isOpen() ? QStringLiteral("resolved")
+    return !incident.isOpen()   ? QStringLiteral("resolved")
            : incident.ackedAtMs ? QStringLiteral("acknowledged")
                                 : QStringLiteral("open");
 }
@@ -119,14 +123,17 @@ std::optional<IncidentReport> buildIncidentReport(Database &db, Inspector &inspe
     if (!db.exec(query, error))
         return std::nullopt;
     while (query.next())
-        report.outcomes.append({query.value(0).toString(), query.value(1).toString(), query.value(2).toLongLong()});
+        report.outcomes.append(
+            {query.value(0).toString(), query.value(1).toString(), query.value(2).toLongLong()});
     query.finish();
     std::sort(report.outcomes.begin(), report.outcomes.end(), [](const auto &a, const auto &b) {
-        return a.count != b.count ? a.count > b.count : std::tie(a.step, a.outcome) < std::tie(b.step, b.outcome);
+        return a.count != b.count ? a.count > b.count
+                                  : std::tie(a.step, a.outcome) < std::tie(b.step, b.outcome);
     });
 
     // An audit log is a few rows an hour; an incident's window holds few of them.
-    const auto entries = inspector.auditLogBetween(incident->startedAtMs, report.actionsUntilMs, 10000, error);
+    const auto entries =
+        inspector.auditLogBetween(incident->startedAtMs, report.actionsUntilMs, 10000, error);
     if (!entries)
         return std::nullopt;
     const QString own = QStringLiteral("incident %1").arg(id);
@@ -151,14 +158,22 @@ QString IncidentReport::title() const
 QList<IncidentReport::TimelineEntry> IncidentReport::timeline() const
 {
     QList<TimelineEntry> entries;
-    entries.append({incident.startedAtMs, QStringLiteral("started"), {},
-                    QStringLiteral("%1 (%2)").arg(alertRuleName(incident.rule), QString::fromUtf8(alertRuleInfo(incident.rule).meaning))});
+    entries.append({incident.startedAtMs,
+                    QStringLiteral("started"),
+                    {},
+                    QStringLiteral("%1 (%2)").arg(alertRuleName(incident.rule),
+                                                  QString::fromUtf8(alertRuleInfo(incident.rule).meaning))});
     if (incident.notifiedFiringAtMs)
-        entries.append({incident.notifiedFiringAtMs, QStringLiteral("notified"), {},
+        entries.append({incident.notifiedFiringAtMs,
+                        QStringLiteral("notified"),
+                        {},
                         QStringLiteral("people were notified")});
     if (incident.remindedAtMs)
-        entries.append({incident.remindedAtMs, QStringLiteral("reminded"), {},
-                        QStringLiteral("still open and unacknowledged: notified again (the latest reminder)")});
+        entries.append(
+            {incident.remindedAtMs,
+             QStringLiteral("reminded"),
+             {},
+             QStringLiteral("still open and unacknowledged: notified again (the latest reminder)")});
     // Operators' acknowledge / note / resolve come from its notes, which hold the note
     // itself; the audit log's rows of the same acts are not repeated.
     for (const IncidentNote &note : incident.notes) {
@@ -173,10 +188,14 @@ QList<IncidentReport::TimelineEntry> IncidentReport::timeline() const
         entries.append({entry.atMs, entry.action, entry.actor, actionText(entry)});
     }
     if (!incident.isOpen() && incident.resolvedBy.isEmpty())
-        entries.append({incident.resolvedAtMs, QStringLiteral("resolved"), {},
+        entries.append({incident.resolvedAtMs,
+                        QStringLiteral("resolved"),
+                        {},
                         QStringLiteral("resolved by itself: the condition cleared")});
     if (incident.notifiedResolvedAtMs)
-        entries.append({incident.notifiedResolvedAtMs, QStringLiteral("notified"), {},
+        entries.append({incident.notifiedResolvedAtMs,
+                        QStringLiteral("notified"),
+                        {},
                         QStringLiteral("people were told it is resolved")});
     std::stable_sort(entries.begin(), entries.end(),
                      [](const TimelineEntry &a, const TimelineEntry &b) { return a.atMs < b.atMs; });
@@ -202,10 +221,11 @@ QJsonObject IncidentReport::toJson() const
     return QJsonObject{
         {QStringLiteral("title"), title()},
         {QStringLiteral("incident"), incident.toJson()},
-        {QStringLiteral("window"), QJsonObject{{QStringLiteral("since"), formatTime(incident.startedAtMs)},
-                                               {QStringLiteral("until"), formatTime(windowUntilMs)},
-                                               {QStringLiteral("open"), incident.isOpen()},
-                                               {QStringLiteral("actions_until"), formatTime(actionsUntilMs)}}},
+        {QStringLiteral("window"),
+         QJsonObject{{QStringLiteral("since"), formatTime(incident.startedAtMs)},
+                     {QStringLiteral("until"), formatTime(windowUntilMs)},
+                     {QStringLiteral("open"), incident.isOpen()},
+                     {QStringLiteral("actions_until"), formatTime(actionsUntilMs)}}},
         {QStringLiteral("duration_ms"), windowUntilMs - incident.startedAtMs},
         {QStringLiteral("impact"), impact.toJson()},
         {QStringLiteral("outcomes"), outcomeArray},
@@ -222,26 +242,30 @@ QString IncidentReport::toMarkdown() const
     if (!incident.summary.isEmpty())
         out << line(incident.summary) << QString();
     const QString resolved =
-        incident.isOpen()            ? QStringLiteral("not yet (open)")
-        : incident.resolvedBy.isEmpty() ? QStringLiteral("%1, by itself (the condition cleared)").arg(readableTime(incident.resolvedAtMs))
-                                        : QStringLiteral("%1, by %2").arg(readableTime(incident.resolvedAtMs), incident.resolvedBy);
+        incident.isOpen() ? QStringLiteral("not yet (open)")
+        : incident.resolvedBy.isEmpty()
+            ? QStringLiteral("%1, by itself (the condition cleared)").arg(readableTime(incident.resolvedAtMs))
+            : QStringLiteral("%1, by %2").arg(readableTime(incident.resolvedAtMs), incident.resolvedBy);
     // A list, not a two-column table: Markdown tables need a header row, which a list of
     // facts has none of.
     const auto fact = [&out](const QString &name, const QString &value) {
         out << QStringLiteral("- **%1**: %2").arg(name, line(value));
     };
     fact(QStringLiteral("Status"), statusName(incident));
-    fact(QStringLiteral("Rule"), QStringLiteral("%1 (%2)").arg(alertRuleName(incident.rule),
-                                                             QString::fromUtf8(alertRuleInfo(incident.rule).meaning)));
+    fact(QStringLiteral("Rule"),
+         QStringLiteral("%1 (%2)").arg(alertRuleName(incident.rule),
+                                       QString::fromUtf8(alertRuleInfo(incident.rule).meaning)));
     fact(QStringLiteral("Partner"), incident.partner.isEmpty() ? QStringLiteral("-") : incident.partner);
-    fact(QStringLiteral("Severity"), QStringLiteral("%1 (the worst it reached)").arg(alertSeverityName(incident.severity)));
+    fact(QStringLiteral("Severity"),
+         QStringLiteral("%1 (the worst it reached)").arg(alertSeverityName(incident.severity)));
     fact(QStringLiteral("Started"), readableTime(incident.startedAtMs));
     fact(QStringLiteral("Resolved"), resolved);
-    fact(QStringLiteral("Duration"), formatDuration(windowUntilMs - incident.startedAtMs)
-                                         + (incident.isOpen() ? QStringLiteral(" so far") : QString()));
+    fact(QStringLiteral("Duration"), formatDuration(windowUntilMs - incident.startedAtMs) +
+                                         (incident.isOpen() ? QStringLiteral(" so far") : QString()));
     fact(QStringLiteral("Acknowledged"),
-         incident.ackedAtMs ? QStringLiteral("%1, by %2").arg(readableTime(incident.ackedAtMs), incident.ackedBy)
-                            : QStringLiteral("no"));
+         incident.ackedAtMs
+             ? QStringLiteral("%1, by %2").arg(readableTime(incident.ackedAtMs), incident.ackedBy)
+             : QStringLiteral("no"));
     fact(QStringLiteral("Peak"), QStringLiteral("%1 (threshold %2)")
                                      .arg(valueText(incident.rule, incident.peakValue),
                                           valueText(incident.rule, incident.threshold)));
@@ -253,17 +277,19 @@ QString IncidentReport::toMarkdown() const
                     incident.partner.isEmpty() || incident.rule != AlertRule::PartnerDown
                         ? QString()
                         : QStringLiteral(", sends to %1").arg(incident.partner))
-        << QString() << QStringLiteral("| Failed sends | Dead-lettered | Held in doubt | Accepted meanwhile |")
+        << QString()
+        << QStringLiteral("| Failed sends | Dead-lettered | Held in doubt | Accepted meanwhile |")
         << QStringLiteral("|---:|---:|---:|---:|")
         << QStringLiteral("| %1 | %2 | %3 | %4 |")
-               .arg(formatCount(impact.failedSends), formatCount(impact.deadLettered), formatCount(impact.heldInDoubt),
-                    formatCount(impact.applied))
+               .arg(formatCount(impact.failedSends), formatCount(impact.deadLettered),
+                    formatCount(impact.heldInDoubt), formatCount(impact.applied))
         << QString();
     if (!outcomes.isEmpty()) {
-        out << QStringLiteral("By outcome, from the history:") << QString() << QStringLiteral("| Step | Outcome | Count |")
-            << QStringLiteral("|---|---|---:|");
+        out << QStringLiteral("By outcome, from the history:") << QString()
+            << QStringLiteral("| Step | Outcome | Count |") << QStringLiteral("|---|---|---:|");
         for (const OutcomeCount &each : outcomes)
-            out << QStringLiteral("| %1 | %2 | %3 |").arg(cell(each.step), cell(each.outcome), formatCount(each.count));
+            out << QStringLiteral("| %1 | %2 | %3 |")
+                       .arg(cell(each.step), cell(each.outcome), formatCount(each.count));
         out << QString();
     }
 
@@ -280,17 +306,21 @@ QString IncidentReport::toMarkdown() const
 
     out << QStringLiteral("## Operator actions") << QString();
     if (actions.isEmpty()) {
-        out << QStringLiteral("None between %1 and %2.").arg(readableTime(incident.startedAtMs), readableTime(actionsUntilMs));
+        out << QStringLiteral("None between %1 and %2.")
+                   .arg(readableTime(incident.startedAtMs), readableTime(actionsUntilMs));
     } else {
-        out << QStringLiteral("From the audit log, %1 to %2:").arg(readableTime(incident.startedAtMs), readableTime(actionsUntilMs))
+        out << QStringLiteral("From the audit log, %1 to %2:")
+                   .arg(readableTime(incident.startedAtMs), readableTime(actionsUntilMs))
             << QString() << QStringLiteral("| Time | Who | Action | What | Count | Result | Reason |")
             << QStringLiteral("|---|---|---|---|---:|---|---|");
         for (const AuditEntry &entry : actions)
             out << QStringLiteral("| %1 | %2 | %3 | %4 | %5 | %6 | %7 |")
-                       .arg(readableTime(entry.atMs), cell(entry.actor), cell(entry.action), cell(entry.detail),
-                            formatCount(entry.count), cell(redriveResult(entry)), cell(entry.reason));
+                       .arg(readableTime(entry.atMs), cell(entry.actor), cell(entry.action),
+                            cell(entry.detail), formatCount(entry.count), cell(redriveResult(entry)),
+                            cell(entry.reason));
     }
-    out << QString() << QStringLiteral("_Report generated %1 by once._").arg(readableTime(generatedAtMs)) << QString();
+    out << QString() << QStringLiteral("_Report generated %1 by once._").arg(readableTime(generatedAtMs))
+        << QString();
     return out.join(QLatin1Char('\n'));
 }
 

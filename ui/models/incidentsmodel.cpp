@@ -15,9 +15,9 @@ namespace {
 
 bool sameIncident(const Incident &a, const Incident &b)
 {
-    return a.severity == b.severity && a.resolvedAtMs == b.resolvedAtMs && a.resolvedBy == b.resolvedBy
-           && a.ackedAtMs == b.ackedAtMs && a.lastSeenAtMs == b.lastSeenAtMs && a.peakValue == b.peakValue
-           && a.summary == b.summary;
+    return a.severity == b.severity && a.resolvedAtMs == b.resolvedAtMs && a.resolvedBy == b.resolvedBy &&
+           a.ackedAtMs == b.ackedAtMs && a.lastSeenAtMs == b.lastSeenAtMs && a.peakValue == b.peakValue &&
+           a.summary == b.summary;
 }
 
 } // namespace
@@ -28,7 +28,8 @@ void IncidentsModel::setIncidents(const QList<Incident> &incidents, qint64 nowMs
 {
     const bool clockMoved = nowMs != m_nowMs;
     m_nowMs = nowMs;
-    replaceRows(incidents, [](const Incident &incident) { return incident.id; }, sameIncident);
+    replaceRows(
+        incidents, [](const Incident &incident) { return incident.id; }, sameIncident);
     // An open incident's duration grows with the clock alone.
     if (clockMoved && !m_rows.isEmpty())
         emit dataChanged(index(0, Ended), index(int(m_rows.size()) - 1, Ended), {Qt::DisplayRole});
@@ -96,9 +97,11 @@ QVariant IncidentsModel::data(const QModelIndex &index, int role) const
             return formatDisplayTime(incident.startedAtMs);
         case Ended:
             if (incident.isOpen())
-                return tr("open for %1").arg(formatDuration(std::max<qint64>(0, m_nowMs - incident.startedAtMs)));
+                return tr("open for %1")
+                    .arg(formatDuration(std::max<qint64>(0, m_nowMs - incident.startedAtMs)));
             return tr("%1 (%2)%3")
-                .arg(formatDisplayTime(incident.resolvedAtMs), formatDuration(incident.resolvedAtMs - incident.startedAtMs),
+                .arg(formatDisplayTime(incident.resolvedAtMs),
+                     formatDuration(incident.resolvedAtMs - incident.startedAtMs),
                      incident.resolvedBy.isEmpty() ? QString() : tr(" by %1").arg(incident.resolvedBy));
         case Summary:
             return incident.summary;
@@ -116,7 +119,8 @@ QVariant IncidentsModel::data(const QModelIndex &index, int role) const
             return palette.color(QPalette::Disabled, QPalette::Text);
         // An acknowledged one is in someone's hands: its colour stays on its severity
         // column; an unacknowledged one's whole row asks for attention.
-        const auto level = incident.severity == AlertSeverity::Critical ? ui::Severity::Alert : ui::Severity::Warning;
+        const auto level =
+            incident.severity == AlertSeverity::Critical ? ui::Severity::Alert : ui::Severity::Warning;
         if (incident.ackedAtMs && column != Severity && column != Status)
             return {};
         return severityTextColor(level, palette);

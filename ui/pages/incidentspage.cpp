@@ -20,8 +20,8 @@
 #include <QSaveFile>
 #include <QScrollBar>
 #include <QSplitter>
-#include <QStandardPaths>
 #include <QStackedWidget>
+#include <QStandardPaths>
 #include <QTableView>
 #include <QTextBrowser>
 #include <QToolButton>
@@ -65,8 +65,10 @@ void IncidentsPage::buildUi()
     m_model = new IncidentsModel(this);
 
     auto *explanation = new QLabel(
-        tr("An incident is one alert's life: <b>once watch</b> opens it when a rule fires and resolves it when the "
-           "condition has cleared. <b>Acknowledge</b> tells everyone on the store that someone is on it (reminders "
+        tr("An incident is one alert's life: <b>once watch</b> opens it when a rule fires and resolves it "
+           "when the "
+           "condition has cleared. <b>Acknowledge</b> tells everyone on the store that someone is on it "
+           "(reminders "
            "stop); notes and the operators' actions in its window make its report, for the partner or the "
            "postmortem."));
     explanation->setObjectName(QStringLiteral("explanation"));
@@ -80,27 +82,31 @@ void IncidentsPage::buildUi()
     m_noteAction->setObjectName(QStringLiteral("addNote"));
     m_resolveAction = new QAction(tr("Resolve…"), this);
     m_resolveAction->setObjectName(QStringLiteral("resolve"));
-    m_resolveAction->setToolTip(tr("Close it by hand; once watch opens a new one if the condition comes back"));
+    m_resolveAction->setToolTip(
+        tr("Close it by hand; once watch opens a new one if the condition comes back"));
     m_eventsAction = new QAction(tr("Events in window"), this);
     m_eventsAction->setObjectName(QStringLiteral("eventsInWindow"));
     m_deadLettersAction = new QAction(tr("Dead letters in window"), this);
     m_deadLettersAction->setObjectName(QStringLiteral("deadLettersInWindow"));
     m_exportAction = new QAction(tr("Export report…"), this);
     m_exportAction->setObjectName(QStringLiteral("exportReport"));
-    m_exportAction->setToolTip(tr("Its timeline, what it touched and what operators did, as Markdown or JSON"));
+    m_exportAction->setToolTip(
+        tr("Its timeline, what it touched and what operators did, as Markdown or JSON"));
     connect(m_ackAction, &QAction::triggered, this, [this] { act(Incidents::Action::Acknowledge, {}); });
     connect(m_noteAction, &QAction::triggered, this, [this] { askNote(Incidents::Action::Note); });
     connect(m_resolveAction, &QAction::triggered, this, [this] { askNote(Incidents::Action::Resolve); });
     connect(m_eventsAction, &QAction::triggered, this, [this] {
         if (const Incident *incident = selected())
             emit eventsRequested(incident->startedAtMs,
-                                 incident->isOpen() ? QDateTime::currentMSecsSinceEpoch() : incident->resolvedAtMs,
+                                 incident->isOpen() ? QDateTime::currentMSecsSinceEpoch()
+                                                    : incident->resolvedAtMs,
                                  incident->partner);
     });
     connect(m_deadLettersAction, &QAction::triggered, this, [this] {
         if (const Incident *incident = selected())
             emit deadLettersRequested(incident->startedAtMs,
-                                      incident->isOpen() ? QDateTime::currentMSecsSinceEpoch() : incident->resolvedAtMs,
+                                      incident->isOpen() ? QDateTime::currentMSecsSinceEpoch()
+                                                         : incident->resolvedAtMs,
                                       incident->partner);
     });
     connect(m_exportAction, &QAction::triggered, this, &IncidentsPage::askExport);
@@ -109,7 +115,8 @@ void IncidentsPage::buildUi()
     m_countLabel->setObjectName(QStringLiteral("count"));
     auto *bar = new QHBoxLayout;
     bar->addWidget(m_countLabel, 1);
-    for (QAction *action : {m_ackAction, m_noteAction, m_resolveAction, m_eventsAction, m_deadLettersAction, m_exportAction})
+    for (QAction *action :
+         {m_ackAction, m_noteAction, m_resolveAction, m_eventsAction, m_deadLettersAction, m_exportAction})
         bar->addWidget(actionButton(action));
 
     m_table = new QTableView;
@@ -122,7 +129,8 @@ void IncidentsPage::buildUi()
     m_table->verticalHeader()->hide();
     m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 8);
     m_table->setContextMenuPolicy(Qt::ActionsContextMenu);
-    m_table->addActions({m_ackAction, m_noteAction, m_resolveAction, m_eventsAction, m_deadLettersAction, m_exportAction});
+    m_table->addActions(
+        {m_ackAction, m_noteAction, m_resolveAction, m_eventsAction, m_deadLettersAction, m_exportAction});
     QHeaderView *header = m_table->horizontalHeader();
     header->setSectionsMovable(true);
     header->setHighlightSections(false);
@@ -144,8 +152,9 @@ void IncidentsPage::buildUi()
         updateActions();
     });
 
-    m_emptyLabel = new QLabel(tr("<p>No incident on this store.</p><p>Incidents are recorded by <b>once watch</b>, "
-                                 "which evaluates the alert rules and notifies people.</p>"));
+    m_emptyLabel =
+        new QLabel(tr("<p>No incident on this store.</p><p>Incidents are recorded by <b>once watch</b>, "
+                      "which evaluates the alert rules and notifies people.</p>"));
     m_emptyLabel->setObjectName(QStringLiteral("emptyState"));
     m_emptyLabel->setAlignment(Qt::AlignCenter);
     m_emptyLabel->setWordWrap(true);
@@ -198,22 +207,24 @@ void IncidentsPage::setSession(StoreSession *session)
     setStatus(QString());
     if (session) {
         connect(session, &StoreSession::opened, this, &IncidentsPage::updateActions);
-        connect(session, &StoreSession::incidentsLoaded, this, [this](quint64 token, const QList<Incident> &incidents) {
-            if (token != m_loadToken)
-                return;
-            m_loadPending = false;
-            m_model->setIncidents(incidents, QDateTime::currentMSecsSinceEpoch());
-            const qsizetype open = std::count_if(incidents.cbegin(), incidents.cend(),
-                                                 [](const Incident &incident) { return incident.isOpen(); });
-            m_countLabel->setText(tr("%1 open · %2 shown")
-                                      .arg(formatCount(open), formatCount(incidents.size())));
-            // The first look lands on the newest open one (or the latest of all).
-            if (!m_loaded && !incidents.isEmpty() && selectedId() == 0)
-                m_table->selectRow(0);
-            m_loaded = true;
-            updateActions();
-            updateEmptyState();
-        });
+        connect(session, &StoreSession::incidentsLoaded, this,
+                [this](quint64 token, const QList<Incident> &incidents) {
+                    if (token != m_loadToken)
+                        return;
+                    m_loadPending = false;
+                    m_model->setIncidents(incidents, QDateTime::currentMSecsSinceEpoch());
+                    const qsizetype open =
+                        std::count_if(incidents.cbegin(), incidents.cend(),
+                                      [](const Incident &incident) { return incident.isOpen(); });
+                    m_countLabel->setText(
+                        tr("%1 open · %2 shown").arg(formatCount(open), formatCount(incidents.size())));
+                    // The first look lands on the newest open one (or the latest of all).
+                    if (!m_loaded && !incidents.isEmpty() && selectedId() == 0)
+                        m_table->selectRow(0);
+                    m_loaded = true;
+                    updateActions();
+                    updateEmptyState();
+                });
         connect(session, &StoreSession::incidentReportLoaded, this,
                 [this](quint64 token, const IncidentReport &report) {
                     if (const auto path = m_exports.take(token); !path.isNull()) {
@@ -225,15 +236,16 @@ void IncidentsPage::setSession(StoreSession *session)
                     m_report = report;
                     showReport();
                 });
-        connect(session, &StoreSession::operationFinished, this, [this](quint64 token, bool ok, const QString &message) {
-            if (token != m_actToken)
-                return;
-            m_actToken = 0;
-            setStatus(ok ? message + QLatin1Char('.') : tr("Could not do it: %1").arg(message), !ok);
-            updateActions();
-            reload();
-            loadReport();
-        });
+        connect(session, &StoreSession::operationFinished, this,
+                [this](quint64 token, bool ok, const QString &message) {
+                    if (token != m_actToken)
+                        return;
+                    m_actToken = 0;
+                    setStatus(ok ? message + QLatin1Char('.') : tr("Could not do it: %1").arg(message), !ok);
+                    updateActions();
+                    reload();
+                    loadReport();
+                });
         connect(session, &StoreSession::failed, this, [this](quint64 token, const QString &error) {
             if (token == m_loadToken) {
                 m_loadPending = false;
@@ -349,14 +361,15 @@ void IncidentsPage::askExport()
     const QString jsonFilter = tr("JSON (*.json)");
     QString filter = markdownFilter;
     const QString folder = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation);
-    QString chosen = QFileDialog::getSaveFileName(this, tr("Export report of incident %1").arg(id),
-                                                  QDir(folder).filePath(QStringLiteral("incident-%1.md").arg(id)),
-                                                  markdownFilter + QStringLiteral(";;") + jsonFilter, &filter);
+    QString chosen =
+        QFileDialog::getSaveFileName(this, tr("Export report of incident %1").arg(id),
+                                     QDir(folder).filePath(QStringLiteral("incident-%1.md").arg(id)),
+                                     markdownFilter + QStringLiteral(";;") + jsonFilter, &filter);
     if (chosen.isEmpty())
         return;
     // The name says the format: a name without .md or .json takes the filter's.
-    if (!chosen.endsWith(QLatin1String(".md"), Qt::CaseInsensitive)
-        && !chosen.endsWith(QLatin1String(".json"), Qt::CaseInsensitive))
+    if (!chosen.endsWith(QLatin1String(".md"), Qt::CaseInsensitive) &&
+        !chosen.endsWith(QLatin1String(".json"), Qt::CaseInsensitive))
         chosen += filter == jsonFilter ? QStringLiteral(".json") : QStringLiteral(".md");
     exportReport(id, chosen);
 }
@@ -402,7 +415,8 @@ void IncidentsPage::updateActions()
     const Incident *incident = selected();
     const QString readOnly = m_session ? m_session->readOnlyReason() : QString();
     const bool idle = m_session && m_actToken == 0;
-    enableUnlessReadOnly(m_ackAction, idle && incident && incident->isOpen() && !incident->ackedAtMs, readOnly);
+    enableUnlessReadOnly(m_ackAction, idle && incident && incident->isOpen() && !incident->ackedAtMs,
+                         readOnly);
     enableUnlessReadOnly(m_noteAction, idle && incident, readOnly);
     enableUnlessReadOnly(m_resolveAction, idle && incident && incident->isOpen(), readOnly);
     m_eventsAction->setEnabled(incident != nullptr);
@@ -418,8 +432,9 @@ void IncidentsPage::updateEmptyState()
 void IncidentsPage::setStatus(const QString &text, bool problem)
 {
     m_statusLabel->setText(text);
-    m_statusLabel->setStyleSheet(problem ? QStringLiteral("color: %1").arg(severityTextColor(Severity::Alert, palette()).name())
-                                         : QString());
+    m_statusLabel->setStyleSheet(
+        problem ? QStringLiteral("color: %1").arg(severityTextColor(Severity::Alert, palette()).name())
+                : QString());
 }
 
 } // namespace once::ui
