@@ -12,6 +12,7 @@
 #include "pages/bullmqpage.h"
 #include "pages/deadletterspage.h"
 #include "pages/eventspage.h"
+#include "pages/incidentspage.h"
 #include "pages/indoubtpage.h"
 #include "pages/overviewpage.h"
 #include "pages/workerpage.h"
@@ -26,6 +27,7 @@
 #include "store/database.h"
 
 #include <QApplication>
+#include <QDateTime>
 #include <QCloseEvent>
 #include <QFileDialog>
 #include <QLabel>
@@ -53,9 +55,19 @@ MainWindow::MainWindow(QWidget *parent)
     auto *deadLetters = new DeadLettersPage;
     auto *inDoubt = new InDoubtPage;
     auto *worker = new WorkerPage(m_engine);
+    auto *incidents = new IncidentsPage;
     auto *audit = new AuditPage;
     auto *bullmq = new BullMqPage;
-    m_pages = {new OverviewPage(m_engine, m_health), events, deadLetters, inDoubt, worker, audit, bullmq};
+    m_pages = {new OverviewPage(m_engine, m_health), events, deadLetters, inDoubt, incidents, worker, audit, bullmq};
+    // An incident's window: what happened to the events then, and what died.
+    connect(incidents, &IncidentsPage::eventsRequested, this, [this, events](qint64 sinceMs, qint64 untilMs) {
+        showPage(events);
+        events->showTimeWindow(sinceMs, untilMs);
+    });
+    connect(incidents, &IncidentsPage::deadLettersRequested, this, [this, deadLetters](qint64 sinceMs, qint64 untilMs) {
+        showPage(deadLetters);
+        deadLetters->setTimeRange(QDateTime::fromMSecsSinceEpoch(sinceMs), QDateTime::fromMSecsSinceEpoch(untilMs));
+    });
     connect(bullmq, &BullMqPage::storyRequested, this, [this, events](const QByteArray &sendKey) {
         showPage(events);
         events->showStory(sendKey);

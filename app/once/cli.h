@@ -93,5 +93,6 @@ int runPartnerSim(const QStringList &arguments);
 int runBench(const QStringList &arguments);
 int runGrantReadOnly(const QStringList &arguments);
 int runServe(const QStringList &arguments);
+int runIncidents(const QStringList &arguments);
 
 } // namespace once::cli

@@ -33,6 +33,7 @@ const std::map<QString, Subcommand> &subcommands()
         {QStringLiteral("redrive"), {"put dead letters back on the queue", runRedrive}},
         {QStringLiteral("in-doubt"), {"list events whose send outcome is unknown", runInDoubt}},
         {QStringLiteral("resolve"), {"decide an in-doubt event", runResolve}},
+        {QStringLiteral("incidents"), {"list, acknowledge, note, resolve and report incidents", runIncidents}},
         {QStringLiteral("partners"), {"whether each partner honours Idempotency-Key", runPartners}},
         {QStringLiteral("alerts"), {"the alert rules, their thresholds and what fires now", runAlerts}},
         {QStringLiteral("reconcile"), {"ask partners with a lookup about the events in doubt", runReconcile}},

@@ -1059,6 +1059,22 @@ std::optional<QList<AuditEntry>> Inspector::auditLog(int limit, QString *error)
     query.prepare(QStringLiteral(
         "SELECT id, at, actor, action, detail, count, rate, reason FROM audit_log ORDER BY id DESC LIMIT ?"));
     query.addBindValue(limit);
+    return readAudit(query, error);
+}
+
+std::optional<QList<AuditEntry>> Inspector::auditLogBetween(qint64 sinceMs, qint64 untilMs, int limit, QString *error)
+{
+    QSqlQuery query(m_db.connection());
+    query.prepare(QStringLiteral("SELECT id, at, actor, action, detail, count, rate, reason FROM audit_log "
+                                 "WHERE at >= ? AND at <= ? ORDER BY id LIMIT ?"));
+    query.addBindValue(sinceMs);
+    query.addBindValue(untilMs);
+    query.addBindValue(limit);
+    return readAudit(query, error);
+}
+
+std::optional<QList<AuditEntry>> Inspector::readAudit(QSqlQuery &query, QString *error)
+{
     if (!m_db.exec(query, error))
         return std::nullopt;
     QList<AuditEntry> entries;

@@ -10,6 +10,8 @@
 #include <QJsonArray>
 #include <QJsonObject>
 
+class QSqlQuery;
+
 #include <functional>
 #include <optional>
 
@@ -236,6 +238,9 @@ public:
     bool describeReconciliation(QList<EventRow> &rows, QString *error);
     // The latest entries, each redrive with its outcome so far.
     std::optional<QList<AuditEntry>> auditLog(int limit, QString *error);
+    // The entries written in [sinceMs, untilMs], oldest first, at most limit, each redrive
+    // with its outcome so far: what operators did during an incident.
+    std::optional<QList<AuditEntry>> auditLogBetween(qint64 sinceMs, qint64 untilMs, int limit, QString *error);
     // Every partner the store knows: those with a recorded policy and those workers send to.
     std::optional<QList<PartnerPolicy>> partners(QString *error);
     // What the store records of one partner (named as partnerName() names it).
@@ -249,6 +254,8 @@ public:
     std::optional<PartnerActivity> partnerActivity(qint64 sinceMs, QString *error);
 
 private:
+    std::optional<QList<AuditEntry>> readAudit(QSqlQuery &query, QString *error);
+
     Database &m_db;
     MessageQueue &m_queue;
 };

@@ -10,6 +10,7 @@
 #include "store/store.h"
 #include "store/storelocation.h"
 
+#include <QDateTime>
 #include <QFileInfo>
 #include <QMap>
 #include <QSet>
@@ -748,6 +749,51 @@ void StoreReader::setAlertThreshold(quint64 token, AlertRule rule, const QString
                            : value ? QStringLiteral("%1 set to %2 for every console and watcher on the store")
                                          .arg(name, formatAlertThreshold(rule, *value))
                                    : QStringLiteral("%1 back to its default").arg(name));
+}
+
+void StoreReader::loadIncidents(quint64 token, int limit)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    if (const auto incidents = Incidents(m_store->database()).list(limit, &error))
+        emit incidentsLoaded(token, *incidents);
+    else
+        fail(token, error);
+}
+
+void StoreReader::loadIncidentReport(quint64 token, qint64 id)
+{
+    if (!ensureOpen(token))
+        return;
+    QString error;
+    const auto report = buildIncidentReport(m_store->database(), m_store->inspector(), id,
+                                            QDateTime::currentMSecsSinceEpoch(), &error);
+    if (report)
+        emit incidentReportLoaded(token, *report);
+    else
+        fail(token, error.isEmpty() ? QStringLiteral("no incident %1 on this store").arg(id) : error);
+}
+
+void StoreReader::actOnIncident(quint64 token, qint64 id, Incidents::Action action, const QString &note)
+{
+    if (!ensureWritable(token))
+        return;
+    QString error;
+    const bool ok = m_store->operations().actOnIncident(id, action, note, &error);
+    QString done;
+    switch (action) {
+    case Incidents::Action::Acknowledge:
+        done = QStringLiteral("incident %1 acknowledged").arg(id);
+        break;
+    case Incidents::Action::Note:
+        done = QStringLiteral("note added to incident %1").arg(id);
+        break;
+    case Incidents::Action::Resolve:
+        done = QStringLiteral("incident %1 resolved").arg(id);
+        break;
+    }
+    emit operationFinished(token, ok, ok ? done : withoutSecrets(error));
 }
 
 void StoreReader::checkAtPartner(quint64 token, const QByteArray &sendKey, const QString &partnersFile)

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "alerting/alertrules.h"
+#include "alerting/incidentreport.h"
 #include "store/database.h"
 #include "operator/inspector.h"
 #include "operator/metrics.h"
@@ -123,6 +124,14 @@ public slots:
     // Sets one alert threshold for every console and watcher on the store (nullopt: back to
     // its default), audited: operationFinished says so.
     void setAlertThreshold(quint64 token, once::AlertRule rule, const QString &partner, std::optional<qint64> value);
+    // The incidents, open ones first, then the latest resolved (Incidents::list):
+    // incidentsLoaded, or failed.
+    void loadIncidents(quint64 token, int limit);
+    // One incident's report (buildIncidentReport): incidentReportLoaded, or failed (also
+    // for an incident that is not there).
+    void loadIncidentReport(quint64 token, qint64 id);
+    // Acknowledges, notes or resolves an incident (audited): operationFinished.
+    void actOnIncident(quint64 token, qint64 id, once::Incidents::Action action, const QString &note);
 
 signals:
     // The store, and the broker's queue if there is one, are open (ok) or not; error says
@@ -154,6 +163,8 @@ signals:
     // With the alert thresholds the store holds, which the health is judged by.
     void healthLoaded(quint64 token, const once::DeliveryStats &stats, const QList<once::WorkerRecord> &workers,
                       const once::AlertThresholds &thresholds);
+    void incidentsLoaded(quint64 token, const QList<once::Incident> &incidents);
+    void incidentReportLoaded(quint64 token, const once::IncidentReport &report);
     void redriveProgress(quint64 token, int moved, int total);
     void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
     void exportProgress(quint64 token, int written, int total);
@@ -250,3 +261,5 @@ Q_DECLARE_METATYPE(once::AuditEntry)
 Q_DECLARE_METATYPE(once::WorkerRecord)
 Q_DECLARE_METATYPE(once::PartnerPolicy)
 Q_DECLARE_METATYPE(once::PartnerActivity)
+Q_DECLARE_METATYPE(once::Incident)
+Q_DECLARE_METATYPE(once::IncidentReport)

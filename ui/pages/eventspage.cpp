@@ -15,6 +15,7 @@
 #include <QComboBox>
 #include <QDateEdit>
 #include <QDateTimeEdit>
+#include <QSignalBlocker>
 #include <QTimeZone>
 #include <QDir>
 #include <QFileDialog>
@@ -574,6 +575,31 @@ void EventsPage::showAuditEvents(const AuditEntry &entry)
     // Every event it touched, whatever became of it since.
     m_search->clear();
     m_state->setCurrentIndex(0);
+    search();
+}
+
+void EventsPage::showTimeWindow(qint64 sinceMs, qint64 untilMs)
+{
+    const QTimeZone zone = DisplayTime::instance().utc() ? QTimeZone::utc() : QTimeZone::systemTimeZone();
+    constexpr qint64 Minute = 60000;
+    const QDateTime from = QDateTime::fromMSecsSinceEpoch(sinceMs / Minute * Minute, zone);
+    // The filter's end is open: the minute after the last moment.
+    const QDateTime to = QDateTime::fromMSecsSinceEpoch((untilMs / Minute + 1) * Minute, zone);
+    m_auditFilter = 0;
+    m_auditBar->hide();
+    {
+        // One search below, not one per control changed.
+        const QSignalBlocker blockWhen(m_when);
+        const QSignalBlocker blockState(m_state);
+        const QSignalBlocker blockFrom(m_from);
+        const QSignalBlocker blockTo(m_to);
+        m_search->clear();
+        m_state->setCurrentIndex(0);
+        m_when->setCurrentIndex(m_when->findData(Between));
+        m_from->setDateTime(QDateTime(from.date(), from.time()));
+        m_to->setDateTime(QDateTime(to.date(), to.time()));
+    }
+    updateWhenControls();
     search();
 }
 

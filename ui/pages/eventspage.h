@@ -45,6 +45,10 @@ public:
     // Lists only the events this audit log row's action touched (the search and state
     // filters still apply), until the operator clears it.
     void showAuditEvents(const once::AuditEntry &entry);
+    // Lists every event with something in its history between sinceMs and untilMs (the
+    // When filter's "Between…", widened to whole minutes), whatever the search and state
+    // were: an incident's window, from the Incidents page.
+    void showTimeWindow(qint64 sinceMs, qint64 untilMs);
     // The audit row whose events are listed; 0 when none.
     qint64 auditFilter() const { return m_auditFilter; }
     EventsModel *eventsModel() const { return m_model; }

@@ -54,6 +54,8 @@ StoreSession::StoreSession(const QString &storeUrl, const QString &queueUrl, Sto
     connect(m_reader, &StoreReader::readinessLoaded, this, &StoreSession::readinessLoaded);
     connect(m_reader, &StoreReader::healthLoaded, this, &StoreSession::healthLoaded);
     connect(m_reader, &StoreReader::storeChanged, this, &StoreSession::storeChanged);
+    connect(m_reader, &StoreReader::incidentsLoaded, this, &StoreSession::incidentsLoaded);
+    connect(m_reader, &StoreReader::incidentReportLoaded, this, &StoreSession::incidentReportLoaded);
     connect(m_reader, &StoreReader::redriveProgress, this, &StoreSession::redriveProgress);
     connect(m_reader, &StoreReader::redriveFinished, this,
             [this](quint64 token, int moved, bool cancelled, const QString &error) {
@@ -317,6 +319,31 @@ quint64 StoreSession::setAlertThreshold(AlertRule rule, const QString &partner, 
     const quint64 token = nextToken();
     QMetaObject::invokeMethod(
         m_reader, [reader = m_reader, token, rule, partner, value] { reader->setAlertThreshold(token, rule, partner, value); },
+        Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::loadIncidents(int limit)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(
+        m_reader, [reader = m_reader, token, limit] { reader->loadIncidents(token, limit); }, Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::loadIncidentReport(qint64 id)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(
+        m_reader, [reader = m_reader, token, id] { reader->loadIncidentReport(token, id); }, Qt::QueuedConnection);
+    return token;
+}
+
+quint64 StoreSession::actOnIncident(qint64 id, Incidents::Action action, const QString &note)
+{
+    const quint64 token = nextToken();
+    QMetaObject::invokeMethod(
+        m_reader, [reader = m_reader, token, id, action, note] { reader->actOnIncident(token, id, action, note); },
         Qt::QueuedConnection);
     return token;
 }

@@ -105,6 +105,12 @@ public:
     // One alert threshold for every console and watcher on the store (nullopt: its
     // default); operationFinished().
     quint64 setAlertThreshold(once::AlertRule rule, const QString &partner, std::optional<qint64> value);
+    // Open incidents first, then the latest resolved: incidentsLoaded.
+    quint64 loadIncidents(int limit = 200);
+    // One incident's report (summary, impact, timeline, operator actions): incidentReportLoaded.
+    quint64 loadIncidentReport(qint64 id);
+    // Acknowledge, note or resolve an incident (audited): operationFinished.
+    quint64 actOnIncident(qint64 id, once::Incidents::Action action, const QString &note = QString());
 
 signals:
     void opened(bool ok, const QString &error);
@@ -124,6 +130,8 @@ signals:
                          const once::PartnerActivity &partner);
     void healthLoaded(quint64 token, const once::DeliveryStats &stats,
                       const QList<once::WorkerRecord> &workers, const once::AlertThresholds &thresholds);
+    void incidentsLoaded(quint64 token, const QList<once::Incident> &incidents);
+    void incidentReportLoaded(quint64 token, const once::IncidentReport &report);
     void redriveProgress(quint64 token, int moved, int total);
     void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
     void exportProgress(quint64 token, int written, int total);
