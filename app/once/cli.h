@@ -92,5 +92,6 @@ int runPartnerSim(const QStringList &arguments);
 int runBench(const QStringList &arguments);
 int runGrantReadOnly(const QStringList &arguments);
 int runServe(const QStringList &arguments);
+int runWatch(const QStringList &arguments);
 
 } // namespace once::cli
