@@ -38,7 +38,8 @@ Watcher::Watcher(WatcherConfig config, std::vector<std::unique_ptr<Notifier>> no
     for (auto &notifier : notifiers) {
         auto *queue = new NotifierQueue(std::move(notifier), QStringLiteral("notify %1").arg(m_queues.size() + 1),
                                         m_config.retryBaseMs, m_config.retryCapMs, this);
-        connect(queue, &NotifierQueue::delivered, this, &Watcher::onDelivered);
+        connect(queue, &NotifierQueue::attempted, this,
+                [this, queue](const Notification &notification, bool sent) { onAttempted(queue, notification, sent); });
         m_queues.push_back(queue);
     }
     m_timer.setInterval(int(m_config.intervalMs));
@@ -168,10 +169,16 @@ void Watcher::evaluate()
             m_unmarked.removeAt(i);
     }
 
-    const QList<Alert> alerts = evaluateAlerts(inputs, *m_thresholds, nowMs);
+    QList<Alert> alerts = evaluateAlerts(inputs, *m_thresholds, nowMs);
     QStringList summaries;
-    for (const Alert &alert : alerts)
+    for (Alert &alert : alerts) {
         summaries.append(alertText(alert, nowMs));
+        // The incidents' partner is '' for the store-wide rules, never NULL (its column
+        // is NOT NULL and part of the open incidents' unique index): a null QString binds
+        // as NULL.
+        if (alert.partner.isNull())
+            alert.partner = QStringLiteral("");
+    }
     Incidents incidents(m_store->database());
     const auto changes = incidents.record(alerts, summaries, nowMs, m_config.clearAfterMs, &error);
     if (!changes) {
@@ -240,7 +247,11 @@ void Watcher::notifyOwed(const QList<Incident> &incidents, qint64 nowMs)
         const bool firingOnItsWay = !owes(incident, Notification::Kind::Firing);
         if (incident.isOpen()) {
             if (!incident.notifiedFiringAtMs) {
-                if (!firingOnItsWay)
+                // A partner's spell is an incident (the banner's warning) before its
+                // threshold; a founder is told once it crossed it.
+                const bool crossed =
+                    incident.severity == AlertSeverity::Critical || incident.peakValue >= incident.threshold;
+                if (crossed && !firingOnItsWay)
                     send(Notification::of(incident, Notification::Kind::Firing));
                 continue;
             }
@@ -263,27 +274,38 @@ void Watcher::send(const Notification &notification)
     if (m_sending.contains(notification.key()))
         return;
     qCInfo(lcWatch).noquote() << QStringLiteral("notifying %1: %2").arg(notification.key(), notification.subject());
-    m_sending.insert(notification.key(), Sending{notification, int(m_queues.size()), notification.incidentId == 0});
+    Sending sending;
+    sending.notification = notification;
+    sending.notifiersLeft = int(m_queues.size());
+    sending.marked = notification.incidentId == 0;
+    m_sending.insert(notification.key(), sending);
     for (NotifierQueue *queue : m_queues)
         queue->enqueue(notification);
     if (m_queues.empty())
         m_sending.remove(notification.key());
 }
 
-void Watcher::onDelivered(const Notification &notification)
+void Watcher::onAttempted(NotifierQueue *queue, const Notification &notification, bool sent)
 {
     const auto it = m_sending.find(notification.key());
     if (it == m_sending.end())
         return;
-    // Marked at the first notifier that took it: a watcher taking over sends it to none
-    // again, even if another notifier of this one was still trying.
-    if (!it->marked) {
+    it->tried.insert(queue);
+    if (sent) {
+        it->sent = true;
+        --it->notifiersLeft;
+    }
+    // Marked once every notifier had its first try and one of them took it: a watcher
+    // that takes over sends it to none again. Before that, a crash leaves it owed (those
+    // that had it get it twice) rather than lost to a notifier still on its first try;
+    // after it, a notifier still retrying is the one that loses it.
+    if (!it->marked && it->sent && it->tried.size() == qsizetype(m_queues.size())) {
         it->marked = true;
         const qint64 nowMs = QDateTime::currentMSecsSinceEpoch();
         if (!mark(notification, nowMs))
             m_unmarked.append({notification, nowMs});
     }
-    if (--it->notifiersLeft <= 0)
+    if (it->notifiersLeft <= 0)
         m_sending.erase(it);
     checkOnceDone();
 }

@@ -34,7 +34,7 @@ struct WatcherConfig
 // evaluates the alert rules (alertrules.h) and, while it holds the store's "watch" lease,
 // records incidents (Incidents::record) and notifies what is owed: an incident's start, its
 // end, and a reminder every remind-every while it is open and unacknowledged. What was
-// sent is marked on the incident (at the first notifier that took it), so that a watcher
+// sent is marked on the incident (once every notifier had its first try and one took it), so that a watcher
 // that takes the lease over after a failover sends what is still owed and nothing twice.
 // A store that does not answer is the store-failing alert: told from memory, not recorded
 // (nothing can be written), by every watcher that sees it.
@@ -59,8 +59,10 @@ private:
     struct Sending
     {
         Notification notification;
-        int notifiersLeft = 0;
-        bool marked = false; // on the incident, or not to be (told from memory)
+        int notifiersLeft = 0;         // not sent by them yet
+        QSet<NotifierQueue *> tried;   // done with their first try (at least)
+        bool sent = false;             // by one notifier at least
+        bool marked = false;           // on the incident, or not to be (told from memory)
     };
 
     void evaluate();
@@ -68,7 +70,7 @@ private:
     void storeFailed(const QString &error, qint64 nowMs);
     void notifyOwed(const QList<Incident> &incidents, qint64 nowMs);
     void send(const Notification &notification);
-    void onDelivered(const Notification &notification);
+    void onAttempted(NotifierQueue *queue, const Notification &notification, bool sent);
     bool mark(const Notification &notification, qint64 atMs);
     void lostLease();
     void checkOnceDone();

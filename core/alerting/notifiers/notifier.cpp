@@ -101,7 +101,7 @@ void NotifierQueue::sendNext()
             m_failures = 0;
             if (!m_pending.isEmpty() && m_pending.constFirst().key() == notification.key())
                 m_pending.removeFirst();
-            emit delivered(notification);
+            emit attempted(notification, true);
             sendNext();
             return;
         }
@@ -112,9 +112,9 @@ void NotifierQueue::sendNext()
                                             .arg(name(), notification.key(), error)
                                             .arg(m_failures + 1)
                                             .arg(delay);
-        if (m_pending.isEmpty())
-            return;
-        m_retry.start(int(delay));
+        if (!m_pending.isEmpty())
+            m_retry.start(int(delay));
+        emit attempted(notification, false);
     });
 }
 

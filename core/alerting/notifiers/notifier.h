@@ -67,7 +67,8 @@ public:
     int failures() const { return m_failures; }
 
 signals:
-    void delivered(const Notification &notification);
+    // After every try of a notification: sent, or failed (and tried again later).
+    void attempted(const Notification &notification, bool sent);
 
 private:
     void sendNext();
