@@ -51,7 +51,8 @@ public:
               const QList<QByteArray> line = request.left(request.indexOf("\r\n")).split(' ');
               const QByteArray path = line.value(1);
               const QByteArray body = request.mid(request.indexOf("\r\n\r\n") + 4);
-              received.append({path, QJsonDocument::fromJson(body).object(), QDateTime::currentMSecsSinceEpoch()});
+              received.append(
+                  {path, QJsonDocument::fromJson(body).object(), QDateTime::currentMSecsSinceEpoch()});
               if (path.startsWith("/refuse"))
                   socket->write("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\n\r\nnope");
               else
@@ -61,7 +62,10 @@ public:
     }
 
     bool listen() { return m_server.listen(); }
-    QString url(const QString &path) const { return QStringLiteral("http://127.0.0.1:%1%2").arg(m_server.port()).arg(path); }
+    QString url(const QString &path) const
+    {
+        return QStringLiteral("http://127.0.0.1:%1%2").arg(m_server.port()).arg(path);
+    }
 
     QList<Received> at(const QByteArray &path) const
     {
@@ -183,8 +187,13 @@ QByteArray WatchTest::said(QProcess *process)
 
 QStringList WatchTest::watchArgs(const QStringList &notify, const QString &id) const
 {
-    QStringList args{QStringLiteral("watch"), QStringLiteral("--interval"), QStringLiteral("1"),
-                     QStringLiteral("--clear-after"), QStringLiteral("2"), QStringLiteral("--watcher-id"), id};
+    QStringList args{QStringLiteral("watch"),
+                     QStringLiteral("--interval"),
+                     QStringLiteral("1"),
+                     QStringLiteral("--clear-after"),
+                     QStringLiteral("2"),
+                     QStringLiteral("--watcher-id"),
+                     id};
     for (const QString &url : notify)
         args << QStringLiteral("--notify") << url;
     return args;
@@ -220,12 +229,15 @@ void WatchTest::badNotifyUrlsAreOneLine_data()
     QTest::addColumn<QString>("url");
     QTest::addColumn<QByteArray>("error");
     QTest::newRow("unknown scheme") << QStringLiteral("ftp://127.0.0.1/x") << QByteArray("unknown scheme");
-    QTest::newRow("smtp without to") << QStringLiteral("smtp://watch:hunter2secret@127.0.0.1:25?from=a@example.com")
+    QTest::newRow("smtp without to") << QStringLiteral(
+                                            "smtp://watch:hunter2secret@127.0.0.1:25?from=a@example.com")
                                      << QByteArray("a mail needs ?from=ADDRESS&to=ADDRESS");
     QTest::newRow("garbage") << QStringLiteral("::not a url") << QByteArray("not a URL with a host");
     QTest::newRow("slack in plain text off loopback")
-        << QStringLiteral("slack+http://hooks.example.com/services/T0KEN") << QByteArray("only to a loopback address");
-    QTest::newRow("missing env") << QStringLiteral("env:ONCE_TEST_NO_SUCH_VARIABLE") << QByteArray("is not set");
+        << QStringLiteral("slack+http://hooks.example.com/services/T0KEN")
+        << QByteArray("only to a loopback address");
+    QTest::newRow("missing env") << QStringLiteral("env:ONCE_TEST_NO_SUCH_VARIABLE")
+                                 << QByteArray("is not set");
 }
 
 void WatchTest::badNotifyUrlsAreOneLine()
@@ -265,13 +277,15 @@ void WatchTest::anOutageIsToldOnceByTwoWatchers()
     // A worker that applied a few first: the history's failed sends are then no alert of
     // their own (partner-failing-sends wants none applied), only the worker's spell is.
     QCOMPARE(enqueueDueNow(QStringLiteral("before"), 3), 3);
-    QProcess *worker = m_once->start({QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl, QStringLiteral("--backoff-base-ms"),
-                   QStringLiteral("200"), QStringLiteral("--backoff-cap-s"), QStringLiteral("1"),
-                   QStringLiteral("--max-attempts"), QStringLiteral("100")});
+    QProcess *worker = m_once->start({QStringLiteral("worker"), QStringLiteral("--partner"), partnerUrl,
+                                      QStringLiteral("--backoff-base-ms"), QStringLiteral("200"),
+                                      QStringLiteral("--backoff-cap-s"), QStringLiteral("1"),
+                                      QStringLiteral("--max-attempts"), QStringLiteral("100")});
     QVERIFY2(pumpUntil([&] { return partner.stats().effects >= 3; }, WaitMs), said(worker).constData());
 
     QProcess *first = m_once->start(watchArgs(notify, QStringLiteral("first")));
-    QVERIFY2(pumpUntil([&] { return said(first).contains("holding the watch lease"); }, WaitMs), said(first).constData());
+    QVERIFY2(pumpUntil([&] { return said(first).contains("holding the watch lease"); }, WaitMs),
+             said(first).constData());
     QProcess *second = m_once->start(watchArgs(notify, QStringLiteral("second")));
     QVERIFY2(pumpUntil([&] { return said(second).contains("standing by: first holds"); }, WaitMs),
              said(second).constData());
@@ -293,7 +307,8 @@ void WatchTest::anOutageIsToldOnceByTwoWatchers()
     const qint64 incident = firing.body.value(QLatin1String("incident")).toInteger();
     QVERIFY(incident > 0);
     const qint64 sinceMs =
-        QDateTime::fromString(firing.body.value(QLatin1String("since")).toString(), Qt::ISODateWithMs).toMSecsSinceEpoch();
+        QDateTime::fromString(firing.body.value(QLatin1String("since")).toString(), Qt::ISODateWithMs)
+            .toMSecsSinceEpoch();
     QVERIFY2(sinceMs >= outageAtMs - 1000, qPrintable(describe({firing})));
     // Not before the threshold says.
     QVERIFY2(firing.atMs >= sinceMs + PartnerDownMs, qPrintable(describe({firing})));
@@ -301,8 +316,8 @@ void WatchTest::anOutageIsToldOnceByTwoWatchers()
     // The holder dies mid-incident, once it marked the start told (each notifier had its
     // first try: docs/alerts.md); the other takes over after the lease's ttl, with the
     // incident still open, and tells no second start, not even to the webhook that refuses.
-    QVERIFY(pumpUntil([&] { return storeValue(QStringLiteral("SELECT notified_firing_at FROM incidents")) > 0; },
-                      WaitMs));
+    QVERIFY(pumpUntil(
+        [&] { return storeValue(QStringLiteral("SELECT notified_firing_at FROM incidents")) > 0; }, WaitMs));
     ::kill(pid_t(first->processId()), SIGKILL);
     QVERIFY2(pumpUntil([&] { return said(second).contains("holding the watch lease"); }, WaitMs),
              said(second).constData());
@@ -328,10 +343,12 @@ void WatchTest::anOutageIsToldOnceByTwoWatchers()
     QVERIFY(!resolved.body.value(QLatin1String("resolved_at")).isNull());
 
     // The others have theirs too; the refusing webhook did not hold them up.
-    const bool othersToo =
-        pumpUntil([&] { return receiver.slackWith("/slack/T0KEN", QStringLiteral("[once] RESOLVED")) == 1 &&
-                               smtp.stats().value(QLatin1String("mails")).toInt() >= 2; },
-                  WaitMs);
+    const bool othersToo = pumpUntil(
+        [&] {
+            return receiver.slackWith("/slack/T0KEN", QStringLiteral("[once] RESOLVED")) == 1 &&
+                   smtp.stats().value(QLatin1String("mails")).toInt() >= 2;
+        },
+        WaitMs);
     if (!othersToo) {
         for (const Received &r : receiver.at("/slack/T0KEN"))
             qInfo("%s", QJsonDocument(r.body).toJson(QJsonDocument::Compact).left(300).constData());
@@ -351,7 +368,8 @@ void WatchTest::anOutageIsToldOnceByTwoWatchers()
     const QJsonArray mails = smtp.mails();
     QCOMPARE(mails.size(), 2);
     QVERIFY(mails.at(0).toObject().value(QLatin1String("data")).toString().contains(QLatin1String("FIRING")));
-    QVERIFY(mails.at(1).toObject().value(QLatin1String("data")).toString().contains(QLatin1String("RESOLVED")));
+    QVERIFY(
+        mails.at(1).toObject().value(QLatin1String("data")).toString().contains(QLatin1String("RESOLVED")));
     QCOMPARE(mails.at(0).toObject().value(QLatin1String("to")).toArray().at(0).toString(),
              QStringLiteral("founder@example.com"));
     // Refused again and again, with a growing backoff, and said so.
@@ -382,18 +400,25 @@ void WatchTest::anOpenIncidentIsRemindedUntilAcknowledged()
 
     // --once records the incident, tells its start and exits; the watcher that comes next
     // owes no start, only the reminders.
-    const auto once = m_once->run({QStringLiteral("watch"), QStringLiteral("--once"), QStringLiteral("--notify"),
-                                   receiver.url(QStringLiteral("/hook"))});
+    const auto once = m_once->run({QStringLiteral("watch"), QStringLiteral("--once"),
+                                   QStringLiteral("--notify"), receiver.url(QStringLiteral("/hook"))});
     QVERIFY2(once.exitedWith(0), once.describe().constData());
     QCOMPARE(receiver.with("/hook", QStringLiteral("firing")).size(), 1);
-    QCOMPARE(receiver.with("/hook", QStringLiteral("firing")).constFirst().body.value(QLatin1String("alert")).toString(),
+    QCOMPARE(receiver.with("/hook", QStringLiteral("firing"))
+                 .constFirst()
+                 .body.value(QLatin1String("alert"))
+                 .toString(),
              QStringLiteral("no-worker"));
-    const qint64 incident =
-        receiver.with("/hook", QStringLiteral("firing")).constFirst().body.value(QLatin1String("incident")).toInteger();
+    const qint64 incident = receiver.with("/hook", QStringLiteral("firing"))
+                                .constFirst()
+                                .body.value(QLatin1String("incident"))
+                                .toInteger();
 
-    QProcess *watcher = m_once->start(watchArgs({receiver.url(QStringLiteral("/hook"))}, QStringLiteral("reminding")));
-    QVERIFY2(pumpUntil([&] { return receiver.with("/hook", QStringLiteral("firing"), true).size() >= 2; }, WaitMs),
-             qPrintable(describe(receiver.received) + QString::fromUtf8(said(watcher))));
+    QProcess *watcher =
+        m_once->start(watchArgs({receiver.url(QStringLiteral("/hook"))}, QStringLiteral("reminding")));
+    QVERIFY2(
+        pumpUntil([&] { return receiver.with("/hook", QStringLiteral("firing"), true).size() >= 2; }, WaitMs),
+        qPrintable(describe(receiver.received) + QString::fromUtf8(said(watcher))));
     const QList<Received> reminders = receiver.with("/hook", QStringLiteral("firing"), true);
     QVERIFY2(reminders.at(1).atMs - reminders.at(0).atMs >= 2000 - 100, qPrintable(describe(reminders)));
     QCOMPARE(reminders.at(0).body.value(QLatin1String("incident")).toInteger(), incident);
@@ -403,8 +428,9 @@ void WatchTest::anOpenIncidentIsRemindedUntilAcknowledged()
         QString error;
         auto store = Store::open(m_once->storeUrl(), &error);
         QVERIFY2(store, qPrintable(error));
-        QVERIFY2(store->operations().actOnIncident(incident, Incidents::Action::Acknowledge, QString(), &error),
-                 qPrintable(error));
+        QVERIFY2(
+            store->operations().actOnIncident(incident, Incidents::Action::Acknowledge, QString(), &error),
+            qPrintable(error));
     }
     const qsizetype remindedBeforeAck = receiver.with("/hook", QStringLiteral("firing"), true).size();
     // Two reminder periods: acknowledged, it is told no more (one already on its way may land).

@@ -17,30 +17,34 @@ constexpr std::chrono::seconds StopGrace{10};
 
 int runWatch(const QStringList &arguments)
 {
-    Command command(QStringLiteral("watch"),
-                    QStringLiteral("Watches a store headless and notifies when an alert starts (an incident opens), "
-                                   "when it resolves, and every remind-every (once alerts) while it is open and "
-                                   "unacknowledged. Several watchers may watch one store: the one holding the "
-                                   "store's watch lease records incidents and notifies, the others stand by and "
-                                   "take over within three intervals. SIGTERM, SIGINT or SIGHUP: release the lease, "
-                                   "exit 0. See docs/alerts.md."),
-                    {});
+    Command command(
+        QStringLiteral("watch"),
+        QStringLiteral("Watches a store headless and notifies when an alert starts (an incident opens), "
+                       "when it resolves, and every remind-every (once alerts) while it is open and "
+                       "unacknowledged. Several watchers may watch one store: the one holding the "
+                       "store's watch lease records incidents and notifies, the others stand by and "
+                       "take over within three intervals. SIGTERM, SIGINT or SIGHUP: release the lease, "
+                       "exit 0. See docs/alerts.md."),
+        {});
     auto &parser = command.parser();
     parser.addOptions({
         {QStringLiteral("notify"),
-         QStringLiteral("Where to notify; repeat for several. http(s)://HOST/PATH: a JSON webhook; "
-                        "slack+https://HOST/PATH: a Slack-compatible incoming webhook (Mattermost, Discord's /slack); "
-                        "smtp(s)://USER:PASSWORD@HOST:PORT?from=ADDRESS&to=ADDRESS: a mail; env:NAME or file:PATH: "
-                        "the URL from there. Default: $ONCE_NOTIFY (URLs separated by spaces)."),
+         QStringLiteral(
+             "Where to notify; repeat for several. http(s)://HOST/PATH: a JSON webhook; "
+             "slack+https://HOST/PATH: a Slack-compatible incoming webhook (Mattermost, Discord's /slack); "
+             "smtp(s)://USER:PASSWORD@HOST:PORT?from=ADDRESS&to=ADDRESS: a mail; env:NAME or file:PATH: "
+             "the URL from there. Default: $ONCE_NOTIFY (URLs separated by spaces)."),
          QStringLiteral("URL")},
         {QStringLiteral("interval"), QStringLiteral("Seconds between two evaluations."), QStringLiteral("S"),
          QStringLiteral("5")},
         {QStringLiteral("clear-after"),
-         QStringLiteral("Seconds an alert must be gone before its incident resolves (default: two intervals)."),
+         QStringLiteral(
+             "Seconds an alert must be gone before its incident resolves (default: two intervals)."),
          QStringLiteral("S")},
         {QStringLiteral("watcher-id"), QStringLiteral("This watcher's name in the lease (default host:pid)."),
          QStringLiteral("ID")},
-        {QStringLiteral("once"), QStringLiteral("Evaluate once, send what is owed, exit (for cron and tests).")},
+        {QStringLiteral("once"),
+         QStringLiteral("Evaluate once, send what is owed, exit (for cron and tests).")},
     });
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
@@ -85,8 +89,8 @@ int runWatch(const QStringList &arguments)
     QStringList names;
     for (const auto &notifier : notifiers)
         names.append(notifier->name());
-    std::fprintf(stderr, "once watch: notifying %s every %lld s\n", qPrintable(names.join(QLatin1String(", "))),
-                 static_cast<long long>(*interval));
+    std::fprintf(stderr, "once watch: notifying %s every %lld s\n",
+                 qPrintable(names.join(QLatin1String(", "))), static_cast<long long>(*interval));
 
     Watcher watcher(config, std::move(notifiers));
     int exitCode = Ok;
@@ -95,7 +99,8 @@ int runWatch(const QStringList &arguments)
         QCoreApplication::exit(code);
     });
     watchTerminationSignals(&watcher, [&watcher] {
-        exitAfter(StopGrace, QStringLiteral("once watch: not stopped after %1 s; exiting now").arg(StopGrace.count()));
+        exitAfter(StopGrace,
+                  QStringLiteral("once watch: not stopped after %1 s; exiting now").arg(StopGrace.count()));
         watcher.stop();
     });
     watcher.start();

@@ -36,10 +36,13 @@ Watcher::Watcher(WatcherConfig config, std::vector<std::unique_ptr<Notifier>> no
     : QObject(parent), m_config(std::move(config))
 {
     for (auto &notifier : notifiers) {
-        auto *queue = new NotifierQueue(std::move(notifier), QStringLiteral("notify %1").arg(m_queues.size() + 1),
-                                        m_config.retryBaseMs, m_config.retryCapMs, this);
+        auto *queue =
+            new NotifierQueue(std::move(notifier), QStringLiteral("notify %1").arg(m_queues.size() + 1),
+                              m_config.retryBaseMs, m_config.retryCapMs, this);
         connect(queue, &NotifierQueue::attempted, this,
-                [this, queue](const Notification &notification, bool sent) { onAttempted(queue, notification, sent); });
+                [this, queue](const Notification &notification, bool sent) {
+                    onAttempted(queue, notification, sent);
+                });
         m_queues.push_back(queue);
     }
     m_timer.setInterval(int(m_config.intervalMs));
@@ -187,9 +190,11 @@ void Watcher::evaluate()
         return;
     }
     for (const Incident &incident : changes->opened)
-        qCInfo(lcWatch).noquote() << QStringLiteral("incident %1 opened: %2").arg(incident.id).arg(incident.key());
+        qCInfo(lcWatch).noquote()
+            << QStringLiteral("incident %1 opened: %2").arg(incident.id).arg(incident.key());
     for (const Incident &incident : changes->resolved)
-        qCInfo(lcWatch).noquote() << QStringLiteral("incident %1 resolved: %2").arg(incident.id).arg(incident.key());
+        qCInfo(lcWatch).noquote()
+            << QStringLiteral("incident %1 resolved: %2").arg(incident.id).arg(incident.key());
     // Read back, not taken from the changes: a watcher that took the lease over owes what
     // its predecessor recorded and did not send, and an operator's resolve is news too.
     const auto recent = incidents.list(IncidentsLooked, &error);
@@ -239,8 +244,9 @@ void Watcher::notifyOwed(const QList<Incident> &incidents, qint64 nowMs)
     const auto owes = [this](const Incident &incident, Notification::Kind kind) {
         Notification notification = Notification::of(incident, kind);
         return !m_sending.contains(notification.key()) &&
-               std::none_of(m_unmarked.cbegin(), m_unmarked.cend(),
-                            [&notification](const auto &unmarked) { return unmarked.first.key() == notification.key(); });
+               std::none_of(m_unmarked.cbegin(), m_unmarked.cend(), [&notification](const auto &unmarked) {
+                   return unmarked.first.key() == notification.key();
+               });
     };
     const qint64 remindEveryMs = m_thresholds->value(AlertRule::RemindEvery);
     for (const Incident &incident : incidents) {
@@ -273,7 +279,8 @@ void Watcher::send(const Notification &notification)
 {
     if (m_sending.contains(notification.key()))
         return;
-    qCInfo(lcWatch).noquote() << QStringLiteral("notifying %1: %2").arg(notification.key(), notification.subject());
+    qCInfo(lcWatch).noquote()
+        << QStringLiteral("notifying %1: %2").arg(notification.key(), notification.subject());
     Sending sending;
     sending.notification = notification;
     sending.notifiersLeft = int(m_queues.size());
@@ -315,17 +322,19 @@ bool Watcher::mark(const Notification &notification, qint64 atMs)
     if (!m_store)
         return false;
     QString error;
-    if (Incidents(m_store->database()).markNotified(notification.incidentId, notifiedOf(notification.kind), atMs, &error))
+    if (Incidents(m_store->database())
+            .markNotified(notification.incidentId, notifiedOf(notification.kind), atMs, &error))
         return true;
-    qCWarning(lcWatch).noquote() << QStringLiteral("%1 sent, not yet marked on the incident: %2")
-                                        .arg(notification.key(), error);
+    qCWarning(lcWatch).noquote()
+        << QStringLiteral("%1 sent, not yet marked on the incident: %2").arg(notification.key(), error);
     return false;
 }
 
 void Watcher::lostLease()
 {
     m_holding = false;
-    qCWarning(lcWatch).noquote() << QStringLiteral("lost the watch lease: leaving what is still owed to its holder");
+    qCWarning(lcWatch).noquote() << QStringLiteral(
+        "lost the watch lease: leaving what is still owed to its holder");
     // What no notifier took yet is owed by the store's account: the new holder sends it.
     const auto marked = [this](const Notification &notification) {
         const auto it = m_sending.constFind(notification.key());

@@ -20,14 +20,14 @@ struct Incident;
 struct WatcherConfig
 {
     QString storeUrl;
-    QString holder;            // this watcher's name in the lease: host:pid
-    qint64 intervalMs = 5000;  // between two evaluations
-    qint64 leaseTtlMs = 15000; // how long the lease outlives a watcher that stopped renewing it
+    QString holder;              // this watcher's name in the lease: host:pid
+    qint64 intervalMs = 5000;    // between two evaluations
+    qint64 leaseTtlMs = 15000;   // how long the lease outlives a watcher that stopped renewing it
     qint64 clearAfterMs = 10000; // an alert gone this long resolves its incident
     qint64 retryBaseMs = 1000;   // a notifier's first retry; doubled up to retryCapMs
     qint64 retryCapMs = 5 * 60 * 1000;
-    bool once = false;           // one evaluation, its notifications sent, then finished
-    qint64 onceGraceMs = 30000;  // how long --once waits for them
+    bool once = false;          // one evaluation, its notifications sent, then finished
+    qint64 onceGraceMs = 30000; // how long --once waits for them
 };
 
 // `once watch`: every interval, reads a store's numbers, its workers and its thresholds,
@@ -44,7 +44,8 @@ class Watcher final : public QObject
     Q_DISABLE_COPY_MOVE(Watcher)
 
 public:
-    Watcher(WatcherConfig config, std::vector<std::unique_ptr<Notifier>> notifiers, QObject *parent = nullptr);
+    Watcher(WatcherConfig config, std::vector<std::unique_ptr<Notifier>> notifiers,
+            QObject *parent = nullptr);
     ~Watcher() override;
 
     void start();
@@ -59,10 +60,10 @@ private:
     struct Sending
     {
         Notification notification;
-        int notifiersLeft = 0;         // not sent by them yet
-        QSet<NotifierQueue *> tried;   // done with their first try (at least)
-        bool sent = false;             // by one notifier at least
-        bool marked = false;           // on the incident, or not to be (told from memory)
+        int notifiersLeft = 0;       // not sent by them yet
+        QSet<NotifierQueue *> tried; // done with their first try (at least)
+        bool sent = false;           // by one notifier at least
+        bool marked = false;         // on the incident, or not to be (told from memory)
     };
 
     void evaluate();
@@ -85,8 +86,8 @@ private:
     std::optional<AlertThresholds> m_thresholds;
     QString m_storeError;
     qint64 m_storeFailingSinceMs = 0;
-    std::optional<Notification> m_storeFiring; // told from memory while the store does not answer
-    QHash<QString, Sending> m_sending;         // by Notification::key()
+    std::optional<Notification> m_storeFiring;     // told from memory while the store does not answer
+    QHash<QString, Sending> m_sending;             // by Notification::key()
     QList<QPair<Notification, qint64>> m_unmarked; // delivered, the store not told yet
     bool m_evaluated = false;
     bool m_standingBy = false;

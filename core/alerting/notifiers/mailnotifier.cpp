@@ -4,10 +4,10 @@
 #include "partners/smtpsender.h"
 
 #include <QDateTime>
-#include <QTimeZone>
 #include <QPointer>
 #include <QRandomGenerator>
 #include <QThreadPool>
+#include <QTimeZone>
 #include <QUrlQuery>
 
 #include <atomic>
@@ -38,21 +38,23 @@ public:
     void send(const Notification &notification, Done done) override
     {
         SmtpTransaction transaction = m_transaction;
-        const QByteArray messageId =
-            "<once.watch." + QByteArray::number(QRandomGenerator::global()->generate64(), 16) + "@once.invalid>";
+        const QByteArray messageId = "<once.watch." +
+                                     QByteArray::number(QRandomGenerator::global()->generate64(), 16) +
+                                     "@once.invalid>";
         const qint64 nowMs = QDateTime::currentMSecsSinceEpoch();
-        transaction.mail = composeSmtpMail(m_from, m_to, notification.subject(), notification.text(nowMs), messageId,
-                                           QDateTime::fromMSecsSinceEpoch(nowMs, QTimeZone::utc()),
+        transaction.mail = composeSmtpMail(m_from, m_to, notification.subject(), notification.text(nowMs),
+                                           messageId, QDateTime::fromMSecsSinceEpoch(nowMs, QTimeZone::utc()),
                                            {"X-Once-Incident: " + notification.key().toLatin1()});
-        m_pool.start([transaction = std::move(transaction), stopping = m_stopping, self = QPointer<MailNotifier>(this),
-                      done = std::move(done)]() mutable {
+        m_pool.start([transaction = std::move(transaction), stopping = m_stopping,
+                      self = QPointer<MailNotifier>(this), done = std::move(done)]() mutable {
             const SmtpAttempt attempt = runSmtpTransaction(transaction, stopping);
             QString error;
             if (attempt.failure != SmtpAttempt::Failure::None) {
                 // The server's reply and curl's words: neither holds the password (AUTH is
                 // never traced, see smtpsender.cpp).
-                error = attempt.replyCode ? QStringLiteral("SMTP %1 %2").arg(attempt.replyCode).arg(attempt.reply)
-                                          : attempt.error;
+                error = attempt.replyCode
+                            ? QStringLiteral("SMTP %1 %2").arg(attempt.replyCode).arg(attempt.reply)
+                            : attempt.error;
             }
             if (!self)
                 return;
@@ -85,7 +87,8 @@ std::unique_ptr<Notifier> createMailNotifier(const QUrl &url, QString *error)
         *error = QStringLiteral("--notify %1: a mail needs ?from=ADDRESS&to=ADDRESS").arg(name);
         return nullptr;
     }
-    for (const auto &[field, address] : {std::pair{QStringLiteral("from"), from}, std::pair{QStringLiteral("to"), to}}) {
+    for (const auto &[field, address] :
+         {std::pair{QStringLiteral("from"), from}, std::pair{QStringLiteral("to"), to}}) {
         if (const QString why = smtpAddressProblem(address); !why.isEmpty()) {
             *error = QStringLiteral("--notify %1: %2 %3").arg(name, field, why);
             return nullptr;

@@ -79,21 +79,23 @@ QString Notification::subject() const
 
 QString Notification::text(qint64 nowMs) const
 {
-    const QString since = QDateTime::fromMSecsSinceEpoch(sinceMs, QTimeZone::utc()).toString(QStringLiteral("yyyy-MM-dd HH:mm 'UTC'"));
+    const QString since = QDateTime::fromMSecsSinceEpoch(sinceMs, QTimeZone::utc())
+                              .toString(QStringLiteral("yyyy-MM-dd HH:mm 'UTC'"));
     const QString incident = incidentId ? QStringLiteral("incident %1").arg(incidentId)
                                         : QStringLiteral("not recorded: the store does not answer");
     switch (kind) {
     case Kind::Firing:
         return QStringLiteral("%1\n%2\nSince %3 (%4).").arg(subject(), summary, since, incident);
     case Kind::Reminder:
-        return QStringLiteral("%1 for %2, not acknowledged\n%3\nSince %4 (%5). Acknowledge it in the console or "
-                              "with once incidents to stop these reminders.")
+        return QStringLiteral(
+                   "%1 for %2, not acknowledged\n%3\nSince %4 (%5). Acknowledge it in the console or "
+                   "with once incidents to stop these reminders.")
             .arg(subject(), formatDuration(nowMs - sinceMs), summary, since, incident);
     case Kind::Resolved:
         return QStringLiteral("%1 after %2%3\nIt was: %4\nSince %5 (%6).")
             .arg(subject(), formatDuration((resolvedAtMs ? resolvedAtMs : nowMs) - sinceMs),
-                 resolvedBy.isEmpty() ? QString() : QStringLiteral(", resolved by ") + resolvedBy, summary, since,
-                 incident);
+                 resolvedBy.isEmpty() ? QString() : QStringLiteral(", resolved by ") + resolvedBy, summary,
+                 since, incident);
     }
     return summary;
 }

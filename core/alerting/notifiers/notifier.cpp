@@ -37,7 +37,8 @@ std::unique_ptr<Notifier> createNotifier(const QString &value, QString *error)
     const QString scheme = url.scheme().toLower();
     // Only the scheme and the host ever reach an error: the rest may be a token.
     if (!url.isValid() || scheme.isEmpty() || url.host().isEmpty()) {
-        *error = QStringLiteral("--notify: not a URL with a host (http://, https://, slack+https://, smtp://, smtps://)");
+        *error = QStringLiteral(
+            "--notify: not a URL with a host (http://, https://, slack+https://, smtp://, smtps://)");
         return nullptr;
     }
     if (scheme == QLatin1String("http") || scheme == QLatin1String("https"))
@@ -46,14 +47,16 @@ std::unique_ptr<Notifier> createNotifier(const QString &value, QString *error)
         return createSlackNotifier(url, error);
     if (scheme == QLatin1String("smtp") || scheme == QLatin1String("smtps"))
         return createMailNotifier(url, error);
-    *error = QStringLiteral("--notify %1://...: unknown scheme (http, https, slack+https, smtp or smtps)").arg(scheme);
+    *error = QStringLiteral("--notify %1://...: unknown scheme (http, https, slack+https, smtp or smtps)")
+                 .arg(scheme);
     return nullptr;
 }
 
 NotifierQueue::NotifierQueue(std::unique_ptr<Notifier> notifier, const QString &label, qint64 retryBaseMs,
                              qint64 retryCapMs, QObject *parent)
-    : QObject(parent), m_notifier(std::move(notifier)), m_name(QStringLiteral("%1 (%2)").arg(label, m_notifier->name())),
-      m_retryBaseMs(retryBaseMs), m_retryCapMs(retryCapMs)
+    : QObject(parent), m_notifier(std::move(notifier)),
+      m_name(QStringLiteral("%1 (%2)").arg(label, m_notifier->name())), m_retryBaseMs(retryBaseMs),
+      m_retryCapMs(retryCapMs)
 {
     m_notifier->setParent(nullptr);
     m_retry.setSingleShot(true);

@@ -55,8 +55,8 @@ class NotifierQueue final : public QObject
 
 public:
     // label: how the logs name it ("notify 2"), beside the notifier's own name.
-    NotifierQueue(std::unique_ptr<Notifier> notifier, const QString &label, qint64 retryBaseMs, qint64 retryCapMs,
-                  QObject *parent = nullptr);
+    NotifierQueue(std::unique_ptr<Notifier> notifier, const QString &label, qint64 retryBaseMs,
+                  qint64 retryCapMs, QObject *parent = nullptr);
     ~NotifierQueue() override;
 
     void enqueue(const Notification &notification);

@@ -17,7 +17,8 @@ class WebhookNotifier : public Notifier
 public:
     using Body = std::function<QByteArray(const Notification &)>;
     // shownAs: the URL the logs name it by (scheme, host and port), when not url.
-    explicit WebhookNotifier(const QUrl &url, Body body = {}, const QUrl &shownAs = {}, QObject *parent = nullptr);
+    explicit WebhookNotifier(const QUrl &url, Body body = {}, const QUrl &shownAs = {},
+                             QObject *parent = nullptr);
     ~WebhookNotifier() override;
 
     void send(const Notification &notification, Done done) override;
