@@ -386,7 +386,9 @@ void WatchTest::anOutageIsToldOnceByTwoWatchers()
     const auto stopped = m_once->waitFor(second, WaitMs);
     QVERIFY2(stopped.exitedWith(0), stopped.describe().constData());
     QCOMPARE(storeValue(QStringLiteral("SELECT COUNT(*) FROM leases WHERE name = 'watch'")), 0);
-    qInfo("the outage told in %lld ms", static_cast<long long>(clock.elapsed()));
+    qInfo("the outage told in %lld ms: webhook %d, Slack %d, mails %d, refusing webhook tried %d times",
+          static_cast<long long>(clock.elapsed()), int(receiver.at("/hook").size()),
+          int(receiver.at("/slack/T0KEN").size()), int(mails.size()), int(receiver.at("/refuse").size()));
 }
 
 void WatchTest::anOpenIncidentIsRemindedUntilAcknowledged()
@@ -440,6 +442,8 @@ void WatchTest::anOpenIncidentIsRemindedUntilAcknowledged()
     const qsizetype remindedAfterAck = receiver.with("/hook", QStringLiteral("firing"), true).size();
     pumpUntil([] { return false; }, 2500);
     QCOMPARE(receiver.with("/hook", QStringLiteral("firing"), true).size(), remindedAfterAck);
+    qInfo("reminders: %d before the acknowledgement, %d after", int(remindedBeforeAck),
+          int(remindedAfterAck - remindedBeforeAck));
 }
 
 QTEST_GUILESS_MAIN(WatchTest)
