@@ -111,6 +111,8 @@ public:
     quint16 port() const { return m_server.serverPort(); }
     int requests() const { return m_requests; }
     int connections() const { return m_connections; }
+    // The request being answered, head and body, while the handler runs.
+    const QByteArray &request() const { return m_request; }
 
 private:
     void onReadyRead(QTcpSocket *socket, QByteArray &buffer)
@@ -129,6 +131,7 @@ private:
             }
             if (buffer.size() < headEnd + 4 + length)
                 return;
+            m_request = buffer.left(headEnd + 4 + length);
             buffer.remove(0, headEnd + 4 + length);
             m_handler(socket, ++m_requests);
             if (socket->state() != QAbstractSocket::ConnectedState)
@@ -138,6 +141,7 @@ private:
 
     QTcpServer m_server;
     Handler m_handler;
+    QByteArray m_request;
     int m_requests = 0;
     int m_connections = 0;
 };

@@ -94,5 +94,6 @@ int runBench(const QStringList &arguments);
 int runGrantReadOnly(const QStringList &arguments);
 int runServe(const QStringList &arguments);
 int runIncidents(const QStringList &arguments);
+int runWatch(const QStringList &arguments);
 
 } // namespace once::cli

@@ -40,6 +40,7 @@ const std::map<QString, Subcommand> &subcommands()
         {QStringLiteral("partner-sim"), {"run the partner simulator", runPartnerSim}},
         {QStringLiteral("bench"), {"measure throughput and latency", runBench}},
         {QStringLiteral("serve"), {"the store's queue over HTTP (publish, consume, ack)", runServe}},
+        {QStringLiteral("watch"), {"notify when an alert starts, repeats and resolves (webhook, Slack, mail)", runWatch}},
         {QStringLiteral("grant-readonly"), {"the SQL for a PostgreSQL role that may only look", runGrantReadOnly}},
     };
     return table;

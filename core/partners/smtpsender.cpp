@@ -196,6 +196,90 @@ void initialiseCurl()
 
 } // namespace
 
+SmtpAttempt runSmtpTransaction(const SmtpTransaction &transaction, const std::shared_ptr<std::atomic_bool> &stopping)
+{
+    initialiseCurl();
+    QElapsedTimer clock;
+    clock.start();
+    const SmtpMail &mail = transaction.mail;
+    Transfer transfer;
+    transfer.message = mail.message;
+    transfer.stopping = stopping;
+    char errorBuffer[CURL_ERROR_SIZE] = {};
+    CURL *curl = curl_easy_init();
+    const QByteArray envelopeFrom = QByteArray("<" + mail.envelopeFrom + ">");
+    const QByteArray envelopeTo = QByteArray("<" + mail.envelopeTo + ">");
+    curl_slist *recipients = curl_slist_append(nullptr, envelopeTo.constData());
+    curl_easy_setopt(curl, CURLOPT_URL, transaction.url.constData());
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "smtp,smtps");
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errorBuffer);
+    // STARTTLS where offered; "required" refuses a server that stays in plain text.
+    // smtps:// is TLS from the first byte either way.
+    curl_easy_setopt(curl, CURLOPT_USE_SSL, long(transaction.starttlsRequired ? CURLUSESSL_ALL : CURLUSESSL_TRY));
+    if (!transaction.user.isEmpty()) {
+        curl_easy_setopt(curl, CURLOPT_USERNAME, transaction.user.constData());
+        curl_easy_setopt(curl, CURLOPT_PASSWORD, transaction.password.constData());
+    }
+    QByteArray ca = transaction.caBundle;
+    QByteArray certificate = transaction.clientCertificate;
+    QByteArray key = transaction.clientKey;
+    if (!ca.isEmpty()) {
+        curl_blob blob{ca.data(), size_t(ca.size()), CURL_BLOB_COPY};
+        curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob);
+    }
+    if (!certificate.isEmpty()) {
+        curl_blob certificateBlob{certificate.data(), size_t(certificate.size()), CURL_BLOB_COPY};
+        curl_blob keyBlob{key.data(), size_t(key.size()), CURL_BLOB_COPY};
+        curl_easy_setopt(curl, CURLOPT_SSLCERT_BLOB, &certificateBlob);
+        curl_easy_setopt(curl, CURLOPT_SSLKEY_BLOB, &keyBlob);
+    }
+    curl_easy_setopt(curl, CURLOPT_MAIL_FROM, envelopeFrom.constData());
+    curl_easy_setopt(curl, CURLOPT_MAIL_RCPT, recipients);
+    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, curl_off_t(mail.message.size()));
+    curl_easy_setopt(curl, CURLOPT_READFUNCTION, readMessage);
+    curl_easy_setopt(curl, CURLOPT_READDATA, &transfer);
+    curl_easy_setopt(curl, CURLOPT_VERBOSE, 1L);
+    curl_easy_setopt(curl, CURLOPT_DEBUGFUNCTION, traceProtocol);
+    curl_easy_setopt(curl, CURLOPT_DEBUGDATA, &transfer);
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, checkStopping);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &transfer);
+    // RFC 5321 4.5.3.2 asks a client to wait 10 minutes for the reply to the dot; the
+    // worker's --timeout is far shorter, and a send it cuts short is in doubt, held,
+    // never resent.
+    const int timeoutMs = transaction.timeoutMs;
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, long(timeoutMs));
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, long(timeoutMs));
+    // libcurl 7.88 waits for the reply to the dot with its server response timeout
+    // (120 s by default), not CURLOPT_TIMEOUT_MS: bound that wait too, in seconds.
+    curl_easy_setopt(curl, CURLOPT_SERVER_RESPONSE_TIMEOUT, long(std::max(1, (timeoutMs + 999) / 1000)));
+    const CURLcode result = curl_easy_perform(curl);
+    long lastCode = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &lastCode);
+    curl_slist_free_all(recipients);
+    curl_easy_cleanup(curl);
+
+    SmtpAttempt attempt;
+    attempt.failure = failureOf(result);
+    attempt.replyCode = transfer.replyCode ? transfer.replyCode : int(lastCode);
+    attempt.reply = QString::fromUtf8(transfer.reply);
+    attempt.messageHandedOver = transfer.handedOver;
+    attempt.latencyMs = clock.elapsed();
+    if (result == CURLE_OK) {
+        attempt.reply = QString::fromUtf8(transfer.dotReply.mid(4).trimmed());
+    } else {
+        attempt.error = QString::fromUtf8(errorBuffer[0] ? errorBuffer : curl_easy_strerror(result));
+        if (attempt.failure != SmtpAttempt::Failure::LoginDenied && attempt.replyCode >= 400)
+            attempt.failure = SmtpAttempt::Failure::ServerReply;
+        attempt.inTransaction = transfer.replyStage == Stage::MailFrom || transfer.replyStage == Stage::RcptTo ||
+                                transfer.replyStage == Stage::Data;
+    }
+    return attempt;
+}
+
 SendOutcome classifySmtp(const SmtpAttempt &attempt, const SecretRedactor &redactor)
 {
     SendOutcome outcome;
@@ -296,86 +380,20 @@ void SmtpSender::send(const Reminder &reminder, QObject *context,
     url.setPath(QString());
     const bool starttlsRequired =
         m_partner.options.value(QLatin1String("starttls")) == QJsonValue(QStringLiteral("required"));
+    SmtpTransaction transaction;
+    transaction.url = url.toEncoded();
+    transaction.user = m_partner.account;
+    transaction.password = m_partner.token;
+    transaction.caBundle = m_caBundle;
+    transaction.clientCertificate = m_clientCertificate;
+    transaction.clientKey = m_clientKey;
+    transaction.starttlsRequired = starttlsRequired;
+    transaction.timeoutMs = m_timeoutMs;
+    transaction.mail = std::move(*mail);
     // Everything the thread needs, copied: the sender may be gone before the outcome is.
-    m_pool.start([mail = std::move(*mail), url = url.toEncoded(), user = m_partner.account,
-                  password = m_partner.token, ca = m_caBundle, certificate = m_clientCertificate,
-                  key = m_clientKey, timeoutMs = m_timeoutMs, starttlsRequired, redactor = m_redactor,
-                  stopping = m_stopping, self = this, context = QPointer<QObject>(context),
-                  onFinished = std::move(onFinished)]() mutable {
-        QElapsedTimer clock;
-        clock.start();
-        Transfer transfer;
-        transfer.message = mail.message;
-        transfer.stopping = stopping;
-        char errorBuffer[CURL_ERROR_SIZE] = {};
-        CURL *curl = curl_easy_init();
-        const QByteArray envelopeFrom = QByteArray("<" + mail.envelopeFrom + ">");
-        const QByteArray envelopeTo = QByteArray("<" + mail.envelopeTo + ">");
-        curl_slist *recipients = curl_slist_append(nullptr, envelopeTo.constData());
-        curl_easy_setopt(curl, CURLOPT_URL, url.constData());
-        curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "smtp,smtps");
-        curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
-        curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errorBuffer);
-        // STARTTLS where offered; "required" refuses a server that stays in plain text.
-        // smtps:// is TLS from the first byte either way.
-        curl_easy_setopt(curl, CURLOPT_USE_SSL, long(starttlsRequired ? CURLUSESSL_ALL : CURLUSESSL_TRY));
-        if (!user.isEmpty()) {
-            curl_easy_setopt(curl, CURLOPT_USERNAME, user.constData());
-            curl_easy_setopt(curl, CURLOPT_PASSWORD, password.constData());
-        }
-        if (!ca.isEmpty()) {
-            curl_blob blob{ca.data(), size_t(ca.size()), CURL_BLOB_COPY};
-            curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob);
-        }
-        if (!certificate.isEmpty()) {
-            curl_blob certificateBlob{certificate.data(), size_t(certificate.size()), CURL_BLOB_COPY};
-            curl_blob keyBlob{key.data(), size_t(key.size()), CURL_BLOB_COPY};
-            curl_easy_setopt(curl, CURLOPT_SSLCERT_BLOB, &certificateBlob);
-            curl_easy_setopt(curl, CURLOPT_SSLKEY_BLOB, &keyBlob);
-        }
-        curl_easy_setopt(curl, CURLOPT_MAIL_FROM, envelopeFrom.constData());
-        curl_easy_setopt(curl, CURLOPT_MAIL_RCPT, recipients);
-        curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, curl_off_t(mail.message.size()));
-        curl_easy_setopt(curl, CURLOPT_READFUNCTION, readMessage);
-        curl_easy_setopt(curl, CURLOPT_READDATA, &transfer);
-        curl_easy_setopt(curl, CURLOPT_VERBOSE, 1L);
-        curl_easy_setopt(curl, CURLOPT_DEBUGFUNCTION, traceProtocol);
-        curl_easy_setopt(curl, CURLOPT_DEBUGDATA, &transfer);
-        curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, checkStopping);
-        curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &transfer);
-        // RFC 5321 4.5.3.2 asks a client to wait 10 minutes for the reply to the dot; the
-        // worker's --timeout is far shorter, and a send it cuts short is in doubt, held,
-        // never resent.
-        curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, long(timeoutMs));
-        curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, long(timeoutMs));
-        // libcurl 7.88 waits for the reply to the dot with its server response timeout
-        // (120 s by default), not CURLOPT_TIMEOUT_MS: bound that wait too, in seconds.
-        curl_easy_setopt(curl, CURLOPT_SERVER_RESPONSE_TIMEOUT, long(std::max(1, (timeoutMs + 999) / 1000)));
-        const CURLcode result = curl_easy_perform(curl);
-        long lastCode = 0;
-        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &lastCode);
-        curl_slist_free_all(recipients);
-        curl_easy_cleanup(curl);
-
-        SmtpAttempt attempt;
-        attempt.failure = failureOf(result);
-        attempt.replyCode = transfer.replyCode ? transfer.replyCode : int(lastCode);
-        attempt.reply = QString::fromUtf8(transfer.reply);
-        attempt.messageHandedOver = transfer.handedOver;
-        attempt.latencyMs = clock.elapsed();
-        if (result == CURLE_OK) {
-            attempt.reply = QString::fromUtf8(transfer.dotReply.mid(4).trimmed());
-        } else {
-            attempt.error = QString::fromUtf8(errorBuffer[0] ? errorBuffer : curl_easy_strerror(result));
-            if (attempt.failure != SmtpAttempt::Failure::LoginDenied && attempt.replyCode >= 400)
-                attempt.failure = SmtpAttempt::Failure::ServerReply;
-            attempt.inTransaction = transfer.replyStage == Stage::MailFrom ||
-                                    transfer.replyStage == Stage::RcptTo ||
-                                    transfer.replyStage == Stage::Data;
-        }
+    m_pool.start([transaction = std::move(transaction), redactor = m_redactor, stopping = m_stopping, self = this,
+                  context = QPointer<QObject>(context), onFinished = std::move(onFinished)]() mutable {
+        const SmtpAttempt attempt = runSmtpTransaction(transaction, stopping);
         // Back on the sender's thread first, where the context's QPointer can be read
         // safely; the sender outlives this task (its destructor waits for the pool).
         QMetaObject::invokeMethod(

@@ -2,6 +2,7 @@
 
 #include "delivery/partnersender.h"
 #include "partners/partnersettings.h"
+#include "partners/profiles/smtpprofile.h"
 
 #include <QThreadPool>
 
@@ -38,6 +39,26 @@ struct SmtpAttempt
     bool messageHandedOver = false;
     qint64 latencyMs = 0;
 };
+
+// Everything one SMTP transaction needs, copied, so that it can run on any thread.
+struct SmtpTransaction
+{
+    QByteArray url; // smtp://HOST:PORT or smtps://HOST:PORT: no user, path or query
+    QByteArray user;     // empty: no AUTH
+    QByteArray password;
+    QByteArray caBundle;          // PEM of the server's own CAs, empty: the system's
+    QByteArray clientCertificate; // PEM, mutual TLS
+    QByteArray clientKey;
+    bool starttlsRequired = false; // refuse a server that stays in plain text
+    int timeoutMs = 10000;
+    SmtpMail mail;
+};
+
+// Runs one transaction with libcurl's SMTP client, blocking the calling thread (never the
+// event loop's: the channels' sender and once watch's mail notifier run it in a pool of
+// their own) until the server accepted the mail, refused it, or timeoutMs passed; a
+// stopping flag set meanwhile cuts it short. Every mail gets its own connection.
+SmtpAttempt runSmtpTransaction(const SmtpTransaction &transaction, const std::shared_ptr<std::atomic_bool> &stopping);
 
 // What an SMTP transaction meant for the reminder. Transient before the message was
 // complete (nothing can have been delivered), and for 4xx; Permanent for 5xx to this mail

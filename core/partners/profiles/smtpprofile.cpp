@@ -231,22 +231,31 @@ std::optional<SmtpMail> buildSmtpMail(const PartnerSettings &partner, const Remi
         }
     }
 
+    return composeSmtpMail(partner.from, content.destination, content.subject, content.body, smtpMessageId(key), now,
+                           {"X-Once-Send-Key: " + smtpSendKeyHeader(key)});
+}
+
+SmtpMail composeSmtpMail(const QString &from, const QString &to, const QString &subject, const QString &body,
+                         const QByteArray &messageId, const QDateTime &now, const QList<QByteArray> &extraHeaders)
+{
     SmtpMail mail;
-    mail.envelopeFrom = partner.from.toLatin1();
-    mail.envelopeTo = content.destination.toLatin1();
-    mail.messageId = smtpMessageId(key);
+    mail.envelopeFrom = from.toLatin1();
+    mail.envelopeTo = to.toLatin1();
+    mail.messageId = messageId;
     QList<QByteArray> headers{
         "From: " + mail.envelopeFrom,
         "To: " + mail.envelopeTo,
-        subjectHeader(content.subject),
+        subjectHeader(subject),
         "Date: " + rfc5322Date(now),
         "Message-ID: " + mail.messageId,
-        "X-Once-Send-Key: " + smtpSendKeyHeader(key),
+    };
+    headers += extraHeaders;
+    headers += {
         "MIME-Version: 1.0",
         "Content-Type: text/plain; charset=UTF-8",
         "Content-Transfer-Encoding: quoted-printable",
     };
-    mail.message = headers.join("\r\n") + "\r\n\r\n" + quotedPrintable(content.body) + "\r\n";
+    mail.message = headers.join("\r\n") + "\r\n\r\n" + quotedPrintable(body) + "\r\n";
     return mail;
 }
 

@@ -34,6 +34,12 @@ struct SmtpMail
 std::optional<SmtpMail> buildSmtpMail(const PartnerSettings &partner, const Reminder &reminder,
                                       const QDateTime &now, QString *problem);
 
+// A plain-text mail (UTF-8, quoted-printable) from and to addresses smtpAddressProblem()
+// accepts, with a subject free of line breaks: the headers every mail of once's has, then
+// extraHeaders ("Name: value") after the Message-ID.
+SmtpMail composeSmtpMail(const QString &from, const QString &to, const QString &subject, const QString &body,
+                         const QByteArray &messageId, const QDateTime &now, const QList<QByteArray> &extraHeaders = {});
+
 // "<once.FIRST-32-HEX-OF-SHA256(KEY)@once.invalid>": a key's Message-ID. The .invalid
 // domain (RFC 2606) makes it ours and unique without naming a host of the sender.
 QByteArray smtpMessageId(const QByteArray &sendKey);
