@@ -246,9 +246,14 @@ std::optional<AlertThresholds::Row> AlertThresholds::rowFor(AlertRule rule, cons
     return std::nullopt;
 }
 
-QString Alert::key() const
+QString alertKey(AlertRule rule, const QString &partner)
 {
     return partner.isEmpty() ? alertRuleName(rule) : alertRuleName(rule) + QLatin1Char('/') + partner;
+}
+
+QString Alert::key() const
+{
+    return alertKey(rule, partner);
 }
 
 QJsonObject Alert::toJson() const

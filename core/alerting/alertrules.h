@@ -49,6 +49,8 @@ const QList<AlertRuleInfo> &alertRules();
 const AlertRuleInfo &alertRuleInfo(AlertRule rule);
 QString alertRuleName(AlertRule rule);
 std::optional<AlertRule> alertRuleNamed(const QString &name);
+// The topic of an alert and of its incident: "partner-down/acme", "oldest-ready".
+QString alertKey(AlertRule rule, const QString &partner);
 QString alertSeverityName(AlertSeverity severity); // warning | critical
 // A threshold as typed: "300", "300s", "5m", "2h", "1d" for a duration (seconds without a
 // unit), a whole number for a count; nullopt and a one-line error for anything else.

@@ -49,12 +49,6 @@ bool run(Database &db, QSqlQuery &query, const QVariantList &values, QString *er
     return db.exec(query, error);
 }
 
-// The partner column is '' for an alert about no partner: a null QString binds as NULL,
-// which the column refuses and which no "partner = ?" would find again.
-QString partnerColumn(const QString &partner)
-{
-    return partner.isNull() ? QStringLiteral("") : partner;
-}
 
 QVariant textOrNullVariant(const QString &text)
 {
@@ -73,7 +67,7 @@ QJsonObject IncidentNote::toJson() const
 
 QString Incident::key() const
 {
-    return partner.isEmpty() ? alertRuleName(rule) : alertRuleName(rule) + QLatin1Char('/') + partner;
+    return alertKey(rule, partner);
 }
 
 QJsonObject Incident::toJson() const
@@ -137,7 +131,7 @@ std::optional<Incidents::Changes> Incidents::record(const QList<Alert> &alerts, 
             "WHERE rule = ? AND partner = COALESCE(?, '') AND resolved_at IS NULL"));
         const QVariantList values{nowMs,    alert.value, severity,   summaries.value(i), alert.value,
                                   severity, details,     alert.value, alert.value,       severity,
-                                  alert.threshold,       alertRuleName(alert.rule),      partnerColumn(alert.partner)};
+                                  alert.threshold,       alertRuleName(alert.rule),      alert.partner};
         if (!run(m_db, update, values, error))
             return std::nullopt;
         const bool raised = update.numRowsAffected() > 0;
@@ -145,10 +139,12 @@ std::optional<Incidents::Changes> Incidents::record(const QList<Alert> &alerts, 
         if (raised)
             continue;
         // Opened once: the unique index of open incidents turns a second watcher's insert away.
+        // COALESCE: an alert about no partner has a null QString, which binds as NULL; the
+        // column holds '' for it (as the UPDATE above looks for).
         auto &insert = m_db.prepared(QStringLiteral(
             "INSERT INTO incidents (rule, partner, severity, started_at, last_seen_at, peak_value, threshold, summary, "
-            "details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ") + IncidentColumns);
-        const QVariantList row{alertRuleName(alert.rule), partnerColumn(alert.partner), severity, std::min(alert.sinceMs, nowMs),
+            "details) VALUES (?, COALESCE(?, ''), ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ") + IncidentColumns);
+        const QVariantList row{alertRuleName(alert.rule), alert.partner, severity, std::min(alert.sinceMs, nowMs),
                                nowMs, alert.value, alert.threshold, summaries.value(i), details};
         if (!run(m_db, insert, row, error))
             return std::nullopt;

@@ -174,14 +174,8 @@ void Watcher::evaluate()
 
     QList<Alert> alerts = evaluateAlerts(inputs, *m_thresholds, nowMs);
     QStringList summaries;
-    for (Alert &alert : alerts) {
+    for (const Alert &alert : alerts)
         summaries.append(alertText(alert, nowMs));
-        // The incidents' partner is '' for the store-wide rules, never NULL (its column
-        // is NOT NULL and part of the open incidents' unique index): a null QString binds
-        // as NULL.
-        if (alert.partner.isNull())
-            alert.partner = QStringLiteral("");
-    }
     Incidents incidents(m_store->database());
     const auto changes = incidents.record(alerts, summaries, nowMs, m_config.clearAfterMs, &error);
     if (!changes) {
