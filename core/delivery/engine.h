@@ -78,6 +78,13 @@ struct PartnerCounters
     qint64 lookupsNotFound = 0;
     qint64 lookupsFailed = 0;
     bool paused = false; // an operator paused it (once partners NAME --pause)
+    // Sending at the partner's pace (AIMD): the rate this worker allows itself now, within
+    // ratePerSecond (0: no limit now); when the partner last throttled it (a 429, or a 503
+    // with Retry-After; 0: never); whether it is ramping up after its breaker closed.
+    // JSON: pace_per_second, throttled_at, slow_start.
+    double paceNowPerSecond = 0;
+    qint64 throttledAtMs = 0;
+    bool slowStart = false;
 
     QJsonObject toJson(qint64 nowMs) const;
 };

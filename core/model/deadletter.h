@@ -28,7 +28,15 @@ struct DeadLetter
     qint64 lastAttemptAtMs = 0;
     qint64 deadAtMs = 0;
     qint64 enqueuedAtMs = 0;
+    // When its reminder stops being worth sending (its expires_at, or its scheduled time
+    // plus its partner's expire_after, as the claim recorded it in the ledger); 0: never.
+    qint64 expiresAtMs = 0;
+    // Its key's state in the ledger now (LedgerState), empty when the ledger has no key:
+    // "applied" means another delivery of the same reminder took effect, so a redrive of
+    // this letter is suppressed as a duplicate.
+    QString keyState;
 
+    bool hasExpired(qint64 nowMs) const { return expiresAtMs > 0 && expiresAtMs <= nowMs; }
     QJsonObject toJson() const;
 };
 

@@ -25,6 +25,7 @@ inline constexpr QLatin1String Retrying("retrying"); // a send failed transientl
 inline constexpr QLatin1String Applied("applied");   // the partner accepted; final
 inline constexpr QLatin1String InDoubt("in_doubt");  // outcome unknown, held for an operator
 inline constexpr QLatin1String Dead("dead");         // dead-lettered; an operator may redrive
+inline constexpr QLatin1String Expired("expired");   // past its expiry before it could be sent: not sent; final
 } // namespace LedgerState
 
 struct ClaimRequest
