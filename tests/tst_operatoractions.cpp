@@ -349,7 +349,7 @@ void TestOperatorActions::redriveAndDiscardAreInEachEventsHistory()
     QSignalSpy redriveFinished(window.session(), &StoreSession::redriveFinished);
     dialog->redriveButton()->click();
     QVERIFY(redriveFinished.wait(10000));
-    QCOMPARE(redriveFinished.constFirst().at(1).toInt(), 3);
+    QCOMPARE(redriveFinished.constFirst().at(1).value<RedriveResult>().moved, 3);
 
     // It discards two with a reason, after a confirmation that asks for one.
     const QList<QByteArray> discarded = keys.mid(3, 2);
@@ -928,7 +928,7 @@ void TestOperatorActions::reasonIsOneLineOnTheCommandLine()
     const auto one = m_once->run({QStringLiteral("redrive"), QStringLiteral("--until"),
                                   QDateTime::currentDateTimeUtc().addSecs(60).toString(Qt::ISODate),
                                   QStringLiteral("--reason"), QStringLiteral("all of the outage")});
-    QVERIFY2(one.exitedWith(0) && one.out.contains("redrove 1 dead letters"), one.describe().constData());
+    QVERIFY2(one.exitedWith(0) && one.out.contains("redrove 1 dead letter\n"), one.describe().constData());
     const QStringList audit =
         storeRows(m_stores, m_url, QStringLiteral("SELECT action, count, reason FROM audit_log"));
     QCOMPARE(audit, QStringList{QStringLiteral("redrive|1|all of the outage")});

@@ -630,9 +630,9 @@ void TestUiBroker::deadLettersAtTheQueueAreRedrivenFromTheConsole()
     }
     dialog->redriveButton()->click();
     QVERIFY(finished.wait(30000));
-    QCOMPARE(finished.constFirst().at(1).toInt(), Count);
-    QCOMPARE(finished.constFirst().at(2).toBool(), false);
-    QCOMPARE(finished.constFirst().at(3).toString(), QString());
+    QCOMPARE(finished.constFirst().at(1).value<RedriveResult>().moved, Count);
+    QCOMPARE(finished.constFirst().at(1).value<RedriveResult>().cancelled, false);
+    QCOMPARE(finished.constFirst().at(1).value<RedriveResult>().error, QString());
     QTRY_COMPARE_WITH_TIMEOUT(table->model()->rowCount(), 0, 20000);
 
     // A worker delivers them: each key once.

@@ -289,8 +289,8 @@ void TestUiConsole::redriveAfterOutageDeliversEachKeyOnce()
     QCOMPARE(dialog->ratePerSecond(), 1000);
     dialog->redriveButton()->click();
     QVERIFY(finished.wait(10000));
-    QCOMPARE(finished.constFirst().at(1).toInt(), 3);
-    QCOMPARE(finished.constFirst().at(2).toBool(), false);
+    QCOMPARE(finished.constFirst().at(1).value<RedriveResult>().moved, 3);
+    QCOMPARE(finished.constFirst().at(1).value<RedriveResult>().cancelled, false);
 
     QTRY_COMPARE_WITH_TIMEOUT(console.partner().stats().effects, qint64(3), 20000);
     for (const QByteArray &key : std::as_const(selected))
@@ -308,7 +308,7 @@ void TestUiConsole::redriveAfterOutageDeliversEachKeyOnce()
     QCOMPARE(dialog->auditDetail(), QStringLiteral("all"));
     dialog->redriveButton()->click();
     QVERIFY(finished.wait(10000));
-    QCOMPARE(finished.constFirst().at(1).toInt(), Count - 3);
+    QCOMPARE(finished.constFirst().at(1).value<RedriveResult>().moved, Count - 3);
 
     QTRY_COMPARE_WITH_TIMEOUT(console.partner().stats().effects, qint64(Count), 20000);
     QTRY_COMPARE_WITH_TIMEOUT(table->model()->rowCount(), 0, 10000);

@@ -329,11 +329,14 @@ void TestUiReadOnly::checkNothingCanWrite(MainWindow &window, const QString &rea
     const auto deadLetterList = letters.constLast().at(1).value<QList<DeadLetter>>();
     QCOMPARE(deadLetterList.size(), 3);
     QSignalSpy redriven(session, &StoreSession::redriveFinished);
-    session->redrive(deadLetterList, 0, QStringLiteral("test"));
+    RedriveOptions options;
+    options.picked = deadLetterList;
+    options.detail = QStringLiteral("test");
+    session->redrive(options);
     QVERIFY(redriven.wait(10000));
-    QCOMPARE(redriven.constFirst().at(1).toInt(), 0);
-    QVERIFY2(redriven.constFirst().at(3).toString().contains(QLatin1String("read-only")),
-             qPrintable(redriven.constFirst().at(3).toString()));
+    QCOMPARE(redriven.constFirst().at(1).value<RedriveResult>().moved, 0);
+    QVERIFY2(redriven.constFirst().at(1).value<RedriveResult>().error.contains(QLatin1String("read-only")),
+             qPrintable(redriven.constFirst().at(1).value<RedriveResult>().error));
     QSignalSpy operations(session, &StoreSession::operationFinished);
     session->discard(deadLetterList, QStringLiteral("test"));
     session->resolve(m_keys.value(3), true);

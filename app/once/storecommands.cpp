@@ -4,11 +4,16 @@
 #include "queues/brokerqueue.h"
 #include "operator/eventverdict.h"
 #include "operator/operations.h"
+#include "operator/redriverun.h"
+#include "store/ledger.h"
+#include "model/clock.h"
 #include "model/reminder.h"
 #include "store/store.h"
+#include "text/quantities.h"
 
 #include <QDateTime>
 #include <QElapsedTimer>
+#include <QEventLoop>
 #include <QFile>
 #include <QJsonArray>
 #include <QThread>
@@ -43,6 +48,22 @@ std::optional<QList<DeadLetter>> brokerDeadLetters(BrokerQueue &broker, const De
     if (letters)
         letters->removeIf([&filter](const DeadLetter &letter) { return !filter.matches(letter); });
     return letters;
+}
+
+// "400 dead letters: 360 would be sent, 20 already applied (suppressed as duplicates), 20
+// expired (skipped: --include-expired puts them back)".
+QString redrivePreviewLine(const RedrivePreview &preview, bool includeExpired)
+{
+    QString line = QStringLiteral("%1 dead letters: %2 would be sent, %3 already applied (suppressed as duplicates), "
+                                  "%4 expired")
+                       .arg(preview.total)
+                       .arg(preview.wouldSend)
+                       .arg(preview.alreadyApplied)
+                       .arg(preview.expired);
+    if (preview.expired > 0)
+        line += includeExpired ? QStringLiteral(" (put back: workers settle them expired, unsent)")
+                               : QStringLiteral(" (skipped: --include-expired puts them back)");
+    return line;
 }
 
 // A message that never became an event (invalid, refused before its claim) is only a dead
@@ -490,15 +511,35 @@ int runRedrive(const QStringList &arguments)
                       QStringLiteral("T")});
     parser.addOption({QStringLiteral("until"), QStringLiteral("Dead letters that died at or before T (RFC 3339)."),
                       QStringLiteral("T")});
-    parser.addOption({QStringLiteral("rate"), QStringLiteral("At most N messages per second (0: no limit)."),
+    parser.addOption({QStringLiteral("rate"),
+                      QStringLiteral("At most N messages per second (0: no ceiling). Slower while the workers' "
+                                     "partner throttles them; held while their breaker is open."),
                       QStringLiteral("N"), QStringLiteral("0")});
-    parser.addOption({QStringLiteral("dry-run"), QStringLiteral("List what would move; move nothing.")});
+    parser.addOption({QStringLiteral("canary"),
+                      QStringLiteral("Put N back first and wait until they are applied or failed; then the rest "
+                                     "(none applied: stop)."),
+                      QStringLiteral("N"), QStringLiteral("0")});
+    parser.addOption({QStringLiteral("stop-after-failures"),
+                      QStringLiteral("Stop once the redriven letters' sends failed N times (0: never)."),
+                      QStringLiteral("N"), QStringLiteral("0")});
+    parser.addOption({QStringLiteral("include-expired"),
+                      QStringLiteral("Put back letters whose reminder has expired too (workers settle them "
+                                     "expired, unsent); skipped otherwise.")});
+    parser.addOption({QStringLiteral("dry-run"),
+                      QStringLiteral("Say what would be sent, what is already applied and what has expired; move "
+                                     "nothing.")});
     addReasonOption(parser);
     command.addQueueOption();
     if (const int exit = command.parse(arguments); exit >= 0)
         return exit;
     const auto rate = command.integer(QStringLiteral("rate"), 0, 1000000);
     if (!rate)
+        return Usage;
+    const auto canary = command.integer(QStringLiteral("canary"), 0, 1000000);
+    if (!canary)
+        return Usage;
+    const auto stopAfterFailures = command.integer(QStringLiteral("stop-after-failures"), 0, 1000000);
+    if (!stopAfterFailures)
         return Usage;
     DeadLetterFilter filter;
     const bool all = parser.isSet(QStringLiteral("all"));
@@ -525,8 +566,8 @@ int runRedrive(const QStringList &arguments)
     if (!all && filter.sendKeys.isEmpty() && filter.errorClass.isEmpty() && !filter.sinceMs && !filter.untilMs)
         return command.usageError(
             QStringLiteral("choose what to redrive: --all, --key, --error-class, --since or --until"));
-    const auto store = command.openStore(parser.isSet(QStringLiteral("dry-run")) ? Command::Access::ReadOnly
-                                                                                 : Command::Access::ReadWrite);
+    const bool dryRun = parser.isSet(QStringLiteral("dry-run"));
+    const auto store = command.openStore(dryRun ? Command::Access::ReadOnly : Command::Access::ReadWrite);
     if (!store)
         return Failure;
     std::unique_ptr<BrokerQueue> broker;
@@ -535,50 +576,72 @@ int runRedrive(const QStringList &arguments)
         if (!broker)
             return Failure;
     }
+    RedriveOptions options;
+    options.matching = filter;
+    options.ceilingPerSecond = int(*rate);
+    options.canary = int(*canary);
+    options.stopAfterFailures = int(*stopAfterFailures);
+    options.includeExpired = parser.isSet(QStringLiteral("include-expired"));
+    options.reason = *reason;
     QString error;
-    const auto letters = broker ? brokerDeadLetters(*broker, filter, &error) : store->inspector().deadLetters(filter, &error);
-    if (!letters)
+    const auto preview = RedriveRun::preview(*store, broker.get(), nullptr, options, true, &error);
+    if (!preview)
         return failure(error);
-    if (parser.isSet(QStringLiteral("dry-run"))) {
-        for (const auto &letter : *letters)
-            printLine(QStringLiteral("would redrive %1  %2  %3%4")
-                          .arg(letter.id, or_(QString::fromLatin1(letter.sendKey), QStringLiteral("(no key)")), letter.errorClass,
-                               letter.redriveCount ? QStringLiteral("  (redriven %1 times before)").arg(letter.redriveCount)
-                                                   : QString()));
-        printLine(QStringLiteral("dry run: %1 dead letters would be redriven").arg(letters->size()));
+    if (dryRun) {
+        const qint64 now = nowMs();
+        for (const auto &letter : preview->letters) {
+            const QString what = letter.hasExpired(now)                        ? QStringLiteral("expired       ")
+                                 : letter.keyState == LedgerState::Applied ? QStringLiteral("applied       ")
+                                                                               : QStringLiteral("would redrive ");
+            const QString expiry = letter.hasExpired(now)
+                                       ? QStringLiteral("  (expired %1; would be %2 late)")
+                                             .arg(formatTime(letter.expiresAtMs),
+                                                  formatDuration(redriveLateness(letter.sendKey, now)))
+                                       : QString();
+            printLine(what + QStringLiteral("%1  %2  %3%4%5")
+                                 .arg(letter.id, or_(QString::fromLatin1(letter.sendKey), QStringLiteral("(no key)")),
+                                      letter.errorClass,
+                                      letter.redriveCount
+                                          ? QStringLiteral("  (redriven %1 times before)").arg(letter.redriveCount)
+                                          : QString(),
+                                      expiry));
+        }
+        printLine(QStringLiteral("dry run: ") + redrivePreviewLine(*preview, options.includeExpired));
         return Ok;
     }
+    if (preview->expired > 0)
+        printLine(redrivePreviewLine(*preview, options.includeExpired));
     // The keys when they were named, else the filter; the queue too, as the audit log
     // outlives the queue's URL. The same words as the console's.
-    QString detail = describeRedrive(filter, *letters);
+    options.detail = describeRedrive(filter, preview->letters);
     if (broker)
-        detail += QStringLiteral(" queue=") + broker->location().displayName();
-    // The audit row first: each batch counts itself into it as it commits.
-    const auto auditId = store->operations().beginAudit({QStringLiteral("redrive"), detail, int(*rate), *reason}, &error);
-    if (!auditId)
+        options.detail += QStringLiteral(" queue=") + broker->location().displayName();
+    RedriveRun run(*store, broker.get(), nullptr, store->operations().actor(), options);
+    QEventLoop loop;
+    RedriveResult result;
+    RedriveProgress::Phase shown = RedriveProgress::Phase::Moving;
+    QObject::connect(&run, &RedriveRun::progressed, &loop, [&shown](const RedriveProgress &progress) {
+        // A line when the run changes what it does: held, throttled, waiting for its canary.
+        if (progress.phase == shown || progress.phase == RedriveProgress::Phase::Finished)
+            return;
+        shown = progress.phase;
+        printLine(QStringLiteral("%1: %2 of %3 moved%4")
+                      .arg(RedriveProgress::phaseName(progress.phase))
+                      .arg(progress.moved)
+                      .arg(progress.total)
+                      .arg(progress.why.isEmpty() ? QString() : QStringLiteral("; ") + progress.why));
+    });
+    QObject::connect(&run, &RedriveRun::finished, &loop, [&](const RedriveResult &finished) {
+        result = finished;
+        loop.quit();
+    });
+    if (!run.start(&error))
         return failure(error);
-    const qsizetype batchSize = redriveBatchSize(int(*rate));
-    QElapsedTimer clock;
-    clock.start();
-    qint64 moved = 0;
-    for (qsizetype start = 0; start < letters->size(); start += batchSize) {
-        const auto batch = letters->mid(start, batchSize);
-        const auto result = broker ? store->operations().redrive(*broker, batch, *auditId, &error)
-                                   : store->operations().redrive(batch, *auditId, &error);
-        if (!result) {
-            QString noteError;
-            store->operations().noteInAudit(*auditId, QStringLiteral("(stopped by an error)"), &noteError);
-            return failure(QStringLiteral("redrive stopped after %1 messages: %2").arg(moved).arg(error));
-        }
-        moved += *result;
-        if (*rate > 0) {
-            const qint64 due = (start + batchSize) * 1000 / *rate;
-            if (due > clock.elapsed())
-                QThread::msleep(quint64(due - clock.elapsed()));
-        }
-    }
-    printLine(QStringLiteral("redrove %1 dead letters").arg(moved));
-    return Ok;
+    loop.exec();
+    if (!result.ok())
+        return failure(QStringLiteral("redrive stopped after %1 messages: %2").arg(result.moved).arg(result.error));
+    printLine(result.summary());
+    return result.stoppedBecause.isEmpty() ? Ok : Failure;
 }
 
 int runInDoubt(const QStringList &arguments)

@@ -36,6 +36,17 @@ bool DeadLetterFilter::matches(const DeadLetter &letter) const
            deadLetterMatchesSearch(letter, text);
 }
 
+DeadLetterFilter DeadLetterFilter::walkUntil(qint64 nowMs) const
+{
+    DeadLetterFilter walk = *this;
+    walk.untilMs = walk.untilMs > 0 ? std::min(walk.untilMs, nowMs) : nowMs;
+    walk.afterId.clear();
+    walk.afterDeadAtMs = 0;
+    walk.newestFirst = false;
+    walk.limit = -1;
+    return walk;
+}
+
 bool lastErrorHasHttpStatus(const QString &lastError, int httpStatus)
 {
     // The patterns the store's query uses (LIKE), word for word.

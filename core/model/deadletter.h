@@ -76,6 +76,9 @@ struct DeadLetterFilter
         afterDeadAtMs = letter.deadAtMs;
         afterId = letter.id;
     }
+    // The same letters walked from the start, oldest first, up to nowMs at the latest: a
+    // walk (a redrive, an export) does not chase letters that die while it goes on.
+    DeadLetterFilter walkUntil(qint64 nowMs) const;
     // For dead letters listed without SQL (at a broker); the cursor is not a condition.
     bool matches(const DeadLetter &letter) const;
     // Whether a comes before b in the list's order.

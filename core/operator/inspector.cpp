@@ -1119,6 +1119,46 @@ std::optional<QList<AuditEntry>> Inspector::readAudit(QSqlQuery &query, QString 
     return entries;
 }
 
+// Each redriven row's key, followed through the rows after it: its first ending (an
+// accepted send or a duplicate of one, a dead letter, an expiry) and its failed sends. A
+// throttling answer ("rate-limited") is the partner's pace, not a failure of the letter.
+std::optional<RedriveEndings> Inspector::redriveEndings(qint64 auditId, QString *error)
+{
+    const QString after = QStringLiteral(
+        "FROM attempts t WHERE t.send_key = r.send_key AND t.key_created_at = r.key_created_at AND t.id > r.id");
+    const QString failed = QStringLiteral(
+        " AND t.step = 'send' AND t.outcome IN ('transient', 'permanent', 'in-doubt', 'held') "
+        "AND COALESCE(t.error_class, '') <> 'rate-limited'");
+    auto &query = m_db.prepared(
+        QStringLiteral("SELECT COUNT(*), "
+                       "SUM(CASE WHEN EXISTS (SELECT 1 %1 AND t.outcome IN ('applied', 'duplicate')) THEN 1 ELSE 0 END), "
+                       "SUM(CASE WHEN EXISTS (SELECT 1 %1 AND t.step = 'dead-letter') THEN 1 ELSE 0 END), "
+                       "SUM(CASE WHEN EXISTS (SELECT 1 %1 AND t.outcome = 'expired') THEN 1 ELSE 0 END), "
+                       "SUM(CASE WHEN EXISTS (SELECT 1 %1%2) THEN 1 ELSE 0 END), "
+                       "SUM((SELECT COUNT(*) %1%2)), "
+                       "(SELECT t.error_class FROM attempts t WHERE t.send_key IN (SELECT send_key FROM attempts "
+                       "WHERE audit_id = ? AND step = 'operator' AND outcome = 'redriven') AND t.id > (SELECT MIN(id) FROM attempts "
+                       "WHERE audit_id = ?)%2 ORDER BY t.id DESC LIMIT 1) "
+                       "FROM attempts r WHERE r.audit_id = ? AND r.step = 'operator' AND r.outcome = 'redriven'")
+            .arg(after, failed));
+    for (int i = 0; i < 3; ++i)
+        query.addBindValue(auditId);
+    if (!m_db.exec(query, error))
+        return std::nullopt;
+    RedriveEndings endings;
+    if (query.next()) {
+        endings.redriven = query.value(0).toLongLong();
+        endings.applied = query.value(1).toLongLong();
+        endings.diedAgain = query.value(2).toLongLong();
+        endings.expired = query.value(3).toLongLong();
+        endings.keysFailed = query.value(4).toLongLong();
+        endings.failedSends = query.value(5).toLongLong();
+        endings.lastErrorClass = query.value(6).toString();
+    }
+    query.finish();
+    return endings;
+}
+
 std::optional<KeyHonouring> Inspector::recordedKeyHonouring(const QString &partner, QString *error)
 {
     auto &query = m_db.prepared(QStringLiteral("SELECT honours_key FROM partners WHERE url = ?"));

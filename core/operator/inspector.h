@@ -173,6 +173,21 @@ struct AuditEntry
     QJsonObject toJson() const;
 };
 
+// What became of the letters one redrive put back (the "redriven" rows naming its audit
+// row), from each key's history after that row, as far as it has gone.
+struct RedriveEndings
+{
+    qint64 redriven = 0;
+    qint64 applied = 0;   // an accepted send, or found applied already (a duplicate)
+    qint64 diedAgain = 0;
+    qint64 expired = 0;   // settled expired, not sent
+    qint64 keysFailed = 0; // keys with a failed send since (throttled answers aside)
+    qint64 failedSends = 0;
+    QString lastErrorClass; // of the latest failed send
+
+    qint64 settled() const { return applied + diedAgain + expired; }
+};
+
 // What the partner answered in a recent window, from the history: whether it is taking
 // sends now, as far as the store can tell.
 struct PartnerActivity
@@ -238,6 +253,7 @@ public:
     bool describeReconciliation(QList<EventRow> &rows, QString *error);
     // The latest entries, each redrive with its outcome so far.
     std::optional<QList<AuditEntry>> auditLog(int limit, QString *error);
+    std::optional<RedriveEndings> redriveEndings(qint64 auditId, QString *error);
     // The entries written in [sinceMs, untilMs], oldest first, at most limit, each redrive
     // with its outcome so far: what operators did during an incident.
     std::optional<QList<AuditEntry>> auditLogBetween(qint64 sinceMs, qint64 untilMs, int limit, QString *error);

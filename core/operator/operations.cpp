@@ -67,11 +67,6 @@ QString describeRedrive(const DeadLetterFilter &filter, const QList<DeadLetter> 
     return detail;
 }
 
-qsizetype redriveBatchSize(int ratePerSecond)
-{
-    return ratePerSecond > 0 ? std::max(1, ratePerSecond / 10) : 500;
-}
-
 std::optional<qint64> Operations::beginAudit(const AuditAction &action, QString *error, qint64 count)
 {
     auto &insert = m_db.prepared(QStringLiteral("INSERT INTO audit_log (at, actor, action, detail, count, rate, reason) "

@@ -30,9 +30,6 @@ QString describeFilter(const DeadLetterFilter &filter);
 // A redrive's detail in the audit log: the keys when they were named (and the rest of the
 // filter), else the filter. The same from `once redrive`, the console and `once serve`.
 QString describeRedrive(const DeadLetterFilter &filter, const QList<DeadLetter> &letters);
-// How many letters a redrive at ratePerSecond (0: none) moves in one transaction: a
-// tenth of a second's worth, so the rate holds without a burst.
-qsizetype redriveBatchSize(int ratePerSecond);
 
 // The longest reason an operator may give, in characters: a sentence, not a document.
 inline constexpr int MaxReasonLength = 500;

@@ -24,30 +24,11 @@ Q_LOGGING_CATEGORY(lcReader, "once.core.reader")
 namespace once {
 
 namespace {
-constexpr int RedriveTickMs = 100;
-constexpr int UnpacedRedriveBatch = 500; // letters a tick without a rate
-// The most letters a redrive reads and moves at once, whatever the rate: a faster rate
-// moves several batches a tick, one after the other.
-constexpr int MaxRedriveBatch = 500;
 // However many notifications arrive, views refresh at most this often because of them.
 constexpr int MinChangeIntervalMs = 1000;
 // The longest window the console charts.
 constexpr qint64 OwnReadingsKeptMs = 24LL * 3600 * 1000;
 
-// The letters a filter takes that died by now, walked from the start in the list's order
-// by a redrive or an export: one that dies while the walk goes on (a redriven letter dying
-// again, say) waits for the operator's next look, rather than coming round again.
-DeadLetterFilter walkUntilNow(const DeadLetterFilter &matching)
-{
-    DeadLetterFilter walk = matching;
-    const qint64 now = nowMs();
-    walk.untilMs = walk.untilMs > 0 ? std::min(walk.untilMs, now) : now;
-    walk.afterId.clear();
-    walk.afterDeadAtMs = 0;
-    walk.newestFirst = false;
-    walk.limit = -1;
-    return walk;
-}
 }
 
 StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, IfMissing ifMissing,
@@ -62,6 +43,10 @@ StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, IfMis
     qRegisterMetaType<QList<once::EventRow>>();
     qRegisterMetaType<QList<once::Attempt>>();
     qRegisterMetaType<QList<once::DeadLetter>>();
+    qRegisterMetaType<once::RedriveOptions>();
+    qRegisterMetaType<once::RedrivePreview>();
+    qRegisterMetaType<once::RedriveProgress>();
+    qRegisterMetaType<once::RedriveResult>();
     qRegisterMetaType<once::DeadLetter>();
     qRegisterMetaType<once::DeadLetterCounts>();
     qRegisterMetaType<QList<once::AuditEntry>>();
@@ -69,8 +54,6 @@ StoreReader::StoreReader(const QString &storeUrl, const QString &queueUrl, IfMis
     qRegisterMetaType<QList<once::WorkerRecord>>();
     qRegisterMetaType<once::PartnerActivity>();
     qRegisterMetaType<QList<once::PartnerPolicy>>();
-    m_redriveTimer.setInterval(RedriveTickMs);
-    connect(&m_redriveTimer, &QTimer::timeout, this, &StoreReader::redriveNextBatch);
     m_exportTimer.setInterval(0);
     connect(&m_exportTimer, &QTimer::timeout, this, &StoreReader::exportNextBatch);
     m_changeTimer.setSingleShot(true);
@@ -132,10 +115,10 @@ void StoreReader::open()
 
 void StoreReader::close()
 {
-    m_redriveTimer.stop();
     m_exportTimer.stop();
     m_changeTimer.stop();
-    m_redrive.reset();
+    delete m_redrive; // before the store it runs on
+    m_redrive = nullptr;
     m_export.reset(); // its temporary file goes with it
     m_brokerLetters.reset();
     m_broker.reset();
@@ -454,147 +437,59 @@ void StoreReader::loadReadiness(quint64 token, qint64 windowMs)
         fail(token, error);
 }
 
-void StoreReader::redrive(quint64 token, const QList<DeadLetter> &letters, int ratePerSecond, const QString &detail,
-                          const QString &reason)
-{
-    startRedrive(token, letters, std::nullopt, ratePerSecond, detail, reason);
-}
-
-void StoreReader::redriveMatching(quint64 token, const DeadLetterFilter &filter, int ratePerSecond,
-                                  const QString &detail, const QString &reason)
-{
-    startRedrive(token, {}, filter, ratePerSecond, detail, reason);
-}
-
-void StoreReader::startRedrive(quint64 token, const QList<DeadLetter> &letters,
-                               const std::optional<DeadLetterFilter> &matching, int ratePerSecond,
-                               const QString &detail, const QString &reason)
+void StoreReader::previewRedrive(quint64 token, const RedriveOptions &options)
 {
     if (!ensureOpen(token))
         return;
-    if (const auto refusal = refusalToWrite()) {
-        emit redriveFinished(token, 0, false, *refusal);
-        return;
-    }
-    if (m_redrive) {
-        emit redriveFinished(token, 0, false, QStringLiteral("another redrive is still running"));
-        return;
-    }
     QString error;
-    auto run = std::make_unique<Redrive>();
-    run->token = token;
-    run->letters = letters;
-    run->ratePerSecond = ratePerSecond;
-    run->total = int(letters.size());
-    if (matching) {
-        const DeadLetterFilter walk = walkUntilNow(*matching);
-        // The run counts what is at a broker now, not at the last refresh.
-        if (m_brokerLetters)
-            m_brokerLetters->forget();
-        const auto counts = readDeadLetterCounts(walk, 0, &error);
-        if (!counts) {
-            emit redriveFinished(token, 0, false, withoutSecrets(error));
-            return;
-        }
-        run->total = int(std::min<qint64>(counts->tally(walk.errorClass).letters, std::numeric_limits<int>::max()));
-        run->matching = walk;
-    }
-    const auto auditId =
-        m_store->operations().beginAudit({QStringLiteral("redrive"), detail, ratePerSecond, reason}, &error);
-    if (!auditId) {
-        emit redriveFinished(token, 0, false, withoutSecrets(error));
+    if (const auto preview =
+            RedriveRun::preview(*m_store, m_broker.get(), m_brokerLetters.get(), options, false, &error))
+        emit redrivePreviewed(token, *preview);
+    else
+        fail(token, error);
+}
+
+void StoreReader::redrive(quint64 token, const RedriveOptions &options)
+{
+    if (!ensureOpen(token))
+        return;
+    RedriveResult refused;
+    if (const auto refusal = refusalToWrite())
+        refused.error = *refusal;
+    else if (m_redrive)
+        refused.error = QStringLiteral("another redrive is still running");
+    if (!refused.error.isEmpty()) {
+        emit redriveFinished(token, refused);
         return;
     }
-    run->auditId = *auditId;
-    m_redrive = std::move(run);
-    m_redrive->started.start();
-    redriveNextBatch();
-    if (m_redrive)
-        m_redriveTimer.start();
+    auto *run = new RedriveRun(*m_store, m_broker.get(), m_brokerLetters.get(), m_store->operations().actor(),
+                               options, this);
+    connect(run, &RedriveRun::progressed, this,
+            [this, token](const RedriveProgress &progress) { emit redriveProgress(token, progress); });
+    connect(run, &RedriveRun::finished, this, [this, token, run](RedriveResult result) {
+        result.error = withoutSecrets(result.error);
+        if (m_redrive == run)
+            m_redrive = nullptr;
+        run->deleteLater();
+        emit redriveFinished(token, result);
+    });
+    QString error;
+    if (!run->start(&error)) {
+        delete run;
+        refused.error = withoutSecrets(error);
+        emit redriveFinished(token, refused);
+        return;
+    }
+    m_redrive = run;
+    m_redriveToken = token;
 }
 
 void StoreReader::cancelRedrive(quint64 token)
 {
     // Not deferred: a cancel that waits behind the batch it means to stop is no use, and
-    // it only sets a flag the next batch reads.
-    if (m_redrive && m_redrive->token == token)
-        m_redrive->cancelled = true;
-}
-
-std::optional<QList<DeadLetter>> StoreReader::nextRedriveBatch(int count, QString *error)
-{
-    Redrive &run = *m_redrive;
-    if (run.matching) {
-        DeadLetterFilter page = *run.matching;
-        page.limit = count;
-        // A broker moves its own messages; only the store's queue is given the payloads.
-        page.withPayload = !m_broker;
-        auto letters = readDeadLetterPage(page, error);
-        if (letters && !letters->isEmpty())
-            run.matching->continueAfter(letters->constLast());
-        return letters;
-    }
-    const QList<DeadLetter> picked = run.letters.mid(run.next, count);
-    if (m_broker)
-        return picked;
-    // The table lists letters without payloads: read them now, a batch at a time. A letter
-    // gone meanwhile (another operator) is not found, and so skipped.
-    DeadLetterFilter byId;
-    for (const DeadLetter &letter : picked)
-        byId.ids.append(letter.id);
-    return m_store->inspector().deadLetters(byId, error);
-}
-
-// Each tick moves what has fallen due since the start: letter k at (k + 1) / rate
-// seconds, so N letters take N / rate seconds at any rate, without bursts, and a late tick
-// catches up rather than slowing the run. (A fixed share per tick rounded a rate below
-// ten per second up to one letter a tick.) Between ticks the thread answers other
-// requests. At a broker, each batch reopens its keys in the ledger first, then has the
-// broker move the messages (Operations). No batch is larger than MaxRedriveBatch, so
-// that memory stays flat however many letters match.
-void StoreReader::redriveNextBatch()
-{
-    if (!m_redrive)
-        return;
-    Redrive &run = *m_redrive;
-    QString error;
-    const qint64 due = run.ratePerSecond > 0 ? qint64(run.ratePerSecond) * run.started.elapsed() / 1000
-                                             : run.next + UnpacedRedriveBatch;
-    while (!run.cancelled && error.isEmpty() && run.next < run.total && run.next < due) {
-        const int batch = int(std::min<qint64>({due - run.next, qint64(run.total - run.next), MaxRedriveBatch}));
-        const auto letters = nextRedriveBatch(batch, &error);
-        if (!letters)
-            break;
-        const auto moved = letters->isEmpty() ? std::optional<int>(0)
-                           : m_broker         ? m_store->operations().redrive(*m_broker, *letters, run.auditId, &error)
-                                              : m_store->operations().redrive(*letters, run.auditId, &error);
-        if (!moved)
-            break;
-        run.moved += *moved;
-        run.next += batch;
-        // Fewer letters match than were counted (redriven or discarded elsewhere meanwhile):
-        // the walk is at its end.
-        if (run.matching && letters->size() < batch)
-            run.next = run.total;
-        emit redriveProgress(run.token, run.next, run.total);
-    }
-    const bool done = !error.isEmpty() || run.cancelled || run.next >= run.total;
-    if (!done)
-        return;
-    m_redriveTimer.stop();
-    // The walk cut its batches from one listing; what is at the broker now is another.
-    if (m_brokerLetters)
-        m_brokerLetters->forget();
-    // The batches counted themselves into the audit row; it says how the run ended. An
-    // error's own text may name the store, so the row says only that one stopped it.
-    QString auditError;
-    if (run.cancelled)
-        m_store->operations().noteInAudit(run.auditId, QStringLiteral("(cancelled)"), &auditError);
-    else if (!error.isEmpty())
-        m_store->operations().noteInAudit(run.auditId, QStringLiteral("(stopped by an error)"), &auditError);
-    const auto finished = std::move(m_redrive);
-    emit redriveFinished(finished->token, finished->moved, finished->cancelled,
-                         withoutSecrets(error.isEmpty() ? auditError : error));
+    // it only sets a flag the next tick reads.
+    if (m_redrive && m_redriveToken == token)
+        m_redrive->cancel();
 }
 
 void StoreReader::exportDeadLetters(quint64 token, const DeadLetterFilter &filter, const QString &path)
@@ -606,7 +501,7 @@ void StoreReader::exportDeadLetters(quint64 token, const DeadLetterFilter &filte
         return;
     }
     QString error;
-    const DeadLetterFilter walk = walkUntilNow(filter);
+    const DeadLetterFilter walk = filter.walkUntil(nowMs());
     if (m_brokerLetters)
         m_brokerLetters->forget();
     const auto counts = readDeadLetterCounts(walk, 0, &error);

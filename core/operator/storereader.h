@@ -5,6 +5,7 @@
 #include "store/database.h"
 #include "operator/inspector.h"
 #include "operator/metrics.h"
+#include "operator/redriverun.h"
 #include "store/workerregistry.h"
 
 #include <QElapsedTimer>
@@ -87,18 +88,14 @@ public slots:
     // Who would send redriven letters now: the workers on the store, and what the partner
     // answered over the last windowMs.
     void loadReadiness(quint64 token, qint64 windowMs);
-    // Moves dead letters back to the queue in batches, at most ratePerSecond (0: no
-    // limit), reporting progress; the thread stays free for other requests meanwhile.
-    // The audit row (detail, rate, reason) is written before the first batch and counts
-    // every batch as it commits.
-    // The letters need no payloads: the reader reads them, a batch at a time.
-    void redrive(quint64 token, const QList<once::DeadLetter> &letters, int ratePerSecond, const QString &detail,
-                 const QString &reason);
-    // The same for every letter the filter takes (its cursor and limit aside) that died
-    // by now: the reader walks them itself in batches, so that however many there are, it
-    // holds one batch at a time. Progress counts against the letters counted at the start.
-    void redriveMatching(quint64 token, const once::DeadLetterFilter &filter, int ratePerSecond, const QString &detail,
-                         const QString &reason);
+    // What a redrive of these letters would do now: send, suppress as a duplicate, or skip
+    // as expired (RedriveRun::preview).
+    void previewRedrive(quint64 token, const once::RedriveOptions &options);
+    // Redrives the letters picked (they need no payloads: the run reads them a batch at a
+    // time) or those the filter takes that died by now, paced, held and stopped as the
+    // options say (RedriveRun), reporting progress; the thread stays free for other
+    // requests meanwhile. One at a time.
+    void redrive(quint64 token, const once::RedriveOptions &options);
     void cancelRedrive(quint64 token);
     // Writes every letter the filter takes (its cursor and limit aside) that died by now to
     // path, CSV or JSON by its name (DeadLetterFile): walked in batches like a redrive of
@@ -165,8 +162,11 @@ signals:
                       const once::AlertThresholds &thresholds);
     void incidentsLoaded(quint64 token, const QList<once::Incident> &incidents);
     void incidentReportLoaded(quint64 token, const once::IncidentReport &report);
-    void redriveProgress(quint64 token, int moved, int total);
-    void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
+    void redrivePreviewed(quint64 token, const once::RedrivePreview &preview);
+    void redriveProgress(quint64 token, const once::RedriveProgress &progress);
+    // result.error: in one line, without secrets; empty when it went well, was cancelled
+    // or stopped by its own rule (result.stoppedBecause).
+    void redriveFinished(quint64 token, const once::RedriveResult &result);
     void exportProgress(quint64 token, int written, int total);
     // written: the letters in the file, 0 unless it is complete. error: in one line, empty
     // when it went well or was cancelled.
@@ -177,12 +177,7 @@ signals:
     void storeChanged();
 
 private:
-    void redriveNextBatch();
     void exportNextBatch();
-    void startRedrive(quint64 token, const QList<DeadLetter> &letters, const std::optional<DeadLetterFilter> &matching,
-                      int ratePerSecond, const QString &detail, const QString &reason);
-    // The next count letters of a redrive, with the payloads the store's queue needs.
-    std::optional<QList<DeadLetter>> nextRedriveBatch(int count, QString *error);
     std::optional<DeliveryStats> readStats(QString *error);
     // Queue depth and age where no worker sampled them (none runs): this reader's own
     // readings, kept for the session (workers keep theirs in the store).
@@ -216,24 +211,9 @@ private:
     std::unique_ptr<PartnerLookups> m_lookups;
     QString m_lookupsFile;
 
-    // A redrive under way: of letters picked one by one (letters), or of those a filter
-    // takes, walked by its cursor (matching). Either way each batch is read when it falls
-    // due, payloads and all, and let go once it is moved.
-    struct Redrive
-    {
-        quint64 token = 0;
-        QList<DeadLetter> letters;
-        std::optional<DeadLetterFilter> matching;
-        int total = 0;
-        int ratePerSecond = 0;
-        QElapsedTimer started; // the rate is kept over the whole run, not per tick
-        int next = 0;          // letters taken so far, moved or found gone
-        int moved = 0;
-        qint64 auditId = 0;
-        bool cancelled = false;
-    };
-    std::unique_ptr<Redrive> m_redrive;
-    QTimer m_redriveTimer{this}; // a child, so that moveToThread() takes it along
+    // The redrive under way, a child of this reader so that it runs on its thread.
+    RedriveRun *m_redrive = nullptr;
+    quint64 m_redriveToken = 0;
     std::unique_ptr<DeadLetterExport> m_export;
     QTimer m_exportTimer{this}; // the next batch, at the thread's next turn
     QTimer m_changeTimer{this};  // the next storeChanged(), while one is due

@@ -1015,6 +1015,18 @@ std::optional<RedriveRequest> QueueServer::redriveRequest(const ExchangePtr &exc
     if (const auto *error = std::get_if<ApiError>(&rate))
         return refuse(*error);
     redrive.ratePerSecond = int(std::get<qint64>(rate));
+    const auto canary = integerField(*body, QStringLiteral("canary"), 0, 1000000, 0);
+    if (const auto *error = std::get_if<ApiError>(&canary))
+        return refuse(*error);
+    redrive.canary = int(std::get<qint64>(canary));
+    const auto stopAfter = integerField(*body, QStringLiteral("stop_after_failures"), 0, 1000000, 0);
+    if (const auto *error = std::get_if<ApiError>(&stopAfter))
+        return refuse(*error);
+    redrive.stopAfterFailures = int(std::get<qint64>(stopAfter));
+    const QJsonValue includeExpired = body->value(QStringLiteral("include_expired"));
+    if (!includeExpired.isUndefined() && !includeExpired.isBool())
+        return refuse(badField(QStringLiteral("include_expired"), QStringLiteral("must be true or false")));
+    redrive.includeExpired = includeExpired.toBool();
     const QJsonValue reason = body->value(QStringLiteral("reason"));
     const QString reasonText = reason.toString().trimmed();
     if ((!reason.isUndefined() && !reason.isString()) || reasonText.size() > MaxReasonLength

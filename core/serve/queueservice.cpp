@@ -1,5 +1,7 @@
 #include "serve/queueservice.h"
 
+#include "operator/redriverun.h"
+
 #include "monitoring/storemetrics.h"
 
 #include "store/migrations.h"
@@ -83,17 +85,6 @@ QString DeliveryId::newLeaseSecret()
     return QString::fromLatin1(QByteArray(reinterpret_cast<const char *>(words.data()), LeaseSecretBytes).toHex());
 }
 
-// A redrive in progress: its letters, where it is, and when it started, for the pace.
-struct RedriveRun
-{
-    RedriveRequest request;
-    QList<DeadLetter> letters;
-    qint64 auditId = 0;
-    qsizetype next = 0;
-    qint64 moved = 0;
-    QElapsedTimer clock;
-    std::function<void(const ApiReply &)> done;
-};
 
 QueueService::QueueService(const QString &storeUrl, const QString &queueName, QObject *parent)
     : QObject(parent), m_storeUrl(storeUrl), m_queueName(queueName)
@@ -535,68 +526,95 @@ void QueueService::redrive(const RedriveRequest &request, std::function<void(con
     if (const auto moved = storeMoved())
         return done(ApiReply::failed(*moved));
     QString error;
-    auto letters = m_store->inspector().deadLetters(request.filter, &error);
-    if (!letters)
-        return done(ApiReply::failed(storeError(error)));
-    if (!request.ids.isEmpty()) {
-        const QSet<QString> wanted(request.ids.cbegin(), request.ids.cend());
-        letters->removeIf([&wanted](const DeadLetter &letter) { return !wanted.contains(letter.id); });
+    RedriveOptions options;
+    options.ceilingPerSecond = request.ratePerSecond;
+    options.canary = request.canary;
+    options.stopAfterFailures = request.stopAfterFailures;
+    options.includeExpired = request.includeExpired;
+    options.reason = request.reason;
+    std::optional<QList<DeadLetter>> letters;
+    if (request.ids.isEmpty() && !request.discard) {
+        options.matching = request.filter;
+    } else {
+        letters = m_store->inspector().deadLetters(request.filter, &error);
+        if (!letters)
+            return done(ApiReply::failed(storeError(error)));
+        if (!request.ids.isEmpty()) {
+            const QSet<QString> wanted(request.ids.cbegin(), request.ids.cend());
+            letters->removeIf([&wanted](const DeadLetter &letter) { return !wanted.contains(letter.id); });
+        }
+        options.picked = *letters;
     }
     if (request.dryRun) {
+        const auto preview = RedriveRun::preview(*m_store, nullptr, nullptr, options, true, &error);
+        if (!preview)
+            return done(ApiReply::failed(storeError(error)));
         QJsonArray rows;
-        for (const auto &letter : *letters)
+        for (const auto &letter : preview->letters)
             rows.append(letter.toJson());
+        QJsonArray expired;
+        for (const auto &letter : preview->expiredLetters)
+            expired.append(QJsonObject{{QStringLiteral("message_id"), letter.id},
+                                       {QStringLiteral("key"), QString::fromLatin1(letter.sendKey)},
+                                       {QStringLiteral("expires_at"), formatTime(letter.expiresAtMs)},
+                                       {QStringLiteral("late_by_ms"), letter.lateByMs}});
         return done(ApiReply::ok({{QStringLiteral("dry_run"), true},
                                   {request.discard ? QStringLiteral("would_discard") : QStringLiteral("would_redrive"), rows},
-                                  {QStringLiteral("count"), rows.size()}}));
+                                  {QStringLiteral("count"), rows.size()},
+                                  {QStringLiteral("would_send"), preview->wouldSend},
+                                  {QStringLiteral("already_applied"), preview->alreadyApplied},
+                                  {QStringLiteral("expired"), preview->expired},
+                                  {QStringLiteral("expired_letters"), expired}}));
     }
     // The audit row first, under the token's name: each batch counts itself into it.
     Operations operations(m_store->database(), m_store->queue(), m_store->ledger(), request.actor);
-    const QString detail = request.ids.isEmpty() ? describeRedrive(request.filter, *letters) : describeLetters(*letters);
     if (request.discard) {
-        const auto auditId = operations.beginAudit({QStringLiteral("discard"), detail, 0, request.reason}, &error);
+        const auto auditId =
+            operations.beginAudit({QStringLiteral("discard"),
+                                   request.ids.isEmpty() ? describeRedrive(request.filter, *letters) : describeLetters(*letters),
+                                   0, request.reason},
+                                  &error);
         const auto discarded = auditId ? operations.discard(*letters, *auditId, &error) : std::nullopt;
         if (!discarded)
             return done(ApiReply::failed(storeError(error)));
         return done(ApiReply::ok({{QStringLiteral("discarded"), *discarded}, {QStringLiteral("audit_id"), *auditId}}));
     }
-    const auto auditId = operations.beginAudit(
-        {QStringLiteral("redrive"), detail, request.ratePerSecond, request.reason}, &error);
-    if (!auditId)
-        return done(ApiReply::failed(storeError(error)));
-    auto run = std::make_shared<RedriveRun>();
-    run->request = request;
-    run->letters = *letters;
-    run->auditId = *auditId;
-    run->done = std::move(done);
-    run->clock.start();
-    redriveBatch(run);
-}
-
-void QueueService::redriveBatch(std::shared_ptr<RedriveRun> run)
-{
-    const qsizetype batchSize = redriveBatchSize(run->request.ratePerSecond);
-    Operations operations(m_store->database(), m_store->queue(), m_store->ledger(), run->request.actor);
-    QString error;
-    const auto batch = run->letters.mid(run->next, batchSize);
-    const auto moved = storeMoved() ? std::nullopt : operations.redrive(batch, run->auditId, &error);
-    if (!moved) {
-        QString noteError;
-        operations.noteInAudit(run->auditId, QStringLiteral("(stopped by an error)"), &noteError);
-        ApiError failure = storeError(error.isEmpty() ? QStringLiteral("the store file is gone") : error);
-        failure.message = QStringLiteral("redrive stopped after %1 messages: %2").arg(run->moved).arg(failure.message);
-        return run->done(ApiReply::failed(failure));
+    options.detail = letters ? describeLetters(*letters) : describeRedrive(request.filter, {});
+    if (!request.filter.sendKeys.isEmpty() && !letters) {
+        // The keys when they were named, as `once redrive` words it.
+        const auto named = m_store->inspector().deadLetters(request.filter, &error);
+        if (!named)
+            return done(ApiReply::failed(storeError(error)));
+        options.detail = describeRedrive(request.filter, *named);
     }
-    run->moved += *moved;
-    run->next += batchSize;
-    if (*moved > 0)
-        Q_EMIT published();
-    if (run->next >= run->letters.size())
-        return run->done(ApiReply::ok({{QStringLiteral("redriven"), run->moved}, {QStringLiteral("audit_id"), run->auditId}}));
-    qint64 wait = 0;
-    if (run->request.ratePerSecond > 0)
-        wait = std::max<qint64>(0, run->next * 1000 / run->request.ratePerSecond - run->clock.elapsed());
-    QTimer::singleShot(wait, this, [this, run] { redriveBatch(run); });
+    auto *run = new RedriveRun(*m_store, nullptr, nullptr, request.actor, options, this);
+    auto storeGone = std::make_shared<std::optional<ApiError>>();
+    connect(run, &RedriveRun::progressed, this, [this, run, storeGone, moved = qint64(0)](const RedriveProgress &progress) mutable {
+        if (progress.moved > moved)
+            Q_EMIT published();
+        moved = progress.moved;
+        // The store's file replaced under the server: stop rather than write to the old one.
+        if (!*storeGone && (*storeGone = storeMoved()))
+            run->cancel();
+    });
+    connect(run, &RedriveRun::finished, this, [this, run, storeGone, done](const RedriveResult &result) {
+        run->deleteLater();
+        if (*storeGone || !result.ok()) {
+            ApiError failure = *storeGone ? **storeGone : storeError(result.error);
+            failure.message = QStringLiteral("redrive stopped after %1 messages: %2").arg(result.moved).arg(failure.message);
+            return done(ApiReply::failed(failure));
+        }
+        QJsonObject answer{{QStringLiteral("redriven"), result.moved},
+                           {QStringLiteral("audit_id"), result.auditId},
+                           {QStringLiteral("skipped_expired"), result.skippedExpired}};
+        if (!result.stoppedBecause.isEmpty())
+            answer.insert(QStringLiteral("stopped"), result.stoppedBecause);
+        done(ApiReply::ok(answer));
+    });
+    if (!run->start(&error)) {
+        delete run;
+        return done(ApiReply::failed(storeError(error)));
+    }
 }
 
 ApiReply QueueService::partnerEvents(const QList<PartnerEvent> &events, const QString &partner,

@@ -85,6 +85,10 @@ struct RedriveRequest
     int ratePerSecond = 0;
     QString reason;
     QString actor; // the token's name, for the audit log
+    // As `once redrive` has them (RedriveOptions); rate above is the ceiling.
+    int canary = 0;
+    int stopAfterFailures = 0;
+    bool includeExpired = false;
 };
 
 // A page's cursor in the dead letters' order ("DEADAT:ID"), as `after` takes it back.
@@ -168,7 +172,6 @@ private:
     // Settles a delivery if it is still the current one; lease_lost otherwise.
     ApiReply settleHeld(const DeliveryId &delivery, const QString &consumer, const Settlement &settlement,
                         const QJsonObject &answer);
-    void redriveBatch(std::shared_ptr<struct RedriveRun> run);
     bool buryOverReceived(QList<QueueMessage> &leased, QString *error);
 
     QString m_storeUrl;

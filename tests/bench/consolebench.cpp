@@ -406,20 +406,23 @@ void ConsoleBench::redriveAllMatching()
     QString error;
     bool finished = false;
     // The reader walks the matching letters itself, a batch at a time.
-    const quint64 token = m_session->redriveMatching(DeadLetterFilter(), m_options.redriveRate,
-                                                     QStringLiteral("every dead letter (benchmark)"),
-                                                     QStringLiteral("once-console-bench"));
+    RedriveOptions options;
+    options.matching = DeadLetterFilter();
+    options.ceilingPerSecond = m_options.redriveRate;
+    options.detail = QStringLiteral("every dead letter (benchmark)");
+    options.reason = QStringLiteral("once-console-bench");
+    const quint64 token = m_session->redrive(options);
     const auto progress = QObject::connect(m_session.get(), &ui::StoreSession::redriveProgress, m_session.get(),
-                                           [&](quint64 from, int done, int) {
+                                           [&](quint64 from, const RedriveProgress &step) {
                                                if (from == token)
-                                                   moved = done;
+                                                   moved = int(step.moved);
                                            });
     const auto end = QObject::connect(m_session.get(), &ui::StoreSession::redriveFinished, m_session.get(),
-                                      [&](quint64 from, int done, bool, const QString &why) {
+                                      [&](quint64 from, const RedriveResult &result) {
                                           if (from != token)
                                               return;
-                                          moved = done;
-                                          error = why;
+                                          moved = int(result.moved);
+                                          error = result.error;
                                           finished = true;
                                       });
     QElapsedTimer clock;

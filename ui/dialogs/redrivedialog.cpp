@@ -1,7 +1,9 @@
 #include "dialogs/redrivedialog.h"
 
 #include "dialogs/decisiondialog.h"
+#include "display/humanunits.h"
 
+#include <QCheckBox>
 #include <QDateTime>
 #include <QDialogButtonBox>
 #include <QFormLayout>
@@ -10,6 +12,7 @@
 #include <QLineEdit>
 #include <QLocale>
 #include <QMap>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QStyle>
@@ -39,9 +42,9 @@ QLabel *wrappingLabel(const QString &text = QString())
 
 } // namespace
 
-RedrivePreview RedrivePreview::of(const QList<DeadLetter> &letters, qint64 windowStartMs)
+RedriveSelection RedriveSelection::of(const QList<DeadLetter> &letters, qint64 windowStartMs)
 {
-    RedrivePreview preview;
+    RedriveSelection preview;
     preview.count = letters.size();
     for (const DeadLetter &letter : letters) {
         if (letter.redriveCount > 0)
@@ -57,10 +60,10 @@ RedrivePreview RedrivePreview::of(const QList<DeadLetter> &letters, qint64 windo
     return preview;
 }
 
-RedrivePreview RedrivePreview::of(const DeadLetterCounts &counts, const QString &errorClass,
+RedriveSelection RedriveSelection::of(const DeadLetterCounts &counts, const QString &errorClass,
                                   const QList<DeadLetter> &sample)
 {
-    RedrivePreview preview;
+    RedriveSelection preview;
     const DeadLetterTally tally = counts.tally(errorClass);
     preview.count = tally.letters;
     preview.redrivenBefore = tally.redrivenBefore;
@@ -77,14 +80,14 @@ RedrivePreview RedrivePreview::of(const DeadLetterCounts &counts, const QString 
 RedriveDialog::RedriveDialog(const QList<DeadLetter> &letters, const QString &auditDetail,
                              int idempotencyWindowHours, int defaultRatePerSecond, QWidget *parent)
     : QDialog(parent), m_letters(letters),
-      m_preview(RedrivePreview::of(letters, QDateTime::currentMSecsSinceEpoch() -
+      m_preview(RedriveSelection::of(letters, QDateTime::currentMSecsSinceEpoch() -
                                                 qint64(idempotencyWindowHours) * 3600 * 1000)),
       m_auditDetail(auditDetail)
 {
     buildUi(idempotencyWindowHours, defaultRatePerSecond);
 }
 
-RedriveDialog::RedriveDialog(const RedrivePreview &preview, const QString &auditDetail,
+RedriveDialog::RedriveDialog(const RedriveSelection &preview, const QString &auditDetail,
                              int idempotencyWindowHours, int defaultRatePerSecond, QWidget *parent)
     : QDialog(parent), m_preview(preview), m_auditDetail(auditDetail)
 {
@@ -172,6 +175,16 @@ void RedriveDialog::buildUi(int idempotencyWindowHours, int defaultRatePerSecond
                              "send in the last minute was accepted"));
     facts->addRow(tr("Partner now:"), m_partner);
     facts->addRow(tr("Audit log entry:"), wrappingLabel(m_auditDetail));
+    m_split = wrappingLabel(tr("checking…"));
+    m_split->setObjectName(QStringLiteral("split"));
+    m_split->setToolTip(tr("Already applied: another delivery of the same reminder took effect, so the worker "
+                           "records it as a duplicate and sends nothing. Expired: its reminder is past its "
+                           "expires_at (or its partner's expire_after) and can no longer help."));
+    facts->addRow(tr("Would be:"), m_split);
+    m_expiredNames = wrappingLabel();
+    m_expiredNames->setObjectName(QStringLiteral("expiredNames"));
+    facts->addRow(tr("Expired:"), m_expiredNames);
+    facts->setRowVisible(m_expiredNames, false);
 
     m_windowWarning = wrappingLabel(
         tr("<b>%1 of them were first sent more than %2 ago,</b> longer than the partner keeps idempotency "
@@ -215,25 +228,84 @@ void RedriveDialog::buildUi(int idempotencyWindowHours, int defaultRatePerSecond
     m_rate->setRange(1, 100000);
     m_rate->setSuffix(tr(" per second"));
     m_rate->setValue(std::clamp(defaultRatePerSecond, 1, 100000));
-    m_rate->setToolTip(
-        tr("Letters put back per second: a partner just back from an outage is better not flooded"));
+    m_rate->setToolTip(tr("At most this many letters put back per second. Slower by itself while the "
+                          "workers' partner throttles them, and held while their circuit breaker is open"));
     m_estimate = new QLabel;
     auto *rateRow = new QHBoxLayout;
     rateRow->addWidget(m_rate);
     rateRow->addWidget(m_estimate, 1);
     m_reason = newReasonEdit();
+    m_includeExpired = new QCheckBox(tr("Put back expired letters too (workers settle them expired, unsent)"));
+    m_includeExpired->setObjectName(QStringLiteral("includeExpired"));
+    m_canary = new QSpinBox;
+    m_canary->setObjectName(QStringLiteral("canary"));
+    m_canary->setRange(0, 100000);
+    m_canary->setSpecialValueText(tr("none"));
+    m_canary->setSuffix(tr(" letters first"));
+    m_canary->setToolTip(tr("Put these back first and wait until they are applied or failed; if none is "
+                            "applied, the redrive stops"));
+    m_stopAfterFailures = new QSpinBox;
+    m_stopAfterFailures->setObjectName(QStringLiteral("stopAfterFailures"));
+    m_stopAfterFailures->setRange(0, 1000000);
+    m_stopAfterFailures->setSpecialValueText(tr("never"));
+    m_stopAfterFailures->setSuffix(tr(" failed sends"));
+    m_stopAfterFailures->setToolTip(tr("Stop once the redriven letters' sends failed this often (a throttled "
+                                       "answer is not a failure)"));
+    auto *guardRow = new QHBoxLayout;
+    guardRow->addWidget(new QLabel(tr("Canary:")));
+    guardRow->addWidget(m_canary);
+    guardRow->addSpacing(16);
+    guardRow->addWidget(new QLabel(tr("Stop after:")));
+    guardRow->addWidget(m_stopAfterFailures);
+    guardRow->addStretch(1);
     auto *rateForm = new QFormLayout;
-    rateForm->addRow(tr("Rate:"), rateRow);
+    rateForm->addRow(tr("Ceiling:"), rateRow);
+    rateForm->addRow(QString(), guardRow);
+    rateForm->addRow(QString(), m_includeExpired);
     rateForm->addRow(tr("&Reason:"), m_reason);
+    m_choices = new QWidget;
+    m_choices->setLayout(rateForm);
+    rateForm->setContentsMargins(0, 0, 0, 0);
+
+    m_runBar = new QProgressBar;
+    m_runBar->setObjectName(QStringLiteral("runProgress"));
+    m_pace = wrappingLabel();
+    m_pace->setObjectName(QStringLiteral("pace"));
+    m_runCounts = wrappingLabel();
+    m_runCounts->setObjectName(QStringLiteral("runCounts"));
+    auto *runForm = new QFormLayout;
+    runForm->setContentsMargins(0, 0, 0, 0);
+    runForm->addRow(tr("Progress:"), m_runBar);
+    runForm->addRow(tr("Pace:"), m_pace);
+    runForm->addRow(tr("So far:"), m_runCounts);
+    m_runView = new QWidget;
+    m_runView->setLayout(runForm);
+    m_runView->hide();
     connect(m_rate, &QSpinBox::valueChanged, this, &RedriveDialog::updateEstimate);
     updateEstimate();
 
-    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Ok);
+    buttons->addButton(QDialogButtonBox::Cancel);
     m_redriveButton = buttons->button(QDialogButtonBox::Ok);
     m_redriveButton->setText(tr("Redrive %1").arg(locale.toString(count)));
     m_redriveButton->setEnabled(count > 0);
-    connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
-    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    m_closeButton = buttons->addButton(tr("Hide"), QDialogButtonBox::RejectRole);
+    m_closeButton->setObjectName(QStringLiteral("hide"));
+    m_closeButton->setToolTip(tr("The redrive goes on; the page shows its progress"));
+    m_closeButton->hide();
+    connect(buttons, &QDialogButtonBox::accepted, this, [this] {
+        if (m_running)
+            return;
+        startRunning();
+        emit redriveRequested();
+    });
+    connect(buttons->button(QDialogButtonBox::Cancel), &QPushButton::clicked, this, [this] {
+        if (m_running)
+            emit cancelRequested();
+        else
+            reject();
+    });
+    connect(m_closeButton, &QPushButton::clicked, this, &QDialog::hide);
 
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(m_headline);
@@ -243,9 +315,10 @@ void RedriveDialog::buildUi(int idempotencyWindowHours, int defaultRatePerSecond
     layout->addWidget(m_windowWarning);
     layout->addWidget(sampleTitle);
     layout->addWidget(m_sample, 1);
-    layout->addLayout(rateForm);
+    layout->addWidget(m_choices);
+    layout->addWidget(m_runView);
     layout->addWidget(buttons);
-    resize(760, 560);
+    resize(780, 640);
 }
 
 RedriveDialog::~RedriveDialog() = default;
@@ -341,6 +414,126 @@ QString RedriveDialog::partnerText() const
 QString RedriveDialog::readinessWarning() const
 {
     return m_readinessWarning->isHidden() ? QString() : m_readinessWarning->text();
+}
+
+void RedriveDialog::setSplit(const once::RedrivePreview &preview)
+{
+    m_expiredCount = preview.expired;
+    QStringList parts{tr("%1 sent").arg(formatCount(preview.wouldSend))};
+    parts << tr("%1 already applied (suppressed as duplicates)").arg(formatCount(preview.alreadyApplied));
+    parts << tr("%1 expired").arg(formatCount(preview.expired));
+    m_split->setText(parts.join(QStringLiteral(" · ")));
+    QStringList names;
+    for (const auto &letter : preview.expiredLetters.mid(0, 5))
+        names << tr("%1 (expired %2; would be %3 late)")
+                     .arg(QString::fromLatin1(letter.sendKey), formatDisplayTime(letter.expiresAtMs),
+                          formatDuration(letter.lateByMs));
+    if (preview.expired > names.size())
+        names << tr("and %1 more").arg(formatCount(preview.expired - names.size()));
+    m_expiredNames->setText(names.join(QLatin1Char('\n')));
+    m_facts->setRowVisible(m_expiredNames, preview.expired > 0);
+    m_expiredNames->setStyleSheet(QStringLiteral("color: #a15c00"));
+    m_includeExpired->setEnabled(preview.expired > 0);
+    m_includeExpired->setText(preview.expired > 0
+                                  ? tr("Put back the %1 expired too (workers settle them expired, unsent)")
+                                        .arg(formatCount(preview.expired))
+                                  : tr("Put back expired letters too (none is expired)"));
+}
+
+QString RedriveDialog::splitText() const
+{
+    return m_split->text();
+}
+
+bool RedriveDialog::includeExpired() const
+{
+    return m_includeExpired->isChecked();
+}
+
+void RedriveDialog::setIncludeExpired(bool include)
+{
+    m_includeExpired->setChecked(include);
+}
+
+int RedriveDialog::canary() const
+{
+    return m_canary->value();
+}
+
+void RedriveDialog::setCanary(int letters)
+{
+    m_canary->setValue(letters);
+}
+
+int RedriveDialog::stopAfterFailures() const
+{
+    return m_stopAfterFailures->value();
+}
+
+void RedriveDialog::setStopAfterFailures(int failures)
+{
+    m_stopAfterFailures->setValue(failures);
+}
+
+void RedriveDialog::startRunning()
+{
+    m_running = true;
+    m_choices->setEnabled(false);
+    m_choices->hide();
+    m_runView->show();
+    m_redriveButton->hide();
+    m_closeButton->show();
+    if (auto *cancel = findChild<QDialogButtonBox *>()->button(QDialogButtonBox::Cancel))
+        cancel->setText(tr("Cancel redrive"));
+    m_runBar->setRange(0, std::max(1, letterCount()));
+    m_runBar->setValue(0);
+    m_pace->setText(tr("starting…"));
+    setWindowTitle(tr("Redriving dead letters"));
+}
+
+void RedriveDialog::setProgress(const once::RedriveProgress &progress)
+{
+    if (!m_running)
+        startRunning();
+    m_runBar->setRange(0, int(std::clamp<qint64>(progress.total, 1, std::numeric_limits<int>::max())));
+    m_runBar->setValue(int(std::min<qint64>(progress.taken, std::numeric_limits<int>::max())));
+    const QString achieved = tr("%1 a second").arg(progress.achievedPerSecond, 0, 'f', 1);
+    using Phase = once::RedriveProgress::Phase;
+    QString pace;
+    switch (progress.phase) {
+    case Phase::Moving:
+        pace = progress.pacePerSecond > 0
+                   ? tr("%1 (ceiling %2 a second)").arg(achieved).arg(progress.pacePerSecond, 0, 'f', 0)
+                   : tr("%1 (no ceiling)").arg(achieved);
+        break;
+    case Phase::Throttled:
+        pace = tr("<b>slowed to %1 a second:</b> %2").arg(progress.pacePerSecond, 0, 'f', 1).arg(progress.why.toHtmlEscaped());
+        break;
+    case Phase::HeldBreakerOpen:
+        pace = tr("<b>held:</b> %1").arg(progress.why.toHtmlEscaped());
+        break;
+    case Phase::WaitingForCanary:
+        pace = tr("<b>waiting:</b> %1").arg(progress.why.toHtmlEscaped());
+        break;
+    case Phase::Finished:
+        pace = tr("finished");
+        break;
+    }
+    m_pace->setText(pace);
+    const once::RedriveEndings &endings = progress.endings;
+    QString counts = tr("%1 of %2 put back").arg(formatCount(progress.moved), formatCount(progress.total));
+    if (progress.skippedExpired > 0)
+        counts += tr("; %1 expired skipped").arg(formatCount(progress.skippedExpired));
+    counts += tr("; since: %1 applied, %2 failed sends, %3 dead again")
+                  .arg(formatCount(endings.applied), formatCount(endings.failedSends), formatCount(endings.diedAgain));
+    if (endings.expired > 0)
+        counts += tr(", %1 expired").arg(formatCount(endings.expired));
+    m_runCounts->setText(counts);
+}
+
+QString RedriveDialog::paceText() const
+{
+    return m_pace->text();
 }
 
 void RedriveDialog::updateEstimate()

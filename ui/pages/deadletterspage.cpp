@@ -432,6 +432,7 @@ void DeadLettersPage::setSession(StoreSession *session)
         // Whether the store may be written is known once it is open.
         connect(session, &StoreSession::opened, this, &DeadLettersPage::updateActions);
         connect(session, &StoreSession::readinessLoaded, this, &DeadLettersPage::onReadinessLoaded);
+        connect(session, &StoreSession::redrivePreviewed, this, &DeadLettersPage::onRedrivePreviewed);
     }
     showPlace();
     rebuildClassCombo();
@@ -739,8 +740,15 @@ void DeadLettersPage::onFailed(quint64 token, const QString &error)
         m_readinessToken = 0;
         if (m_redriveDialog)
             m_redriveDialog->setReadinessError(error);
+    } else if (token == m_splitToken) {
+        m_splitToken = 0;
+        if (m_redriveDialog)
+            m_redriveDialog->setSplit({}); // says nothing is known to be sent; the error is below
+        setStatus(tr("Cannot tell what the redrive would send: %1").arg(error), true);
     } else if (token == m_redriveToken) {
-        onRedriveFinished(token, 0, false, error);
+        RedriveResult result;
+        result.error = error;
+        onRedriveFinished(token, result);
     } else if (token == m_discardToken) {
         onOperationFinished(token, false, error);
     }
@@ -949,8 +957,8 @@ void DeadLettersPage::openMatchingRedriveDialog()
 {
     if (!m_previewCounts || !m_previewSample)
         return;
-    const RedrivePreview preview =
-        RedrivePreview::of(*std::exchange(m_previewCounts, std::nullopt), m_previewFilter.errorClass,
+    const RedriveSelection preview =
+        RedriveSelection::of(*std::exchange(m_previewCounts, std::nullopt), m_previewFilter.errorClass,
                            *std::exchange(m_previewSample, std::nullopt));
     updateActions();
     if (preview.count == 0) {
@@ -984,12 +992,13 @@ void DeadLettersPage::showDialog(RedriveDialog *dialog)
     if (m_session && m_session->hasBrokerQueue())
         dialog->setQueueDescription(queuePlace(m_session->queueUrl()));
     m_redriveDialog = dialog;
-    connect(dialog, &QDialog::accepted, this, [this, dialog] {
-        startRedrive(dialog->letters(), dialog->letterCount(), dialog->ratePerSecond(), dialog->auditDetail(),
-                     dialog->reason());
-    });
-    if (m_session)
+    connect(dialog, &RedriveDialog::redriveRequested, this, [this, dialog] { startRedrive(*dialog); });
+    connect(dialog, &RedriveDialog::cancelRequested, this, &DeadLettersPage::cancelRedrive);
+    if (m_session) {
         m_readinessToken = m_session->loadReadiness(ReadinessWindowMs);
+        RedriveOptions options = redriveOptions(*dialog);
+        m_splitToken = m_session->previewRedrive(options);
+    }
     // Window-modal and not exec(): the refresh timer and the engine's counters keep going.
     dialog->open();
 }
@@ -1004,26 +1013,48 @@ void DeadLettersPage::onReadinessLoaded(quint64 token, const QList<WorkerRecord>
         m_redriveDialog->setReadiness(assessRedriveReadiness(workers, partner, nowMs()));
 }
 
-void DeadLettersPage::startRedrive(const QList<DeadLetter> &letters, int total, int ratePerSecond,
-                                   const QString &auditDetail, const QString &reason)
+RedriveOptions DeadLettersPage::redriveOptions(const RedriveDialog &dialog) const
+{
+    RedriveOptions options;
+    if (dialog.letters().isEmpty())
+        options.matching = m_previewFilter;
+    else
+        options.picked = dialog.letters();
+    options.ceilingPerSecond = dialog.ratePerSecond();
+    options.canary = dialog.canary();
+    options.stopAfterFailures = dialog.stopAfterFailures();
+    options.includeExpired = dialog.includeExpired();
+    options.detail = dialog.auditDetail();
+    options.reason = dialog.reason();
+    return options;
+}
+
+void DeadLettersPage::onRedrivePreviewed(quint64 token, const once::RedrivePreview &preview)
+{
+    if (token != m_splitToken)
+        return;
+    m_splitToken = 0;
+    if (m_redriveDialog)
+        m_redriveDialog->setSplit(preview);
+}
+
+void DeadLettersPage::startRedrive(const RedriveDialog &dialog)
 {
     if (!m_session || m_redriveToken != 0)
         return;
-    m_redriveTotal = total;
+    m_redriveTotal = dialog.letterCount();
     m_redrivePicked.clear();
-    for (const DeadLetter &letter : letters)
+    for (const DeadLetter &letter : dialog.letters())
         m_redrivePicked << letter.id;
-    m_redriveToken = letters.isEmpty()
-                         ? m_session->redriveMatching(m_previewFilter, ratePerSecond, auditDetail, reason)
-                         : m_session->redrive(letters, ratePerSecond, auditDetail, reason);
+    m_redriveToken = m_session->redrive(redriveOptions(dialog));
     m_progress->setRange(0, m_redriveTotal);
     m_progress->setValue(0);
     m_progress->show();
     m_cancelButton->setEnabled(true);
     m_cancelButton->setText(tr("Cancel redrive"));
     m_cancelButton->show();
-    setStatus(tr("Putting %1 back on the queue at %2 per second…")
-                  .arg(lettersText(m_redriveTotal), QLocale().toString(ratePerSecond)));
+    setStatus(tr("Putting %1 back on the queue at most %2 per second…")
+                  .arg(lettersText(m_redriveTotal), QLocale().toString(dialog.ratePerSecond())));
     updateActions();
 }
 
@@ -1036,39 +1067,62 @@ void DeadLettersPage::cancelRedrive()
     m_cancelButton->setText(tr("Cancelling…"));
 }
 
-void DeadLettersPage::onRedriveProgress(quint64 token, int done, int total)
+void DeadLettersPage::onRedriveProgress(quint64 token, const RedriveProgress &progress)
 {
     if (token != m_redriveToken)
         return;
-    m_redriveTotal = total;
-    m_progress->setRange(0, total);
-    m_progress->setValue(done);
+    m_redriveTotal = int(std::min<qint64>(progress.total, std::numeric_limits<int>::max()));
+    m_progress->setRange(0, m_redriveTotal);
+    m_progress->setValue(int(std::min<qint64>(progress.taken, m_redriveTotal)));
+    if (m_redriveDialog)
+        m_redriveDialog->setProgress(progress);
+    using Phase = RedriveProgress::Phase;
+    if (progress.phase == Phase::HeldBreakerOpen || progress.phase == Phase::Throttled
+        || progress.phase == Phase::WaitingForCanary)
+        setStatus(tr("Redrive %1: %2").arg(RedriveProgress::phaseName(progress.phase), progress.why));
+    else if (progress.phase == Phase::Moving)
+        setStatus(tr("Putting %1 back on the queue: %2 so far, %3 a second…")
+                      .arg(lettersText(m_redriveTotal), QLocale().toString(progress.moved))
+                      .arg(progress.achievedPerSecond, 0, 'f', 1));
 }
 
-void DeadLettersPage::onRedriveFinished(quint64 token, int moved, bool cancelled, const QString &error)
+void DeadLettersPage::onRedriveFinished(quint64 token, const RedriveResult &result)
 {
     if (token != m_redriveToken)
         return;
     m_redriveToken = 0;
     m_progress->hide();
     m_cancelButton->hide();
+    // The page's status line says how it ended; the dialog has shown the run.
+    if (m_redriveDialog)
+        m_redriveDialog->close();
     const QLocale locale;
+    const qint64 moved = result.moved;
     const QString movedText = locale.toString(moved);
     const QString totalText = locale.toString(m_redriveTotal);
-    if (!error.isEmpty()) {
-        setStatus(tr("Redrive stopped after putting back %1 of %2: %3").arg(movedText, totalText, error),
+    const QString skipped = result.skippedExpired > 0
+                                ? QLatin1Char(' ') + tr("%1 expired skipped.").arg(lettersText(int(result.skippedExpired)))
+                                : QString();
+    if (!result.error.isEmpty()) {
+        setStatus(tr("Redrive stopped after putting back %1 of %2: %3").arg(movedText, totalText, result.error),
                   true);
-    } else if (cancelled) {
-        setStatus(tr("Redrive cancelled: %1 of %2 put back on the queue.").arg(movedText, totalText));
+    } else if (result.cancelled) {
+        setStatus(tr("Redrive cancelled: %1 of %2 put back on the queue.").arg(movedText, totalText) + skipped);
+    } else if (!result.stoppedBecause.isEmpty()) {
+        setStatus(tr("Redrive stopped by itself after putting back %1 of %2: %3.")
+                      .arg(movedText, totalText, result.stoppedBecause),
+                  true);
     } else {
-        QString text = tr("Put %1 of %2 dead letters back on the queue.").arg(movedText, totalText);
-        if (moved < m_redriveTotal)
+        QString text = tr("Put %1 of %2 dead letters back on the queue.").arg(movedText, totalText) + skipped;
+        const qint64 gone = m_redriveTotal - moved - result.skippedExpired;
+        if (gone > 0)
             text += QLatin1Char(' ') + tr("%1 already gone (redriven or discarded elsewhere).")
-                                           .arg(lettersText(m_redriveTotal - moved));
+                                           .arg(lettersText(int(gone)));
         setStatus(text);
     }
     updateActions();
-    if (m_redrivePicked.isEmpty()) {
+    // Skipped expired letters stay dead: the list is read again rather than guessed.
+    if (m_redrivePicked.isEmpty() || result.skippedExpired > 0) {
         // All that matched went (or most): start the list over.
         reload();
     } else {

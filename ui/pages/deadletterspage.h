@@ -3,6 +3,7 @@
 #include "pages/page.h"
 
 #include "operator/inspector.h"
+#include "operator/redriverun.h"
 #include "store/workerregistry.h"
 
 #include <QPointer>
@@ -128,12 +129,14 @@ private:
     void showDialog(RedriveDialog *dialog);
     void onReadinessLoaded(quint64 token, const QList<once::WorkerRecord> &workers,
                            const once::PartnerActivity &partner);
-    // letters empty: every letter that matches m_previewFilter.
-    void startRedrive(const QList<once::DeadLetter> &letters, int total, int ratePerSecond,
-                      const QString &auditDetail, const QString &reason);
+    // What the open dialog's letters would be: the picked ones, or every letter that
+    // matches m_previewFilter (letters empty).
+    once::RedriveOptions redriveOptions(const RedriveDialog &dialog) const;
+    void onRedrivePreviewed(quint64 token, const once::RedrivePreview &preview);
+    void startRedrive(const RedriveDialog &dialog);
     void cancelRedrive();
-    void onRedriveProgress(quint64 token, int done, int total);
-    void onRedriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
+    void onRedriveProgress(quint64 token, const once::RedriveProgress &progress);
+    void onRedriveFinished(quint64 token, const once::RedriveResult &result);
     void discardSelected();
     void onOperationFinished(quint64 token, bool ok, const QString &message);
     void copySendKeys();
@@ -198,6 +201,7 @@ private:
     quint64 m_exportToken = 0;
     QString m_exportPath;
     quint64 m_readinessToken = 0; // workers and partner, for the open redrive preview
+    quint64 m_splitToken = 0;     // what the open preview's letters would be: sent, applied, expired
     QByteArray m_letterToShow;    // showLetter(): selected when the next load arrives
     quint64 m_redriveToken = 0;   // the redrive running now, 0 when none
     int m_redriveTotal = 0;

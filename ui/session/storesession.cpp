@@ -57,11 +57,11 @@ StoreSession::StoreSession(const QString &storeUrl, const QString &queueUrl, Sto
     connect(m_reader, &StoreReader::incidentsLoaded, this, &StoreSession::incidentsLoaded);
     connect(m_reader, &StoreReader::incidentReportLoaded, this, &StoreSession::incidentReportLoaded);
     connect(m_reader, &StoreReader::redriveProgress, this, &StoreSession::redriveProgress);
-    connect(m_reader, &StoreReader::redriveFinished, this,
-            [this](quint64 token, int moved, bool cancelled, const QString &error) {
-                emit redriveFinished(token, moved, cancelled, error);
-                emit storeChanged();
-            });
+    connect(m_reader, &StoreReader::redrivePreviewed, this, &StoreSession::redrivePreviewed);
+    connect(m_reader, &StoreReader::redriveFinished, this, [this](quint64 token, const RedriveResult &result) {
+        emit redriveFinished(token, result);
+        emit storeChanged();
+    });
     connect(m_reader, &StoreReader::exportProgress, this, &StoreSession::exportProgress);
     connect(m_reader, &StoreReader::exportFinished, this, &StoreSession::exportFinished);
     connect(m_reader, &StoreReader::operationFinished, this,
@@ -204,29 +204,20 @@ quint64 StoreSession::loadReadiness(qint64 windowMs)
     return token;
 }
 
-quint64 StoreSession::redrive(const QList<DeadLetter> &letters, int ratePerSecond, const QString &detail,
-                              const QString &reason)
+quint64 StoreSession::previewRedrive(const RedriveOptions &options)
 {
     const quint64 token = nextToken();
     QMetaObject::invokeMethod(
-        m_reader,
-        [reader = m_reader, token, letters, ratePerSecond, detail, reason] {
-            reader->redrive(token, letters, ratePerSecond, detail, reason);
-        },
+        m_reader, [reader = m_reader, token, options] { reader->previewRedrive(token, options); },
         Qt::QueuedConnection);
     return token;
 }
 
-quint64 StoreSession::redriveMatching(const DeadLetterFilter &filter, int ratePerSecond,
-                                      const QString &detail, const QString &reason)
+quint64 StoreSession::redrive(const RedriveOptions &options)
 {
     const quint64 token = nextToken();
     QMetaObject::invokeMethod(
-        m_reader,
-        [reader = m_reader, token, filter, ratePerSecond, detail, reason] {
-            reader->redriveMatching(token, filter, ratePerSecond, detail, reason);
-        },
-        Qt::QueuedConnection);
+        m_reader, [reader = m_reader, token, options] { reader->redrive(token, options); }, Qt::QueuedConnection);
     return token;
 }
 

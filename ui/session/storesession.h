@@ -80,12 +80,10 @@ public:
     quint64 loadWorkers();
     // The workers on the store and the partner's answers over the last windowMs.
     quint64 loadReadiness(qint64 windowMs);
-    // reason: what the operator typed for the audit log, or empty.
-    quint64 redrive(const QList<once::DeadLetter> &letters, int ratePerSecond, const QString &detail,
-                    const QString &reason = QString());
-    // Every letter the filter takes, walked and moved by the reader in batches.
-    quint64 redriveMatching(const once::DeadLetterFilter &filter, int ratePerSecond, const QString &detail,
-                            const QString &reason = QString());
+    // What a redrive would do now (redrivePreviewed), and the redrive itself: the letters
+    // picked, or every letter options.matching takes, walked and moved by the reader.
+    quint64 previewRedrive(const once::RedriveOptions &options);
+    quint64 redrive(const once::RedriveOptions &options);
     void cancelRedrive(quint64 token);
     // Every letter the filter takes, written to path (CSV for a .csv name, JSON otherwise)
     // by the reader a batch at a time: exportProgress, then exportFinished.
@@ -132,8 +130,9 @@ signals:
                       const QList<once::WorkerRecord> &workers, const once::AlertThresholds &thresholds);
     void incidentsLoaded(quint64 token, const QList<once::Incident> &incidents);
     void incidentReportLoaded(quint64 token, const once::IncidentReport &report);
-    void redriveProgress(quint64 token, int moved, int total);
-    void redriveFinished(quint64 token, int moved, bool cancelled, const QString &error);
+    void redrivePreviewed(quint64 token, const once::RedrivePreview &preview);
+    void redriveProgress(quint64 token, const once::RedriveProgress &progress);
+    void redriveFinished(quint64 token, const once::RedriveResult &result);
     void exportProgress(quint64 token, int written, int total);
     void exportFinished(quint64 token, int written, bool cancelled, const QString &error);
     void operationFinished(quint64 token, bool ok, const QString &message);
