@@ -1304,14 +1304,35 @@ void ServeTest::deadLettersAndRedriveAuditedWithTokenName()
     HttpReply reply = post(QStringLiteral("/v1/queue/dlq/redrive"), dryRun);
     QVERIFY2(reply.status == 200, reply.describe().constData());
     QCOMPARE(reply.json.value(QStringLiteral("count")).toInt(), 2);
+    // The same preview as once redrive's and the console's: what would be sent, what is
+    // already applied, what has expired.
+    QCOMPARE(reply.json.value(QStringLiteral("would_send")).toInt(), 2);
+    QCOMPARE(reply.json.value(QStringLiteral("already_applied")).toInt(), 0);
+    QCOMPARE(reply.json.value(QStringLiteral("expired")).toInt(), 0);
+    QVERIFY(reply.json.value(QStringLiteral("expired_letters")).toArray().isEmpty());
     QCOMPARE(m_runner->stats().value(QStringLiteral("dead")).toInt(), 2);
     reply = post(QStringLiteral("/v1/queue/dlq/redrive"), {{QStringLiteral("queue"), QStringLiteral("reminders")}});
     QCOMPARE(reply.status, 400); // choose what to redrive
+    // Almost right: each refused in one line, naming its field; nothing moves.
+    const QList<std::pair<QString, QJsonValue>> almost{{QStringLiteral("canary"), -1},
+                                                         {QStringLiteral("canary"), QStringLiteral("2")},
+                                                         {QStringLiteral("stop_after_failures"), 2.5},
+                                                         {QStringLiteral("include_expired"), QStringLiteral("yes")}};
+    for (const auto &[field, value] : almost) {
+        reply = post(QStringLiteral("/v1/queue/dlq/redrive"),
+                     {{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("all"), true}, {field, value}});
+        QVERIFY2(reply.status == 400 && reply.raw.contains(field.toUtf8()) && !reply.raw.trimmed().contains('\n'),
+                 reply.describe().constData());
+    }
+    QCOMPARE(m_runner->stats().value(QStringLiteral("dead")).toInt(), 2);
     reply = post(QStringLiteral("/v1/queue/dlq/redrive"),
                  {{QStringLiteral("queue"), QStringLiteral("reminders")}, {QStringLiteral("all"), true},
-                  {QStringLiteral("rate"), 10}, {QStringLiteral("reason"), QStringLiteral("partner fixed")}});
+                  {QStringLiteral("rate"), 10}, {QStringLiteral("canary"), 0}, {QStringLiteral("stop_after_failures"), 5},
+                  {QStringLiteral("reason"), QStringLiteral("partner fixed")}});
     QVERIFY2(reply.status == 200, reply.describe().constData());
     QCOMPARE(reply.json.value(QStringLiteral("redriven")).toInt(), 2);
+    QCOMPARE(reply.json.value(QStringLiteral("skipped_expired")).toInt(), 0);
+    QVERIFY(!reply.json.contains(QStringLiteral("stopped")));
     const QJsonObject stats = m_runner->stats();
     QCOMPARE(stats.value(QStringLiteral("dead")).toInt(), 0);
     QCOMPARE(stats.value(QStringLiteral("ready")).toInt(), 2);
