@@ -30,6 +30,7 @@ private slots:
     void cleanup();
 
     void aBacklogAfterAnOutageGoesOutAtThePartnersPace();
+    void aPartnerThatThrottlesEverythingIsLeftAlone();
     void aRateIsTheOnePartnersCeiling();
     void aBadRateIsRefusedInOneLine_data();
     void aBadRateIsRefusedInOneLine();
@@ -182,6 +183,47 @@ void PacingTest::aBacklogAfterAnOutageGoesOutAtThePartnersPace()
     QVERIFY(QDateTime::fromString(throttledHeartbeat.value(QLatin1String("throttled_at")).toString(),
                                   Qt::ISODateWithMs)
                 .isValid());
+}
+
+// A partner that answers every request 429 (its quota used up): a long run of 429s with
+// nothing accepted opens the breaker, so the backlog waits without spending its tries
+// and the partner sees one probe at a time, not a request a second for as long as it lasts.
+void PacingTest::aPartnerThatThrottlesEverythingIsLeftAlone()
+{
+    constexpr int Count = 60;
+    const QList<QByteArray> keys = m_once->enqueueReminders(m_dir->path(), Count, QStringLiteral("quota"));
+    QCOMPARE(keys.size(), Count);
+    const quint16 port = m_once->startPartnerSim({QStringLiteral("--throttle-rate"), QStringLiteral("1"),
+                                                  QStringLiteral("--retry-after"), QStringLiteral("1")});
+    QVERIFY(port);
+    QProcess *worker = m_once->start({QStringLiteral("worker"), QStringLiteral("--partner"),
+                                      QStringLiteral("http://127.0.0.1:%1/reminders").arg(port),
+                                      QStringLiteral("--worker-id"), QStringLiteral("quota")});
+    QJsonObject partner;
+    QElapsedTimer sinceLook;
+    const bool opened = pumpUntil(
+        [&] {
+            if (sinceLook.isValid() && sinceLook.elapsed() < 500)
+                return false; // the heartbeat comes every 2 s: no need to ask more often
+            sinceLook.start();
+            partner = heartbeatPartner();
+            return partner.value(QLatin1String("breaker")).toString() == QLatin1String("open") ||
+                   worker->state() == QProcess::NotRunning;
+        },
+        30000);
+    QVERIFY2(opened && worker->state() == QProcess::Running,
+             QJsonDocument(partner).toJson(QJsonDocument::Compact).constData());
+    QVERIFY(partner.value(QLatin1String("throttled_at")).isString());
+    const qint64 requestsWhenOpened = simStats(port).value(QLatin1String("requests")).toInteger();
+    // Open, it sends only its probes (1 s, then 2 s, 4 s... apart): within four seconds, a
+    // few, where the pace's floor alone would send one a second.
+    QTest::qWait(4000);
+    const qint64 requests = simStats(port).value(QLatin1String("requests")).toInteger();
+    QVERIFY2(requests - requestsWhenOpened <= 3,
+             qPrintable(QStringLiteral("%1 requests in 4 s after the breaker opened")
+                            .arg(requests - requestsWhenOpened)));
+    VERIFY_NO_PROBLEMS(
+        statsProblems(m_once->stats(), {{QStringLiteral("dead"), 0}, {QStringLiteral("acked"), 0}}));
 }
 
 // --rate gives the one --partner its ceiling, which the heartbeat shows.

@@ -1205,6 +1205,7 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
         // not all at once.
         const bool reopened = lane.breaker.state(now) != CircuitBreaker::State::Closed;
         lane.breaker.recordSuccess();
+        lane.throttledInARow = 0;
         lane.pace.noteAccepted(now);
         if (reopened)
             lane.pace.restartSlow(now);
@@ -1241,15 +1242,24 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
     const bool partnerUnhealthy = everyoneRefused || outcome.kind == SendOutcome::Kind::Transient
                                   || outcome.kind == SendOutcome::Kind::InDoubt;
     // A throttling answer slows this partner's pace (partnerpace.h). A 429 says the
-    // partner is alive and reading our requests, only too many of them: it never opens
-    // the breaker (the pace is what answers it), and answering a probe it closes the
-    // breaker into slow start. A 503 with Retry-After slows the pace too but still counts
+    // partner is alive and reading our requests, only too many of them: it does not count
+    // towards the breaker as a failure does (the pace is what answers it), and answering
+    // a probe it closes the breaker into slow start. Only a long run of 429s with nothing
+    // accepted (a quota used up for the day) opens it: then the backlog waits without
+    // spending its tries and one probe goes at a time, instead of a request a second at
+    // the pace's floor. The run is longer than a burst of sends already in flight when
+    // the first 429 came. A 503 with Retry-After slows the pace too and still counts
     // towards the breaker: it is also how a partner says it is down for maintenance.
     const bool rateLimited = outcome.httpStatus == 429;
     const bool throttled = rateLimited || (outcome.httpStatus == 503 && outcome.retryAfterMs >= 0);
-    if (rateLimited && lane.breaker.state(now) != CircuitBreaker::State::Closed) {
-        lane.breaker.recordSuccess();
-        lane.pace.restartSlow(now);
+    if (rateLimited) {
+        const int run = std::max(4 * m_config.breakerThreshold, lane.capacity + m_config.breakerThreshold);
+        if (++lane.throttledInARow >= run) {
+            lane.breaker.trip(now);
+        } else if (lane.breaker.state(now) != CircuitBreaker::State::Closed) {
+            lane.breaker.recordSuccess();
+            lane.pace.restartSlow(now);
+        }
     }
     if (throttled)
         lane.pace.noteThrottled(now, sentAtMs);

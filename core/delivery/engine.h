@@ -200,6 +200,7 @@ private:
         // Pace: adaptive (AIMD, slow start after an outage) within "rate" (partnerpace.h).
         PartnerPace pace;
         bool paceTimerArmed = false;
+        int throttledInARow = 0; // 429s since the partner last accepted a send
         // How long after a send left in doubt the partner's lookup can be trusted to
         // find it (its search delay); -1: the partner has no lookup.
         qint64 lookupGraceMs = -1;
