@@ -1250,8 +1250,9 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
     // the pace's floor. The run is longer than a burst of sends already in flight when
     // the first 429 came. A 503 with Retry-After slows the pace too and still counts
     // towards the breaker: it is also how a partner says it is down for maintenance.
-    const bool rateLimited = outcome.httpStatus == 429;
-    const bool throttled = rateLimited || (outcome.httpStatus == 503 && outcome.retryAfterMs >= 0);
+    const bool transient = outcome.kind == SendOutcome::Kind::Transient;
+    const bool rateLimited = transient && outcome.httpStatus == 429;
+    const bool throttled = rateLimited || (transient && outcome.httpStatus == 503 && outcome.retryAfterMs >= 0);
     if (rateLimited) {
         const int run = std::max(4 * m_config.breakerThreshold, lane.capacity + m_config.breakerThreshold);
         if (++lane.throttledInARow >= run) {
