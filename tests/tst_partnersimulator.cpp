@@ -132,6 +132,7 @@ private slots:
     void invalidJsonIsRejectedWithoutEffect();
     void failRateOneAnswers503WithoutEffect();
     void throttleRateOneAnswers429WithRetryAfter();
+    void rateLimitAdmitsNASecondAndRefusesTheRest();
     void outageWindowAnswers503ThenRecovers();
     void outageRepeats();
     void dropAfterAcceptAppliesEffectAndReplaysLater();
@@ -363,6 +364,47 @@ void tst_PartnerSimulator::throttleRateOneAnswers429WithRetryAfter()
     QCOMPARE(partner.stats().effects, 0);
 }
 
+// A provider's rate limit: N requests a second from a bucket holding N; the rest are
+// answered 429 with Retry-After: 1 and do nothing, and /stats counts both.
+void tst_PartnerSimulator::rateLimitAdmitsNASecondAndRefusesTheRest()
+{
+    PartnerFaults profile;
+    profile.rateLimitPerSecond = 3;
+    PartnerSimulator partner(profile);
+    QVERIFY(partner.listen(QHostAddress::LocalHost, 0));
+    HttpClient client;
+
+    QList<int> statuses;
+    for (int i = 0; i < 6; ++i) {
+        const HttpResult result =
+            exchange(client, reminderPost(partner.port(), "r-" + QByteArray::number(i)));
+        statuses << result.httpStatus;
+        if (result.httpStatus == 429)
+            QCOMPARE(result.header("Retry-After"), QByteArray("1"));
+    }
+    // Six requests within milliseconds: the bucket's three, then (a token comes every
+    // 333 ms, so on a very slow machine perhaps one more) 429s.
+    QVERIFY2(statuses.mid(0, 3) == (QList<int>{200, 200, 200}) && statuses.last() == 429,
+             qPrintable(QString::number(statuses.count(429))));
+    const PartnerStats stats = partner.stats();
+    QCOMPARE(stats.requests, 6);
+    QCOMPARE(stats.admitted + stats.rateLimited, 6);
+    QCOMPARE(stats.effects, stats.admitted); // a 429 did nothing
+    const QJsonObject s = jsonOf(exchange(client, get(partner.port(), QStringLiteral("/stats"))));
+    QCOMPARE(s.value(QLatin1String("rate_limited")).toInteger(), stats.rateLimited);
+    QCOMPARE(s.value(QLatin1String("admitted")).toInteger(), stats.admitted);
+    // The bucket refills: a later request is admitted again.
+    QList<int> later;
+    QVERIFY2(QTest::qWaitFor(
+                 [&] {
+                     later << exchange(client, reminderPost(partner.port(), "r-later")).httpStatus;
+                     return later.last() == 200;
+                 },
+                 5000),
+             qPrintable(QString::number(later.size()) + QStringLiteral(" tries, last ") +
+                        QString::number(later.last())));
+}
+
 void tst_PartnerSimulator::outageWindowAnswers503ThenRecovers()
 {
     PartnerFaults profile;
@@ -476,7 +518,18 @@ void tst_PartnerSimulator::statsEffectsHealthAndUnknownPaths()
     QCOMPARE(s.value(QLatin1String("events_posted")).toInteger(), 0);
     QCOMPARE(s.value(QLatin1String("events_accepted")).toInteger(), 0);
     QCOMPARE(s.value(QLatin1String("events_refused")).toInteger(), 0);
-    QCOMPARE(s.size(), 12);
+    // Without --rate-limit everything is admitted; per second: [second, requests, 429s, effects].
+    QCOMPARE(s.value(QLatin1String("rate_limited")).toInteger(), 0);
+    QCOMPARE(s.value(QLatin1String("admitted")).toInteger(), 3);
+    qint64 requestsPerSecond = 0;
+    qint64 effectsPerSecond = 0;
+    for (const QJsonValue &second : s.value(QLatin1String("seconds")).toArray()) {
+        requestsPerSecond += second[1].toInteger();
+        effectsPerSecond += second[3].toInteger();
+    }
+    QCOMPARE(requestsPerSecond, 3);
+    QCOMPARE(effectsPerSecond, 2);
+    QCOMPARE(s.size(), 15);
 
     const QJsonObject e = jsonOf(exchange(client, get(partner.port(), QStringLiteral("/effects"))));
     QCOMPARE(e.size(), 2);

@@ -360,6 +360,7 @@ int runBench(const QStringList &arguments)
         {QStringLiteral("workers"), QStringLiteral("Worker processes on the store (0 with --via-serve: publish only)."), QStringLiteral("N"), QStringLiteral("1")},
         {QStringLiteral("concurrency"), QStringLiteral("Sends in flight per worker."), QStringLiteral("N"), QStringLiteral("256")},
         {QStringLiteral("partner-latency-ms"), QStringLiteral("Simulated partner latency."), QStringLiteral("MS"), QStringLiteral("0")},
+        {QStringLiteral("partner-rate-limit"), QStringLiteral("The simulated partner admits at most N requests a second and answers the others 429 (0: no limit); the report says what share of its requests were 429s."), QStringLiteral("N"), QStringLiteral("0")},
         {QStringLiteral("partner-url"), QStringLiteral("Send to this partner endpoint instead of starting the simulator, e.g. http://127.0.0.1:8080/reminders. Its effects are counted only if GET /stats at its origin answers {\"posts\": N, \"keys\": M}."), QStringLiteral("URL")},
         {QStringLiteral("in-doubt"), QStringLiteral("The workers' in-doubt policy: resend or hold (hold claims no further ahead than it sends)."), QStringLiteral("POLICY"), QStringLiteral("resend")},
         {QStringLiteral("scrape-metrics"), QStringLiteral("Run the workers with --metrics-listen and scrape each one's /metrics every second, as Prometheus would: compare with a run without it for the scrapes' cost.")},
@@ -377,9 +378,11 @@ int runBench(const QStringList &arguments)
     const auto workers = command.integer(QStringLiteral("workers"), 0, 64);
     const auto concurrency = command.integer(QStringLiteral("concurrency"), 1, 1024);
     const auto latency = command.integer(QStringLiteral("partner-latency-ms"), 0, 10000);
+    const auto rateLimit = command.integer(QStringLiteral("partner-rate-limit"), 0, 1000000);
     const auto batch = command.integer(QStringLiteral("batch"), 1, 500);
     const auto connections = command.integer(QStringLiteral("connections"), 1, 1000);
-    if (!count || !duplicates || !rate || !duration || !workers || !concurrency || !latency || !batch || !connections)
+    if (!count || !duplicates || !rate || !duration || !workers || !concurrency || !latency || !rateLimit || !batch
+        || !connections)
         return Usage;
     const bool viaServe = parser.isSet(QStringLiteral("via-serve"));
     if (!viaServe && (parser.isSet(QStringLiteral("batch")) || parser.isSet(QStringLiteral("connections"))))
@@ -393,6 +396,8 @@ int runBench(const QStringList &arguments)
     if (externalPartner) {
         if (parser.isSet(QStringLiteral("partner-latency-ms")))
             return command.usageError(QStringLiteral("--partner-latency-ms is the simulator's: the partner at --partner-url answers at its own pace"));
+        if (parser.isSet(QStringLiteral("partner-rate-limit")))
+            return command.usageError(QStringLiteral("--partner-rate-limit is the simulator's: the partner at --partner-url limits at its own rate"));
         partnerUrl = QUrl(parser.value(QStringLiteral("partner-url")), QUrl::StrictMode);
         if (!partnerUrl.isValid() || partnerUrl.host().isEmpty()
             || (partnerUrl.scheme() != QLatin1String("http") && partnerUrl.scheme() != QLatin1String("https")))
@@ -436,7 +441,8 @@ int runBench(const QStringList &arguments)
         simulator.setProcessChannelMode(QProcess::ForwardedErrorChannel);
         simulator.start(QCoreApplication::applicationFilePath(),
                         {QStringLiteral("partner-sim"), QStringLiteral("--port"), QStringLiteral("0"),
-                         QStringLiteral("--latency-ms"), QString::number(*latency)});
+                         QStringLiteral("--latency-ms"), QString::number(*latency), QStringLiteral("--rate-limit"),
+                         QString::number(*rateLimit)});
         if (!simulator.waitForStarted() || !simulator.waitForReadyRead(10000))
             return failure(QStringLiteral("the partner simulator did not start"));
         const QByteArray banner = simulator.readLine();
@@ -667,6 +673,12 @@ int runBench(const QStringList &arguments)
         std::printf("partner effects        %lld (duplicate effects %lld)\n",
                     stats ? qint64(stats->value(QLatin1String("effects")).toDouble()) : -1,
                     stats ? qint64(stats->value(QLatin1String("duplicate_effects")).toDouble()) : -1);
+        if (*rateLimit > 0 && stats) {
+            const auto requests = qint64(stats->value(QLatin1String("requests")).toDouble());
+            const auto limited = qint64(stats->value(QLatin1String("rate_limited")).toDouble());
+            std::printf("partner 429s           %lld of %lld requests (%.1f%%), at its limit of %lld/s\n", limited,
+                        requests, requests ? 100.0 * double(limited) / double(requests) : 0.0, *rateLimit);
+        }
     } else if (postsBefore && postsAfter) {
         std::printf("partner POSTs          %lld, %lld distinct Idempotency-Keys (the partner's /stats, during the run)\n",
                     postsAfter->posts - postsBefore->posts, postsAfter->keys - postsBefore->keys);

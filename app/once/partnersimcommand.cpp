@@ -49,6 +49,7 @@ int runPartnerSim(const QStringList &arguments)
         {QStringLiteral("port"), QStringLiteral("Port to listen on (0: any free one, printed)."), QStringLiteral("P"), QStringLiteral("8080")},
         {QStringLiteral("fail-rate"), QStringLiteral("Share of requests answered 503."), QStringLiteral("R"), QStringLiteral("0")},
         {QStringLiteral("throttle-rate"), QStringLiteral("Share of requests answered 429."), QStringLiteral("R"), QStringLiteral("0")},
+        {QStringLiteral("rate-limit"), QStringLiteral("Admit at most N send requests a second (a token bucket holding N), answering the others 429 with Retry-After: 1 without acting; /stats counts both (0: no limit)."), QStringLiteral("N"), QStringLiteral("0")},
         {QStringLiteral("retry-after"), QStringLiteral("Retry-After seconds on a 429."), QStringLiteral("S"), QStringLiteral("1")},
         {QStringLiteral("latency-ms"), QStringLiteral("Time to answer each request."), QStringLiteral("MS"), QStringLiteral("0")},
         {QStringLiteral("outage-after"), QStringLiteral("Start an outage after N requests (0: never)."), QStringLiteral("N"), QStringLiteral("0")},
@@ -81,13 +82,14 @@ int runPartnerSim(const QStringList &arguments)
     const auto dropRate = command.rate(QStringLiteral("drop-after-accept-rate"));
     const auto hostileCount = command.integer(QStringLiteral("hostile-count"), 0, 1LL << 30);
     const auto refuseStatus = command.integer(QStringLiteral("refuse-status"), 0, 499);
+    const auto rateLimit = command.integer(QStringLiteral("rate-limit"), 0, 1000000);
     std::optional<qint64> keyWindow = -1;
     if (parser.isSet(QStringLiteral("key-window-ms")))
         keyWindow = command.integer(QStringLiteral("key-window-ms"), 0, 30LL * 24 * 3600 * 1000);
     if (refuseStatus && *refuseStatus != 0 && *refuseStatus < 400)
         return command.usageError(QStringLiteral("--refuse-status must be 0 or a 4xx status"));
     if (!refuseStatus || !port || !failRate || !throttleRate || !retryAfter || !latency || !outageAfter || !outageSeconds || !outageEvery
-        || !dropRate || !hostileCount || !keyWindow)
+        || !dropRate || !hostileCount || !keyWindow || !rateLimit)
         return Usage;
     const auto hostile = hostileModeFromName(parser.value(QStringLiteral("hostile")));
     if (!hostile)
@@ -107,6 +109,7 @@ int runPartnerSim(const QStringList &arguments)
     profile.keyWindowMs = *keyWindow;
     profile.hostile = *hostile;
     profile.hostileCount = int(*hostileCount);
+    profile.rateLimitPerSecond = double(*rateLimit);
     PartnerSimulator simulator(profile);
     const QString provider = parser.value(QStringLiteral("profile"));
     if (!simulator.setProvider(provider))

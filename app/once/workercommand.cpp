@@ -45,6 +45,7 @@ int runWorker(const QStringList &arguments)
         {QStringLiteral("worker-id"), QStringLiteral("This worker's name in the history (default host:pid)."), QStringLiteral("ID")},
         {QStringLiteral("progress"), QStringLiteral("Print live counts every second.")},
         {QStringLiteral("metrics-listen"), QStringLiteral("Serve this worker's own counters as Prometheus metrics at http://HOST:PORT/metrics, and /healthz. No authentication: keep it on loopback or a private network."), QStringLiteral("HOST:PORT")},
+        {QStringLiteral("rate"), QStringLiteral("With --partner URL: send it at most this many requests, as 20/s, 300/min or 1000/h; the pace adapts below it to the partner's 429s (docs/partners.md). Default: no ceiling (a partners file gives each partner its \"rate\")."), QStringLiteral("N/s")},
     });
     addPartnerOptions(command, QStringLiteral("The one partner every reminder goes to: a webhook (http://127.0.0.1:8080/reminders), a provider's API base with --partner-profile, or smtp://USER:PASSWORD@HOST:PORT?from=ADDRESS (smtps:// for implicit TLS). The token comes from ONCE_PARTNER_TOKEN. Default: $ONCE_PARTNER."));
     command.addQueueOption();
@@ -65,9 +66,19 @@ int runWorker(const QStringList &arguments)
     if (*timeout >= *lease)
         return command.usageError(QStringLiteral("--lease must be longer than --timeout, or a slow send looks like a crash"));
 
-    const auto partners = choosePartners(command, PartnerWithFile::Refused);
+    auto partners = choosePartners(command, PartnerWithFile::Refused);
     if (!partners)
         return Usage;
+    if (parser.isSet(QStringLiteral("rate"))) {
+        if (!partners->file.isEmpty())
+            return command.usageError(QStringLiteral("--rate goes with --partner URL; in a partners file each partner has its \"rate\""));
+        const QString text = parser.value(QStringLiteral("rate"));
+        const auto perSecond = parseRate(text);
+        if (!perSecond)
+            return command.usageError(QStringLiteral("--rate must read like 20/s, 300/min or 1000/h (more than 0), not \"%1\"")
+                                          .arg(text.left(40)));
+        partners->partners.partners.first().ratePerSecond = *perSecond;
+    }
 
     std::optional<ListenAddress> metricsAddress;
     if (parser.isSet(QStringLiteral("metrics-listen"))) {

@@ -57,6 +57,14 @@ public:
         }
     }
 
+    // Opens it now, as a run of failures would (or a failed probe, when half open): for
+    // answers that count only as a whole run (a partner that throttles everything).
+    void trip(qint64 nowMs)
+    {
+        m_consecutiveFailures = std::max(m_consecutiveFailures, m_threshold - 1);
+        recordFailure(nowMs);
+    }
+
 private:
     int m_threshold = 5;
     qint64 m_initialCooldownMs = 1000;

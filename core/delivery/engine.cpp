@@ -125,6 +125,9 @@ QJsonObject PartnerCounters::toJson(qint64) const
                                                 {QStringLiteral("not_found"), lookupsNotFound},
                                                 {QStringLiteral("failed"), lookupsFailed}}},
         {QStringLiteral("paused"), paused},
+        {QStringLiteral("pace_per_second"), paceNowPerSecond > 0 ? QJsonValue(paceNowPerSecond) : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("throttled_at"), timeOrNull(throttledAtMs)},
+        {QStringLiteral("slow_start"), slowStart},
     };
 }
 
@@ -155,6 +158,9 @@ EngineCounters Engine::counters() const
         partner.sending = lane->sending;
         partner.inDoubtPolicy = inDoubtPolicy(*lane);
         partner.paused = lane->pause.has_value();
+        partner.paceNowPerSecond = lane->pace.perSecond(now);
+        partner.throttledAtMs = lane->pace.throttledAtMs();
+        partner.slowStart = lane->pace.slowStart(now);
         counters.partners.append(partner);
         if (partner.failingSinceMs && (!failing || partner.failingSinceMs < failing->counters.failingSinceMs))
             failing = lane.get();
@@ -206,7 +212,7 @@ void Engine::start()
         lane->maxAttempts = settings.maxAttempts > 0 ? settings.maxAttempts : m_config.maxAttempts;
         lane->breaker = CircuitBreaker(m_config.breakerThreshold);
         lane->sender = lane->profile->createSender(settings, lane->capacity, m_config.requestTimeoutMs, this).release();
-        lane->tokens = std::max(1.0, settings.ratePerSecond);
+        lane->pace = PartnerPace(settings.ratePerSecond);
         lane->counters.name = settings.name;
         lane->counters.profile = settings.profile;
         lane->counters.capacity = lane->capacity;
@@ -1015,16 +1021,20 @@ void Engine::route(Delivery delivery)
                         .arg(delay));
         return;
     }
-    if (lane.settings.ratePerSecond > 0) {
+    if (const double pace = lane.pace.perSecond(now); pace > 0) {
         // A pace keeps a few seconds' worth waiting; more would wait out their claims.
         const auto waiting = qint64(lane.ready.size());
-        const auto enough = std::max<qint64>(lane.capacity, qint64(std::ceil(lane.settings.ratePerSecond * 5)));
+        const auto enough = std::max<qint64>(lane.capacity, qint64(std::ceil(pace * 5)));
         if (waiting >= enough) {
-            const auto delay = qint64(std::ceil(double(waiting) * 1000 / lane.settings.ratePerSecond));
+            auto delay = qint64(std::ceil(double(waiting) * 1000 / pace));
+            // In slow start the pace doubles each second: what waits now goes out sooner
+            // than this pace says, and the lane must not run dry meanwhile.
+            if (lane.pace.slowStart(now))
+                delay = std::min<qint64>(delay, 1000);
             deferUnsent(delivery, delay, QStringLiteral("partner-pace"),
-                        QStringLiteral("not sent yet: %1 takes %2 requests a second and %3 wait ahead; next try in %4 ms")
+                        QStringLiteral("not sent yet: %1 takes %2 requests a second now and %3 wait ahead; next try in %4 ms")
                             .arg(lane.settings.name)
-                            .arg(lane.settings.ratePerSecond)
+                            .arg(pace)
                             .arg(waiting)
                             .arg(delay));
             return;
@@ -1043,22 +1053,12 @@ void Engine::sendReady()
 
 bool Engine::takePaceToken(PartnerLane &lane, qint64 now)
 {
-    const double rate = lane.settings.ratePerSecond;
-    if (rate <= 0)
-        return true;
-    const double burst = std::max(1.0, rate);
-    if (lane.tokensAtMs)
-        lane.tokens = std::min(burst, lane.tokens + double(now - lane.tokensAtMs) * rate / 1000);
-    lane.tokensAtMs = now;
-    if (lane.tokens < 1)
-        return false;
-    lane.tokens -= 1;
-    return true;
+    return lane.pace.take(now);
 }
 
-qint64 Engine::paceWaitMs(const PartnerLane &lane, qint64) const
+qint64 Engine::paceWaitMs(const PartnerLane &lane, qint64 now) const
 {
-    return std::max<qint64>(1, qint64(std::ceil((1 - lane.tokens) * 1000 / lane.settings.ratePerSecond)));
+    return lane.pace.waitMs(now);
 }
 
 void Engine::sendReady(int index)
@@ -1072,7 +1072,8 @@ void Engine::sendReady(int index)
     }
     while (!lane.ready.empty()) {
         const qint64 now = nowMs();
-        if (lane.breaker.allowance(now, lane.capacity, lane.sending) <= 0) {
+        // In slow start no more are in flight than the pace allows in a second.
+        if (lane.breaker.allowance(now, lane.pace.concurrency(now, lane.capacity), lane.sending) <= 0) {
             if (lane.breaker.state(now) == CircuitBreaker::State::Closed)
                 break; // every slot is busy: a finishing send calls again
             // The partner went down while these waited: they wait without holding a slot.
@@ -1200,7 +1201,14 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
 
     if (outcome.kind == SendOutcome::Kind::Applied) {
         failpoint("after-send");
+        // The partner is back after an outage: what waited for it goes out in slow start,
+        // not all at once.
+        const bool reopened = lane.breaker.state(now) != CircuitBreaker::State::Closed;
         lane.breaker.recordSuccess();
+        lane.throttledInARow = 0;
+        lane.pace.noteAccepted(now);
+        if (reopened)
+            lane.pace.restartSlow(now);
         ++m_counters.applied;
         ++spell.applied;
         spell.consecutiveFailures = 0;
@@ -1233,8 +1241,32 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
     }
     const bool partnerUnhealthy = everyoneRefused || outcome.kind == SendOutcome::Kind::Transient
                                   || outcome.kind == SendOutcome::Kind::InDoubt;
+    // A throttling answer slows this partner's pace (partnerpace.h). A 429 says the
+    // partner is alive and reading our requests, only too many of them: it does not count
+    // towards the breaker as a failure does (the pace is what answers it), and answering
+    // a probe it closes the breaker into slow start. Only a long run of 429s with nothing
+    // accepted (a quota used up for the day) opens it: then the backlog waits without
+    // spending its tries and one probe goes at a time, instead of a request a second at
+    // the pace's floor. The run is longer than a burst of sends already in flight when
+    // the first 429 came. A 503 with Retry-After slows the pace too and still counts
+    // towards the breaker: it is also how a partner says it is down for maintenance.
+    const bool transient = outcome.kind == SendOutcome::Kind::Transient;
+    const bool rateLimited = transient && outcome.httpStatus == 429;
+    const bool throttled = rateLimited || (transient && outcome.httpStatus == 503 && outcome.retryAfterMs >= 0);
+    if (rateLimited) {
+        const int run = std::max(4 * m_config.breakerThreshold, lane.capacity + m_config.breakerThreshold);
+        if (++lane.throttledInARow >= run) {
+            lane.breaker.trip(now);
+        } else if (lane.breaker.state(now) != CircuitBreaker::State::Closed) {
+            lane.breaker.recordSuccess();
+            lane.pace.restartSlow(now);
+        }
+    }
+    if (throttled)
+        lane.pace.noteThrottled(now, sentAtMs);
     if (partnerUnhealthy) {
-        lane.breaker.recordFailure(now);
+        if (!rateLimited)
+            lane.breaker.recordFailure(now);
         ++spell.consecutiveFailures;
         if (!spell.failingSinceMs)
             spell.failingSinceMs = sentAtMs;

@@ -2,6 +2,7 @@
 
 #include "delivery/circuitbreaker.h"
 #include "delivery/enginestore.h"
+#include "delivery/partnerpace.h"
 #include "store/ledger.h"
 #include "queues/messagequeue.h"
 #include "http/partnertls.h"
@@ -196,10 +197,10 @@ private:
         int refusalStatus = 0;
         QSet<QByteArray> refusedKeys;
         PartnerCounters counters;
-        // Pace ("rate"): a bucket refilled at ratePerSecond, one request at a time.
-        double tokens = 1;
-        qint64 tokensAtMs = 0;
+        // Pace: adaptive (AIMD, slow start after an outage) within "rate" (partnerpace.h).
+        PartnerPace pace;
         bool paceTimerArmed = false;
+        int throttledInARow = 0; // 429s since the partner last accepted a send
         // How long after a send left in doubt the partner's lookup can be trusted to
         // find it (its search delay); -1: the partner has no lookup.
         qint64 lookupGraceMs = -1;

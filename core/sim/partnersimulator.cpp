@@ -5,6 +5,7 @@
 
 #include <QDateTime>
 #include <QElapsedTimer>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QJsonParseError>
@@ -19,6 +20,7 @@
 #include <QTcpSocket>
 #include <QTimer>
 
+#include <deque>
 #include <memory>
 
 namespace {
@@ -160,6 +162,15 @@ struct PartnerSimulator::Private
     void respond(ServerConnection &conn, int status, const QByteArray &body, bool keepAlive,
                  QByteArrayView extraHeaders = {}, QByteArrayView contentType = "application/json");
     bool inOutage();
+    bool admit();
+    struct Second
+    {
+        qint64 second = 0; // since the simulator was made
+        qint64 requests = 0;
+        qint64 rateLimited = 0;
+        qint64 effects = 0;
+    };
+    Second &thisSecond();
     bool hit(double rate);
     QByteArray statsJson() const;
     QByteArray effectsJson() const;
@@ -177,6 +188,9 @@ struct PartnerSimulator::Private
     QElapsedTimer clock; // since the simulator was made: when each key was first seen
     SimEventsTarget eventsTarget;
     QNetworkAccessManager *events = nullptr; // made when a target is set
+    double limitTokens = -1; // the rate limit's bucket; -1: full, not yet used
+    qint64 limitAtMs = 0;    // on `clock`, when it was last refilled
+    std::deque<Second> seconds; // the last MaxSeconds seconds that saw a send request
     void postEvent(const QByteArray &n, const SimRequest &request);
 };
 
@@ -212,6 +226,33 @@ bool PartnerSimulator::Private::hit(double rate)
     if (rate <= 0.0)
         return false;
     return rate >= 1.0 || rng.generateDouble() < rate;
+}
+
+bool PartnerSimulator::Private::admit()
+{
+    const double rate = q->m_profile.rateLimitPerSecond;
+    if (rate <= 0)
+        return true;
+    const double burst = std::max(1.0, rate);
+    const qint64 now = clock.elapsed();
+    limitTokens = limitTokens < 0 ? burst : std::min(burst, limitTokens + double(now - limitAtMs) * rate / 1000);
+    limitAtMs = now;
+    if (limitTokens < 1)
+        return false;
+    limitTokens -= 1;
+    return true;
+}
+
+PartnerSimulator::Private::Second &PartnerSimulator::Private::thisSecond()
+{
+    constexpr size_t MaxSeconds = 600;
+    const qint64 second = clock.elapsed() / 1000;
+    if (seconds.empty() || seconds.back().second != second) {
+        seconds.push_back(Second{second});
+        if (seconds.size() > MaxSeconds)
+            seconds.pop_front();
+    }
+    return seconds.back();
 }
 
 bool PartnerSimulator::Private::inOutage()
@@ -456,8 +497,17 @@ void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, Server
     PartnerStats &stats = q->m_stats;
     const PartnerFaults &profile = q->m_profile;
     ++stats.requests;
+    ++thisSecond().requests;
     const SimRequest asked = simRequest(request);
 
+    // A provider's rate limit stands in front of everything else, its outages too.
+    if (!admit()) {
+        ++stats.rateLimited;
+        ++thisSecond().rateLimited;
+        respond(*conn, imitation->failure(429, "rate limit exceeded"), request.keepAlive, imitation->retryHeaders(1));
+        return;
+    }
+    ++stats.admitted;
     if (inOutage()) {
         respond(*conn, imitation->failure(503, "outage"), request.keepAlive, imitation->retryHeaders(1));
         return;
@@ -545,6 +595,7 @@ void PartnerSimulator::Private::accept(const ConnectionPtr &conn, const SimSend 
     PartnerStats &stats = q->m_stats;
     const QByteArray n = QByteArray::number(++nextId);
     ++stats.effects;
+    ++thisSecond().effects;
     const QByteArray &effectKey = send.effectKey;
     if (!effectKey.isEmpty()) {
         int &count = q->m_effectsByKey[effectKey];
@@ -648,6 +699,12 @@ QByteArray PartnerSimulator::Private::statsJson() const
     o.insert(QLatin1String("events_posted"), s.eventsPosted);
     o.insert(QLatin1String("events_accepted"), s.eventsAccepted);
     o.insert(QLatin1String("events_refused"), s.eventsRefused);
+    o.insert(QLatin1String("rate_limited"), s.rateLimited);
+    o.insert(QLatin1String("admitted"), s.admitted);
+    QJsonArray perSecond;
+    for (const Second &second : seconds)
+        perSecond.append(QJsonArray{second.second, second.requests, second.rateLimited, second.effects});
+    o.insert(QLatin1String("seconds"), perSecond);
     // The two counts once bench --partner-url reads from any partner that offers them.
     o.insert(QLatin1String("posts"), s.requests);
     o.insert(QLatin1String("keys"), qint64(q->m_effectsByKey.size()));

@@ -34,6 +34,11 @@ struct PartnerFaults
     qint64 keyWindowMs = -1;
     HostileMode hostile = HostileMode::None; // misbehave on purpose (hostileanswers.h)...
     int hostileCount = 0;                    // ...for the first N requests to /reminders (0: for all)
+    // Admit at most this many send requests a second (0: no limit), as a provider's rate
+    // limiter does in front of everything else: a token bucket refilled at this rate and
+    // holding at most this many; a request beyond it is answered 429 with Retry-After: 1
+    // and does nothing.
+    double rateLimitPerSecond = 0;
 };
 
 // Where the simulated provider posts delivery events after it accepts a send, as the real
@@ -59,6 +64,8 @@ struct PartnerStats
     qint64 eventsPosted = 0;      // delivery events posted to the events target...
     qint64 eventsAccepted = 0;    // ...answered 2xx...
     qint64 eventsRefused = 0;     // ...answered otherwise, or not at all
+    qint64 rateLimited = 0;       // send requests refused by the rate limit (429)...
+    qint64 admitted = 0;          // ...and those it let through
 };
 
 // A real HTTP/1.1 server on a loopback address standing in for an email/SMS provider.
@@ -68,8 +75,10 @@ struct PartnerStats
 // a replay of the first successful response (a 409 while the first is still in progress,
 // a 422 when the body differs). GET /stats returns PartnerStats as JSON
 // (requests, effects, duplicate_requests, duplicate_effects, dropped, peak_held, hostile,
-// and as any partner may offer them to once bench --partner-url: posts, the requests
-// again, and keys, the distinct Idempotency-Key values applied);
+// rate_limited, admitted, and as any partner may offer them to once bench --partner-url:
+// posts, the requests again, and keys, the distinct Idempotency-Key values applied; and
+// seconds: for each of the last seconds since it started, [second, send requests, of them
+// rate-limited, effects], so that a test can see how a client paced itself);
 // GET /effects returns {"<key>": count, ...}. Serves many connections at once.
 class PartnerSimulator final : public QObject
 {
