@@ -8,6 +8,7 @@
 #include "sim/partnersimulator.h"
 #include "teststores.h"
 
+#include <QElapsedTimer>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -32,6 +33,7 @@ private slots:
     void aCanaryThatIsAppliedLetsTheRestGo();
     void aRedriveStopsAfterSoManyFailedSends();
     void aRedriveWaitsWhileTheWorkersBreakerIsOpen();
+    void aRedriveGoesNoFasterThanThePartnerTakes();
     void thePreviewTellsAppliedKeysApart();
     void almostValidOptionsAreRefused_data();
     void almostValidOptionsAreRefused();
@@ -236,6 +238,43 @@ void RedriveTest::aRedriveWaitsWhileTheWorkersBreakerIsOpen()
     QVERIFY2(pumpUntil([&] { return m_partner->stats().effects >= Count; }, WorkerTimeoutMs),
              QByteArray::number(m_partner->stats().effects).constData());
     VERIFY_NO_PROBLEMS(exactlyOnceProblems(*m_partner, keys));
+}
+
+// After an outage, 400 dead letters go back with a ceiling of 200 a second, to a partner
+// that admits 20 requests a second and answers 429 beyond. The workers send at the
+// partner's pace (AIMD) and tell it in their heartbeat; the redrive slows to that pace
+// rather than filling the queue at its ceiling. Each reminder is applied once, and 429s
+// stay a small share of the partner's requests (counted at the partner).
+void RedriveTest::aRedriveGoesNoFasterThanThePartnerTakes()
+{
+    constexpr int Count = 400;
+    const QList<QByteArray> keys = bury(QStringLiteral("paced"), Count);
+    QCOMPARE(keys.size(), Count);
+    PartnerFaults limited;
+    limited.idempotent = false;
+    limited.rateLimitPerSecond = 20;
+    m_partner->setProfile(limited);
+    startWorker({QStringLiteral("--max-attempts"), QStringLiteral("20")});
+    QElapsedTimer clock;
+    clock.start();
+    const auto redrive = m_once->run({QStringLiteral("redrive"), QStringLiteral("--all"), QStringLiteral("--rate"),
+                                      QStringLiteral("200")},
+                                     {}, 4 * WorkerTimeoutMs);
+    const qint64 redriveMs = clock.elapsed();
+    QVERIFY2(redrive.exitedWith(0), redrive.describe().constData());
+    QVERIFY2(redrive.out.contains("redrove 400 dead letters"), redrive.describe().constData());
+    QVERIFY2(pumpUntil([&] { return m_partner->stats().effects >= Count; }, 4 * WorkerTimeoutMs),
+             QByteArray::number(m_partner->stats().effects).constData());
+    const qint64 deliveredMs = clock.elapsed();
+    VERIFY_NO_PROBLEMS(exactlyOnceProblems(*m_partner, keys));
+    const PartnerStats stats = m_partner->stats();
+    const double share = double(stats.rateLimited) / double(std::max<qint64>(1, stats.requests));
+    qInfo("400 letters redriven at a ceiling of 200/s to a partner taking 20/s: the redrive took %lld ms, every "
+          "reminder applied after %lld ms; the partner had %lld requests, %lld of them 429 (%.1f %%)",
+          redriveMs, deliveredMs, stats.requests, stats.rateLimited, share * 100);
+    QVERIFY2(redrive.out.contains("throttled: "), redrive.out.constData());
+    QVERIFY2(share < 0.2, qPrintable(QStringLiteral("429s were %1 %% of %2 requests").arg(share * 100).arg(stats.requests)));
+    QCOMPARE(m_once->stats().value(QLatin1String("dead")).toInteger(), 0);
 }
 
 // A dead letter whose reminder took effect after all is told apart in the preview: the

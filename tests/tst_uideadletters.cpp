@@ -20,6 +20,7 @@
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QElapsedTimer>
@@ -123,6 +124,7 @@ private slots:
     void redriveDialogDoesNotCallARefusedCredentialPermanent();
     void redriveSelectedFromPage();
     void redriveAllMatchingTakesTheFilter();
+    void redriveDialogSplitsTheLettersAndShowsThePaceLive();
     void redriveHonoursTheRate_data();
     void redriveHonoursTheRate();
     void discardAsksFirst();
@@ -1015,6 +1017,105 @@ void TestUiDeadLetters::redriveHonoursTheRate()
                  qPrintable(QStringLiteral("%1 letters moved after %2 ms, ahead of the rate")
                                 .arg(QString::number(moved), QString::number(atMs))));
     }
+}
+
+// The preview asks the store what the letters would come to now: 26 sent, 1 already
+// applied (a provider's delivered event settled it after it died), 3 expired (named, with
+// how late they would be). The run then shows its pace live: a worker on the store says
+// in its heartbeat that its partner throttles it at 5 a second, and the redrive, whose
+// ceiling is 100, goes at that pace and says why. The expired three stay dead letters.
+// With ONCE_SCREENSHOTS=DIR the dialog is saved there, before and during the run.
+void TestUiDeadLetters::redriveDialogSplitsTheLettersAndShowsThePaceLive()
+{
+    for (int i = 0; i < 27; ++i)
+        bury(makeReminder(QStringLiteral("split-%1").arg(i), QStringLiteral("r")), QStringLiteral("http-5xx"), 0);
+    for (int i = 0; i < 3; ++i) {
+        const QJsonObject object{
+            {QStringLiteral("user_id"), QStringLiteral("stale-%1").arg(i)},
+            {QStringLiteral("reminder_id"), QStringLiteral("dentist")},
+            {QStringLiteral("scheduled_at"), QStringLiteral("2026-12-01T09:00:00Z")},
+            {QStringLiteral("expires_at"), QStringLiteral("2026-12-01T10:00:00Z")},
+            {QStringLiteral("destination"), QStringLiteral("+15550100")},
+        };
+        const auto parsed = parseReminder(QJsonDocument(object).toJson(QJsonDocument::Compact));
+        QVERIFY2(parsed.reminder, qPrintable(parsed.error));
+        bury(*parsed.reminder, QStringLiteral("http-5xx"), 0);
+    }
+    QString error;
+    PartnerEvent delivered;
+    delivered.carriedKey = makeReminder(QStringLiteral("split-0"), QStringLiteral("r")).sendKey;
+    delivered.kind = PartnerEvent::Kind::Delivered;
+    delivered.eventId = QStringLiteral("evt-split-0");
+    const auto recorded = m_store->operations().recordPartnerEvent(delivered, QStringLiteral("acme"), QStringLiteral("webhook"),
+                                                                   QStringLiteral("Webhook"), &error);
+    QVERIFY2(recorded && recorded->settled, qPrintable(error));
+    // A worker on the store, throttled by its partner: what its heartbeat writes.
+    WorkerRecord worker;
+    worker.id = QStringLiteral("paced-worker");
+    worker.host = QStringLiteral("here");
+    worker.pid = QCoreApplication::applicationPid();
+    worker.partner = QStringLiteral("acme");
+    worker.startedAtMs = nowMs();
+    worker.heartbeatAtMs = nowMs();
+    QVERIFY2(m_store->workers().announce(worker, &error), qPrintable(error));
+    EngineCounters counters;
+    PartnerCounters acme;
+    acme.name = QStringLiteral("acme");
+    acme.profile = QStringLiteral("webhook");
+    acme.throttledAtMs = nowMs();
+    acme.paceNowPerSecond = 5;
+    counters.partners = {acme};
+    counters.running = true;
+    QVERIFY2(m_store->workers().heartbeat(worker.id, QStringLiteral("running"), counters, &error), qPrintable(error));
+
+    auto session = openSession();
+    DeadLettersPage page;
+    page.setSession(session.get());
+    page.resize(1200, 800);
+    page.show();
+    page.refresh();
+    auto *table = page.findChild<QTableView *>(QStringLiteral("deadLetters"));
+    QTRY_COMPARE(table->model()->rowCount(), 30);
+    QTRY_VERIFY(page.findChild<QAction *>(QStringLiteral("redriveAllMatching"))->isEnabled());
+    page.findChild<QAction *>(QStringLiteral("redriveAllMatching"))->trigger();
+    QTRY_VERIFY(page.findChild<RedriveDialog *>());
+    auto *dialog = page.findChild<RedriveDialog *>();
+    QTRY_COMPARE(dialog->splitText(),
+                 QStringLiteral("26 sent · 1 already applied (suppressed as duplicates) · 3 expired"));
+    auto *names = dialog->findChild<QLabel *>(QStringLiteral("expiredNames"));
+    QVERIFY(names->isVisible());
+    QVERIFY2(names->text().contains(QLatin1String("stale-0:dentist:2026-12-01T09:00:00Z (expired "))
+                 && names->text().contains(QLatin1String(" late)")),
+             qPrintable(names->text()));
+    QVERIFY(dialog->findChild<QCheckBox *>(QStringLiteral("includeExpired"))->isEnabled());
+    QVERIFY(!dialog->includeExpired());
+    const QString shots = qEnvironmentVariable("ONCE_SCREENSHOTS");
+    if (!shots.isEmpty())
+        dialog->grab().save(shots + QStringLiteral("/redrive-preview.png"));
+
+    dialog->setRatePerSecond(100);
+    QSignalSpy finished(session.get(), &StoreSession::redriveFinished);
+    dialog->redriveButton()->click();
+    QVERIFY(dialog->isRunning());
+    QTRY_VERIFY_WITH_TIMEOUT(dialog->paceText().contains(QLatin1String("slowed to 5.0 a second")), 10000);
+    QVERIFY2(dialog->paceText().contains(QLatin1String("acme throttles the workers")), qPrintable(dialog->paceText()));
+    // At 5 a second, not 100: after a second and a half it has moved far fewer than 150.
+    QTest::qWait(1500);
+    const qint64 movedSoFar = 30 - storeLetters().size();
+    QVERIFY2(movedSoFar >= 3 && movedSoFar <= 15, qPrintable(QString::number(movedSoFar)));
+    if (!shots.isEmpty())
+        dialog->grab().save(shots + QStringLiteral("/redrive-running.png"));
+    QVERIFY(finished.wait(20000));
+    const auto result = finished.constFirst().at(1).value<RedriveResult>();
+    QCOMPARE(result.moved, qint64(27));
+    QCOMPARE(result.skippedExpired, qint64(3));
+    QVERIFY2(result.error.isEmpty(), qPrintable(result.error));
+    // The three expired are still dead letters; the run's audit row says it skipped them.
+    QCOMPARE(storeLetters().size(), 3);
+    QVERIFY2(audit().constFirst().detail.endsWith(QLatin1String("(skipped 3 expired)")),
+             qPrintable(audit().constFirst().detail));
+    auto *status = page.findChild<QLabel *>(QStringLiteral("status"));
+    QVERIFY2(status->text().contains(QLatin1String("3 expired, skipped: still dead letters.")), qPrintable(status->text()));
 }
 
 void TestUiDeadLetters::redriveAllMatchingTakesTheFilter()

@@ -1262,11 +1262,18 @@ void Engine::onSent(const Delivery &delivery, const SendOutcome &outcome, qint64
             lane.pace.restartSlow(now);
         }
     }
-    if (throttled)
+    if (throttled) {
+        const qint64 before = lane.pace.throttledAtMs();
         lane.pace.noteThrottled(now, sentAtMs);
+        if (!before || now - before > WorkerRegistry::HeartbeatIntervalMs)
+            heartbeatSoon();
+    }
     if (partnerUnhealthy) {
+        const bool wasOpen = lane.breaker.state(now) == CircuitBreaker::State::Open;
         if (!rateLimited)
             lane.breaker.recordFailure(now);
+        if (!wasOpen && lane.breaker.state(now) == CircuitBreaker::State::Open)
+            heartbeatSoon();
         ++spell.consecutiveFailures;
         if (!spell.failingSinceMs)
             spell.failingSinceMs = sentAtMs;
@@ -1485,6 +1492,17 @@ void Engine::sampleQueue()
             qCWarning(lcEngine).noquote() << "sampling the queue failed:" << error;
         else if (!counts || !store.metrics().recordSample(*counts, nowMs(), &error))
             reportStoreCall(QStringLiteral("sampling the queue"), store.database().lastFailure(), error);
+    });
+}
+
+void Engine::heartbeatSoon()
+{
+    if (m_heartbeatSoon)
+        return;
+    m_heartbeatSoon = true;
+    QTimer::singleShot(0, this, [this] {
+        m_heartbeatSoon = false;
+        heartbeat();
     });
 }
 

@@ -270,6 +270,10 @@ private:
     void purgeExpired();
     void sampleQueue();
     void heartbeat();
+    // A heartbeat at the next turn of the event loop, however many ask: a partner that
+    // starts throttling or a breaker that opens reaches the store at once, so that a
+    // redrive reading the heartbeats slows or holds within a moment, not a beat later.
+    void heartbeatSoon();
     // Reconciliation: asks each partner with a lookup for the keys left in doubt with it
     // whose grace period has passed (again, less and less often, while it has no answer),
     // and settles them by its answer (EngineStore::settleLookup).
@@ -345,6 +349,7 @@ private:
     QTimer m_reconcileTimer{this};
     QTimer m_pauseTimer{this};
     bool m_pausesReading = false;
+    bool m_heartbeatSoon = false;
     bool m_reconcileReading = false;  // the store is listing the keys in doubt
     QSet<QByteArray> m_lookingUp;     // keys a partner is being asked for
     bool m_listening = false; // woken by PostgreSQL notifications rather than polling alone

@@ -30,7 +30,7 @@ QString tr(const char *text)
 constexpr qint64 ThrottledForMs = 5000;
 // While a partner throttles and no worker says at what pace it sends, the run goes at this.
 constexpr double UnknownThrottledPace = 5;
-constexpr qint64 WorkersLookMs = 1000;
+constexpr qint64 WorkersLookMs = 500; // a few rows; the workers write theirs at once when a partner throttles or fails
 constexpr qint64 EndingsLookMs = 1000;
 constexpr qint64 EndingsLookIdleMs = 3000; // when neither a canary nor a stop rule waits on them
 constexpr int PagesPerTick = 4; // pages read in one tick when they hold only expired letters

@@ -1101,7 +1101,7 @@ void DeadLettersPage::onRedriveFinished(quint64 token, const RedriveResult &resu
     const QString movedText = locale.toString(moved);
     const QString totalText = locale.toString(m_redriveTotal);
     const QString skipped = result.skippedExpired > 0
-                                ? QLatin1Char(' ') + tr("%1 expired skipped.").arg(lettersText(int(result.skippedExpired)))
+                                ? QLatin1Char(' ') + tr("%1 expired, skipped: still dead letters.").arg(QLocale().toString(result.skippedExpired))
                                 : QString();
     if (!result.error.isEmpty()) {
         setStatus(tr("Redrive stopped after putting back %1 of %2: %3").arg(movedText, totalText, result.error),
