@@ -368,13 +368,24 @@ Verdict eventVerdict(const EventRow &event, const QList<Attempt> &attempts, Verd
         verdict.kind = Verdict::Kind::Expired;
         const qint64 late = std::max<qint64>(0, event.updatedAtMs - event.scheduledAtMs);
         const QString at = event.expiresAtMs > 0 ? clock.full(event.expiresAtMs) : clock.full(event.updatedAtMs);
-        verdict.text = tr("Not sent: expired at %1, %2 late").arg(at, formatDuration(late));
-        if (calls.total() > 0)
-            verdict.text += tr(" (%1 before it expired)")
-                                .arg(counted(calls.total(), "1 partner call", "%1 partner calls"));
-        verdict.customerText = tr("This was not sent: by the time we could send it, it was too late to be useful "
-                                  "(it was meant for %1).")
-                                   .arg(clock.spoken(event.scheduledAtMs));
+        if (calls.possibleEffects() > 0) {
+            // An earlier call was left without an answer (or its worker died): it was not
+            // sent again, but the partner may have acted on that one.
+            verdict.text = tr("Not sent again: expired at %1, %2 late; %3 before, so the partner may have it")
+                               .arg(at, formatDuration(late),
+                                    counted(calls.possibleEffects(), "1 call that may have acted was made",
+                                            "%1 calls that may have acted were made"));
+            verdict.customerText = tr("We may have sent this before it became too late to be useful, but have no "
+                                      "confirmation; we did not send it again.");
+        } else {
+            verdict.text = tr("Not sent: expired at %1, %2 late").arg(at, formatDuration(late));
+            if (calls.total() > 0)
+                verdict.text += tr(" (%1 refused or failed before it expired)")
+                                    .arg(counted(calls.total(), "1 partner call", "%1 partner calls"));
+            verdict.customerText = tr("This was not sent: by the time we could send it, it was too late to be "
+                                      "useful (it was meant for %1).")
+                                       .arg(clock.spoken(event.scheduledAtMs));
+        }
     } else if (event.state == LedgerState::Retrying) {
         verdict.kind = Verdict::Kind::Pending;
         verdict.text = tr("Not delivered yet: %1")
