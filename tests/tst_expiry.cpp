@@ -3,7 +3,9 @@
 // is acked, and neither the partner's breaker nor its spell of failures hears of it. Real
 // `once` processes against the partner simulator; effects counted at the simulator.
 #include "deliveryharness.h"
+#include "monitoring/storemetrics.h"
 #include "sim/partnersimulator.h"
+#include "store/store.h"
 #include "teststores.h"
 
 #include <QDateTime>
@@ -227,6 +229,16 @@ void ExpiryTest::remindersPastTheirExpiryAreNeverSent()
     QVERIFY2(problems.isEmpty(), qPrintable(problems));
     QCOMPARE(eventKeys({QStringLiteral("--state"), QStringLiteral("expired")}), keySet(expiredKeys));
     QCOMPARE(m_stores.totalsDisagreeWithLedger(m_once->storeUrl()), QString());
+    {
+        // The store's metrics, as once serve's /metrics exposes them.
+        QString error;
+        const auto store = Store::open(m_once->storeUrl(), &error, Database::Access::ReadOnly);
+        QVERIFY2(store, qPrintable(error));
+        const auto metrics = StoreMetrics::read(*store, std::nullopt, &error);
+        QVERIFY2(metrics, qPrintable(error));
+        const QByteArray text = storeExposition(*metrics);
+        QVERIFY2(text.contains("\nonce_reminders_expired_total 10\n"), text.constData());
+    }
 
     // Expired is an outcome: no failure, no spell, the breaker closed.
     const QJsonObject partner = partnerCounters();
