@@ -1175,7 +1175,7 @@ void Engine::expire(const Delivery &delivery, qint64 now)
     m_pendingAttempts.append(attempt);
     m_pendingUpdates.append(LedgerUpdate{reminder.sendKey, delivery.message.id, delivery.message.delivery,
                                          LedgerState::Expired, false, 0, 0, QStringLiteral("expired"), why, {}});
-    qCInfo(lcEngine).noquote() << "not sent:" << QString::fromLatin1(reminder.sendKey) << why;
+    qCDebug(lcEngine).noquote() << "not sent:" << QString::fromLatin1(reminder.sendKey) << why;
     acknowledge(delivery, QStringLiteral("not sent: ") + why);
 }
 
