@@ -35,6 +35,7 @@ private slots:
     void aPartnersOrRoutesExpireAfterApplies();
     void almostValidExpiriesAreRefusedAlone();
     void aDeadLetterTellsItsExpiry();
+    void aBrokersDeadLetterTellsItsExpiryFromTheLedger();
 
 private:
     QString url() const { return QStringLiteral("http://127.0.0.1:%1/reminders").arg(m_partner->port()); }
@@ -479,6 +480,55 @@ void ExpiryTest::aDeadLetterTellsItsExpiry()
         else
             QVERIFY2(!line.contains("expired"), line.constData());
     }
+}
+
+// A broker keeps the letter, the worker's store its key: once dlq --queue reads each
+// letter's key state and expiry from the store (here a worker on its own store consumes
+// over `once serve`'s REST queue, whose letters the broker path lists).
+void ExpiryTest::aBrokersDeadLetterTellsItsExpiryFromTheLedger()
+{
+    PartnerFaults failing;
+    failing.failRate = 1.0;
+    startPartner(failing);
+    const QByteArray token = "operator-secret-0123456789abcdef";
+    const QString tokens = m_dir->filePath(QStringLiteral("tokens"));
+    QFile file(tokens);
+    QVERIFY(file.open(QIODevice::WriteOnly) && file.write("oncall " + token + " operator\n") > 0);
+    file.close();
+    const quint16 port = m_once->startServe({QStringLiteral("--tokens"), tokens});
+    QVERIFY(port);
+    const QString queue = QStringLiteral("rest+http://127.0.0.1:%1/v1?queue=reminders").arg(port);
+    const QMap<QString, QString> withToken{{QStringLiteral("ONCE_QUEUE_TOKEN"), QString::fromLatin1(token)}};
+
+    OnceRunner worker(m_onceBin, m_stores.newUrl());
+    QVERIFY(worker.run({QStringLiteral("init")}).exitedWith(0));
+    const QDateTime now = QDateTime::currentDateTimeUtc();
+    const QString expires = rfc3339(now.addMSecs(1000));
+    const ReminderSpec soon = reminder(QStringLiteral("brokered"), rfc3339(now.addSecs(-3600)), expires);
+    const auto enqueued = worker.run(
+        {QStringLiteral("enqueue"), QStringLiteral("--queue"), queue, writeLines(QStringLiteral("brokered"), {soon.line})},
+        withToken);
+    QVERIFY2(enqueued.exitedWith(0), enqueued.describe().constData());
+    const auto worked = worker.run({QStringLiteral("worker"), QStringLiteral("--queue"), queue, QStringLiteral("--partner"),
+                                    url(), QStringLiteral("--max-attempts"), QStringLiteral("1"),
+                                    QStringLiteral("--until-idle")},
+                                   withToken, WorkerTimeoutMs);
+    QVERIFY2(worked.exitedWith(0), worked.describe().constData());
+    QVERIFY(pumpUntil([&] { return QDateTime::currentDateTimeUtc() > QDateTime::fromString(expires, Qt::ISODateWithMs); },
+                      5000));
+
+    const auto listed = worker.run({QStringLiteral("dlq"), QStringLiteral("--json"), QStringLiteral("--queue"), queue},
+                                   withToken);
+    QVERIFY2(listed.exitedWith(0), listed.describe().constData());
+    const QJsonArray letters = QJsonDocument::fromJson(listed.out).array();
+    QCOMPARE(letters.size(), 1);
+    const QJsonObject letter = letters.first().toObject();
+    QCOMPARE(letter.value(QLatin1String("key")).toString().toLatin1(), soon.key);
+    QCOMPARE(letter.value(QLatin1String("expires_at")).toString(), expires);
+    QCOMPARE(letter.value(QLatin1String("key_state")).toString(), QStringLiteral("dead"));
+    const auto plain = worker.run({QStringLiteral("dlq"), QStringLiteral("--queue"), queue}, withToken);
+    QVERIFY2(plain.exitedWith(0) && plain.out.contains(QByteArray("  expired " + expires.toLatin1() + " (would be 1 h late)")),
+             plain.describe().constData());
 }
 
 QTEST_GUILESS_MAIN(ExpiryTest)
