@@ -155,6 +155,7 @@ private slots:
     void missingFieldsNameTheField();
     void settingsNameWhatIsMissing_data();
     void settingsNameWhatIsMissing();
+    void expireAfterOfPartnersAndRoutes();
     void classifiesDocumentedAnswers_data();
     void classifiesDocumentedAnswers();
     void echoedSecretsAreRedacted_data();
@@ -411,6 +412,49 @@ void TestPartnerProfiles::settingsNameWhatIsMissing_data()
     QTest::newRow("postmark option on resend")
         << QByteArray(R"({"partners":{"mail":{"profile":"resend","url":"https://api.resend.com","token":"env:ONCE_TEST_PROFILE_TOKEN","from":"a@b.test","message_stream":"x"}}})")
         << QStringLiteral("partner \"mail\": \"message_stream\" is not a setting of the resend profile");
+    const QString expireAfter = QStringLiteral("\"expire_after\" must be a duration such as \"90s\", \"5m\", \"2h\" or \"7d\" (1s to 30d)");
+    QTest::newRow("expire_after in words")
+        << QByteArray(R"({"partners":{"hook":{"url":"https://hooks.example.com","expire_after":"2 hours"}}})")
+        << QStringLiteral("partner \"hook\": ") + expireAfter;
+    QTest::newRow("expire_after a number")
+        << QByteArray(R"({"partners":{"hook":{"url":"https://hooks.example.com","expire_after":7200}}})")
+        << QStringLiteral("partner \"hook\": ") + expireAfter;
+    QTest::newRow("expire_after zero")
+        << QByteArray(R"({"partners":{"hook":{"url":"https://hooks.example.com","expire_after":"0s"}}})")
+        << QStringLiteral("partner \"hook\": ") + expireAfter;
+    QTest::newRow("expire_after over 30 days")
+        << QByteArray(R"({"partners":{"hook":{"url":"https://hooks.example.com","expire_after":"31d"}}})")
+        << QStringLiteral("partner \"hook\": ") + expireAfter;
+    QTest::newRow("route expire_after")
+        << QByteArray(R"({"partners":{"hook":{"url":"https://hooks.example.com"}},"routes":{"sms":{"partner":"hook","expire_after":"soon"}}})")
+        << QStringLiteral("route \"sms\": ") + expireAfter;
+    QTest::newRow("route object without a partner")
+        << QByteArray(R"({"partners":{"hook":{"url":"https://hooks.example.com"}},"routes":{"sms":{"expire_after":"5m"}}})")
+        << QStringLiteral("route \"sms\" names no partner of this file");
+    QTest::newRow("route object with another setting")
+        << QByteArray(R"({"partners":{"hook":{"url":"https://hooks.example.com"}},"routes":{"sms":{"partner":"hook","rate":"5/s"}}})")
+        << QStringLiteral("route \"sms\": \"rate\" is not a setting of a route (\"partner\", \"expire_after\")");
+}
+
+// A partner's expire_after and a route's own: a route's wins for its channel, a channel
+// routed by name takes its partner's, "*" may carry its own.
+void TestPartnerProfiles::expireAfterOfPartnersAndRoutes()
+{
+    QString error;
+    const auto config = parsePartners(QByteArray(R"({"partners": {
+        "mail": {"url": "https://mail.example.com", "expire_after": "1d"},
+        "texts": {"url": "https://texts.example.com"}
+    }, "routes": {"email": "mail", "sms": {"partner": "texts", "expire_after": "30m"},
+                  "push": "texts", "*": {"partner": "mail", "expire_after": "90s"}}})"),
+                                      &error);
+    QVERIFY2(config, qPrintable(error));
+    QCOMPARE(config->find(QStringLiteral("mail"))->expireAfterMs, 24 * 3600 * 1000LL);
+    QCOMPARE(config->find(QStringLiteral("texts"))->expireAfterMs, qint64(0));
+    QCOMPARE(config->routes.partnerFor(QStringLiteral("sms")), QStringLiteral("texts"));
+    QCOMPARE(config->expireAfterFor(QStringLiteral("email")), 24 * 3600 * 1000LL);
+    QCOMPARE(config->expireAfterFor(QStringLiteral("sms")), 30 * 60 * 1000LL);
+    QCOMPARE(config->expireAfterFor(QStringLiteral("push")), qint64(0));
+    QCOMPARE(config->expireAfterFor(QStringLiteral("fax")), 90 * 1000LL);
 }
 
 void TestPartnerProfiles::settingsNameWhatIsMissing()

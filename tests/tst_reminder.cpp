@@ -87,6 +87,7 @@ class TestReminder : public QObject
 private slots:
     void parsesValidReminder();
     void keepsUnknownFieldsInPayload();
+    void parsesExpiresAt();
     void rejectsInvalidReminder_data();
     void rejectsInvalidReminder();
     void acceptsMessageAtSizeLimit();
@@ -141,6 +142,29 @@ void TestReminder::parsesValidReminder()
     QCOMPARE(QJsonDocument::fromJson(r.payload).object(), object);
 }
 
+// expires_at says until when the reminder is worth sending; it is no part of the key (the
+// same send with another expiry is the same send), and may equal scheduled_at.
+void TestReminder::parsesExpiresAt()
+{
+    QJsonObject object = validObject();
+    const auto plain = parseReminder(line(object));
+    QVERIFY2(plain.reminder, qPrintable(plain.error));
+    QVERIFY(plain.reminder->expiresAt.isNull());
+    object.insert(QStringLiteral("expires_at"), QStringLiteral("2026-12-01T12:30:00.250+02:00"));
+    const auto result = parseReminder(line(object));
+    QVERIFY2(result.reminder, qPrintable(result.error));
+    QCOMPARE(result.reminder->expiresAt, QDateTime(QDate(2026, 12, 1), QTime(10, 30, 0, 250), Qt::UTC));
+    QCOMPARE(result.reminder->sendKey, plain.reminder->sendKey);
+    object.insert(QStringLiteral("expires_at"), QStringLiteral("2026-12-01T09:00:00Z"));
+    const auto same = parseReminder(line(object));
+    QVERIFY2(same.reminder, qPrintable(same.error));
+    QCOMPARE(same.reminder->expiresAt, same.reminder->scheduledAt);
+    object.insert(QStringLiteral("expires_at"), QJsonValue::Null);
+    const auto null = parseReminder(line(object));
+    QVERIFY2(null.reminder, qPrintable(null.error));
+    QVERIFY(null.reminder->expiresAt.isNull());
+}
+
 void TestReminder::keepsUnknownFieldsInPayload()
 {
     QJsonObject object = validObject();
@@ -191,6 +215,25 @@ void TestReminder::rejectsInvalidReminder_data()
     QJsonObject badTime = validObject();
     badTime.insert(QStringLiteral("scheduled_at"), QStringLiteral("yesterday"));
     QTest::newRow("bad scheduled_at") << line(badTime) << QStringLiteral("scheduled_at \"yesterday\" is not an RFC 3339");
+    // expires_at is read as strictly as scheduled_at, and must not come before it.
+    const auto expiring = [](const QJsonValue &expiresAt) {
+        QJsonObject object = validObject();
+        object.insert(QStringLiteral("expires_at"), expiresAt);
+        return line(object);
+    };
+    QTest::newRow("expires_at before scheduled_at")
+        << expiring(QStringLiteral("2026-12-01T08:59:59.999Z"))
+        << QStringLiteral("expires_at \"2026-12-01T08:59:59.999Z\" is before scheduled_at \"2026-12-01T09:00:00Z\"");
+    QTest::newRow("expires_at before scheduled_at, by its offset")
+        << expiring(QStringLiteral("2026-12-01T09:30:00+01:00")) << QStringLiteral("is before scheduled_at");
+    QTest::newRow("expires_at without an offset")
+        << expiring(QStringLiteral("2026-12-01T10:00:00")) << QStringLiteral("expires_at \"2026-12-01T10:00:00\" is not an RFC 3339");
+    QTest::newRow("expires_at month 13")
+        << expiring(QStringLiteral("2026-13-01T00:00:00Z")) << QStringLiteral("expires_at \"2026-13-01T00:00:00Z\" is not an RFC 3339");
+    QTest::newRow("empty expires_at") << expiring(QString()) << QStringLiteral("expires_at \"\" is not an RFC 3339");
+    QTest::newRow("non-string expires_at") << expiring(1767258000) << QStringLiteral("field \"expires_at\" must be a string");
+    QTest::newRow("long expires_at") << expiring(QString(QStringLiteral("2026-12-01T10:00:00.") + QString(60, QLatin1Char('0')) + QLatin1Char('Z')))
+                                     << QStringLiteral("field \"expires_at\" is 81 characters, over the limit of 64");
 
     QTest::newRow("malformed JSON") << QByteArray(R"({"user_id": "u", )") << QStringLiteral("malformed JSON");
     QTest::newRow("not JSON at all") << QByteArray("hello") << QStringLiteral("malformed JSON");

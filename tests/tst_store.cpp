@@ -172,6 +172,7 @@ private slots:
     void appliedKeyIsDuplicate();
     void retryingKeyBelongsToItsMessage();
     void deadKeyIsDuplicate();
+    void expiredKeyIsFinalAndKeepsItsExpiry();
     void claimBatchDecidesEachRequest();
     void firstOfTwoRequestsForAKeyWinsInALargeBatch();
     void takenKeysInOneBatchSeeEachOthersDecisions();
@@ -312,7 +313,8 @@ QStringList TestStore::undoHistoryByKeysTime()
 
 QStringList TestStore::undoSinceSchema17()
 {
-    return {QStringLiteral("ALTER TABLE partners DROP COLUMN pause_reason"),
+    return {QStringLiteral("ALTER TABLE ledger DROP COLUMN expires_at"),
+            QStringLiteral("ALTER TABLE partners DROP COLUMN pause_reason"),
             QStringLiteral("ALTER TABLE partners DROP COLUMN paused_by"),
             QStringLiteral("ALTER TABLE partners DROP COLUMN paused_at"),
             QStringLiteral("DROP INDEX ledger_provider_request"),
@@ -2136,6 +2138,40 @@ void TestStore::deadKeyIsDuplicate()
         order.append(attempt.step + QLatin1Char('/') + attempt.outcome);
     QCOMPARE(order, (QStringList{QStringLiteral("send/transient"), QStringLiteral("claim/duplicate"),
                                  QStringLiteral("claim/duplicate")}));
+}
+
+// The claim writes the expiry it was given (the ledger's expires_at); an expired key is
+// final: any delivery after it, of the same message or another, is a duplicate, told as
+// not applied; the store counts it as expired, not dead.
+void TestStore::expiredKeyIsFinalAndKeepsItsExpiry()
+{
+    const Reminder reminder = makeReminder(QStringLiteral("u"), QStringLiteral("r"));
+    const Reminder never = makeReminder(QStringLiteral("u"), QStringLiteral("never"));
+    ClaimRequest request = claimRequest(reminder, QStringLiteral("m1"));
+    request.expiresAtMs = reminder.scheduledAt.toMSecsSinceEpoch() + 3600 * 1000;
+    QCOMPARE(claim(*m_store, request).outcome, ClaimResult::Outcome::Claimed);
+    QCOMPARE(claim(*m_store, claimRequest(never, QStringLiteral("m3"))).outcome, ClaimResult::Outcome::Claimed);
+    QCOMPARE(scalar(QStringLiteral("SELECT expires_at FROM ledger WHERE send_key = ?"),
+                    {QString::fromLatin1(reminder.sendKey)})
+                 .toLongLong(),
+             request.expiresAtMs);
+    QVERIFY(scalar(QStringLiteral("SELECT expires_at FROM ledger WHERE send_key = ?"), {QString::fromLatin1(never.sendKey)})
+                .isNull());
+    QVERIFY(record(*m_store, reminder.sendKey, LedgerState::Expired, false, 0, QStringLiteral("expired")));
+    QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::Expired));
+    for (const auto &message : {QStringLiteral("m1"), QStringLiteral("m2")}) {
+        const ClaimResult again = claim(*m_store, claimRequest(reminder, message, 2));
+        QCOMPARE(again.outcome, ClaimResult::Outcome::Duplicate);
+        QCOMPARE(again.notApplied, QStringLiteral("not sent: its reminder expired before it could be sent"));
+        QCOMPARE(attemptsOf(reminder.sendKey).constLast().error, QStringLiteral("expired before it could be sent"));
+    }
+    QCOMPARE(stateOf(reminder.sendKey), QString(LedgerState::Expired));
+    QString error;
+    const auto stats = m_store->inspector().stats(&error);
+    QVERIFY2(stats, qPrintable(error));
+    QCOMPARE(stats->expired, qint64(1));
+    QCOMPARE(stats->deadKeys, qint64(0));
+    QCOMPARE(stats->duplicateDeliveries, qint64(2));
 }
 
 void TestStore::claimBatchDecidesEachRequest()

@@ -3,6 +3,7 @@
 // the error-class and time filters, the redrive preview's counts and warnings, and
 // redrive, discard and in-doubt decisions carried out from the pages.
 #include "dialogs/decisiondialog.h"
+#include "display/humanunits.h"
 #include "dialogs/redrivedialog.h"
 #include "mainwindow.h"
 #include "models/deadlettersmodel.h"
@@ -16,6 +17,7 @@
 #include "settings/settings.h"
 
 #include "store/store.h"
+#include "text/jsonvalues.h"
 
 #include <QAbstractItemModelTester>
 #include <QAction>
@@ -293,6 +295,27 @@ void TestUiDeadLetters::deadLettersModelShowsLetters()
         if (model.letter(row).errorClass == QLatin1String("invalid-message"))
             QCOMPARE(model.index(row, DeadLettersModel::SendKey).data().toString(), QStringLiteral("(none)"));
     }
+
+    // A letter whose reminder has expired says so, and what a redrive would do; one that
+    // has not shows when it will; one without an expiry shows nothing.
+    const qint64 now = nowMs();
+    DeadLetter expired = letters.constFirst();
+    expired.sendKey = makeSendKey(QStringLiteral("u"), QStringLiteral("r"), formatTime(now - 3 * Hour));
+    expired.expiresAtMs = now - Hour;
+    expired.keyState = QStringLiteral("dead");
+    DeadLetter later = expired;
+    later.expiresAtMs = now + Hour;
+    DeadLetter never = expired;
+    never.expiresAtMs = 0;
+    model.setLetters({expired, later, never});
+    const auto expires = [&](int row, int role) { return model.index(row, DeadLettersModel::Expires).data(role); };
+    QCOMPARE(expires(0, Qt::DisplayRole).toString(), QStringLiteral("expired ") + formatDisplayTime(now - Hour));
+    QVERIFY2(expires(0, Qt::ToolTipRole).toString().contains(QStringLiteral("(would be 3 h late): a redrive would "
+                                                                             "settle it expired, not send it")),
+             qPrintable(expires(0, Qt::ToolTipRole).toString()));
+    QCOMPARE(expires(0, DeadLettersModel::RawRole).toLongLong(), now - Hour);
+    QCOMPARE(expires(1, Qt::DisplayRole).toString(), formatDisplayTime(now + Hour));
+    QCOMPARE(expires(2, Qt::DisplayRole).toString(), QString());
 }
 
 // A session that closes while a page is out (the console opening another store): the
@@ -635,7 +658,7 @@ void TestUiDeadLetters::exportFileReadsAsOneDocument()
     const QString csv = QString::fromUtf8(DeadLetterFile::render(letters, DeadLetterFile::Format::Csv));
     const QStringList lines = csv.split(QStringLiteral("\r\n"));
     QCOMPARE(lines.constFirst(), QStringLiteral("message_id,key,event_id,error_class,last_error,attempts,deliveries,"
-                                                "redrives,first_attempt_at,last_attempt_at,dead_at,enqueued_at"));
+                                                "redrives,first_attempt_at,last_attempt_at,dead_at,enqueued_at,expires_at,key_state"));
     QVERIFY2(csv.contains(QStringLiteral("\"'=HYPERLINK(\"\"x\"\"), two\nlines, \u00e9t\u00e9 \"\"quoted\"\" \\ back\"")),
              qPrintable(csv));
     QVERIFY2(csv.contains(QStringLiteral(",'+cmd|' /C calc'!A0,")), qPrintable(csv));

@@ -671,7 +671,8 @@ void TestUiEvents::stateFilterNarrowsTheList()
     for (int i = 0; i < states->count(); ++i)
         items << states->itemText(i);
     QCOMPARE(items, (QStringList{QStringLiteral("All"), QStringLiteral("queued"), QStringLiteral("claimed"), QStringLiteral("retrying"),
-                                 QStringLiteral("applied"), QStringLiteral("in_doubt"), QStringLiteral("dead"), QString(),
+                                 QStringLiteral("applied"), QStringLiteral("in_doubt"), QStringLiteral("dead"),
+                                 QStringLiteral("expired"), QString(),
                                  QStringLiteral("possibly more than one effect"), QStringLiteral("unanswered")}));
     // What the history says, not the ledger's state: no event here had two calls that may
     // each have acted.
@@ -701,6 +702,11 @@ void TestUiEvents::stateFilterNarrowsTheList()
     states->setCurrentIndex(states->findData(QStringLiteral("applied")));
     QVERIFY(waitForFilter(page, QString(), QStringLiteral("applied")));
     QCOMPARE(model->rowCount(), 2);
+
+    // None of these expired: the filter is offered, and finds nothing.
+    states->setCurrentIndex(states->findData(QStringLiteral("expired")));
+    QVERIFY(waitForFilter(page, QString(), QStringLiteral("expired")));
+    QCOMPARE(model->rowCount(), 0);
 
     states->setCurrentIndex(states->findData(QStringLiteral("claimed")));
     QVERIFY(waitForFilter(page, QString(), QStringLiteral("claimed")));

@@ -381,6 +381,18 @@ void TestUiOverview::overviewTilesShowStoreNumbers()
                                                    Worker, InDoubtPolicy::Resend, &error);
     QCOMPARE(duplicate.size(), 1);
     QCOMPARE(duplicate.constFirst().outcome, ClaimResult::Outcome::Duplicate);
+    // One expired before it could be sent: told beside the applied ones, as no failure.
+    const Reminder expired = makeReminder(QStringLiteral("u"), QStringLiteral("expired"));
+    QCOMPARE(m_store->ledger()
+                 .claim({ClaimRequest{expired, QStringLiteral("m-expired"), 1, nowMs() + LongLeaseMs}}, Worker,
+                        InDoubtPolicy::Resend, &error)
+                 .size(),
+             1);
+    QVERIFY2(m_store->ledger().record({LedgerUpdate{expired.sendKey, QStringLiteral("m-expired"), 1,
+                                                    LedgerState::Expired, false, 0, 0, QStringLiteral("expired"),
+                                                    QStringLiteral("expired at T; 1 h late"), {}}},
+                                      {}, &error),
+             qPrintable(error));
 
     EngineController engine;
     StoreSession session(storeUrl());
@@ -389,6 +401,7 @@ void TestUiOverview::overviewTilesShowStoreNumbers()
     page.refresh();
     const auto tile = [&page](const char *name) { return page.findChild<Tile *>(QLatin1String(name)); };
     QTRY_COMPARE(tile("readyTile")->value(), QStringLiteral("3"));
+    QCOMPARE(tile("appliedTile")->subCaption(), QStringLiteral("1 applied in all, 1 expired unsent"));
     QCOMPARE(tile("inFlightTile")->value(), QStringLiteral("1"));
     QCOMPARE(tile("delayedTile")->value(), QStringLiteral("1"));
     QCOMPARE(tile("deadLettersTile")->value(), QStringLiteral("1"));

@@ -364,7 +364,7 @@ int runEvents(const QStringList &arguments)
                         "dead letters that match are counted too."),
          QStringLiteral("T")});
     parser.addOption({QStringLiteral("state"),
-                      QStringLiteral("Only events in state S: claimed, retrying, applied, in_doubt, dead; or "
+                      QStringLiteral("Only events in state S: claimed, retrying, applied, in_doubt, dead, expired; or "
                                      "several-effects (two or more partner calls that may each have acted, at a "
                                      "partner not recorded as honouring Idempotency-Key), or unanswered (a call "
                                      "left without an answer)."),
@@ -390,7 +390,8 @@ int runEvents(const QStringList &arguments)
     EventFilter filter;
     const QString state = parser.value(QStringLiteral("state"));
     const QStringList states{LedgerState::Claimed, LedgerState::Retrying, LedgerState::Applied, LedgerState::InDoubt,
-                             LedgerState::Dead, QStringLiteral("several-effects"), QStringLiteral("unanswered")};
+                             LedgerState::Dead, LedgerState::Expired, QStringLiteral("several-effects"),
+                             QStringLiteral("unanswered")};
     if (!state.isEmpty() && !states.contains(state))
         return command.usageError(QStringLiteral("unknown state \"%1\" (one of %2)").arg(state, states.join(QLatin1String(", "))));
     if (state == QLatin1String("several-effects"))
@@ -482,6 +483,12 @@ int runDeadLetters(const QStringList &arguments)
         if (!broker)
             return Failure;
         letters = brokerDeadLetters(*broker, filter, &error);
+        // The broker keeps the message; the store knows what became of its key and when
+        // it expires. Without a store to ask, the broker's letters are still listed.
+        QString storeError;
+        const auto store = Store::open(command.storeUrl(), &storeError, Database::Access::ReadOnly);
+        if (letters && store && !store->inspector().noteKeyStates(&*letters, &error))
+            letters.reset();
     }
     if (!letters)
         return failure(error);
@@ -489,11 +496,14 @@ int runDeadLetters(const QStringList &arguments)
         printJsonArray(*letters);
         return Ok;
     }
-    for (const auto &letter : *letters)
-        printLine(QStringLiteral("%1  %2  %3  attempts=%4 redrives=%5  %6")
+    const qint64 now = nowMs();
+    for (const auto &letter : *letters) {
+        const QString expiry = deadLetterExpiryText(letter, now);
+        printLine(QStringLiteral("%1  %2  %3  attempts=%4 redrives=%5  %6%7")
                       .arg(letter.id, or_(QString::fromLatin1(letter.sendKey), QStringLiteral("(no key)")),
                            letter.errorClass, QString::number(letter.attempts), QString::number(letter.redriveCount),
-                           letter.lastError));
+                           letter.lastError, expiry.isEmpty() ? QString() : QStringLiteral("  ") + expiry));
+    }
     return Ok;
 }
 

@@ -2,10 +2,10 @@
 
 #include "alerting/workertally.h"
 #include "text/jsonvalues.h"
+#include "text/quantities.h"
 
 #include <QDateTime>
 #include <QJsonArray>
-#include <QRegularExpression>
 
 #include <algorithm>
 
@@ -202,13 +202,7 @@ std::optional<qint64> parseAlertThreshold(AlertRule rule, const QString &text, Q
         }
         return count;
     }
-    static const QRegularExpression form(QStringLiteral("^([0-9]{1,7})(s|m|h|d)?$"));
-    const auto match = form.match(typed);
-    const qint64 unit = match.captured(2) == QLatin1String("m")   ? Minute
-                        : match.captured(2) == QLatin1String("h") ? 60 * Minute
-                        : match.captured(2) == QLatin1String("d") ? 24 * 60 * Minute
-                                                                  : Second;
-    const qint64 value = match.hasMatch() ? match.captured(1).toLongLong() * unit : -1;
+    const qint64 value = parseDurationSetting(typed).value_or(-1);
     // Zero makes sense for no rule but the ones that alert at once; a week is beyond any.
     if (value < 0 || value > 7 * 24 * 60 * Minute || (value == 0 && rule == AlertRule::RemindEvery)) {
         *error = QStringLiteral("%1 takes a duration such as 90s, 5m or 2h (at most 7d), not \"%2\"")

@@ -496,8 +496,9 @@ void Engine::onTurnDone(TurnResult result)
     for (qsizetype i = 0; i < result.claims.size(); ++i) {
         const ClaimResult &claim = result.results.at(i);
         const ClaimRequest &request = result.claims.at(i);
-        const Delivery delivery{result.leased.at(result.claimedMessages.at(i)), request.reminder,
-                                claim.sendsThisRound, claim.firstSentAtMs, request.leaseUntilMs};
+        Delivery delivery{result.leased.at(result.claimedMessages.at(i)), request.reminder,
+                          claim.sendsThisRound, claim.firstSentAtMs, request.leaseUntilMs};
+        delivery.expiresAtMs = request.expiresAtMs;
         switch (claim.outcome) {
         case ClaimResult::Outcome::Resend:
         case ClaimResult::Outcome::Claimed:
@@ -782,11 +783,18 @@ void Engine::noteClaimPartners(TurnRequest *request) const
         if (lane < 0)
             return TurnRequest::ClaimPartner{};
         const PartnerLane &partner = *m_lanes[lane];
-        return TurnRequest::ClaimPartner{partner.profile->keyWindowMs(), partner.settings.name, partner.settings.profile};
+        return TurnRequest::ClaimPartner{partner.profile->keyWindowMs(), partner.settings.name, partner.settings.profile,
+                                         partner.settings.expireAfterMs};
     };
     request->partner = partnerOf(m_routes.otherwise);
-    for (auto it = m_routes.byChannel.cbegin(); it != m_routes.byChannel.cend(); ++it)
-        request->partnerByChannel.insert(it.key(), partnerOf(it.value()));
+    if (m_routes.otherwiseExpireAfterMs)
+        request->partner.expireAfterMs = m_routes.otherwiseExpireAfterMs;
+    for (auto it = m_routes.byChannel.cbegin(); it != m_routes.byChannel.cend(); ++it) {
+        TurnRequest::ClaimPartner partner = partnerOf(it.value());
+        if (const qint64 route = m_routes.expireAfterFor(it.key()))
+            partner.expireAfterMs = route;
+        request->partnerByChannel.insert(it.key(), partner);
+    }
 }
 
 int Engine::laneIndex(const QString &partner) const
@@ -988,6 +996,12 @@ void Engine::route(Delivery delivery)
 {
     const QString partner = m_routes.partnerFor(delivery.reminder.channel);
     delivery.lane = laneIndex(partner);
+    // Before any wait for the partner (paused, down, at its pace): a reminder whose time
+    // has passed leaves now rather than at the end of an outage.
+    if (hasExpired(delivery, nowMs())) {
+        expire(delivery, nowMs());
+        return;
+    }
     if (delivery.lane < 0) {
         const QString channel = delivery.reminder.channel.isEmpty() ? QStringLiteral("(none)") : delivery.reminder.channel;
         deadLetterUnsent(delivery, QStringLiteral("no-route"),
@@ -1099,6 +1113,10 @@ void Engine::sendReady(int index)
             releaseUnsent(delivery, now);
             continue;
         }
+        if (hasExpired(delivery, now)) {
+            expire(delivery, now);
+            continue;
+        }
         ++lane.sending;
         lane.sender->send(delivery.reminder, this, [this, delivery, sentAt = now, index](const SendOutcome &outcome) {
             --m_lanes[index]->sending;
@@ -1136,6 +1154,30 @@ void Engine::releaseUnsent(const Delivery &delivery, qint64 now)
     qCWarning(lcEngine).noquote() << "claim of" << QString::fromLatin1(delivery.reminder.sendKey)
                                   << "ran out before its send;" << "not sent";
     putBackUnsent(delivery, 0, QStringLiteral("lapsed"), QStringLiteral("claim-lapsed"), why);
+}
+
+bool Engine::hasExpired(const Delivery &delivery, qint64 now)
+{
+    return delivery.expiresAtMs > 0 && now >= delivery.expiresAtMs;
+}
+
+// Expired is an outcome, not a failure: the partner was not asked, so neither its breaker
+// nor its spell of failures nor its refusals hear of it. The key's state, the history row
+// and the ack commit in one transaction, like an applied send's.
+void Engine::expire(const Delivery &delivery, qint64 now)
+{
+    ++m_counters.expired;
+    const Reminder &reminder = delivery.reminder;
+    const QString why = expiryText(delivery.expiresAtMs, now - reminder.scheduledAt.toMSecsSinceEpoch());
+    Attempt attempt{reminder.sendKey, reminder.eventId, delivery.message.id, delivery.message.delivery,
+                    m_config.workerId, now, QStringLiteral("expire"), QStringLiteral("expired"), 0, -1,
+                    QStringLiteral("expired"), why, {}};
+    notePartner(&attempt, delivery);
+    m_pendingAttempts.append(attempt);
+    m_pendingUpdates.append(LedgerUpdate{reminder.sendKey, delivery.message.id, delivery.message.delivery,
+                                         LedgerState::Expired, false, 0, 0, QStringLiteral("expired"), why, {}});
+    qCDebug(lcEngine).noquote() << "not sent:" << QString::fromLatin1(reminder.sendKey) << why;
+    acknowledge(delivery, QStringLiteral("not sent: ") + why);
 }
 
 void Engine::deferUnsent(const Delivery &delivery, qint64 delayMs, const QString &errorClass, const QString &why)

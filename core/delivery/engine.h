@@ -128,6 +128,9 @@ struct EngineCounters
     InDoubtPolicy configuredInDoubtPolicy = InDoubtPolicy::Resend;
     bool paused = false;
     bool running = false;
+    // Deliveries past their reminder's expiry before they could be sent: settled as
+    // expired and acked, not sent. An outcome, not a failure (the partner had no part).
+    qint64 expired = 0;
 };
 
 // The delivery state machine (docs/state-machine.md). For every message:
@@ -178,6 +181,7 @@ private:
         qint64 firstSentAtMs = 0;
         qint64 claimExpiresAtMs = 0; // when another delivery may take the key over
         int lane = -1;               // the partner it goes to (m_lanes), -1 before routing
+        qint64 expiresAtMs = 0;      // ClaimRequest::expiresAtMs; 0: never
     };
 
     // One partner: its sender, its own send slots, pace, breaker and spell of failures,
@@ -238,6 +242,11 @@ private:
     qint64 soonestReopenMs(qint64 now) const;
     bool claimOutlastsSend(const Delivery &delivery, qint64 now) const;
     void releaseUnsent(const Delivery &delivery, qint64 now);
+    // A reminder past its expiry is not sent, whatever its partner's state: its key is
+    // settled expired and its message acked (checked at routing and, under the claim,
+    // immediately before each send).
+    static bool hasExpired(const Delivery &delivery, qint64 now);
+    void expire(const Delivery &delivery, qint64 now);
     bool claimsAhead() const;
     int leaseAhead() const;
     // What a send left in doubt leads to: the configured policy, or hold where the partner

@@ -209,9 +209,10 @@ bool EngineStore::claimLeased(const TurnRequest &request, TurnResult *turn)
         }
         const InDoubtPolicy policy = request.policyByChannel.value(parsed.reminder->channel, request.policy);
         const auto partner = request.partnerByChannel.value(parsed.reminder->channel, request.partner);
+        const qint64 expiresAtMs = effectiveExpiryMs(*parsed.reminder, partner.expireAfterMs);
         turn->claims.append(ClaimRequest{std::move(*parsed.reminder), message.id, message.delivery,
                                          message.leaseUntilMs, policy, partner.keyWindowMs, partner.name,
-                                         partner.profile});
+                                         partner.profile, expiresAtMs});
         turn->claimedMessages.append(i);
     }
     if (turn->claims.isEmpty())

@@ -32,6 +32,7 @@ struct TurnRequest
         qint64 keyWindowMs = 0;
         QString name;
         QString profile;
+        qint64 expireAfterMs = 0; // the route's or the partner's expire_after; 0: none
     };
     ClaimPartner partner;
     QHash<QString, ClaimPartner> partnerByChannel;

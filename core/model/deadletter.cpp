@@ -1,7 +1,9 @@
 #include "model/deadletter.h"
 
+#include "model/reminder.h"
 #include "model/searchtext.h"
 #include "text/jsonvalues.h"
+#include "text/quantities.h"
 
 #include <algorithm>
 #include <vector>
@@ -23,7 +25,22 @@ QJsonObject DeadLetter::toJson() const
         {QStringLiteral("last_attempt_at"), timeOrNull(lastAttemptAtMs)},
         {QStringLiteral("dead_at"), timeOrNull(deadAtMs)},
         {QStringLiteral("enqueued_at"), timeOrNull(enqueuedAtMs)},
+        {QStringLiteral("expires_at"), timeOrNull(expiresAtMs)},
+        {QStringLiteral("key_state"), textOrNull(keyState)},
     };
+}
+
+QString deadLetterExpiryText(const DeadLetter &letter, qint64 nowMs)
+{
+    if (!letter.hasExpired(nowMs))
+        return {};
+    QString text = QStringLiteral("expired %1").arg(formatTime(letter.expiresAtMs));
+    const auto parts = parseSendKey(letter.sendKey);
+    const auto scheduled = parts ? parseRfc3339(parts->canonicalTime) : std::nullopt;
+    if (scheduled)
+        text += QStringLiteral(" (would be %1 late)")
+                    .arg(formatDuration(std::max<qint64>(0, nowMs - scheduled->utc.toMSecsSinceEpoch())));
+    return text;
 }
 
 bool DeadLetterFilter::matches(const DeadLetter &letter) const

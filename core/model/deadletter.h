@@ -87,6 +87,11 @@ struct DeadLetterFilter
     bool isAfterCursor(const DeadLetter &letter) const;
 };
 
+// For a letter whose reminder has expired (hasExpired): "expired 2026-12-06T21:00:00.000Z
+// (would be 3 h late)", how late a send now would be after its scheduled time; else empty.
+// `once dlq` and the console's Dead letters page say it alike.
+QString deadLetterExpiryText(const DeadLetter &letter, qint64 nowMs);
+
 // Whether a letter's last error is the partner's answer with this HTTP status; the same
 // test as the store's query makes (Inspector), for letters listed without SQL.
 bool lastErrorHasHttpStatus(const QString &lastError, int httpStatus);

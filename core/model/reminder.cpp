@@ -1,11 +1,14 @@
 #include "model/reminder.h"
 
+#include "text/jsonvalues.h"
+#include "text/quantities.h"
 #include "text/quotedtext.h"
 #include "text/strictjson.h"
 #include "text/utf8text.h"
 
 #include <QUrl>
 
+#include <algorithm>
 #include <array>
 
 namespace once {
@@ -201,6 +204,11 @@ std::optional<SendKeyParts> parseSendKey(const QByteArray &key)
     return SendKeyParts{*userId, *reminderId, canonicalTime};
 }
 
+QString expiryText(qint64 expiresAtMs, qint64 lateMs)
+{
+    return QStringLiteral("expired at %1; %2 late").arg(formatTime(expiresAtMs), formatDuration(std::max<qint64>(0, lateMs)));
+}
+
 namespace {
 
 ReminderParseResult refused(const QString &error)
@@ -228,6 +236,7 @@ ReminderParseResult parseReminder(const QByteArray &line)
         Body,
         Channel,
         EventId,
+        ExpiresAt,
         FieldCount
     };
     std::array<JsonMember, FieldCount> fields{{{QLatin1StringView("user_id")},
@@ -236,7 +245,8 @@ ReminderParseResult parseReminder(const QByteArray &line)
                                                {QLatin1StringView("destination")},
                                                {QLatin1StringView("body")},
                                                {QLatin1StringView("channel")},
-                                               {QLatin1StringView("event_id")}}};
+                                               {QLatin1StringView("event_id")},
+                                               {QLatin1StringView("expires_at")}}};
     bool isObject = false;
     if (const QString problem = readStrictJsonObject(line, fields, &isObject); !problem.isEmpty())
         return refused(problem);
@@ -249,7 +259,7 @@ ReminderParseResult parseReminder(const QByteArray &line)
         if (field.kind != JsonMember::Kind::String || field.text.isEmpty())
             return refused(QStringLiteral("field \"%1\" must be a non-empty string").arg(field.name));
     }
-    for (const Field optional : {Channel, EventId}) {
+    for (const Field optional : {Channel, EventId, ExpiresAt}) {
         const JsonMember &field = fields[optional];
         if (field.kind == JsonMember::Kind::Other)
             return refused(QStringLiteral("field \"%1\" must be a string").arg(field.name));
@@ -260,6 +270,7 @@ ReminderParseResult parseReminder(const QByteArray &line)
     const QString &destination = fields[Destination].text;
     const QString &channel = fields[Channel].text;
     const QString &eventId = fields[EventId].text;
+    const QString &expiresAt = fields[ExpiresAt].text;
 
     for (const auto &[field, id] :
          {std::pair{QLatin1String("user_id"), userId}, {QLatin1String("reminder_id"), reminderId}}) {
@@ -284,6 +295,20 @@ ReminderParseResult parseReminder(const QByteArray &line)
     const auto time = parseRfc3339(scheduledAt, &why);
     if (!time)
         return refused(QStringLiteral("scheduled_at %1 %2").arg(quotedForError(scheduledAt), why));
+    // Checked like scheduled_at, and refused rather than ignored when it is not after it:
+    // a reminder that could never be sent is a producer's bug, better told at once.
+    std::optional<Rfc3339Time> expiry;
+    if (fields[ExpiresAt].kind == JsonMember::Kind::String) {
+        if (expiresAt.size() > MaxScheduledAtChars)
+            return refused(QStringLiteral("field \"expires_at\" is %1 characters, over the limit of %2")
+                               .arg(QString::number(expiresAt.size()), QString::number(MaxScheduledAtChars)));
+        expiry = parseRfc3339(expiresAt, &why);
+        if (!expiry)
+            return refused(QStringLiteral("expires_at %1 %2").arg(quotedForError(expiresAt), why));
+        if (expiry->utc < time->utc)
+            return refused(QStringLiteral("expires_at %1 is before scheduled_at %2")
+                               .arg(quotedForError(expiresAt), quotedForError(scheduledAt)));
+    }
 
     Reminder reminder;
     reminder.userId = userId;
@@ -294,6 +319,8 @@ ReminderParseResult parseReminder(const QByteArray &line)
     reminder.eventId = eventId;
     reminder.sendKey = sendKeyOf(userId, reminderId, *time);
     reminder.payload = line.trimmed();
+    if (expiry)
+        reminder.expiresAt = expiry->utc;
     return {std::move(reminder), {}};
 }
 

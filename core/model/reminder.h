@@ -31,7 +31,15 @@ struct Reminder
     QString eventId;  // optional, producer-assigned, carried through every retry
     QByteArray sendKey;
     QByteArray payload; // the JSON object exactly as the producer sent it, trimmed
+    // When the reminder stops being worth sending (expires_at, UTC); null: never. Not part
+    // of the send key: it says how long to try, not which send this is.
+    QDateTime expiresAt;
 };
+
+// How an expired reminder is told in its history, its verdict and the command line:
+// "expired at 2026-12-06T21:00:00.000Z; 3 h late", lateMs being how long after its
+// scheduled time it was (or would be) sent.
+QString expiryText(qint64 expiresAtMs, qint64 lateMs);
 
 struct ReminderParseResult
 {

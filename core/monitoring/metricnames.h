@@ -10,6 +10,7 @@ namespace once {
 namespace MetricNames {
 inline const QString RemindersApplied = QStringLiteral("once_reminders_applied_total");
 inline const QString DuplicatesSuppressed = QStringLiteral("once_duplicates_suppressed_total");
+inline const QString RemindersExpired = QStringLiteral("once_reminders_expired_total");
 inline const QString Sends = QStringLiteral("once_sends_total");
 inline const QString SendDuration = QStringLiteral("once_send_duration_seconds");
 inline const QString BreakerOpen = QStringLiteral("once_breaker_open");

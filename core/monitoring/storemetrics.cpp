@@ -87,6 +87,9 @@ QByteArray storeExposition(const StoreMetrics &metrics)
     out.counter(MetricNames::DuplicatesSuppressed,
                 QStringLiteral("Deliveries of an already handled send key acknowledged without a send, in the ledger."),
                 double(stats.duplicateDeliveries));
+    out.counter(MetricNames::RemindersExpired,
+                QStringLiteral("Send keys whose reminder expired before it could be sent (not sent), in the ledger."),
+                double(stats.expired));
     addSends(out, metrics.sends);
 
     // A broker that could not count (its management API is down) reports no queue

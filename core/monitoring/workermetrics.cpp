@@ -13,6 +13,9 @@ QByteArray workerExposition(const EngineCounters &counters)
     out.counter(MetricNames::DuplicatesSuppressed,
                 QStringLiteral("Deliveries of an already handled send key that this worker acknowledged without sending."),
                 double(counters.duplicates));
+    out.counter(MetricNames::RemindersExpired,
+                QStringLiteral("Reminders this worker found past their expiry before their send: settled expired, not sent."),
+                double(counters.expired));
     addSends(out, counters.sends);
     out.gauge(MetricNames::BreakerOpen,
               QStringLiteral("1 while this worker's circuit breaker keeps it from sending (open or probing), else 0."),

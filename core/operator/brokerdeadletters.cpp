@@ -1,5 +1,6 @@
 #include "operator/brokerdeadletters.h"
 
+#include "operator/inspector.h"
 #include "queues/brokerqueue.h"
 
 #include <limits>
@@ -26,7 +27,18 @@ std::optional<QList<DeadLetter>> BrokerDeadLetters::page(const DeadLetterFilter 
     const auto letters = filter.afterId.isEmpty() ? listAll(error) : snapshot(error);
     if (!letters)
         return std::nullopt;
-    return deadLetterPage(*letters, filter);
+    QList<DeadLetter> page = deadLetterPage(*letters, filter);
+    if (!noteKeyStates(&page, error))
+        return std::nullopt;
+    return page;
+}
+
+// A page at a time: the snapshot may hold thousands of letters, a page a hundred. The
+// ledger changes under a snapshot (a redrive's keys become applied), so this is read
+// afresh at every look.
+bool BrokerDeadLetters::noteKeyStates(QList<DeadLetter> *letters, QString *error)
+{
+    return !m_ledger || m_ledger->noteKeyStates(letters, error);
 }
 
 std::optional<DeadLetterCounts> BrokerDeadLetters::counts(const DeadLetterFilter &filter, qint64 firstSentBeforeMs,
@@ -44,8 +56,12 @@ std::optional<DeadLetter> BrokerDeadLetters::letter(const QString &id, QString *
     if (!letters)
         return std::nullopt;
     for (const DeadLetter &each : *letters) {
-        if (each.id == id)
-            return each;
+        if (each.id == id) {
+            QList<DeadLetter> one{each};
+            if (!noteKeyStates(&one, error))
+                return std::nullopt;
+            return one.constFirst();
+        }
     }
     *error = QStringLiteral("no dead letter with message id \"%1\" now: it was redriven or discarded").arg(id);
     return std::nullopt;

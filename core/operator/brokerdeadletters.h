@@ -10,6 +10,7 @@
 namespace once {
 
 class BrokerQueue;
+class Inspector;
 
 // A broker's dead letters as the console reads them. A broker filters and orders nothing
 // and lists its whole dead-letter queue at every look, so the pages, counts and letters
@@ -24,7 +25,9 @@ class BrokerDeadLetters final
     Q_DISABLE_COPY_MOVE(BrokerDeadLetters)
 
 public:
-    explicit BrokerDeadLetters(BrokerQueue &queue) : m_queue(queue) {}
+    // ledger: where the letters' keys are looked up (their state, their expiry), a page at a
+    // time; none: the letters say only what the broker keeps.
+    explicit BrokerDeadLetters(BrokerQueue &queue, Inspector *ledger = nullptr) : m_queue(queue), m_ledger(ledger) {}
 
     // The filter's page (its order, cursor and limit).
     std::optional<QList<DeadLetter>> page(const DeadLetterFilter &filter, QString *error);
@@ -39,7 +42,10 @@ public:
 private:
     std::optional<QList<DeadLetter>> snapshot(QString *error);
 
+    bool noteKeyStates(QList<DeadLetter> *letters, QString *error);
+
     BrokerQueue &m_queue;
+    Inspector *m_ledger = nullptr;
     std::optional<QList<DeadLetter>> m_snapshot;
 };
 

@@ -19,6 +19,7 @@ QByteArray header(DeadLetterFile::Format format)
             QStringLiteral("error_class"),     QStringLiteral("last_error"), QStringLiteral("attempts"),
             QStringLiteral("deliveries"),      QStringLiteral("redrives"),   QStringLiteral("first_attempt_at"),
             QStringLiteral("last_attempt_at"), QStringLiteral("dead_at"),    QStringLiteral("enqueued_at"),
+            QStringLiteral("expires_at"),      QStringLiteral("key_state"),
         };
         return csvRecord(names).toUtf8();
     }
@@ -50,6 +51,8 @@ QByteArray records(const QList<DeadLetter> &letters, int before, DeadLetterFile:
                                    formatTime(letter.lastAttemptAtMs),
                                    formatTime(letter.deadAtMs),
                                    formatTime(letter.enqueuedAtMs),
+                                   formatTime(letter.expiresAtMs),
+                                   letter.keyState,
                                })
                          .toUtf8();
             break;

@@ -1,6 +1,7 @@
 #include "operator/eventverdict.h"
 
 #include "store/database.h"
+#include "text/quantities.h"
 
 #include <QCoreApplication>
 #include <QDateTime>
@@ -258,6 +259,8 @@ QString verdictKindName(Verdict::Kind kind)
         return QStringLiteral("uncertain");
     case Verdict::Kind::Duplicated:
         return QStringLiteral("duplicated");
+    case Verdict::Kind::Expired:
+        return QStringLiteral("expired");
     }
     return {};
 }
@@ -359,6 +362,30 @@ Verdict eventVerdict(const EventRow &event, const QList<Attempt> &attempts, Verd
                               "%1, and we stopped trying.")
                                .arg(clock.spokenList(calls.effectTimes))
                          : tr("This was not delivered: our partner did not accept it, and we stopped trying.");
+    } else if (event.state == LedgerState::Expired) {
+        // Its key settled when the expiry was found passed: that is how late a send would
+        // have been.
+        verdict.kind = Verdict::Kind::Expired;
+        const qint64 late = std::max<qint64>(0, event.updatedAtMs - event.scheduledAtMs);
+        const QString at = event.expiresAtMs > 0 ? clock.full(event.expiresAtMs) : clock.full(event.updatedAtMs);
+        if (calls.possibleEffects() > 0) {
+            // An earlier call was left without an answer (or its worker died): it was not
+            // sent again, but the partner may have acted on that one.
+            verdict.text = tr("Not sent again: expired at %1, %2 late; %3 before, so the partner may have it")
+                               .arg(at, formatDuration(late),
+                                    counted(calls.possibleEffects(), "1 call that may have acted was made",
+                                            "%1 calls that may have acted were made"));
+            verdict.customerText = tr("We may have sent this before it became too late to be useful, but have no "
+                                      "confirmation; we did not send it again.");
+        } else {
+            verdict.text = tr("Not sent: expired at %1, %2 late").arg(at, formatDuration(late));
+            if (calls.total() > 0)
+                verdict.text += tr(" (%1 refused or failed before it expired)")
+                                    .arg(counted(calls.total(), "1 partner call", "%1 partner calls"));
+            verdict.customerText = tr("This was not sent: by the time we could send it, it was too late to be "
+                                      "useful (it was meant for %1).")
+                                       .arg(clock.spoken(event.scheduledAtMs));
+        }
     } else if (event.state == LedgerState::Retrying) {
         verdict.kind = Verdict::Kind::Pending;
         verdict.text = tr("Not delivered yet: %1")

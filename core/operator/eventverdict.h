@@ -21,6 +21,7 @@ struct Verdict
                     // whether the partner acted is not known
         Duplicated, // several calls with the key may each have taken effect, at a partner that does not
                     // honour it
+        Expired,    // not sent: its reminder expired first (an outcome, not a failure)
     };
     Kind kind = Kind::Pending;
     QString text;
@@ -33,7 +34,7 @@ struct Verdict
     int possibleEffects = 0;
 };
 
-// "delivered", "pending", "in_doubt", "dead", "uncertain", "duplicated": for JSON.
+// "delivered", "pending", "in_doubt", "dead", "uncertain", "duplicated", "expired": for JSON.
 QString verdictKindName(Verdict::Kind kind);
 
 // Which zone a verdict's times are in: this computer's (what every other time on the

@@ -1,6 +1,7 @@
 #include "operator/inspector.h"
 
 #include "store/database.h"
+#include "store/rowbatch.h"
 #include "store/sqlledger.h"
 #include "model/reminder.h"
 #include "partners/partnerprofile.h"
@@ -27,7 +28,7 @@ QString eventColumns(bool postgres, bool withPayload)
     return QStringLiteral(
                "send_key, event_id, user_id, reminder_id, destination, channel, state, scheduled_at, created_at, "
                "updated_at, first_sent_at, applied_at, sends, duplicates, redrives, last_http_status, last_error_class, "
-               "last_error, provider_request_id, owner_worker, claimed_at, claim_expires_at, ")
+               "last_error, provider_request_id, owner_worker, claimed_at, claim_expires_at, expires_at, ")
         + (postgres ? QStringLiteral("seq") : QStringLiteral("rowid")) + (withPayload ? QStringLiteral(", payload") : QString());
 }
 
@@ -56,9 +57,10 @@ EventRow readEvent(const QSqlQuery &query, bool withPayload)
     row.claimedBy = query.value(19).toString();
     row.claimedAtMs = query.value(20).toLongLong();
     row.claimExpiresAtMs = query.value(21).toLongLong();
-    row.listPosition = query.value(22).toLongLong();
+    row.expiresAtMs = query.value(22).toLongLong();
+    row.listPosition = query.value(23).toLongLong();
     if (withPayload)
-        row.payload = query.value(23).toByteArray();
+        row.payload = query.value(24).toByteArray();
     return row;
 }
 
@@ -339,6 +341,7 @@ QJsonObject DeliveryStats::toJson() const
         {QStringLiteral("claimed"), claimed},
         {QStringLiteral("retrying"), retrying},
         {QStringLiteral("dead_keys"), deadKeys},
+        {QStringLiteral("expired"), expired},
         {QStringLiteral("duplicates_suppressed"), duplicatesSuppressed},
         {QStringLiteral("duplicate_deliveries"), duplicateDeliveries},
         {QStringLiteral("applied_last_5m"), appliedLast5Min},
@@ -396,6 +399,7 @@ QJsonObject EventRow::toJson() const
         {QStringLiteral("provider_request_id"), textOrNull(providerRequestId)},
         {QStringLiteral("claimed_by"), textOrNull(claimedBy)},
         {QStringLiteral("claimed_at"), timeOrNull(claimedAtMs)},
+        {QStringLiteral("expires_at"), timeOrNull(expiresAtMs)},
         {QStringLiteral("known"), state == LedgerState::InDoubt ? QJsonValue(whatIsKnown()) : QJsonValue(QJsonValue::Null)},
         {QStringLiteral("reconciliation"), textOrNull(reconciliation)},
         {QStringLiteral("partner"), textOrNull(partner)},
@@ -483,6 +487,7 @@ std::optional<DeliveryStats> Inspector::stats(QString *error)
         {QStringLiteral("state:") + LedgerState::Claimed, &stats.claimed},
         {QStringLiteral("state:") + LedgerState::Retrying, &stats.retrying},
         {QStringLiteral("state:") + LedgerState::Dead, &stats.deadKeys},
+        {QStringLiteral("state:") + LedgerState::Expired, &stats.expired},
         {QStringLiteral("duplicate_keys"), &stats.duplicatesSuppressed},
         {QStringLiteral("duplicate_deliveries"), &stats.duplicateDeliveries},
     };
@@ -931,7 +936,53 @@ std::optional<QList<DeadLetter>> Inspector::deadLetters(const DeadLetterFilter &
     QList<DeadLetter> letters;
     while (query.next())
         letters.append(readDeadLetter(query, filter.withPayload));
+    query.finish();
+    if (!noteKeyStates(&letters, error))
+        return std::nullopt;
     return letters;
+}
+
+bool Inspector::noteKeyStates(QList<DeadLetter> *letters, QString *error)
+{
+    QStringList keys;
+    for (const DeadLetter &letter : std::as_const(*letters)) {
+        if (!letter.sendKey.isEmpty())
+            keys.append(QString::fromLatin1(letter.sendKey));
+    }
+    keys.removeDuplicates();
+    QHash<QString, QPair<QString, qint64>> rows; // key -> state, expires_at
+    RowBatch batch(m_db, {QStringLiteral("TEXT")});
+    for (qsizetype start = 0, count = 0; start < keys.size(); start += count) {
+        count = batch.rowsFrom(start, keys.size());
+        batch.clear();
+        for (qsizetype i = start; i < start + count; ++i)
+            batch.add(keys.at(i));
+        auto &select = m_db.prepared(QStringLiteral("SELECT send_key, state, expires_at FROM ledger WHERE send_key IN "
+                                                    "(SELECT v.column1 FROM ")
+                                     + batch.source() + QStringLiteral(")"));
+        for (const auto &value : batch.parameters())
+            select.addBindValue(value);
+        if (!m_db.exec(select, error))
+            return false;
+        while (select.next())
+            rows.insert(select.value(0).toString(), {select.value(1).toString(), select.value(2).toLongLong()});
+        select.finish();
+    }
+    for (DeadLetter &letter : *letters) {
+        const auto row = rows.constFind(QString::fromLatin1(letter.sendKey));
+        if (row != rows.constEnd()) {
+            letter.keyState = row->first;
+            letter.expiresAtMs = row->second;
+        }
+        // A letter whose key no claim recorded an expiry for (dead before its claim, or
+        // claimed before schema 23) still says what its producer asked for.
+        if (!letter.expiresAtMs && !letter.payload.isEmpty()) {
+            const auto parsed = parseReminder(letter.payload);
+            if (parsed.reminder && parsed.reminder->expiresAt.isValid())
+                letter.expiresAtMs = parsed.reminder->expiresAt.toMSecsSinceEpoch();
+        }
+    }
+    return true;
 }
 
 std::optional<DeadLetter> Inspector::deadLetter(const QString &id, QString *error)
@@ -945,9 +996,11 @@ std::optional<DeadLetter> Inspector::deadLetter(const QString &id, QString *erro
         *error = QStringLiteral("no dead letter with message id \"%1\" now: it was redriven or discarded").arg(id);
         return std::nullopt;
     }
-    DeadLetter letter = readDeadLetter(query, true);
+    QList<DeadLetter> letters{readDeadLetter(query, true)};
     query.finish();
-    return letter;
+    if (!noteKeyStates(&letters, error))
+        return std::nullopt;
+    return letters.constFirst();
 }
 
 std::optional<DeadLetterCounts> Inspector::countDeadLetters(const DeadLetterFilter &filter, qint64 firstSentBeforeMs,

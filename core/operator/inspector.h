@@ -27,6 +27,7 @@ struct DeliveryStats
     qint64 claimed = 0;        // keys a worker is sending now
     qint64 retrying = 0;       // keys waiting for a retry
     qint64 deadKeys = 0;       // keys dead-lettered
+    qint64 expired = 0;        // keys whose reminder expired before it could be sent
     qint64 duplicatesSuppressed = 0; // keys that had at least one duplicate delivery suppressed
     qint64 duplicateDeliveries = 0;  // deliveries suppressed in all
     qint64 appliedLast5Min = 0;
@@ -82,6 +83,7 @@ struct EventRow
     qint64 claimedAtMs = 0;     // 0: not known
     qint64 claimExpiresAtMs = 0; // 0: no claim pending (an outcome was recorded)
     qint64 dueAtMs = 0;          // queued: when its message becomes ready (later than createdAtMs for a delay)
+    qint64 expiresAtMs = 0;      // when its reminder stops being worth sending, as claimed (schema 23); 0: never
     // Filled by Inspector::event only (a list of events leaves them empty): the partner
     // of the event's latest send and whether it honours Idempotency-Key, as recorded.
     QString partner;
@@ -242,6 +244,10 @@ public:
     std::optional<QList<DeadLetter>> deadLetters(const DeadLetterFilter &filter, QString *error);
     // One letter with its payload, by message id (an error when it is gone).
     std::optional<DeadLetter> deadLetter(const QString &id, QString *error);
+    // Fills each letter's keyState and expiresAtMs from its key's ledger row, in one read
+    // for the lot (a page); where the row records no expiry, from the letter's payload
+    // (its own expires_at), when the letter carries it. A broker's letters too.
+    bool noteKeyStates(QList<DeadLetter> *letters, QString *error);
     // The letters a filter takes (its cursor and limit aside), counted by error class;
     // firstSentBeforeMs: the moment DeadLetterTally::firstSentBefore counts up to.
     std::optional<DeadLetterCounts> countDeadLetters(const DeadLetterFilter &filter, qint64 firstSentBeforeMs,

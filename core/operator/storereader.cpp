@@ -104,7 +104,7 @@ void StoreReader::open()
             emit opened(false, m_openError, false);
             return;
         }
-        m_brokerLetters = std::make_unique<BrokerDeadLetters>(*m_broker);
+        m_brokerLetters = std::make_unique<BrokerDeadLetters>(*m_broker, &m_store->inspector());
         emit queueOpened(true, m_broker->location().displayName(), m_broker->location().brokerName());
     }
     m_openError.clear();

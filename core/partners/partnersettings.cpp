@@ -3,6 +3,7 @@
 #include "delivery/partnersender.h"
 #include "model/partnerpolicy.h"
 #include "partners/partnerprofile.h"
+#include "text/quantities.h"
 
 #include <QFile>
 #include <QJsonDocument>
@@ -20,7 +21,7 @@ const QStringList CommonKeys{
     QStringLiteral("profile"),     QStringLiteral("url"),     QStringLiteral("token"),
     QStringLiteral("account"),     QStringLiteral("from"),    QStringLiteral("subject"),
     QStringLiteral("lookup"),      QStringLiteral("concurrency"), QStringLiteral("rate"),
-    QStringLiteral("max_attempts"), QStringLiteral("lookup_grace_s"),
+    QStringLiteral("max_attempts"), QStringLiteral("lookup_grace_s"), QStringLiteral("expire_after"),
 };
 
 bool readString(const QJsonObject &object, const QString &key, QString *value, QString *error)
@@ -82,6 +83,12 @@ std::optional<PartnerSettings> readPartner(const QString &name, const QJsonValue
     partner.concurrency = int(concurrency);
     partner.maxAttempts = int(maxAttempts);
     partner.lookupGraceMs = graceSeconds < 0 ? -1 : graceSeconds * 1000;
+    if (const QJsonValue expireAfter = object.value(QLatin1String("expire_after")); !expireAfter.isUndefined()) {
+        const auto ms = parseExpireAfter(expireAfter, error);
+        if (!ms)
+            return std::nullopt;
+        partner.expireAfterMs = *ms;
+    }
     partner.url = QUrl(url, QUrl::StrictMode);
     if (partner.profile.isEmpty())
         partner.profile = profileForUrl(partner.url);
@@ -164,6 +171,31 @@ QList<QByteArray> PartnerSettings::secrets() const
 QString PartnerRoutes::partnerFor(const QString &channel) const
 {
     return byChannel.value(channel, otherwise);
+}
+
+qint64 PartnerRoutes::expireAfterFor(const QString &channel) const
+{
+    return byChannel.contains(channel) ? expireAfterByChannel.value(channel) : otherwiseExpireAfterMs;
+}
+
+qint64 PartnersConfig::expireAfterFor(const QString &channel) const
+{
+    if (const qint64 route = routes.expireAfterFor(channel))
+        return route;
+    const PartnerSettings *partner = find(routes.partnerFor(channel));
+    return partner ? partner->expireAfterMs : 0;
+}
+
+std::optional<qint64> parseExpireAfter(const QJsonValue &value, QString *error)
+{
+    constexpr qint64 Most = 30LL * 24 * 3600 * 1000; // the queues' longest retention
+    const auto ms = value.isString() ? parseDurationSetting(value.toString()) : std::nullopt;
+    if (!ms || *ms < 1000 || *ms > Most) {
+        *error = QStringLiteral("\"expire_after\" must be a duration such as \"90s\", \"5m\", \"2h\" or \"7d\" "
+                                "(1s to 30d)");
+        return std::nullopt;
+    }
+    return ms;
 }
 
 const PartnerSettings *PartnersConfig::find(const QString &name) const
@@ -338,15 +370,45 @@ std::optional<PartnersConfig> parsePartners(const QByteArray &json, QString *err
     }
     const QJsonObject table = routes.toObject();
     for (auto it = table.begin(); it != table.end(); ++it) {
-        const QString target = it.value().toString();
-        if (!it.value().isString() || !config.find(target)) {
+        // A route is a partner's name, or an object naming it with the route's own
+        // settings: {"partner": "twilio", "expire_after": "30m"}.
+        QString target = it.value().toString();
+        qint64 expireAfterMs = 0;
+        if (it.value().isObject()) {
+            const QJsonObject route = it.value().toObject();
+            for (auto key = route.begin(); key != route.end(); ++key) {
+                if (key.key() != QLatin1String("partner") && key.key() != QLatin1String("expire_after")) {
+                    *error = QStringLiteral("route \"%1\": \"%2\" is not a setting of a route (\"partner\", "
+                                            "\"expire_after\")")
+                                 .arg(it.key(), key.key());
+                    return std::nullopt;
+                }
+            }
+            target = route.value(QLatin1String("partner")).toString();
+            if (route.contains(QLatin1String("expire_after"))) {
+                QString expireError;
+                const auto ms = parseExpireAfter(route.value(QLatin1String("expire_after")), &expireError);
+                if (!ms) {
+                    *error = QStringLiteral("route \"%1\": %2").arg(it.key(), expireError);
+                    return std::nullopt;
+                }
+                expireAfterMs = *ms;
+            }
+        } else if (!it.value().isString()) {
+            target.clear();
+        }
+        if (!config.find(target)) {
             *error = QStringLiteral("route \"%1\" names no partner of this file").arg(it.key());
             return std::nullopt;
         }
-        if (it.key() == QLatin1String("*"))
+        if (it.key() == QLatin1String("*")) {
             config.routes.otherwise = target;
-        else
+            config.routes.otherwiseExpireAfterMs = expireAfterMs;
+        } else {
             config.routes.byChannel.insert(it.key(), target);
+            if (expireAfterMs)
+                config.routes.expireAfterByChannel.insert(it.key(), expireAfterMs);
+        }
     }
     return config;
 }

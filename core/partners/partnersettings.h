@@ -35,6 +35,9 @@ struct PartnerSettings
     // signing secret or password.
     QHash<QString, QByteArray> secretOptions;
     PartnerTls tls;
+    // How long a reminder sent through this partner is worth sending, counted from its
+    // scheduled time ("expire_after"); 0: for ever. A reminder's own expires_at wins.
+    qint64 expireAfterMs = 0;
 
     // The secrets to redact from anything the partner says back.
     QList<QByteArray> secrets() const;
@@ -45,9 +48,14 @@ struct PartnerRoutes
 {
     QHash<QString, QString> byChannel; // channel -> partner name
     QString otherwise;                 // "*": every other channel; empty: none
+    // A route's own "expire_after" (a route written as an object), by channel and for "*".
+    QHash<QString, qint64> expireAfterByChannel;
+    qint64 otherwiseExpireAfterMs = 0;
 
     // The partner's name for a channel, or an empty string: no route.
     QString partnerFor(const QString &channel) const;
+    // The route's own expire_after for a channel; 0: the route sets none.
+    qint64 expireAfterFor(const QString &channel) const;
 };
 
 struct PartnersConfig
@@ -56,6 +64,9 @@ struct PartnersConfig
     PartnerRoutes routes;
 
     const PartnerSettings *find(const QString &name) const;
+    // The default useful life of a reminder on a channel: its route's expire_after, else
+    // its partner's; 0: none.
+    qint64 expireAfterFor(const QString &channel) const;
     // One partner taking every channel: `--partner URL [--partner-profile NAME]`.
     static PartnersConfig single(PartnerSettings partner);
 };
@@ -78,6 +89,10 @@ std::optional<PartnersConfig> parsePartners(const QByteArray &json, QString *err
 // of the URL, which is what logs and the store show.
 std::optional<PartnerSettings> partnerFromUrl(const QString &text, const QString &profileName, const QByteArray &token,
                                               QString *error);
+
+// "expire_after": "90s", "5m", "2h", "7d" -> ms, from one second to 30 days; nullopt and
+// a one-line *error for anything else.
+std::optional<qint64> parseExpireAfter(const QJsonValue &value, QString *error);
 
 // "5/s", "300/min", "2/h" -> requests per second.
 std::optional<double> parseRate(const QString &text);

@@ -45,7 +45,19 @@ struct ClaimRequest
     // went, and what once reconcile asks.
     QString partner{};
     QString partnerProfile{};
+    // When the reminder stops being worth sending (effectiveExpiryMs); 0: never. The claim
+    // records it in the ledger, where dead letters and the console find it.
+    qint64 expiresAtMs{};
 };
+
+// A reminder's expiry: its own expires_at, else its scheduled time plus the default of the
+// partner or route it goes to (expireAfterMs, 0: none); 0: it never expires.
+inline qint64 effectiveExpiryMs(const Reminder &reminder, qint64 expireAfterMs)
+{
+    if (reminder.expiresAt.isValid())
+        return reminder.expiresAt.toMSecsSinceEpoch();
+    return expireAfterMs > 0 ? reminder.scheduledAt.toMSecsSinceEpoch() + expireAfterMs : 0;
+}
 
 struct ClaimResult
 {
@@ -129,7 +141,7 @@ public:
     // An operator put a dead key back on the queue: any delivery of it may claim it again,
     // with a fresh attempt budget.
     virtual bool reopen(const QList<QByteArray> &keys, QString *error) = 0;
-    // Retention: removes applied keys (and their history) last touched before beforeMs,
+    // Retention: removes final keys (applied, expired) and their history last touched before beforeMs,
     // in small batches so that no worker waits long on a lock.
     virtual bool purgeFinished(qint64 beforeMs, QString *error) = 0;
 };

@@ -104,6 +104,18 @@ ALTER TABLE partners ADD COLUMN paused_by TEXT;
 ALTER TABLE partners ADD COLUMN pause_reason TEXT;
 )sql";
 
+// A reminder's expiry as its claim worked it out (its expires_at, else its scheduled time
+// plus its partner's or route's expire_after): dead letters and the console tell from it
+// whether a redrive would still be worth sending. PostgreSQL's IF NOT EXISTS lets a store
+// that a test set back a version take it again; SQLite's migrations run in one
+// transaction with the version, so a store has the column exactly when it says 23.
+const char *const LedgerExpiresAtSqlite = R"sql(
+ALTER TABLE ledger ADD COLUMN expires_at BIGINT;
+)sql";
+const char *const LedgerExpiresAtPostgres = R"sql(
+ALTER TABLE ledger ADD COLUMN IF NOT EXISTS expires_at BIGINT;
+)sql";
+
 // Alerts that reach people (once watch): the thresholds every console and watcher on the
 // store evaluate alike (a partner's own under its name, the store's under ''); each
 // alert's life as an incident, with what operators wrote on it; and the lease that lets
@@ -781,6 +793,9 @@ CREATE INDEX publish_keys_created ON publish_keys(created_at);
     // 22: alert thresholds in the store, incidents with their notes, and the watchers'
     // lease (issue: alerts that reach people away from the console).
     {AlertsAndIncidentsSqlite, AlertsAndIncidentsPostgres},
+    // 23: each key's expiry, written by its claim; its keys end in state 'expired' when it
+    // passes before their send (issue 43). ledger_totals counts that state as any other.
+    {LedgerExpiresAtSqlite, LedgerExpiresAtPostgres},
 };
 
 } // namespace

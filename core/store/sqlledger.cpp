@@ -96,7 +96,7 @@ bool SqlLedger::insertClaims(const QList<ClaimRequest> &requests, const QString 
     RowBatch rows(m_db, {QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("TEXT"),
                          QStringLiteral("BIGINT"), QStringLiteral("TEXT"), QStringLiteral("TEXT"), QStringLiteral("BYTEA"),
                          QStringLiteral("TEXT"), QStringLiteral("INTEGER"), QStringLiteral("TEXT"), QStringLiteral("BIGINT"),
-                         QStringLiteral("BIGINT"), QStringLiteral("BIGINT")});
+                         QStringLiteral("BIGINT"), QStringLiteral("BIGINT"), QStringLiteral("BIGINT")});
     for (qsizetype start = 0, count = 0; start < sorted.size(); start += count) {
         count = rows.rowsFrom(start, sorted.size());
         rows.clear();
@@ -117,14 +117,15 @@ bool SqlLedger::insertClaims(const QList<ClaimRequest> &requests, const QString 
             rows.add(request.leaseUntilMs);
             rows.add(now);
             rows.add(now);
+            rows.add(request.expiresAtMs > 0 ? QVariant(request.expiresAtMs) : QVariant());
         }
         // "WHERE true" tells SQLite's parser that ON CONFLICT belongs to the INSERT.
         auto &insert = m_db.prepared(
             QStringLiteral("INSERT INTO ledger (send_key, event_id, user_id, reminder_id, scheduled_at, destination, "
                            "channel, payload, state, owner_message, owner_delivery, owner_worker, claim_expires_at, "
-                           "created_at, updated_at, claimed_at) SELECT v.column1, v.column2, v.column3, v.column4, "
-                           "v.column5, v.column6, v.column7, v.column8, 'claimed', v.column9, v.column10, v.column11, "
-                           "v.column12, v.column13, v.column14, v.column14 FROM ")
+                           "created_at, updated_at, claimed_at, expires_at) SELECT v.column1, v.column2, v.column3, "
+                           "v.column4, v.column5, v.column6, v.column7, v.column8, 'claimed', v.column9, v.column10, "
+                           "v.column11, v.column12, v.column13, v.column14, v.column14, v.column15 FROM ")
             + rows.source() + QStringLiteral(" WHERE true ON CONFLICT (send_key) DO NOTHING RETURNING send_key"));
         QStringList keys;
         if (!m_db.execWith(insert, rows.parameters(), error, &keys))
@@ -274,6 +275,11 @@ Attempt SqlLedger::resolveTakenKey(const ClaimRequest &request, const QString &w
         result->notApplied =
             QStringLiteral("not sent: its send key is dead-lettered; an operator's redrive "
                            "(once redrive, or the console's Dead letters page) sends it again");
+    } else if (state == LedgerState::Expired) {
+        // Final like applied: its time passed before it could be sent, and a later
+        // delivery (a redrive, a producer's retry) must not send it late.
+        countDuplicate(QStringLiteral("expired before it could be sent"));
+        result->notApplied = QStringLiteral("not sent: its reminder expired before it could be sent");
     } else if (state == LedgerState::Retrying) {
         if (!ownedByThisMessage) {
             countDuplicate(QStringLiteral("another message carries this key"));
@@ -561,7 +567,7 @@ bool SqlLedger::purgeFinished(qint64 beforeMs, QString *error)
         if (!transaction.begin(error))
             return false;
         auto &select = m_db.prepared(QStringLiteral(
-            "SELECT send_key FROM ledger WHERE state = 'applied' AND updated_at < ? LIMIT ?"));
+            "SELECT send_key FROM ledger WHERE state IN ('applied', 'expired') AND updated_at < ? LIMIT ?"));
         select.addBindValue(beforeMs);
         select.addBindValue(BatchSize);
         if (!m_db.exec(select, error))

@@ -2,6 +2,7 @@
 
 #include <QCoreApplication>
 #include <QLocale>
+#include <QRegularExpression>
 
 namespace once {
 
@@ -37,6 +38,21 @@ QString formatCount(qint64 count)
 QString formatQuantity(qint64 count, const QString &singular, const QString &plural)
 {
     return formatCount(count) + QLatin1Char(' ') + (count == 1 ? singular : plural);
+}
+
+std::optional<qint64> parseDurationSetting(const QString &text)
+{
+    static const QRegularExpression form(QStringLiteral("^([0-9]{1,7})(s|m|h|d)?$"));
+    const auto match = form.match(text.trimmed());
+    if (!match.hasMatch())
+        return std::nullopt;
+    constexpr qint64 Second = 1000;
+    const QString unit = match.captured(2);
+    const qint64 scale = unit == QLatin1String("m")   ? 60 * Second
+                         : unit == QLatin1String("h") ? 3600 * Second
+                         : unit == QLatin1String("d") ? 24 * 3600 * Second
+                                                      : Second;
+    return match.captured(1).toLongLong() * scale;
 }
 
 } // namespace once

@@ -153,6 +153,8 @@ QString stateDescription(const QString &state)
         return tr("In doubt: the outcome is unknown; held for an operator");
     if (state == LedgerState::Dead)
         return tr("Dead: dead-lettered; an operator may redrive it");
+    if (state == LedgerState::Expired)
+        return tr("Expired: its reminder's expiry passed before it could be sent; not sent, final");
     return state;
 }
 
@@ -168,6 +170,8 @@ QColor stateColor(const QString &state)
         return QColor(0x9c, 0x36, 0xb5);
     if (state == LedgerState::Dead)
         return QColor(0xe0, 0x31, 0x31);
+    if (state == LedgerState::Expired) // an outcome, not a failure: muted, not red
+        return QColor(0x6c, 0x75, 0x7d);
     return QColor(0x86, 0x8e, 0x96);
 }
 
@@ -214,6 +218,15 @@ QIcon stateIcon(const QString &state)
         } else if (state == LedgerState::Dead) {
             p.drawLine(QPointF(11, 11), QPointF(21, 21));
             p.drawLine(QPointF(21, 11), QPointF(11, 21));
+        } else if (state == LedgerState::Expired) {
+            // An hourglass: its time ran out.
+            QPainterPath glass;
+            glass.moveTo(10.5, 9);
+            glass.lineTo(21.5, 9);
+            glass.lineTo(10.5, 23);
+            glass.lineTo(21.5, 23);
+            glass.closeSubpath();
+            p.drawPath(glass);
         }
     }
     pixmap.setDevicePixelRatio(2.0);

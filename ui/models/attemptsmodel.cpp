@@ -29,6 +29,8 @@ QString stateOfOutcome(const Attempt &a)
         return LedgerState::InDoubt;
     if (a.outcome == QLatin1String("permanent") || a.step == QLatin1String("dead-letter"))
         return LedgerState::Dead;
+    if (a.outcome == QLatin1String("expired"))
+        return LedgerState::Expired;
     return QString(); // suppressed, acked, busy: nothing happened at the partner
 }
 

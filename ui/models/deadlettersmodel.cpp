@@ -4,6 +4,7 @@
 #include "session/storesession.h"
 
 #include <QColor>
+#include <QDateTime>
 #include <QLocale>
 #include <QSet>
 
@@ -245,6 +246,8 @@ QVariant DeadLettersModel::data(const QModelIndex &index, int role) const
             return letter.lastAttemptAtMs;
         case DeadAt:
             return letter.deadAtMs;
+        case Expires:
+            return letter.expiresAtMs;
         case SendKey:
             return letter.sendKey;
         case EventId:
@@ -272,6 +275,12 @@ QVariant DeadLettersModel::data(const QModelIndex &index, int role) const
             return formatDisplayTime(letter.lastAttemptAtMs);
         case DeadAt:
             return formatDisplayTime(letter.deadAtMs);
+        case Expires:
+            if (!letter.expiresAtMs)
+                return QString();
+            return letter.hasExpired(QDateTime::currentMSecsSinceEpoch())
+                       ? tr("expired %1").arg(formatDisplayTime(letter.expiresAtMs))
+                       : formatDisplayTime(letter.expiresAtMs);
         case SendKey:
             // An invalid message never had a key: say so rather than show a blank.
             return letter.sendKey.isEmpty() ? tr("(none)") : QString::fromLatin1(letter.sendKey);
@@ -294,6 +303,13 @@ QVariant DeadLettersModel::data(const QModelIndex &index, int role) const
             return utcToolTip(letter.lastAttemptAtMs);
         case DeadAt:
             return utcToolTip(letter.deadAtMs);
+        case Expires: {
+            const QString expired = deadLetterExpiryText(letter, QDateTime::currentMSecsSinceEpoch());
+            if (expired.isEmpty())
+                return letter.expiresAtMs ? utcToolTip(letter.expiresAtMs) : QVariant();
+            // Why a redrive would not send it: the worker settles it expired.
+            return tr("Its reminder %1: a redrive would settle it expired, not send it").arg(expired);
+        }
         case Redrives:
             return letter.redriveCount > 0 ? tr("Redriven before (%1), and it died again")
                                                  .arg(QLocale().toString(letter.redriveCount))
@@ -306,6 +322,8 @@ QVariant DeadLettersModel::data(const QModelIndex &index, int role) const
     }
     if (role == Qt::ForegroundRole && column == Redrives && letter.redriveCount > 0)
         return QColor(0xa1, 0x5c, 0x00); // died again after a redrive: look before redriving again
+    if (role == Qt::ForegroundRole && column == Expires && letter.hasExpired(QDateTime::currentMSecsSinceEpoch()))
+        return QColor(0xa1, 0x5c, 0x00); // too late to be worth sending: look before redriving
     if (role == Qt::TextAlignmentRole) {
         if (column == Attempts || column == Redrives)
             return int(Qt::AlignRight | Qt::AlignVCenter); // Qt 6.4's delegate reads an int
@@ -337,6 +355,8 @@ QVariant DeadLettersModel::headerData(int section, Qt::Orientation orientation, 
             return tr("Last attempt\n(%1)").arg(DisplayTime::instance().zoneLabel());
         case DeadAt:
             return tr("Dead at\n(%1)").arg(DisplayTime::instance().zoneLabel());
+        case Expires:
+            return tr("Expires\n(%1)").arg(DisplayTime::instance().zoneLabel());
         case SendKey:
             return tr("Send key");
         case EventId:
@@ -357,6 +377,9 @@ QVariant DeadLettersModel::headerData(int section, Qt::Orientation orientation, 
             return tr("How often an operator has put it back on the queue before");
         case FirstAttempt:
             return tr("When it was first sent to the partner");
+        case Expires:
+            return tr("When its reminder stops being worth sending (its expires_at, or its partner's "
+                      "expire_after); a letter past it is settled expired if redriven, not sent");
         default:
             return {};
         }

@@ -32,6 +32,7 @@ public:
         FirstAttempt,
         LastAttempt,
         DeadAt,
+        Expires, // its reminder's expiry, as its key's claim recorded it; empty: never
         SendKey,
         EventId,
         MessageId,

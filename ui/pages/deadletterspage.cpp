@@ -303,6 +303,7 @@ void DeadLettersPage::buildUi()
         m_table->setColumnWidth(DeadLettersModel::FirstAttempt, digits);
         m_table->setColumnWidth(DeadLettersModel::LastAttempt, digits);
         m_table->setColumnWidth(DeadLettersModel::DeadAt, digits);
+        m_table->setColumnWidth(DeadLettersModel::Expires, digits);
         m_table->setColumnWidth(DeadLettersModel::SendKey, 300);
         m_table->setColumnWidth(DeadLettersModel::EventId, 110);
     }

@@ -132,7 +132,8 @@ EventsPage::EventsPage(QWidget *parent)
     m_state->setObjectName(QStringLiteral("stateFilter"));
     m_state->addItem(tr("All"), QString());
     for (const QLatin1String state : {EventState::Queued, LedgerState::Claimed, LedgerState::Retrying,
-                                      LedgerState::Applied, LedgerState::InDoubt, LedgerState::Dead}) {
+                                      LedgerState::Applied, LedgerState::InDoubt, LedgerState::Dead,
+                                      LedgerState::Expired}) {
         m_state->addItem(stateIcon(state), state, QString(state));
         m_state->setItemData(m_state->count() - 1, stateDescription(state), Qt::ToolTipRole);
     }

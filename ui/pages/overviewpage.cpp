@@ -417,7 +417,14 @@ void OverviewPage::showStats(const DeliveryStats &stats)
     }
 
     m_applied->setValue(formatCount(stats.appliedLast5Min));
-    m_applied->setSubCaption(tr("%1 applied in all").arg(formatCount(stats.acked)));
+    // Expired reminders were not sent, and are no failure: told beside what was applied.
+    m_applied->setSubCaption(stats.expired > 0 ? tr("%1 applied in all, %2 expired unsent")
+                                                     .arg(formatCount(stats.acked), formatCount(stats.expired))
+                                               : tr("%1 applied in all").arg(formatCount(stats.acked)));
+    m_applied->setToolTip(stats.expired > 0 ? tr("%1 reminders expired before they could be sent: not sent, "
+                                                 "by design (their expires_at, or their partner's expire_after)")
+                                                  .arg(formatCount(stats.expired))
+                                            : QString());
     m_duplicates->setValue(formatCount(stats.duplicateDeliveries));
     m_duplicates->setSubCaption(
         stats.duplicatesSuppressed == 1
