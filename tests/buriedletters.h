@@ -24,8 +24,9 @@ inline bool buryReminder(once::Store &store, const once::Reminder &reminder, con
         if (leased.size() != 1)
             return false;
         const QueueMessage &message = leased.constFirst();
-        const QList<ClaimResult> claims = store.ledger().claim(
-            {ClaimRequest{reminder, message.id, message.delivery, nowMs() + 60000}}, worker, InDoubtPolicy::Resend, error);
+        ClaimRequest request{reminder, message.id, message.delivery, nowMs() + 60000};
+        request.expiresAtMs = effectiveExpiryMs(reminder, 0); // as a worker's claim records it
+        const QList<ClaimResult> claims = store.ledger().claim({request}, worker, InDoubtPolicy::Resend, error);
         if (claims.size() != 1)
             return false;
         const LedgerUpdate update{reminder.sendKey,

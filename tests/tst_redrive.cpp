@@ -35,12 +35,13 @@ private slots:
     void aRedriveWaitsWhileTheWorkersBreakerIsOpen();
     void aRedriveGoesNoFasterThanThePartnerTakes();
     void thePreviewTellsAppliedKeysApart();
+    void expiredLettersAreNamedSkippedAndNeverSent();
     void almostValidOptionsAreRefused_data();
     void almostValidOptionsAreRefused();
 
 private:
     // Buries `count` reminders of prefix as dead letters; their keys.
-    QList<QByteArray> bury(const QString &prefix, int count);
+    QList<QByteArray> bury(const QString &prefix, int count, const QString &expiresAt = {});
     QProcess *startWorker(const QStringList &extra = {});
     qint64 storeCount(const QString &sql);
     QString partnerUrl() const { return QStringLiteral("http://127.0.0.1:%1/reminders").arg(m_partner->port()); }
@@ -80,7 +81,8 @@ void RedriveTest::cleanup()
     m_dir.reset();
 }
 
-QList<QByteArray> RedriveTest::bury(const QString &prefix, int count)
+// expiresAt: the reminders' expires_at (RFC 3339), or none.
+QList<QByteArray> RedriveTest::bury(const QString &prefix, int count, const QString &expiresAt)
 {
     QString error;
     const auto store = Store::open(m_once->storeUrl(), &error);
@@ -90,7 +92,12 @@ QList<QByteArray> RedriveTest::bury(const QString &prefix, int count)
     }
     QList<QByteArray> keys;
     for (int i = 0; i < count; ++i) {
-        const ReminderSpec spec = makeReminder(prefix, i);
+        ReminderSpec spec = makeReminder(prefix, i);
+        if (!expiresAt.isEmpty()) {
+            QJsonObject object = QJsonDocument::fromJson(spec.line).object();
+            object.insert(QStringLiteral("expires_at"), expiresAt);
+            spec.line = QJsonDocument(object).toJson(QJsonDocument::Compact);
+        }
         const auto parsed = parseReminder(spec.line);
         if (!parsed.reminder || !buryReminder(*store, *parsed.reminder, QStringLiteral("http-5xx"), 0, 0, &error)) {
             qWarning("cannot bury %s: %s%s", spec.line.constData(), qPrintable(parsed.error), qPrintable(error));
@@ -318,6 +325,50 @@ void RedriveTest::thePreviewTellsAppliedKeysApart()
     QVERIFY2(drain.exitedWith(0), drain.describe().constData());
     VERIFY_NO_PROBLEMS(exactlyOnceProblems(*m_partner, keys.mid(1)));
     QCOMPARE(m_partner->stats().requests, qint64(2));
+}
+
+// Three dead letters whose reminders expired (an hour after their time, long ago) and
+// five that did not: the preview names the three with how late they would be, the redrive
+// skips them and says so, and the partner never hears of them. Put back on purpose
+// (--include-expired), a worker settles them expired, unsent.
+void RedriveTest::expiredLettersAreNamedSkippedAndNeverSent()
+{
+    const QList<QByteArray> fresh = bury(QStringLiteral("fresh"), 5);
+    const QList<QByteArray> stale = bury(QStringLiteral("stale"), 3, QStringLiteral("2024-05-01T10:00:00Z"));
+    QCOMPARE(fresh.size(), 5);
+    QCOMPARE(stale.size(), 3);
+    const auto dryRun = m_once->run({QStringLiteral("redrive"), QStringLiteral("--all"), QStringLiteral("--dry-run")});
+    QVERIFY2(dryRun.exitedWith(0), dryRun.describe().constData());
+    QVERIFY2(dryRun.out.contains("dry run: 8 dead letters: 5 would be sent, 0 already applied (suppressed as duplicates), "
+                                 "3 expired (skipped: --include-expired puts them back)"),
+             dryRun.out.constData());
+    for (const QByteArray &key : stale) {
+        const qsizetype at = dryRun.out.indexOf(key);
+        QVERIFY2(at > 0, key.constData());
+        const QByteArray line = dryRun.out.mid(dryRun.out.lastIndexOf('\n', at) + 1).split('\n').value(0);
+        QVERIFY2(line.startsWith("expired ") && line.contains("(expired 2024-05-01T10:00:00.000Z; would be ")
+                     && line.endsWith(" late)"),
+                 line.constData());
+    }
+
+    startWorker();
+    const auto redrive = m_once->run({QStringLiteral("redrive"), QStringLiteral("--all")});
+    QVERIFY2(redrive.exitedWith(0), redrive.describe().constData());
+    QVERIFY2(redrive.out.contains("redrove 5 dead letters; skipped 3 expired"), redrive.describe().constData());
+    QVERIFY2(pumpUntil([&] { return m_partner->stats().effects >= 5; }, WorkerTimeoutMs),
+             QByteArray::number(m_partner->stats().effects).constData());
+    VERIFY_NO_PROBLEMS(exactlyOnceProblems(*m_partner, fresh));
+    QCOMPARE(m_once->jsonArray({QStringLiteral("dlq"), QStringLiteral("--json")}).size(), 3);
+
+    const auto included = m_once->run({QStringLiteral("redrive"), QStringLiteral("--all"), QStringLiteral("--include-expired")});
+    QVERIFY2(included.exitedWith(0), included.describe().constData());
+    QVERIFY2(included.out.contains("redrove 3 dead letters"), included.describe().constData());
+    QVERIFY2(pumpUntil([&] { return m_once->stats().value(QLatin1String("expired")).toInteger() == 3; }, WorkerTimeoutMs),
+             QJsonDocument(m_once->stats()).toJson().constData());
+    QCOMPARE(m_once->jsonArray({QStringLiteral("dlq"), QStringLiteral("--json")}).size(), 0);
+    QCOMPARE(m_partner->stats().requests, qint64(5));
+    for (const QByteArray &key : stale)
+        QCOMPARE(m_partner->effectsByKey().value(key), 0);
 }
 
 void RedriveTest::almostValidOptionsAreRefused_data()

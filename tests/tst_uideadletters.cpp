@@ -14,6 +14,8 @@
 #include "pages/indoubtpage.h"
 #include "session/storesession.h"
 #include "buriedletters.h"
+#include "delivery/engine.h"
+#include "partners/partnerevents.h"
 #include "settings/settings.h"
 
 #include "store/store.h"
@@ -1059,6 +1061,7 @@ void TestUiDeadLetters::redriveDialogSplitsTheLettersAndShowsThePaceLive()
             {QStringLiteral("scheduled_at"), QStringLiteral("2026-12-01T09:00:00Z")},
             {QStringLiteral("expires_at"), QStringLiteral("2026-12-01T10:00:00Z")},
             {QStringLiteral("destination"), QStringLiteral("+15550100")},
+            {QStringLiteral("body"), QStringLiteral("Your dentist at 10:00")},
         };
         const auto parsed = parseReminder(QJsonDocument(object).toJson(QJsonDocument::Compact));
         QVERIFY2(parsed.reminder, qPrintable(parsed.error));

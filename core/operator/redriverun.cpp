@@ -156,7 +156,7 @@ RedriveRun::RedriveRun(Store &store, BrokerQueue *broker, BrokerDeadLetters *bro
       m_options(std::move(options))
 {
     if (m_broker && !m_brokerLetters) {
-        m_ownBrokerLetters = std::make_unique<BrokerDeadLetters>(*m_broker);
+        m_ownBrokerLetters = std::make_unique<BrokerDeadLetters>(*m_broker, &store.inspector());
         m_brokerLetters = m_ownBrokerLetters.get();
     }
     m_timer.setInterval(TickMs);
@@ -178,7 +178,7 @@ std::optional<RedrivePreview> RedriveRun::preview(Store &store, BrokerQueue *bro
 {
     std::unique_ptr<BrokerDeadLetters> own;
     if (broker && !brokerLetters) {
-        own = std::make_unique<BrokerDeadLetters>(*broker);
+        own = std::make_unique<BrokerDeadLetters>(*broker, &store.inspector());
         brokerLetters = own.get();
     }
     RedrivePreview preview;
