@@ -7,6 +7,7 @@
 #include "store/ledger.h"
 #include "store/store.h"
 #include "text/jsonvalues.h"
+#include "text/quantities.h"
 
 #include <QCoreApplication>
 #include <QJsonArray>
@@ -139,8 +140,8 @@ PartnerSendingState PartnerSendingState::of(const QList<WorkerRecord> &workers, 
         if (!state.throttledBy.isEmpty() && partnerPace >= state.throttledPace)
             continue;
         state.throttledPace = partnerPace;
-        state.throttledBy = it.value() ? tr("%1 throttles the workers (last at %2); they send it %3 a second")
-                                             .arg(it.key(), formatTime(it.value()))
+        state.throttledBy = it.value() ? tr("%1 throttles the workers (a 429 %2 ago); they send it %3 a second")
+                                             .arg(it.key(), formatDuration(std::max<qint64>(0, nowMs - it.value())))
                                              .arg(partnerPace, 0, 'f', 1)
                                        : tr("%1 is ramping up after an outage; the workers send it %2 a second")
                                              .arg(it.key())

@@ -489,6 +489,10 @@ void RedriveDialog::startRunning()
     m_runBar->setValue(0);
     m_pace->setText(tr("starting…"));
     setWindowTitle(tr("Redriving dead letters"));
+    const int count = letterCount();
+    const QString queue = queueDescription();
+    m_headline->setText(queue.isEmpty() ? tr("Putting %1 back on the queue").arg(formatQuantity(count, tr("dead letter"), tr("dead letters")))
+                                        : tr("Putting %1 back on %2").arg(formatQuantity(count, tr("dead letter"), tr("dead letters")), queue));
 }
 
 void RedriveDialog::setProgress(const once::RedriveProgress &progress)
