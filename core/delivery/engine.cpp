@@ -7,6 +7,7 @@
 #include "partners/partnerprofile.h"
 #include "store/store.h"
 #include "text/jsonvalues.h"
+#include "text/quantities.h"
 
 #include <QCoreApplication>
 #include <QDateTime>
@@ -23,6 +24,15 @@ Q_LOGGING_CATEGORY(lcEngine, "once.core.engine")
 namespace once {
 
 namespace {
+
+// How an expired reminder is told in its history: "expired at 2026-12-06T21:00:00.000Z;
+// 3 h late", lateMs being how long after its scheduled time it would have been sent. (Not
+// in model/reminder: the parser stays free of the text helpers, as its fuzzer links it.)
+QString expiryText(qint64 expiresAtMs, qint64 lateMs)
+{
+    return QStringLiteral("expired at %1; %2 late").arg(formatTime(expiresAtMs), formatDuration(std::max<qint64>(0, lateMs)));
+}
+
 constexpr int MaxLeaseBatch = 256;
 // After a failed store write (a lost connection, a deadlock victim): soon, not at once.
 constexpr int StoreRetryMs = 250;

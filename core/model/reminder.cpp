@@ -1,7 +1,5 @@
 #include "model/reminder.h"
 
-#include "text/jsonvalues.h"
-#include "text/quantities.h"
 #include "text/quotedtext.h"
 #include "text/strictjson.h"
 #include "text/utf8text.h"
@@ -202,11 +200,6 @@ std::optional<SendKeyParts> parseSendKey(const QByteArray &key)
     if (!userId || !reminderId || !time || time->canonical != canonicalTime)
         return std::nullopt;
     return SendKeyParts{*userId, *reminderId, canonicalTime};
-}
-
-QString expiryText(qint64 expiresAtMs, qint64 lateMs)
-{
-    return QStringLiteral("expired at %1; %2 late").arg(formatTime(expiresAtMs), formatDuration(std::max<qint64>(0, lateMs)));
 }
 
 namespace {

@@ -36,11 +36,6 @@ struct Reminder
     QDateTime expiresAt;
 };
 
-// How an expired reminder is told in its history, its verdict and the command line:
-// "expired at 2026-12-06T21:00:00.000Z; 3 h late", lateMs being how long after its
-// scheduled time it was (or would be) sent.
-QString expiryText(qint64 expiresAtMs, qint64 lateMs);
-
 struct ReminderParseResult
 {
     std::optional<Reminder> reminder;

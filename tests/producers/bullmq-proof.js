@@ -122,10 +122,14 @@ async function watch(queue) {
   for (const name of Object.keys(seen))
     events.on(name, ({ jobId }) => seen[name].push(jobId));
   const workers = new Set();
-  const poll = setInterval(async () => {
+  const listWorkers = async () => {
     for (const worker of await queue.getWorkers())
       workers.add(worker.rawname); // name is the queue's; rawname the client's
-  }, 100);
+  };
+  const poll = setInterval(listWorkers, 100);
+  // Also when a job goes active: its worker is connected then. A worker that drains a
+  // few jobs quickly on a busy machine can come and go between two polls.
+  events.on('active', () => listWorkers().catch(() => {}));
   process.stdout.write('ready\n');
   const wanted = Number(values.finished);
   const deadline = Date.now() + 60_000;
