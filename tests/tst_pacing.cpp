@@ -31,6 +31,7 @@ private slots:
 
     void aBacklogAfterAnOutageGoesOutAtThePartnersPace();
     void aPartnerThatThrottlesEverythingIsLeftAlone();
+    void aWaitForThePaceNeverOutlastsItsClaim();
     void aRateIsTheOnePartnersCeiling();
     void aBadRateIsRefusedInOneLine_data();
     void aBadRateIsRefusedInOneLine();
@@ -224,6 +225,65 @@ void PacingTest::aPartnerThatThrottlesEverythingIsLeftAlone()
                             .arg(requests - requestsWhenOpened)));
     VERIFY_NO_PROBLEMS(
         statsProblems(m_once->stats(), {{QStringLiteral("dead"), 0}, {QStringLiteral("acked"), 0}}));
+}
+
+// Deliveries that wait for a slow partner's pace hold claims, and claims run out. One that
+// waited past its claim came back from the queue while its worker still held it, and its
+// next delivery found a claim ended without an outcome: in doubt, and held unsent where
+// the partner does not deduplicate (tst_delivery's dropAfterAcceptHoldNoIdempotency saw
+// 3 of 30 keys held for an operator that had never been sent). A wait that could not
+// outlast its claim must go back first, deferred and unsent.
+void PacingTest::aWaitForThePaceNeverOutlastsItsClaim()
+{
+    constexpr int Count = 40;
+    const QList<QByteArray> keys = m_once->enqueueReminders(m_dir->path(), Count, QStringLiteral("claims"));
+    QCOMPARE(keys.size(), Count);
+    const quint16 port = m_once->startPartnerSim(
+        {QStringLiteral("--rate-limit"), QStringLiteral("4"), QStringLiteral("--no-idempotency")});
+    QVERIFY(port);
+    // A lease of 2 s with a request timeout of 1 s: a claim outlasts a send only in its
+    // first second, while at 4 a second sixteen claimed deliveries need four to go out.
+    const auto result = m_once->run(
+        {QStringLiteral("worker"), QStringLiteral("--partner"), QStringLiteral("http://127.0.0.1:%1/reminders").arg(port),
+         QStringLiteral("--concurrency"), QStringLiteral("16"), QStringLiteral("--lease"), QStringLiteral("2"),
+         QStringLiteral("--timeout"), QStringLiteral("1"), QStringLiteral("--in-doubt"), QStringLiteral("hold"),
+         QStringLiteral("--until-idle")},
+        {}, 120000);
+    QVERIFY2(result.exitedWith(0), result.describe().constData());
+
+    QString error;
+    const QJsonObject effects = QJsonDocument::fromJson(httpGet(port, "/effects", &error)).object();
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QStringList problems;
+    for (const QByteArray &key : keys) {
+        if (const int n = effects.value(QString::fromLatin1(key)).toInt(); n != 1)
+            problems << QStringLiteral("%1 had %2 effects").arg(QString::fromLatin1(key)).arg(n);
+    }
+    QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QLatin1String("; "))));
+    VERIFY_NO_PROBLEMS(statsProblems(m_once->stats(), {{QStringLiteral("acked"), Count},
+                                                       {QStringLiteral("in_doubt"), 0},
+                                                       {QStringLiteral("dead"), 0}}));
+    // No claim was left to lapse: the waits that could not outlast theirs went back first
+    // ("deferred", partner-pace), not told as a worker stopped or stalled ("lapsed").
+    QStringList lapsed;
+    int deferred = 0;
+    for (const QByteArray &key : keys) {
+        const auto story = m_once->run({QStringLiteral("history"), QString::fromLatin1(key), QStringLiteral("--json")});
+        QVERIFY2(story.exitedWith(0), story.describe().constData());
+        const QJsonArray attempts = QJsonDocument::fromJson(story.out).object().value(QLatin1String("attempts")).toArray();
+        for (const QJsonValue &row : attempts) {
+            const QString outcome = row[QLatin1String("outcome")].toString();
+            if (row[QLatin1String("step")].toString() != QLatin1String("claim"))
+                continue;
+            if (outcome == QLatin1String("lapsed"))
+                lapsed << QString::fromLatin1(key) + QStringLiteral(": ") + row[QLatin1String("error")].toString();
+            deferred += outcome == QLatin1String("deferred");
+        }
+    }
+    QVERIFY2(lapsed.isEmpty(), qPrintable(QStringLiteral("%1 claims lapsed while waiting, e.g. %2")
+                                              .arg(lapsed.size())
+                                              .arg(lapsed.value(0))));
+    QVERIFY2(deferred > 0, "nothing waited for the pace: the test did not test it");
 }
 
 // --rate gives the one --partner its ceiling, which the heartbeat shows.

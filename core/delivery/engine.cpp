@@ -1046,27 +1046,67 @@ void Engine::route(Delivery delivery)
         return;
     }
     if (const double pace = lane.pace.perSecond(now); pace > 0) {
-        // A pace keeps a few seconds' worth waiting; more would wait out their claims.
+        // A pace keeps a few seconds' worth waiting, and never more than the claims of
+        // those waiting outlast.
         const auto waiting = qint64(lane.ready.size());
         const auto enough = std::max<qint64>(lane.capacity, qint64(std::ceil(pace * 5)));
-        if (waiting >= enough) {
-            auto delay = qint64(std::ceil(double(waiting) * 1000 / pace));
-            // In slow start the pace doubles each second: what waits now goes out sooner
-            // than this pace says, and the lane must not run dry meanwhile.
-            if (lane.pace.slowStart(now))
-                delay = std::min<qint64>(delay, 1000);
-            deferUnsent(delivery, delay, QStringLiteral("partner-pace"),
-                        QStringLiteral("not sent yet: %1 takes %2 requests a second now and %3 wait ahead; next try in %4 ms")
-                            .arg(lane.settings.name)
-                            .arg(pace)
-                            .arg(waiting)
-                            .arg(delay));
+        const qint64 turnMs = qint64(std::ceil(double(waiting) * 1000 / pace)) + paceWaitMs(lane, now);
+        if (waiting >= enough || !claimOutlastsSend(delivery, now + turnMs)) {
+            deferForPace(delivery, lane, now);
             return;
         }
     }
     const int index = delivery.lane;
     lane.ready.push_back(std::move(delivery));
     sendReady(index);
+}
+
+void Engine::deferForPace(const Delivery &delivery, const PartnerLane &lane, qint64 now)
+{
+    const double pace = lane.pace.perSecond(now);
+    const auto waiting = qint64(lane.ready.size());
+    auto delay = pace > 0 ? qint64(std::ceil(double(waiting) * 1000 / pace)) : qint64(1000);
+    // In slow start the pace doubles each second: what waits now goes out sooner than
+    // this pace says, and the lane must not run dry meanwhile.
+    if (lane.pace.slowStart(now))
+        delay = std::min<qint64>(delay, 1000);
+    deferUnsent(delivery, delay, QStringLiteral("partner-pace"),
+                QStringLiteral("not sent yet: %1 takes %2 requests a second now and %3 wait ahead; next try in %4 ms")
+                    .arg(lane.settings.name)
+                    .arg(pace)
+                    .arg(waiting)
+                    .arg(delay));
+}
+
+// A delivery waiting for its partner's pace or a free slot holds a claim that runs out.
+// Sent late, it would be released unsent when its turn came (releaseUnsent), but by then
+// the queue may have offered it again, and its next delivery would find a claim that
+// ended without an outcome: in doubt, and held where the partner does not deduplicate.
+// So a wait that can no longer outlast a send goes back first, deferred, with its claim
+// released; a timer looks again when the next one would.
+void Engine::deferWaitsOutlastingClaims(int index, qint64 now)
+{
+    PartnerLane &lane = *m_lanes[index];
+    qint64 nextLookMs = std::numeric_limits<qint64>::max();
+    for (auto it = lane.ready.begin(); it != lane.ready.end();) {
+        if (claimOutlastsSend(*it, now)) {
+            nextLookMs = std::min(nextLookMs, it->claimExpiresAtMs - m_config.requestTimeoutMs);
+            ++it;
+            continue;
+        }
+        const Delivery delivery = std::move(*it);
+        it = lane.ready.erase(it);
+        deferForPace(delivery, lane, now);
+    }
+    if (nextLookMs == std::numeric_limits<qint64>::max()
+        || (lane.claimLookAtMs > now && lane.claimLookAtMs <= nextLookMs))
+        return;
+    lane.claimLookAtMs = nextLookMs;
+    QTimer::singleShot(std::max<qint64>(0, nextLookMs - now), this, [this, index, nextLookMs] {
+        if (m_lanes[index]->claimLookAtMs == nextLookMs)
+            m_lanes[index]->claimLookAtMs = 0;
+        sendReady(index);
+    });
 }
 
 void Engine::sendReady()
@@ -1094,6 +1134,7 @@ void Engine::sendReady(int index)
         for (Delivery &delivery : waiting)
             route(std::move(delivery)); // put back: the partner was paused while they waited
     }
+    deferWaitsOutlastingClaims(index, nowMs());
     while (!lane.ready.empty()) {
         const qint64 now = nowMs();
         // In slow start no more are in flight than the pace allows in a second.

@@ -204,6 +204,7 @@ private:
         // Pace: adaptive (AIMD, slow start after an outage) within "rate" (partnerpace.h).
         PartnerPace pace;
         bool paceTimerArmed = false;
+        qint64 claimLookAtMs = 0; // when deferWaitsOutlastingClaims() looks again (0: no look due)
         int throttledInARow = 0; // 429s since the partner last accepted a send
         // How long after a send left in doubt the partner's lookup can be trusted to
         // find it (its search delay); -1: the partner has no lookup.
@@ -219,6 +220,8 @@ private:
     void sendReady(int lane);
     bool takePaceToken(PartnerLane &lane, qint64 now);
     qint64 paceWaitMs(const PartnerLane &lane, qint64 now) const;
+    void deferForPace(const Delivery &delivery, const PartnerLane &lane, qint64 now);
+    void deferWaitsOutlastingClaims(int lane, qint64 now);
     // Puts a claimed delivery back without sending it and without spending its budget:
     // its partner is down or at its pace. The key goes back to retrying.
     void deferUnsent(const Delivery &delivery, qint64 delayMs, const QString &errorClass, const QString &why);
