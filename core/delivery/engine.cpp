@@ -1079,11 +1079,11 @@ void Engine::deferForPace(const Delivery &delivery, const PartnerLane &lane, qin
 }
 
 // A delivery waiting for its partner's pace or a free slot holds a claim that runs out.
-// Sent late, it would be released unsent when its turn came (releaseUnsent), but by then
-// the queue may have offered it again, and its next delivery would find a claim that
+// Looked at only when its turn came, it was released unsent (releaseUnsent) by then, but
+// the queue may have offered it again meanwhile, and its next delivery found a claim that
 // ended without an outcome: in doubt, and held where the partner does not deduplicate.
-// So a wait that can no longer outlast a send goes back first, deferred, with its claim
-// released; a timer looks again when the next one would.
+// So a wait that can no longer outlast a send goes back first, with its claim released;
+// a timer looks again when the next one would.
 void Engine::deferWaitsOutlastingClaims(int index, qint64 now)
 {
     PartnerLane &lane = *m_lanes[index];
@@ -1096,7 +1096,12 @@ void Engine::deferWaitsOutlastingClaims(int index, qint64 now)
         }
         const Delivery delivery = std::move(*it);
         it = lane.ready.erase(it);
-        deferForPace(delivery, lane, now);
+        // Without a pace it waited for a slot, or came with a claim already too short (a
+        // worker stopped, a lease taken long before its claim): back at once, as ever.
+        if (lane.pace.perSecond(now) > 0)
+            deferForPace(delivery, lane, now);
+        else
+            releaseUnsent(delivery, now);
     }
     if (nextLookMs == std::numeric_limits<qint64>::max()
         || (lane.claimLookAtMs > now && lane.claimLookAtMs <= nextLookMs))
