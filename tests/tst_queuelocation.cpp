@@ -105,6 +105,13 @@ void TestQueueLocation::parsesBrokerUrls_data()
                          << QString() << QString() << 0 << QStringLiteral("reminders");
     QTest::newRow("SQS at an emulator") << QStringLiteral("sqs://us-east-1/000000000000/r_1-2?endpoint=http://127.0.0.1:4566")
                                         << QStringLiteral("us-east-1") << 0 << QString() << QString() << 0 << QStringLiteral("r_1-2");
+    QTest::newRow("Kafka") << QStringLiteral("kafka://k1:9093/reminders.v1?group=once&brokers=k2:9093,k3:9093")
+                           << QStringLiteral("k1") << 9093 << QString() << QString() << 0 << QStringLiteral("reminders.v1");
+    QTest::newRow("Kafka default port and group") << QStringLiteral("kafka://k1/r") << QStringLiteral("k1") << 9092
+                                                  << QString() << QString() << 0 << QStringLiteral("r");
+    QTest::newRow("Kafka with SASL") << QStringLiteral("kafka://svc@k1:9094/r?security=sasl_ssl&mechanism=scram-sha-256")
+                                     << QStringLiteral("k1") << 9094 << QStringLiteral("svc") << QString() << 0
+                                     << QStringLiteral("r");
 }
 
 void TestQueueLocation::parsesBrokerUrls()
@@ -146,6 +153,15 @@ void TestQueueLocation::refusesBadUrls_data()
     QTest::newRow("SQS endpoint not http") << QStringLiteral("sqs://eu-west-1/123456789012/r?endpoint=ftp://x") << QStringLiteral("endpoint");
     QTest::newRow("SQS endpoint with a password") << QStringLiteral("sqs://eu-west-1/123456789012/r?endpoint=http://a:hunter2@x")
                                                   << QStringLiteral("endpoint");
+    QTest::newRow("Kafka without a topic") << QStringLiteral("kafka://k1:9092/?group=g") << QStringLiteral("kafka://HOST:PORT/TOPIC");
+    QTest::newRow("Kafka topic with a slash") << QStringLiteral("kafka://k1:9092/a/b") << QStringLiteral("kafka://HOST:PORT/TOPIC");
+    QTest::newRow("Kafka topic with a space") << QStringLiteral("kafka://k1:9092/a%20b") << QStringLiteral("letters, digits");
+    QTest::newRow("Kafka unknown setting") << QStringLiteral("kafka://k1:9092/r?grup=g") << QStringLiteral("\"grup\"");
+    QTest::newRow("Kafka broker without a port") << QStringLiteral("kafka://k1:9092/r?brokers=k2") << QStringLiteral("HOST:PORT");
+    QTest::newRow("Kafka SASL without a user") << QStringLiteral("kafka://k1:9092/r?security=sasl_ssl") << QStringLiteral("names its user");
+    QTest::newRow("Kafka password without SASL") << QStringLiteral("kafka://svc:hunter2@k1:9092/r") << QStringLiteral("security=sasl_ssl");
+    QTest::newRow("Kafka unknown mechanism") << QStringLiteral("kafka://svc:hunter2@k1/r?security=sasl_ssl&mechanism=GSSAPI")
+                                             << QStringLiteral("mechanism");
 }
 
 void TestQueueLocation::refusesBadUrls()
@@ -179,6 +195,8 @@ void TestQueueLocation::displayNameReadsBackAsTheSameQueue_data()
     QTest::newRow("REST over TLS under a path") << QStringLiteral("rest+https://[::1]/queues/v1?queue=r");
     QTest::newRow("SQS") << QStringLiteral("sqs://eu-west-1/123456789012/reminders");
     QTest::newRow("SQS at an emulator") << QStringLiteral("sqs://us-east-1/000000000000/r?endpoint=http://127.0.0.1:4566");
+    QTest::newRow("Kafka with brokers") << QStringLiteral("kafka://127.0.0.1:9092/r?group=g&brokers=127.0.0.1:9093,127.0.0.1:9094");
+    QTest::newRow("Kafka with SASL and a CA") << QStringLiteral("kafka://svc:hunter2@k1:9094/r?security=sasl_ssl&ca=/etc/ssl/ca%20x.pem");
 }
 
 void TestQueueLocation::displayNameReadsBackAsTheSameQueue()

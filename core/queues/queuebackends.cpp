@@ -2,6 +2,7 @@
 #include "queues/queuebackend.h"
 
 #include "queues/bullmq/bullmqbackend.h"
+#include "queues/kafka/kafkabackend.h"
 #include "queues/pubsub/pubsubbackend.h"
 #include "queues/rabbitmq/rabbitmqbackend.h"
 #include "queues/redis/redisbackend.h"
@@ -15,6 +16,7 @@ const QList<const QueueBackend *> &queueBackends()
     static const QList<const QueueBackend *> backends{
         &rabbitMqBackend(), &redisStreamsBackend(), &restQueueBackend(),
         &sqsBackend(),      &pubSubBackend(),       &bullMqBackend(),
+        &kafkaBackend(),
     };
     return backends;
 }

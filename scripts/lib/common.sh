@@ -46,6 +46,9 @@ ONCE_PACKAGES=(
     # packaging_alertmanager_example); one Go binary, no other dependencies (its post-install
     # may enable a system service, which nothing starts without an init system)
     prometheus-alertmanager
+    # librdkafka reads and writes Kafka topics (core/queues/kafka); its mock cluster is the
+    # tests' Kafka (scripts/kafka-server), and kcat publishes to it as a team's tools would
+    librdkafka-dev kcat
     # lld links the test suites (tests/CMakeLists.txt) in a quarter of GNU ld's time; without
     # it they link with the default linker
     lld

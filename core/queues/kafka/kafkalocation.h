@@ -1,0 +1,33 @@
+#pragma once
+
+#include "queues/queuebackend.h"
+#include "queues/queuelocation.h"
+
+#include <QStringList>
+
+namespace once {
+
+// kafka://[USER[:PASSWORD]@]HOST:PORT/TOPIC?group=GROUP[&brokers=HOST:PORT,...]
+//        [&security=plaintext|ssl|sasl_plaintext|sasl_ssl][&mechanism=SCRAM-SHA-256|
+//        SCRAM-SHA-512|PLAIN][&ca=PATH]
+// The topic TOPIC, consumed by the consumer group GROUP (default "once"), through the
+// bootstrap servers HOST:PORT and brokers. Retries wait in TOPIC-retry, dead letters in
+// TOPIC-dead. A SASL password comes from the URL's user part or ONCE_KAFKA_PASSWORD, and
+// is never printed.
+struct KafkaDetails
+{
+    QString group;
+    QStringList bootstrap; // HOST:PORT, the URL's own first
+    QString security;      // librdkafka's security.protocol; empty: plaintext
+    QString mechanism;     // sasl.mechanism, where SASL is used
+    QString caFile;        // ssl.ca.location; empty: the system's
+};
+const KafkaDetails &kafkaDetails(const QueueLocation &location);
+
+QString kafkaRetryTopic(const QString &topic);
+QString kafkaDeadTopic(const QString &topic);
+
+// Apache Kafka's registration without its opener: what reads and writes its URLs.
+QueueBackend kafkaUrlSyntax();
+
+} // namespace once
