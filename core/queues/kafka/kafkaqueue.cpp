@@ -665,11 +665,13 @@ std::optional<QList<KafkaQueue::Span>> KafkaQueue::spans(rd_kafka_t *client, con
 
 std::optional<QueueCounts> KafkaQueue::counts(QString *error)
 {
-    // Read without joining the group: a member that only counts (once stats, the console)
-    // would take partitions from the workers at every look.
-    if (!m_consumer && !m_groupReader)
+    // Read by a client of its own that does not join the group: a member that only counts
+    // (once stats, the console) would take partitions from the workers at every look, and
+    // the worker's own member, asked for offsets while the group rebalances, waited so long
+    // that it missed its polls and was put out of the group.
+    if (!m_groupReader)
         m_groupReader = newClient(Client::Reader, kafkaDetails(location()).group, error);
-    rd_kafka_t *group = m_consumer ? m_consumer : m_groupReader;
+    rd_kafka_t *group = m_groupReader;
     if (!group)
         return std::nullopt;
     const auto main = spans(group, location().name, error);
