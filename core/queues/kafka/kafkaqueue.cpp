@@ -43,6 +43,20 @@ constexpr int TopicPartitions = 6;
 const char *const RetryRetentionMs = "604800000"; // 7 days, beyond the longest backoff
 const char *const DeadRetentionMs = "-1";         // dead letters stay until an operator acts
 
+QList<QPair<QByteArray, QByteArray>> headersOf(rd_kafka_message_t *message)
+{
+    QList<QPair<QByteArray, QByteArray>> all;
+    rd_kafka_headers_t *headers = nullptr;
+    if (rd_kafka_message_headers(message, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return all;
+    const char *name = nullptr;
+    const void *value = nullptr;
+    size_t size = 0;
+    for (size_t i = 0; rd_kafka_header_get_all(headers, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
+        all.append({QByteArray(name), QByteArray(static_cast<const char *>(value), qsizetype(size))});
+    return all;
+}
+
 QByteArray header(const QList<QPair<QByteArray, QByteArray>> &headers, const QString &name)
 {
     const QByteArray wanted = name.toLatin1();
@@ -390,14 +404,7 @@ void KafkaQueue::take(rd_kafka_message_t *message)
     fetched.offset = message->offset;
     if (message->key_len > 0)
         fetched.key = QByteArray(static_cast<const char *>(message->key), qsizetype(message->key_len));
-    rd_kafka_headers_t *headers = nullptr;
-    if (rd_kafka_message_headers(message, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        const char *name = nullptr;
-        const void *value = nullptr;
-        size_t size = 0;
-        for (size_t i = 0; rd_kafka_header_get_all(headers, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
-            fetched.headers.append({QByteArray(name), QByteArray(static_cast<const char *>(value), qsizetype(size))});
-    }
+    fetched.headers = headersOf(message);
     QueueMessage &out = fetched.message;
     out.id = QString::fromUtf8(header(fetched.headers, attribute::Id));
     if (out.id.isEmpty())
@@ -859,14 +866,7 @@ std::optional<KafkaQueue::DeadRead> KafkaQueue::readDeadLetters(int max, QString
         if (message->key_len > 0)
             copy.key = QByteArray(static_cast<const char *>(message->key), qsizetype(message->key_len));
         copy.value = QByteArray(static_cast<const char *>(message->payload), qsizetype(message->len));
-        rd_kafka_headers_t *headers = nullptr;
-        if (rd_kafka_message_headers(message, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-            const char *hname = nullptr;
-            const void *value = nullptr;
-            size_t size = 0;
-            for (size_t i = 0; rd_kafka_header_get_all(headers, i, &hname, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
-                copy.headers.append({QByteArray(hname), QByteArray(static_cast<const char *>(value), qsizetype(size))});
-        }
+        copy.headers = headersOf(message);
         DeadLetter letter;
         letter.id = QString::fromUtf8(header(copy.headers, attribute::Id));
         if (letter.id.isEmpty())
