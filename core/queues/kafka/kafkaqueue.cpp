@@ -435,7 +435,7 @@ void KafkaQueue::handOut(int max, qint64 leaseMs, QList<QueueMessage> *leased)
         for (int i = 0; i < keys.size() && leased->size() < max; ++i) {
             const PartitionKey &key = keys.at((m_nextPartition + i) % keys.size());
             PartitionState &state = m_partitions[key];
-            if (state.waiting.empty() || state.handedOut >= m_window)
+            if (state.waiting.empty() || state.handedOut() >= m_window)
                 continue;
             const Fetched &next = state.waiting.front();
             if (next.visibleAtMs > now || m_held.contains(next.message.id))
@@ -444,7 +444,6 @@ void KafkaQueue::handOut(int max, qint64 leaseMs, QList<QueueMessage> *leased)
             message.delivery = header(next.headers, attribute::Receives).toInt() + ++state.handings[next.offset];
             message.leaseUntilMs = now + leaseMs;
             m_held.insert(message.id, Held{message.delivery, key, next.offset, next.key, next.message.payload, next.headers});
-            ++state.handedOut;
             state.waiting.pop_front();
             leased->append(std::move(message));
             handed = true;
@@ -574,7 +573,6 @@ bool KafkaQueue::settle(const QList<Settlement> &settlements, QString *error)
             continue;
         state->offsets.settle(held.offset);
         state->handings.remove(held.offset);
-        --state->handedOut;
     }
     commit();
     pauseOrResume();

@@ -93,7 +93,8 @@ private:
         KafkaOffsets offsets;
         std::deque<Fetched> waiting; // fetched, not handed out yet: the window is full, or not due
         bool paused = false;
-        int handedOut = 0;
+        // Every offset taken and not settled is either waiting here or handed out.
+        int handedOut() const { return offsets.open() - int(waiting.size()); }
         QHash<qint64, int> handings; // offset -> how often this process handed it out
     };
     // A produce: where, and the message.
