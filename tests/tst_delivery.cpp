@@ -109,6 +109,7 @@ private slots:
     void claimsRunAheadOfSendsOnlyWhenResending_data();
     void claimsRunAheadOfSendsOnlyWhenResending();
     void tokenNeverLeaks();
+    void foreignProducerPublishes_data();
     void foreignProducerPublishes();
 
 private:
@@ -1341,7 +1342,7 @@ struct ForeignProducer
     QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
 };
 
-ForeignProducer foreignProducer(const QString &kind, const QUrl &onceUrl)
+ForeignProducer foreignProducer(const QString &kind, const QUrl &onceUrl, const QString &script)
 {
     ForeignProducer producer;
     QUrl base = onceUrl;
@@ -1368,23 +1369,40 @@ ForeignProducer foreignProducer(const QString &kind, const QUrl &onceUrl)
         producer = {QStringLiteral("publish-sqs.js"), onceUrl, QStringLiteral("--queue"), onceUrl.path().section(QLatin1Char('/'), -1)};
     else if (kind == QLatin1String("pubsub")) // Google's client, given the whole once URL (its emulator)
         producer = {QStringLiteral("publish-pubsub.js"), onceUrl, QStringLiteral("--topic"), query.queryItemValue(QStringLiteral("topic"))};
-    else if (kind == QLatin1String("kafka")) // kafkajs, keyed by user, given the whole once URL (its brokers)
-        producer = {QStringLiteral("publish-kafka.js"), onceUrl, QStringLiteral("--topic"), onceUrl.path().section(QLatin1Char('/'), -1)};
+    else if (kind == QLatin1String("kafka")) // kafkajs or kcat, keyed by user, given the whole once URL (its brokers)
+        producer = {script, onceUrl, QStringLiteral("--topic"), onceUrl.path().section(QLatin1Char('/'), -1)};
     return producer;
+}
+
+// The producers each backend is tried with: its ecosystem's client, and for Kafka also
+// the command-line tool teams script with.
+QStringList foreignProducerScripts(const QString &kind)
+{
+    if (kind == QLatin1String("kafka"))
+        return {QStringLiteral("publish-kafka.js"), QStringLiteral("publish-kcat.js")};
+    return {QString()};
 }
 
 } // namespace
 
 // Reminders from a producer written for the broker's own ecosystem (tests/producers,
 // foreignProducer()), some published twice under new message ids, are each delivered once.
+void DeliveryTest::foreignProducerPublishes_data()
+{
+    QTest::addColumn<QString>("script");
+    for (const QString &script : foreignProducerScripts(m_queues.kind()))
+        QTest::newRow(script.isEmpty() ? "the backend's client" : qPrintable(script)) << script;
+}
+
 void DeliveryTest::foreignProducerPublishes()
 {
+    QFETCH(QString, script);
     if (!m_queues.isBroker())
         QSKIP("the store's own queue has no foreign producers: run as tst_delivery_ID for a queue backend ID");
     const QString node = QStandardPaths::findExecutable(QStringLiteral("node"));
     QVERIFY2(!node.isEmpty(), "node is missing (scripts/test installs it)");
     const QDir producers(qEnvironmentVariable("ONCE_TEST_PRODUCERS"));
-    const ForeignProducer foreign = foreignProducer(m_queues.kind(), QUrl(m_queueUrl));
+    const ForeignProducer foreign = foreignProducer(m_queues.kind(), QUrl(m_queueUrl), script);
     QVERIFY2(!foreign.script.isEmpty(), qPrintable(QStringLiteral("no foreign producer for ") + m_queues.kind()));
     QVERIFY2(foreign.script == QLatin1String("publish-http.js") || producers.exists(QStringLiteral("node_modules")),
              qPrintable(QStringLiteral("%1/node_modules is missing (scripts/test runs npm ci there)").arg(producers.path())));
@@ -1401,6 +1419,20 @@ void DeliveryTest::foreignProducerPublishes()
     const QByteArray said = producer.readAllStandardOutput() + producer.readAllStandardError();
     QVERIFY2(producer.exitStatus() == QProcess::NormalExit && producer.exitCode() == 0, said.constData());
     QVERIFY2(said.contains(QStringLiteral("published %1 messages").arg(Count + Count / Every).toUtf8()), said.constData());
+    // A partitioned log tells its backlog partition by partition: all of it, as nothing
+    // is committed yet.
+    const bool partitioned = m_queues.kind() == QLatin1String("kafka");
+    if (partitioned) {
+        const QJsonArray partitions = stats().value(QStringLiteral("partitions")).toArray();
+        QVERIFY2(partitions.size() > 1, QJsonDocument(stats()).toJson().constData());
+        qint64 lag = 0;
+        for (const QJsonValue &partition : partitions) {
+            QVERIFY(partition[QStringLiteral("committed_offset")].isNull());
+            QCOMPARE(partition[QStringLiteral("lag")].toInteger(), partition[QStringLiteral("end_offset")].toInteger());
+            lag += partition[QStringLiteral("lag")].toInteger();
+        }
+        QCOMPARE(lag, Count + Count / Every);
+    }
 
     const auto worker = runWorker({QStringLiteral("--until-idle")});
     QVERIFY2(worker.exitedWith(0), worker.describe().constData());
@@ -1414,6 +1446,17 @@ void DeliveryTest::foreignProducerPublishes()
                   {QStringLiteral("dead"), 0},
                   {QStringLiteral("acked"), Count},
                   {QStringLiteral("duplicate_deliveries"), m_queues.kind() == QLatin1String("rest") ? 0 : Count / Every}});
+    if (partitioned) {
+        // Settled, every partition's commit has reached its end.
+        const QJsonArray partitions = stats().value(QStringLiteral("partitions")).toArray();
+        QVERIFY(partitions.size() > 1);
+        for (const QJsonValue &partition : partitions) {
+            QCOMPARE(partition[QStringLiteral("lag")].toInteger(), 0);
+            const qint64 end = partition[QStringLiteral("end_offset")].toInteger();
+            if (end > 0) // a partition no reminder went to has nothing to commit
+                QCOMPARE(partition[QStringLiteral("committed_offset")].toInteger(-1), end);
+        }
+    }
 }
 
 QTEST_GUILESS_MAIN(DeliveryTest)

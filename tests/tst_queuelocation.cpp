@@ -160,6 +160,9 @@ void TestQueueLocation::refusesBadUrls_data()
     QTest::newRow("Kafka broker without a port") << QStringLiteral("kafka://k1:9092/r?brokers=k2") << QStringLiteral("HOST:PORT");
     QTest::newRow("Kafka SASL without a user") << QStringLiteral("kafka://k1:9092/r?security=sasl_ssl") << QStringLiteral("names its user");
     QTest::newRow("Kafka password without SASL") << QStringLiteral("kafka://svc:hunter2@k1:9092/r") << QStringLiteral("security=sasl_ssl");
+    QTest::newRow("Kafka session below a second") << QStringLiteral("kafka://k1:9092/r?session=0s") << QStringLiteral("from 1s to 30m");
+    QTest::newRow("Kafka session in words") << QStringLiteral("kafka://k1:9092/r?session=ten") << QStringLiteral("from 1s to 30m");
+    QTest::newRow("Kafka session past half an hour") << QStringLiteral("kafka://k1:9092/r?session=31m") << QStringLiteral("from 1s to 30m");
     QTest::newRow("Kafka unknown mechanism") << QStringLiteral("kafka://svc:hunter2@k1/r?security=sasl_ssl&mechanism=GSSAPI")
                                              << QStringLiteral("mechanism");
 }
@@ -196,6 +199,7 @@ void TestQueueLocation::displayNameReadsBackAsTheSameQueue_data()
     QTest::newRow("SQS") << QStringLiteral("sqs://eu-west-1/123456789012/reminders");
     QTest::newRow("SQS at an emulator") << QStringLiteral("sqs://us-east-1/000000000000/r?endpoint=http://127.0.0.1:4566");
     QTest::newRow("Kafka with brokers") << QStringLiteral("kafka://127.0.0.1:9092/r?group=g&brokers=127.0.0.1:9093,127.0.0.1:9094");
+    QTest::newRow("Kafka with a session") << QStringLiteral("kafka://127.0.0.1:9092/r?group=g&session=2s");
     QTest::newRow("Kafka with SASL and a CA") << QStringLiteral("kafka://svc:hunter2@k1:9094/r?security=sasl_ssl&ca=/etc/ssl/ca%20x.pem");
 }
 

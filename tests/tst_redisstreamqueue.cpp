@@ -265,7 +265,12 @@ QueueCounts TestRedisStreamQueue::counts(RedisStreamQueue &queue)
     const auto counts = queue.counts(&error);
     if (!counts)
         qWarning("counts failed: %s", qPrintable(error));
-    return counts.value_or(QueueCounts{-1, -1, -1, -1, {}, {}, error, {}, {}});
+    if (counts)
+        return *counts;
+    QueueCounts failed;
+    failed.ready = failed.inFlight = failed.delayed = failed.dead = -1;
+    failed.unavailable = error;
+    return failed;
 }
 
 void TestRedisStreamQueue::declareTopologyTwice()

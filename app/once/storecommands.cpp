@@ -286,9 +286,11 @@ int runStats(const QStringList &arguments)
         printJson(QJsonDocument(json));
         return Ok;
     }
-    for (auto it = json.begin(); it != json.end(); ++it)
-        printLine(QString(it.key() + QLatin1Char(':')).leftJustified(24) + QLatin1Char(' ')
-                  + it.value().toVariant().toString());
+    for (auto it = json.begin(); it != json.end(); ++it) {
+        const QString value = it.key() == QLatin1String("partitions") ? describePartitionLags(stats->queue.partitions)
+                                                                       : it.value().toVariant().toString();
+        printLine(QString(it.key() + QLatin1Char(':')).leftJustified(24) + QLatin1Char(' ') + value);
+    }
     return Ok;
 }
 

@@ -6,6 +6,7 @@
 #include "model/reminder.h"
 #include "partners/partnerprofile.h"
 #include "store/workerregistry.h"
+#include "text/quantities.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -366,12 +367,40 @@ QJsonObject DeliveryStats::toJson() const
     object.insert(QStringLiteral("paused_partners"), paused);
     object.insert(QStringLiteral("oldest_in_doubt_since"), timeOrNull(oldestInDoubtSinceMs));
     object.insert(QStringLiteral("dead_lettered_last_15m"), deadLetteredLast15Min);
+    if (!queue.partitions.isEmpty()) {
+        QJsonArray partitions;
+        for (const PartitionLag &partition : queue.partitions)
+            partitions.append(QJsonObject{
+                {QStringLiteral("partition"), partition.partition},
+                {QStringLiteral("end_offset"), partition.endOffset},
+                {QStringLiteral("committed_offset"),
+                 partition.committedOffset ? QJsonValue(*partition.committedOffset) : QJsonValue(QJsonValue::Null)},
+                {QStringLiteral("lag"), partition.lag}});
+        object.insert(QStringLiteral("partitions"), partitions);
+    }
     // A queue that counts nothing (Pub/Sub): not measured, so not 0.
     if (queue.backlogUnknown)
         for (const QString &count : {QStringLiteral("ready"), QStringLiteral("in_flight"), QStringLiteral("delayed"),
                                      QStringLiteral("dead"), QStringLiteral("oldest_ready_age_s")})
             object.insert(count, QJsonValue::Null);
     return object;
+}
+
+QString describePartitionLags(const QList<PartitionLag> &partitions)
+{
+    QStringList parts;
+    for (const PartitionLag &partition : partitions) {
+        const QString behind =
+            partition.lag > 0 ? QStringLiteral("%1 behind").arg(formatCount(partition.lag)) : QStringLiteral("none behind");
+        const QString committed = partition.committedOffset
+                                      ? QStringLiteral("committed %1").arg(*partition.committedOffset)
+                                      : QStringLiteral("nothing committed");
+        parts.append(QStringLiteral("%1: %2 (%3, end %4)")
+                         .arg(partition.partition)
+                         .arg(behind, committed)
+                         .arg(partition.endOffset));
+    }
+    return parts.join(QStringLiteral("; "));
 }
 
 QJsonObject EventRow::toJson() const

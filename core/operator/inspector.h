@@ -51,6 +51,10 @@ struct DeliveryStats
     QJsonObject toJson() const;
 };
 
+// "0: 12 behind (committed 40, end 52); 1: none behind (...)": a partitioned queue's lag,
+// for the command line and the console alike.
+QString describePartitionLags(const QList<PartitionLag> &partitions);
+
 // An event not in the ledger yet: its message waits in the store's queue and no worker has
 // claimed its key. Support must not read "not found" as "never sent".
 namespace EventState {

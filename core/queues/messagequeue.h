@@ -72,6 +72,16 @@ struct Settlement
     QString failure = {};
 };
 
+// One partition of a partitioned log (Kafka): where it ends, where the consumer group
+// has committed, and the lag between them.
+struct PartitionLag
+{
+    int partition = 0;
+    qint64 endOffset = 0;
+    std::optional<qint64> committedOffset; // none: the group has committed nothing there
+    qint64 lag = 0;
+};
+
 struct QueueCounts
 {
     qint64 ready = 0;
@@ -95,6 +105,8 @@ struct QueueCounts
     // message's first ack deadline, should its worker die at once): a queue that cannot
     // count is idle only after this long, or a lease, without finding anything.
     qint64 hiddenUpToMs = 0;
+    // The queue's own partitions, where it has them (Kafka); empty elsewhere.
+    QList<PartitionLag> partitions;
 };
 
 // The queue side of the store. The engine speaks only this interface, so the queue can

@@ -133,6 +133,14 @@ OverviewPage::OverviewPage(EngineController *engine, HealthMonitor *health, QWid
                                     "(the Worker page's Partners). Those no worker has taken since the pause are "
                                     "not counted: they wait in Ready or Delayed."));
     m_pausedPartners->hide();
+    m_partitionLags = new QLabel;
+    m_partitionLags->setObjectName(QStringLiteral("partitionLags"));
+    m_partitionLags->setWordWrap(true);
+    m_partitionLags->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_partitionLags->setToolTip(tr("Per partition of the topic: the messages past the consumer group's last commit, "
+                                   "which wait or are in flight at a worker. A partition far behind the others has a "
+                                   "slow or stuck member."));
+    m_partitionLags->hide();
 
     m_ready = makeTile(QStringLiteral("readyTile"), tr("Ready"));
     m_inFlight = makeTile(QStringLiteral("inFlightTile"), tr("In flight"));
@@ -203,6 +211,7 @@ OverviewPage::OverviewPage(EngineController *engine, HealthMonitor *health, QWid
     contentLayout->addLayout(tiles);
     contentLayout->addWidget(m_queueUnavailable);
     contentLayout->addWidget(m_pausedPartners);
+    contentLayout->addWidget(m_partitionLags);
     contentLayout->addWidget(m_error);
     contentLayout->addLayout(historyRow);
     contentLayout->addLayout(charts, 1);
@@ -325,6 +334,7 @@ void OverviewPage::clearStats()
     m_error->hide();
     m_queueUnavailable->hide();
     m_pausedPartners->hide();
+    m_partitionLags->hide();
     for (Tile *tile : {m_inFlight, m_oldest})
         tile->setToolTip(QString());
     const qint64 now = QDateTime::currentMSecsSinceEpoch();
@@ -375,6 +385,8 @@ void OverviewPage::showStats(const DeliveryStats &stats)
         palette.setColor(QPalette::WindowText, severityTextColor(Severity::Warning, palette));
         m_pausedPartners->setPalette(palette);
     }
+    m_partitionLags->setText(tr("Lag by partition — %1").arg(describePartitionLags(stats.queue.partitions)));
+    m_partitionLags->setVisible(!stats.queue.partitions.isEmpty());
     m_inDoubt->setValue(formatCount(stats.inDoubt), stats.inDoubt > 0 ? Severity::Warning : Severity::Normal);
     m_inDoubt->setSubCaption(stats.inDoubt > 0 ? tr("need an operator's decision") : tr("nothing to decide"));
 

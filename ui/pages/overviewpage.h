@@ -71,6 +71,7 @@ private:
     QStackedWidget *m_stack = nullptr;
     QLabel *m_queuePlace = nullptr;       // "queueLabel"
     QLabel *m_queueUnavailable = nullptr; // "queueUnavailable"
+    QLabel *m_partitionLags = nullptr; // a partitioned queue's (Kafka's) lag, partition by partition
     QLabel *m_pausedPartners = nullptr;   // "pausedPartners": what waits for each paused partner
     QLabel *m_updated = nullptr;
     QLabel *m_error = nullptr;

@@ -1,5 +1,7 @@
 #include "queues/kafka/kafkalocation.h"
 
+#include "text/quantities.h"
+
 #include <QRegularExpression>
 #include <QUrl>
 #include <QUrlQuery>
@@ -11,6 +13,10 @@ namespace {
 constexpr int DefaultKafkaPort = 9092;
 // Kafka's topic names are at most 249 characters; the retry topic adds "-retry".
 constexpr int MaxTopicLength = 249 - 6;
+// Kafka's own bounds for session.timeout.ms are the broker's settings (6 s to 30 min by
+// default); below a second the heartbeats could not keep up.
+constexpr qint64 MinSessionMs = 1000;
+constexpr qint64 MaxSessionMs = 30 * 60 * 1000;
 
 bool parse(const QUrl &url, QueueLocation *location, QString *error)
 {
@@ -35,7 +41,7 @@ bool parse(const QUrl &url, QueueLocation *location, QString *error)
     location->port = url.port(DefaultKafkaPort);
     const QUrlQuery query(url);
     const QStringList known{QStringLiteral("group"), QStringLiteral("brokers"), QStringLiteral("security"),
-                            QStringLiteral("mechanism"), QStringLiteral("ca")};
+                            QStringLiteral("mechanism"), QStringLiteral("ca"), QStringLiteral("session")};
     for (const auto &item : query.queryItems()) {
         if (!known.contains(item.first)) {
             *error = QStringLiteral("the Kafka URL says \"%1\", which is none of %2").arg(item.first, known.join(u", "));
@@ -92,6 +98,15 @@ bool parse(const QUrl &url, QueueLocation *location, QString *error)
         *error = QStringLiteral("the Kafka URL's ca goes with security=ssl or sasl_ssl");
         return false;
     }
+    const QString session = query.queryItemValue(QStringLiteral("session"), QUrl::FullyDecoded);
+    if (!session.isEmpty()) {
+        const std::optional<qint64> ms = parseDurationSetting(session);
+        if (!ms || *ms < MinSessionMs || *ms > MaxSessionMs) {
+            *error = QStringLiteral("the Kafka URL's session is a duration from 1s to 30m, such as session=10s");
+            return false;
+        }
+        details.sessionTimeoutMs = int(*ms);
+    }
     location->details = std::move(details);
     return true;
 }
@@ -112,6 +127,8 @@ QString displayUrl(const QueueLocation &location)
         url += QStringLiteral("&mechanism=") + details.mechanism;
     if (!details.caFile.isEmpty())
         url += QStringLiteral("&ca=") + QString::fromLatin1(QUrl::toPercentEncoding(details.caFile, "/"));
+    if (details.sessionTimeoutMs != DefaultKafkaSessionMs)
+        url += QStringLiteral("&session=%1s").arg(details.sessionTimeoutMs / 1000);
     return url;
 }
 

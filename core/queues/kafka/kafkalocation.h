@@ -9,11 +9,13 @@ namespace once {
 
 // kafka://[USER[:PASSWORD]@]HOST:PORT/TOPIC?group=GROUP[&brokers=HOST:PORT,...]
 //        [&security=plaintext|ssl|sasl_plaintext|sasl_ssl][&mechanism=SCRAM-SHA-256|
-//        SCRAM-SHA-512|PLAIN][&ca=PATH]
+//        SCRAM-SHA-512|PLAIN][&ca=PATH][&session=DURATION]
 // The topic TOPIC, consumed by the consumer group GROUP (default "once"), through the
 // bootstrap servers HOST:PORT and brokers. Retries wait in TOPIC-retry, dead letters in
 // TOPIC-dead. A SASL password comes from the URL's user part or ONCE_KAFKA_PASSWORD, and
 // is never printed.
+constexpr int DefaultKafkaSessionMs = 6000;
+
 struct KafkaDetails
 {
     QString group;
@@ -21,6 +23,9 @@ struct KafkaDetails
     QString security;      // librdkafka's security.protocol; empty: plaintext
     QString mechanism;     // sasl.mechanism, where SASL is used
     QString caFile;        // ssl.ca.location; empty: the system's
+    // A member that stops heartbeating (killed, paused) loses its partitions after this
+    // long. A broker refuses less than its group.min.session.timeout.ms (6 s by default).
+    int sessionTimeoutMs = DefaultKafkaSessionMs;
 };
 const KafkaDetails &kafkaDetails(const QueueLocation &location);
 

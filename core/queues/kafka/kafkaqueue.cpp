@@ -5,6 +5,7 @@
 #include "queues/deadletteraccount.h"
 #include "queues/kafka/kafkalocation.h"
 #include "queues/messageattributes.h"
+#include "text/quantities.h"
 
 #include <QJsonDocument>
 #include <QLoggingCategory>
@@ -27,14 +28,13 @@ namespace {
 constexpr int IdleWaitMs = 250;
 constexpr int CallTimeoutMs = 10000;
 constexpr int ProduceTimeoutMs = 30000;
-// A member that stops heartbeating (killed, paused) loses its partitions after this long;
-// the cluster's own group.min.session.timeout.ms is the floor.
-constexpr int SessionTimeoutMs = 6000;
 // A member whose worker stops polling (a store outage that holds its turns) leaves the
-// group after this long, and rejoins at its next lease; a rebalance waits no longer than
-// this for the members to rejoin.
+// group after this long (or its session, if longer), and rejoins at its next lease; a
+// rebalance waits no longer than this for the members to rejoin.
 constexpr int MaxPollIntervalMs = 15000;
 constexpr int MaxListedDeadLetters = 10000;
+// How long a topic's partition count is trusted: partitions are added rarely, by hand.
+constexpr qint64 PartitionCountLifeMs = 60000;
 // A cluster that cannot make topics (no rights, no controller: librdkafka's mock) is not
 // waited for long: init says so and goes on.
 constexpr int CreateTopicsTimeoutMs = 2000;
@@ -234,9 +234,9 @@ rd_kafka_t *KafkaQueue::newClient(Client kind, const QString &group, QString *er
         set("enable.auto.commit", QStringLiteral("false"));
         set("enable.auto.offset.store", QStringLiteral("false"));
         set("auto.offset.reset", QStringLiteral("earliest"));
-        set("session.timeout.ms", QString::number(SessionTimeoutMs));
-        set("heartbeat.interval.ms", QString::number(SessionTimeoutMs / 4));
-        set("max.poll.interval.ms", QString::number(MaxPollIntervalMs));
+        set("session.timeout.ms", QString::number(details.sessionTimeoutMs));
+        set("heartbeat.interval.ms", QString::number(details.sessionTimeoutMs / 4));
+        set("max.poll.interval.ms", QString::number(std::max(MaxPollIntervalMs, details.sessionTimeoutMs)));
         set("allow.auto.create.topics", QStringLiteral("false"));
         if (kind == Client::Member) {
             rd_kafka_conf_set_opaque(conf, this);
@@ -614,6 +614,10 @@ void KafkaQueue::commit()
 
 int KafkaQueue::partitionCount(rd_kafka_t *client, const QString &topic, QString *error) const
 {
+    const qint64 now = nowMs();
+    const auto known = m_partitionCounts.constFind(topic);
+    if (known != m_partitionCounts.cend() && now - known->readAtMs < PartitionCountLifeMs)
+        return known->count;
     // The metadata of every topic: asked about one by name, a cluster that auto-creates
     // topics would make it, with its own defaults.
     const QByteArray name = topic.toUtf8();
@@ -630,6 +634,9 @@ int KafkaQueue::partitionCount(rd_kafka_t *client, const QString &topic, QString
             count = metadata->topics[i].partition_cnt;
     }
     rd_kafka_metadata_destroy(metadata);
+    // A topic not there yet is looked for again next time: a producer may make it.
+    if (count > 0)
+        m_partitionCounts.insert(topic, {count, now});
     return count;
 }
 
@@ -662,7 +669,7 @@ std::optional<QList<KafkaQueue::Span>> KafkaQueue::spans(rd_kafka_t *client, con
             return std::nullopt;
         }
         const qint64 committed = list->elems[p].offset;
-        result.append({p, committed >= 0 ? std::max<qint64>(committed, low) : low, high});
+        result.append({p, committed >= 0 ? std::max<qint64>(committed, low) : low, high, committed >= 0});
     }
     rd_kafka_topic_partition_list_destroy(list);
     return result;
@@ -707,6 +714,9 @@ std::optional<QueueCounts> KafkaQueue::counts(QString *error)
     counts.ready = std::max<qint64>(0, lag(*main) - (counts.inFlight - heldRetries));
     counts.delayed = std::max<qint64>(0, lag(*retries) - heldRetries);
     counts.dead = lag(*dead);
+    for (const Span &span : *main)
+        counts.partitions.append({span.partition, span.to, span.committed ? std::optional(span.from) : std::nullopt,
+                                  std::max<qint64>(0, span.to - span.from)});
     const qint64 now = nowMs();
     for (const PartitionState &state : std::as_const(m_partitions)) {
         for (const Fetched &fetched : state.waiting) {
@@ -740,13 +750,17 @@ bool KafkaQueue::declareTopology(const QueueTopology &, QString *error)
     if (!reader)
         return false;
     QList<rd_kafka_NewTopic_t *> topics;
+    QStringList found;
     char reason[512];
     for (const Wanted &topic : wanted) {
         const int existing = partitionCount(reader, topic.name, error);
         if (existing == -2)
             return false;
-        if (existing > 0)
+        if (existing > 0) {
+            found << QStringLiteral("%1 (%2)").arg(topic.name, formatQuantity(existing, QStringLiteral("partition"),
+                                                                               QStringLiteral("partitions")));
             continue;
+        }
         rd_kafka_NewTopic_t *newTopic =
             rd_kafka_NewTopic_new(topic.name.toUtf8().constData(), topic.partitions, -1, reason, sizeof reason);
         if (newTopic && topic.retentionMs)
@@ -791,6 +805,9 @@ bool KafkaQueue::declareTopology(const QueueTopology &, QString *error)
                                                      "letters until an operator acts)")
                                           .arg(made.join(u", "))
                                           .arg(TopicPartitions);
+    if (!found.isEmpty())
+        m_topologyNote += (m_topologyNote.isEmpty() ? QString() : QStringLiteral("; "))
+                          + QStringLiteral("found the topics %1").arg(found.join(u", "));
     if (!notMade.isEmpty())
         m_topologyNote += (m_topologyNote.isEmpty() ? QString() : QStringLiteral("; "))
                           + QStringLiteral("could not make the topics (%1): the cluster makes them on first use where "

@@ -122,6 +122,8 @@ private:
     void commit();
     void forget(const PartitionKey &partition);
     // The partitions of a topic, from the cluster's metadata; -1 when it has no such topic.
+    // A count read within the last minute is not read again: it is the metadata of every
+    // topic in the cluster, too heavy for each look at the counts.
     int partitionCount(rd_kafka_s *client, const QString &topic, QString *error) const;
     // What the group has consumed of a topic, and what the topic holds: per partition, the
     // committed offset (or the low watermark) and the high watermark.
@@ -130,6 +132,7 @@ private:
         int partition = 0;
         qint64 from = 0;
         qint64 to = 0;
+        bool committed = false; // from is the group's commit, not the low watermark
     };
     std::optional<QList<Span>> spans(rd_kafka_s *client, const QString &topic, QString *error) const;
     // Reads the dead letters from where the operators' group stands, at most max.
@@ -163,6 +166,12 @@ private:
         Headers headers;
     };
     QHash<QString, Held> m_held;
+    struct KnownPartitionCount
+    {
+        int count = 0;
+        qint64 readAtMs = 0;
+    };
+    mutable QHash<QString, KnownPartitionCount> m_partitionCounts;
     int m_nextPartition = 0; // where the next hand-out starts, for fairness
     QString m_topologyNote;  // what declareTopology made and could not make
     // When the earliest retry held here falls due (0: none), for the watch.
