@@ -33,6 +33,9 @@ constexpr int ProduceTimeoutMs = 30000;
 // rebalance waits no longer than this for the members to rejoin.
 constexpr int MaxPollIntervalMs = 15000;
 constexpr int MaxListedDeadLetters = 10000;
+// Each partition holds up to this many windows taken and not settled: one handed out to
+// the engine, the rest fetched and waiting (pauseOrResume).
+constexpr int FetchedWindows = 2;
 // How long a topic's partition count is trusted: partitions are added rarely, by hand.
 constexpr qint64 PartitionCountLifeMs = 60000;
 // A cluster that cannot make topics (no rights, no controller: librdkafka's mock) is not
@@ -462,9 +465,12 @@ void KafkaQueue::pauseOrResume()
     QList<QByteArray> names; // the lists hold pointers into these
     for (auto it = m_partitions.begin(); it != m_partitions.end(); ++it) {
         PartitionState &state = it.value();
-        // Full: as many taken and not settled as its window. A retry partition whose next
-        // message is not due fetches nothing more until it is.
-        const bool full = state.offsets.open() >= m_window;
+        // Full: a window handed out and a window fetched ahead of it, taken and not
+        // settled. Fetching only up to the window, each settle had to wait for a fetch
+        // (resume, request, answer) before the next hand-out: a worker whose claims do not
+        // run ahead of its sends (--in-doubt hold) sent a tenth as fast. A retry partition
+        // whose next message is not due fetches nothing more until it is.
+        const bool full = state.offsets.open() >= FetchedWindows * m_window;
         const bool early = !state.waiting.empty() && state.waiting.front().visibleAtMs > now;
         const bool wanted = full || early;
         if (wanted == state.paused)
