@@ -47,6 +47,7 @@ private slots:
     void readOnlyDatabaseStopsTheWorker();
     void readingCommandsNeedOnlyReadAccess();
     void sigtermEndsWithinTheGraceWhileTheStoreIsLocked();
+    void aTurnThatOutlastsTheBreakersWaitStillProbes();
     void racingInitsNeverFail();
     void serveIsNotReadyWhileTheStoreTakesNoWrites();
 
@@ -469,6 +470,40 @@ void FailingStoreTest::sigtermEndsWithinTheGraceWhileTheStoreIsLocked()
     VERIFY_NO_PROBLEMS(exactlyOnceProblems(*m_partner, keys));
     // The worker cut off mid-transaction and the one after it kept the counts with the rows.
     VERIFY_NO_PROBLEMS(m_stores.totalsDisagreeWithLedger(m_storeUrl));
+}
+
+// A store so slow that one turn of the engine outlasts a failing partner's first cooldown
+// (each turn waits 1.5 s here; the breaker's first wait is 1 s). Five sends go out
+// together and fail together, opening the breaker; the turn that records them begins with
+// it open, so it leases nothing, and ends with it half-open: nothing in flight, nothing to
+// record, no send to end. The worker used to wait there for ever (three rounds in four);
+// it must look again, and finish. Five rounds, so that a worker that misses the look
+// cannot pass by luck.
+void FailingStoreTest::aTurnThatOutlastsTheBreakersWaitStillProbes()
+{
+    constexpr int Count = 5;
+    constexpr int Rounds = 5;
+    QVERIFY(m_once->run({QStringLiteral("init")}).exitedWith(0));
+    PartnerFaults down;
+    down.failRate = 1.0;
+    down.latencyMs = 300;
+    m_partner->setProfile(down);
+    for (int round = 1; round <= Rounds; ++round) {
+        const auto keys = enqueue(Count, QStringLiteral("slow-turn-%1").arg(round));
+        QCOMPARE(keys.size(), Count);
+        const auto result = m_once->run(
+            workerArgs({QStringLiteral("--until-idle"), QStringLiteral("--max-attempts"), QStringLiteral("1"),
+                        QStringLiteral("--concurrency"), QString::number(Count)}),
+            {{QStringLiteral("ONCE_FAILPOINT"), QStringLiteral("turn-start")},
+             {QStringLiteral("ONCE_FAILPOINT_SLEEP_MS"), QStringLiteral("1500")}},
+            30000);
+        QVERIFY2(result.exitedWith(0), qPrintable(QStringLiteral("round %1: ").arg(round) + QString::fromUtf8(result.describe())));
+        // Each reminder sent once (its one try), answered 503, and dead-lettered.
+        QCOMPARE(m_partner->stats().requests, qint64(round * Count));
+        QCOMPARE(m_partner->stats().effects, qint64(0));
+        VERIFY_NO_PROBLEMS(
+            statsProblems(m_once->stats(), {{QStringLiteral("dead"), round * Count}, {QStringLiteral("acked"), 0}}));
+    }
 }
 
 // Two processes opening a new store at once (two `once init`, init and enqueue) both

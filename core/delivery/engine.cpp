@@ -552,18 +552,32 @@ void Engine::onTurnDone(TurnResult result)
     const bool wanted = std::exchange(m_cycleWanted, false);
     const qint64 after = nowMs();
     const int room = request.room;
+    qCDebug(lcEngine) << "turn done: room" << room << "leased" << result.leased.size() << "settled"
+                      << request.settlements.size() << "in flight" << m_inFlight << "partner open" << anyLaneOpen(after);
     if (wanted || hasPendingWrites() || (room > 0 && result.leased.size() == room)) {
         scheduleCycle(0);
-    } else if (turn->consuming && !anyLaneOpen(after)) {
+    } else if (turn->consuming && (room == 0 || !anyLaneOpen(after))) {
+        // Begun with every breaker open, a turn can outlast the cooldown (a broker's
+        // settle publishes and waits for the cluster): the partners are open again, nothing
+        // is in flight to end in a send, and only this look finds the probe to make.
         if (m_inFlight == 0 && m_config.untilIdle)
             checkIdle(); // nothing may be left to probe with
         scheduleCycle(soonestReopenMs(after) + 1); // the probe
-    } else if (room > 0 && result.leased.isEmpty()) {
-        if (m_inFlight == 0 && m_config.untilIdle)
-            checkIdle();
+    } else if (room > 0) {
+        // Fewer than there was room for. A broker that hands out what has arrived so far
+        // (Kafka, partition by partition as its fetches come back) has more on the way:
+        // its notification looks again, not the end of a send, which against a slow
+        // partner comes seconds later; and one that came while the turn ran may have come
+        // after its lease looked.
+        if (result.leased.isEmpty()) {
+            if (m_inFlight == 0 && m_config.untilIdle)
+                checkIdle();
+            ++m_idleTurns;
+            scheduleCycle(idleWaitMs());
+        }
         m_idle = true;
-        ++m_idleTurns;
-        scheduleCycle(idleWaitMs());
+        if (turn->queueNotified)
+            scheduleCycle(0);
     }
 }
 
@@ -711,8 +725,12 @@ void Engine::noteRetriesDue(const QList<Settlement> &settlements, qint64 committ
 
 void Engine::onNotification(const QString &channel)
 {
-    if (channel == Channel::Queue && m_idle)
+    if (channel != Channel::Queue)
+        return;
+    if (m_idle)
         scheduleCycle(0);
+    else if (m_turn)
+        m_turn->queueNotified = true;
 }
 
 // Claims beyond the send slots: a delivery that finishes hands its slot to the next

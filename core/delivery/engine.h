@@ -308,6 +308,7 @@ private:
         int partsRunning = 0;
         int sendsFinished = 0;   // while the turn ran
         bool slotWaited = false; // a send slot was free with nothing claimed to send
+        bool queueNotified = false; // the queue said it has more, perhaps after the lease looked
         TurnResult result; // the parts' results, merged
     };
     enum class TurnPart { Whole, Writes, Claims };

@@ -81,6 +81,7 @@ std::optional<bool> EngineStore::settleLookup(const QByteArray &sendKey, const Q
 
 TurnResult EngineStore::runTurn(const TurnRequest &request)
 {
+    failpoint("turn-start");
     Database &database = m_store->database();
     TurnResult turn;
     if (!database.isStillAtPath(&turn.error)) {
