@@ -69,6 +69,29 @@ private slots:
         QVERIFY(offsets.isOpen(5));
         QCOMPARE(offsets.commitPoint(), qint64(5));
     }
+
+    // What a consumer that lost its partition remembers of it: which offsets it settled,
+    // to skip them when a refused commit brings them back, and which were still open
+    // (abandoned mid-send), to take again.
+    void whatWasSettledIsKnownAfterwards()
+    {
+        KafkaOffsets offsets;
+        QVERIFY(!offsets.wasSettled(0));
+        QCOMPARE(offsets.next(), qint64(-1));
+        for (qint64 offset = 10; offset < 15; ++offset)
+            offsets.take(offset);
+        offsets.settle(10);
+        offsets.settle(11);
+        offsets.settle(13);
+        QVERIFY(offsets.wasSettled(10));
+        QVERIFY(offsets.wasSettled(11));
+        QVERIFY(!offsets.wasSettled(12)); // open: abandoned, taken again by the next owner
+        QVERIFY(offsets.wasSettled(13));
+        QVERIFY(!offsets.wasSettled(14));
+        QVERIFY(!offsets.wasSettled(9));  // before what this consumer took
+        QVERIFY(!offsets.wasSettled(15)); // after it
+        QCOMPARE(offsets.next(), qint64(15));
+    }
 };
 
 QTEST_GUILESS_MAIN(KafkaOffsetsTest)

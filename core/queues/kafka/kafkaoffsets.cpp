@@ -6,9 +6,8 @@ namespace once {
 
 void KafkaOffsets::take(qint64 offset)
 {
-    // A partition fetched again from its last commit (after a rebalance) offers offsets
-    // already settled here: they are open again until settled again.
     m_open.insert(offset);
+    m_first = m_first < 0 ? offset : std::min(m_first, offset);
     m_next = std::max(m_next, offset + 1);
 }
 

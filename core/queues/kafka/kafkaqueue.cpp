@@ -30,8 +30,11 @@ constexpr int CallTimeoutMs = 10000;
 constexpr int ProduceTimeoutMs = 30000;
 // A member whose worker stops polling (a store outage that holds its turns) leaves the
 // group after this long (or its session, if longer), and rejoins at its next lease; a
-// rebalance waits no longer than this for the members to rejoin.
-constexpr int MaxPollIntervalMs = 15000;
+// rebalance waits no longer than this for the members to rejoin. Longer than the
+// longest wait between two probes of a failing partner (30 s): a worker whose partners
+// are all down leases only to probe them, and at 15 s every outage cost its partitions a
+// rebalance at each probe.
+constexpr int MaxPollIntervalMs = 45000;
 constexpr int MaxListedDeadLetters = 10000;
 // Each partition holds up to this many windows taken and not settled: one handed out to
 // the engine, the rest fetched and waiting (pauseOrResume).
@@ -322,6 +325,8 @@ void KafkaQueue::rebalanced(int err, rd_kafka_topic_partition_list_t *partitions
 
 void KafkaQueue::forget(const PartitionKey &partition)
 {
+    if (const auto state = m_partitions.constFind(partition); state != m_partitions.cend() && state->offsets.next() >= 0)
+        m_revoked.insert(partition, state->offsets);
     m_partitions.remove(partition);
     m_held.removeIf([&partition](const auto &held) { return held.value().partition == partition; });
 }
@@ -401,6 +406,20 @@ void KafkaQueue::take(rd_kafka_message_t *message)
     PartitionState &state = m_partitions[key];
     if (state.offsets.isOpen(message->offset))
         return; // fetched again while this process still has it
+    if (const auto revoked = m_revoked.find(key); revoked != m_revoked.end()) {
+        if (revoked->wasSettled(message->offset)) {
+            // Settled here before the partition was lost, its commit refused or lost: taken
+            // and settled at once, so that the next commit moves past it. A keyless message
+            // would otherwise be dead-lettered again: no send key, nothing in the ledger.
+            qCDebug(lcKafka, "%s[%d] offset %lld was settled here before a rebalance; skipped", qPrintable(topic),
+                    int(message->partition), static_cast<long long>(message->offset));
+            state.offsets.take(message->offset);
+            state.offsets.settle(message->offset);
+            return;
+        }
+        if (message->offset >= revoked->next())
+            m_revoked.erase(revoked);
+    }
     Fetched fetched;
     fetched.topic = topic;
     fetched.partition = int(message->partition);

@@ -155,6 +155,10 @@ private:
     rd_kafka_s *m_deadReader = nullptr;  // the operators' group on the dead letters
     rd_kafka_s *m_groupReader = nullptr; // the workers' group's offsets, for counts without consuming
     QHash<PartitionKey, PartitionState> m_partitions;
+    // What this process had taken of each partition it lost, kept until the partition is
+    // fetched past it: a commit refused or lost in the rebalance brings settled messages
+    // back, and those are skipped (take), not dead-lettered or deferred a second time.
+    QHash<PartitionKey, KafkaOffsets> m_revoked;
     // Every delivery handed out and not yet settled, by message id.
     struct Held
     {
