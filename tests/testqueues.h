@@ -101,6 +101,20 @@ public:
         return url;
     }
 
+    // Asks the test server's script for something only a test server does (Kafka's mock:
+    // cut a broker off, move a leader): `SCRIPT ACTION DIR ARGS...`. Empty, or why not.
+    QString serverRequest(const QString &action, const QStringList &args) const
+    {
+        if (m_queueScript.isEmpty())
+            return QStringLiteral("the %1 test server takes no requests").arg(kind());
+        QProcess script;
+        script.start(m_queueScript, QStringList{action, m_serverDir.path()} + args);
+        if (!script.waitForFinished(30000) || script.exitStatus() != QProcess::NormalExit || script.exitCode() != 0)
+            return QStringLiteral("%1 %2 %3: %4")
+                .arg(m_queueScript, action, args.join(u' '), QString::fromUtf8(script.readAllStandardError()));
+        return {};
+    }
+
 private:
     QString queueFromScript(const QString &name) const
     {

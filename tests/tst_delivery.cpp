@@ -111,6 +111,7 @@ private slots:
     void tokenNeverLeaks();
     void foreignProducerPublishes_data();
     void foreignProducerPublishes();
+    void aCoordinatorCutOffLosesAndDoublesNothing();
 
 private:
     // --- fixture -----------------------------------------------------------------
@@ -1457,6 +1458,81 @@ void DeliveryTest::foreignProducerPublishes()
                 QCOMPARE(partition[QStringLiteral("committed_offset")].toInteger(-1), end);
         }
     }
+}
+
+// Kafka: the group's coordinator cut off while a worker runs. Fetches and publishes go on
+// (every partition is led by another broker), every commit fails, and once its session has
+// passed without a heartbeat the member loses its partitions. With the coordinator back it
+// rejoins and fetches again from the last commit it made, past messages it has already
+// settled. Nothing may be lost or applied twice, and no invalid message dead-lettered
+// twice: it has no send key, so nothing in the ledger answers its redelivery.
+void DeliveryTest::aCoordinatorCutOffLosesAndDoublesNothing()
+{
+    if (m_queues.kind() != QLatin1String("kafka"))
+        QSKIP("cutting a broker off is asked of Kafka's mock cluster");
+    constexpr int Count = 150;
+    constexpr int Invalid = 15;
+    constexpr int Leader = 1;
+    constexpr int Coordinator = 2;
+    const QString topic = QUrl(m_queueUrl).path().mid(1);
+    const QString group = QUrlQuery(QUrl(m_queueUrl)).queryItemValue(QStringLiteral("group"));
+    const QList<QPair<QString, int>> topics{{topic, 4}, {topic + QStringLiteral("-retry"), 4}, {topic + QStringLiteral("-dead"), 1}};
+    for (const auto &[name, partitions] : topics) {
+        for (int partition = 0; partition < partitions; ++partition) {
+            const QString refused = m_queues.serverRequest(
+                QStringLiteral("leader"), {name, QString::number(partition), QString::number(Leader)});
+            QVERIFY2(refused.isEmpty(), qPrintable(refused));
+        }
+    }
+    QString refused = m_queues.serverRequest(QStringLiteral("coordinator"), {group, QString::number(Coordinator)});
+    QVERIFY2(refused.isEmpty(), qPrintable(refused));
+
+    // Valid reminders with an invalid message after every tenth, through one enqueue.
+    QByteArray lines;
+    QList<QByteArray> keys;
+    for (int i = 0; i < Count; ++i) {
+        const ReminderSpec reminder = makeReminder(QStringLiteral("cut"), i);
+        lines += reminder.line + '\n';
+        keys << reminder.key;
+        if (i % (Count / Invalid) == 0)
+            lines += QStringLiteral("{\"user_id\": \"cut-bad-%1\", \"note\": \"no reminder here\"}\n").arg(i).toUtf8();
+    }
+    const auto enqueue = run({QStringLiteral("enqueue"), QStringLiteral("--unchecked"), writeFile(QStringLiteral("cut.jsonl"), lines)});
+    QVERIFY2(enqueue.exitedWith(0), enqueue.describe().constData());
+
+    // Slow enough answers that the worker is still at it when its session runs out.
+    PartnerFaults slow;
+    slow.latencyMs = 150;
+    m_partner->setProfile(slow);
+    QProcess *worker = startWorker({QStringLiteral("--concurrency"), QStringLiteral("4")});
+    QVERIFY2(pumpUntil([&] { return m_partner->stats().effects >= 12; }, WorkerTimeoutMs), "the worker sent nothing");
+    refused = m_queues.serverRequest(QStringLiteral("broker"), {QStringLiteral("down"), QString::number(Coordinator)});
+    QVERIFY2(refused.isEmpty(), qPrintable(refused));
+    const qint64 atCut = m_partner->stats().effects;
+    // Three sessions: the member goes on sending, then loses its partitions.
+    QTest::qWait(9000);
+    const qint64 duringCut = m_partner->stats().effects - atCut;
+    refused = m_queues.serverRequest(QStringLiteral("broker"), {QStringLiteral("up"), QString::number(Coordinator)});
+    QVERIFY2(refused.isEmpty(), qPrintable(refused));
+    qInfo("%lld reminders applied before the cut, %lld while the coordinator was away", atCut, duringCut);
+    QVERIFY2(duringCut > 0, "nothing was sent while the coordinator was away: the test proves nothing");
+
+    QVERIFY2(pumpUntil([&] { return m_partner->stats().effects >= Count; }, WorkerTimeoutMs),
+             qPrintable(QStringLiteral("%1 of %2 applied").arg(m_partner->stats().effects).arg(Count)));
+    QVERIFY(nothingInFlight());
+    ::kill(pid_t(worker->processId()), SIGTERM);
+    const auto stopped = m_once->waitFor(worker, WorkerTimeoutMs);
+    QVERIFY2(stopped.exitedWith(0), stopped.describe().constData());
+    // Assigned as it joined, and again as it rejoined.
+    QVERIFY2(stopped.err.count("kafka: assigned") >= 2,
+             "the member never lost its partitions: the test proves nothing");
+    VERIFY_NO_PROBLEMS(exactlyOnceProblems(keys));
+    const auto letters = jsonArray({QStringLiteral("dlq"), QStringLiteral("--json")});
+    QCOMPARE(letters.size(), Invalid);
+    VERIFY_STATS({{QStringLiteral("ready"), 0},
+                  {QStringLiteral("in_flight"), 0},
+                  {QStringLiteral("dead"), Invalid},
+                  {QStringLiteral("acked"), Count}});
 }
 
 QTEST_GUILESS_MAIN(DeliveryTest)

@@ -12,6 +12,8 @@
  *   topic NAME PARTITIONS     make a topic (the mock answers no CreateTopics)
  *   broker down|up ID         cut a broker's connections and refuse new ones, or let
  *                             it accept them again (ID -1: every broker)
+ *   leader TOPIC PARTITION ID make broker ID the partition's leader
+ *   coordinator GROUP ID      make broker ID the consumer group's coordinator
  * is carried out line by line, then answered by NAME.done: "ok", or the first line that
  * failed and why. */
 #include <librdkafka/rdkafka.h>
@@ -38,6 +40,7 @@ static int carry_out(rd_kafka_mock_cluster_t *cluster, const char *line, char *a
     char name[256];
     char state[8];
     int number = 0;
+    int partition = 0;
     rd_kafka_resp_err_t err;
     if (sscanf(line, "topic %255s %d", name, &number) == 2) {
         if (number < 1 || number > 64) {
@@ -48,8 +51,13 @@ static int carry_out(rd_kafka_mock_cluster_t *cluster, const char *line, char *a
     } else if (sscanf(line, "broker %7s %d", state, &number) == 2 && (!strcmp(state, "down") || !strcmp(state, "up"))) {
         err = !strcmp(state, "down") ? rd_kafka_mock_broker_set_down(cluster, number)
                                      : rd_kafka_mock_broker_set_up(cluster, number);
+    } else if (sscanf(line, "leader %255s %d %d", name, &partition, &number) == 3) {
+        err = rd_kafka_mock_partition_set_leader(cluster, name, partition, number);
+    } else if (sscanf(line, "coordinator %255s %d", name, &number) == 2) {
+        err = rd_kafka_mock_coordinator_set(cluster, "group", name, number);
     } else {
-        snprintf(answer, size, "%s: not \"topic NAME PARTITIONS\" or \"broker down|up ID\"", line);
+        snprintf(answer, size, "%s: not \"topic NAME PARTITIONS\", \"broker down|up ID\", "
+                               "\"leader TOPIC PARTITION ID\" or \"coordinator GROUP ID\"", line);
         return -1;
     }
     if (err) {

@@ -150,6 +150,11 @@ void onRebalance(rd_kafka_t *, rd_kafka_resp_err_t err, rd_kafka_topic_partition
     static_cast<KafkaQueue *>(opaque)->rebalanced(err, partitions);
 }
 
+void onCommitted(rd_kafka_t *, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *offsets, void *opaque)
+{
+    static_cast<KafkaQueue *>(opaque)->committed(err, offsets);
+}
+
 struct ProduceReport
 {
     int pending = 0;
@@ -193,7 +198,7 @@ KafkaQueue::~KafkaQueue()
     if (m_consumer) {
         // Leaves the group at once, committing what is settled, so that the partitions
         // move to the other members now rather than after the session times out.
-        commit();
+        commit(CommitWait::ForAnswer);
         rd_kafka_consumer_close(m_consumer);
         rd_kafka_destroy(m_consumer);
     }
@@ -247,6 +252,7 @@ rd_kafka_t *KafkaQueue::newClient(Client kind, const QString &group, QString *er
         if (kind == Client::Member) {
             rd_kafka_conf_set_opaque(conf, this);
             rd_kafka_conf_set_rebalance_cb(conf, &onRebalance);
+            rd_kafka_conf_set_offset_commit_cb(conf, &onCommitted);
         }
     } else {
         set("acks", QStringLiteral("all"));
@@ -317,7 +323,7 @@ void KafkaQueue::rebalanced(int err, rd_kafka_topic_partition_list_t *partitions
     // claim still held: busy).
     qCInfo(lcKafka, "revoked %s", qPrintable(names.join(u", ")));
     if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS && !rd_kafka_assignment_lost(m_consumer))
-        commit();
+        commit(CommitWait::ForAnswer);
     for (int i = 0; i < partitions->cnt; ++i)
         forget({QString::fromUtf8(partitions->elems[i].topic), int(partitions->elems[i].partition)});
     rd_kafka_assign(m_consumer, nullptr);
@@ -604,37 +610,57 @@ bool KafkaQueue::settle(const QList<Settlement> &settlements, QString *error)
     return true;
 }
 
-void KafkaQueue::commit()
+void KafkaQueue::commit(CommitWait wait)
 {
-    if (!m_consumer)
+    if (!m_consumer || (wait == CommitWait::NoWait && m_commitInFlight))
         return;
     rd_kafka_topic_partition_list_t *offsets = rd_kafka_topic_partition_list_new(4);
     QList<QByteArray> names;
-    QList<QPair<PartitionKey, qint64>> points;
     for (auto it = m_partitions.cbegin(); it != m_partitions.cend(); ++it) {
         const qint64 point = it->offsets.uncommitted();
         if (point < 0)
             continue;
         names.append(it.key().first.toUtf8());
         rd_kafka_topic_partition_list_add(offsets, names.constLast().constData(), it.key().second)->offset = point;
-        points.append({it.key(), point});
     }
     if (offsets->cnt > 0) {
-        const rd_kafka_resp_err_t err = rd_kafka_commit(m_consumer, offsets, 0);
-        if (!err) {
-            for (int i = 0; i < offsets->cnt; ++i) {
-                const auto state = m_partitions.find(points.at(i).first);
-                if (offsets->elems[i].err == RD_KAFKA_RESP_ERR_NO_ERROR && state != m_partitions.end())
-                    state->offsets.committed(points.at(i).second);
-            }
-        } else if (refusedByRebalance(err)) {
-            qCInfo(lcKafka, "commit refused during a rebalance (%s): the next owner resumes from the last commit",
-                   rd_kafka_err2str(err));
-        } else {
-            qCWarning(lcKafka, "commit failed: %s; tried again after the next settle", rd_kafka_err2str(err));
+        if (wait == CommitWait::ForAnswer) {
+            const rd_kafka_resp_err_t err = rd_kafka_commit(m_consumer, offsets, 0);
+            committed(err, offsets);
+        } else if (rd_kafka_commit(m_consumer, offsets, 1) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            m_commitInFlight = true; // answered through onCommitted, at a later poll
         }
     }
     rd_kafka_topic_partition_list_destroy(offsets);
+}
+
+void KafkaQueue::committed(int err, const rd_kafka_topic_partition_list_t *offsets)
+{
+    m_commitInFlight = false;
+    const auto result = rd_kafka_resp_err_t(err);
+    if (result == RD_KAFKA_RESP_ERR__NO_OFFSET)
+        return; // nothing was left to commit
+    if (!result) {
+        for (int i = 0; i < offsets->cnt; ++i) {
+            const rd_kafka_topic_partition_t &one = offsets->elems[i];
+            const auto state = m_partitions.find({QString::fromUtf8(one.topic), int(one.partition)});
+            if (one.err == RD_KAFKA_RESP_ERR_NO_ERROR && state != m_partitions.end())
+                state->offsets.committed(one.offset);
+        }
+        if (!m_commitFailure.isEmpty())
+            qCInfo(lcKafka, "commits taken again after: %s", qPrintable(m_commitFailure));
+        m_commitFailure.clear();
+        return;
+    }
+    const QString why = text(result);
+    if (why == m_commitFailure)
+        return; // a coordinator away fails every commit: said once
+    m_commitFailure = why;
+    if (refusedByRebalance(result))
+        qCInfo(lcKafka, "commit refused during a rebalance (%s): the next owner resumes from the last commit",
+               qPrintable(why));
+    else
+        qCWarning(lcKafka, "commit failed: %s; tried again after the next settle", qPrintable(why));
 }
 
 int KafkaQueue::partitionCount(rd_kafka_t *client, const QString &topic, QString *error) const

@@ -72,6 +72,8 @@ public:
     std::unique_ptr<MessageWatch> watchMessages(std::function<void()> wake) const override;
 
     // librdkafka's rebalance callback, by way of its opaque pointer.
+    // The group's answer to a commit (librdkafka's offset commit callback, served by a poll).
+    void committed(int err, const rd_kafka_topic_partition_list_s *offsets);
     void rebalanced(int err, rd_kafka_topic_partition_list_s *partitions);
 
 private:
@@ -119,7 +121,11 @@ private:
     void take(rd_kafka_message_s *message);
     void handOut(int max, qint64 leaseMs, QList<QueueMessage> *leased);
     void pauseOrResume();
-    void commit();
+    // Commits what is settled. Waiting for the answer only where the partitions are about
+    // to go (a revoke, the end): elsewhere a commit must not hold the turn, as a
+    // coordinator away held each for seconds while fetching and publishing went on.
+    enum class CommitWait { ForAnswer, NoWait };
+    void commit(CommitWait wait = CommitWait::NoWait);
     void forget(const PartitionKey &partition);
     // The partitions of a topic, from the cluster's metadata; -1 when it has no such topic.
     // A count read within the last minute is not read again: it is the metadata of every
@@ -159,6 +165,8 @@ private:
     // fetched past it: a commit refused or lost in the rebalance brings settled messages
     // back, and those are skipped (take), not dead-lettered or deferred a second time.
     QHash<PartitionKey, KafkaOffsets> m_revoked;
+    bool m_commitInFlight = false; // one commit without an answer at a time
+    QString m_commitFailure;       // said once until a commit is taken again
     // Every delivery handed out and not yet settled, by message id.
     struct Held
     {
