@@ -389,11 +389,11 @@ void Engine::cycle()
     }
     const int capacity = m_config.concurrency + leaseAhead();
     const int room = consuming ? std::min(MaxLeaseBatch, leaseRoom(now, capacity, m_inFlight - settling)) : 0;
-    const bool allOpen = !anyLaneOpen(now);
+    const bool partnersClosed = !anyLaneOpen(now);
     if (!hasPendingWrites() && room <= 0) {
         if (m_stopping && m_inFlight == 0)
             finish(0);
-        else if (consuming && allOpen)
+        else if (consuming && partnersClosed)
             scheduleCycle(soonestReopenMs(now) + 1);
         return; // a finishing send schedules the next turn
     }
@@ -414,6 +414,7 @@ void Engine::cycle()
     noteClaimPartners(&turn.request);
     turn.settling = settling;
     turn.consuming = consuming;
+    turn.partnersClosed = partnersClosed;
     turn.result.ok = true;
     if (!m_claimSide || settling < MinSplitTurnHalf || room < MinSplitTurnHalf) {
         runTurnPart(m_storeSide, turn.request, TurnPart::Whole);
@@ -556,7 +557,7 @@ void Engine::onTurnDone(TurnResult result)
                       << request.settlements.size() << "in flight" << m_inFlight << "partner open" << anyLaneOpen(after);
     if (wanted || hasPendingWrites() || (room > 0 && result.leased.size() == room)) {
         scheduleCycle(0);
-    } else if (turn->consuming && (room == 0 || !anyLaneOpen(after))) {
+    } else if (turn->consuming && (turn->partnersClosed || !anyLaneOpen(after))) {
         // Begun with every breaker open, a turn can outlast the cooldown (a broker's
         // settle publishes and waits for the cluster): the partners are open again, nothing
         // is in flight to end in a send, and only this look finds the probe to make.

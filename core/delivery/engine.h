@@ -305,6 +305,7 @@ private:
         TurnRequest request;
         int settling = 0;
         bool consuming = false;
+        bool partnersClosed = false; // every breaker open (or partner paused) as it began
         int partsRunning = 0;
         int sendsFinished = 0;   // while the turn ran
         bool slotWaited = false; // a send slot was free with nothing claimed to send
