@@ -477,7 +477,7 @@ void Engine::onTurnDone(TurnResult result)
     const std::unique_ptr<Turn> turn = std::move(m_turn);
     if (!m_running || !turn)
         return;
-    adjustClaimAhead(*turn);
+    adjustClaimAhead(*turn, result.leased.size());
     const TurnRequest &request = turn->request;
     if (!result.leased.isEmpty())
         m_idleTurns = 0;
@@ -971,10 +971,13 @@ void Engine::notePartnerRecords(const QHash<QString, KeyHonouring> &records)
         publishCounters();
 }
 
-void Engine::adjustClaimAhead(const Turn &turn)
+void Engine::adjustClaimAhead(const Turn &turn, qsizetype leased)
 {
     const int least = m_config.concurrency;
-    if (turn.slotWaited)
+    // A slot that waited while the lease found less than it had room for waited on the
+    // queue (empty, or a broker handing out what its fetches have brought so far), not on
+    // the turn: claiming deeper would not have filled it.
+    if (turn.slotWaited && leased >= turn.request.room)
         m_claimAhead = std::max(m_claimAhead, std::min(2 * turn.sendsFinished, MaxClaimAheadRounds * least));
     else if (m_claimAhead > least)
         m_claimAhead -= std::max(1, (m_claimAhead - least) / 8);

@@ -316,7 +316,7 @@ private:
     void runTurnPart(EngineStore *side, const TurnRequest &request, TurnPart part);
     void onTurnPartDone(const TurnResult &result, TurnPart part);
     void onTurnDone(TurnResult result);
-    void adjustClaimAhead(const Turn &turn);
+    void adjustClaimAhead(const Turn &turn, qsizetype leased);
     bool noteStoreFailure(const TurnResult &result);
     void noteStoreLost(const QString &error);
     void noteStoreBack();
