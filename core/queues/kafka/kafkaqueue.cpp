@@ -152,7 +152,12 @@ void onRebalance(rd_kafka_t *, rd_kafka_resp_err_t err, rd_kafka_topic_partition
 
 void onCommitted(rd_kafka_t *, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *offsets, void *opaque)
 {
-    static_cast<KafkaQueue *>(opaque)->committed(err, offsets);
+    static_cast<KafkaQueue *>(opaque)->committed(err, offsets, KafkaQueue::CommitWait::NoWait);
+}
+
+void onCommittedNow(rd_kafka_t *, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *offsets, void *opaque)
+{
+    static_cast<KafkaQueue *>(opaque)->committed(err, offsets, KafkaQueue::CommitWait::ForAnswer);
 }
 
 struct ProduceReport
@@ -625,8 +630,10 @@ void KafkaQueue::commit(CommitWait wait)
     }
     if (offsets->cnt > 0) {
         if (wait == CommitWait::ForAnswer) {
-            const rd_kafka_resp_err_t err = rd_kafka_commit(m_consumer, offsets, 0);
-            committed(err, offsets);
+            // Answered here, through a queue of the call's own: rd_kafka_commit() would post
+            // its answer to the poll's callback as well, a second answer that would also
+            // clear the flag of a commit still in flight.
+            rd_kafka_commit_queue(m_consumer, offsets, nullptr, &onCommittedNow, this);
         } else if (rd_kafka_commit(m_consumer, offsets, 1) == RD_KAFKA_RESP_ERR_NO_ERROR) {
             m_commitInFlight = true; // answered through onCommitted, at a later poll
         }
@@ -634,14 +641,15 @@ void KafkaQueue::commit(CommitWait wait)
     rd_kafka_topic_partition_list_destroy(offsets);
 }
 
-void KafkaQueue::committed(int err, const rd_kafka_topic_partition_list_t *offsets)
+void KafkaQueue::committed(int err, const rd_kafka_topic_partition_list_t *offsets, CommitWait wait)
 {
-    m_commitInFlight = false;
+    if (wait == CommitWait::NoWait)
+        m_commitInFlight = false;
     const auto result = rd_kafka_resp_err_t(err);
     if (result == RD_KAFKA_RESP_ERR__NO_OFFSET)
         return; // nothing was left to commit
     if (!result) {
-        for (int i = 0; i < offsets->cnt; ++i) {
+        for (int i = 0; offsets && i < offsets->cnt; ++i) {
             const rd_kafka_topic_partition_t &one = offsets->elems[i];
             const auto state = m_partitions.find({QString::fromUtf8(one.topic), int(one.partition)});
             if (one.err == RD_KAFKA_RESP_ERR_NO_ERROR && state != m_partitions.end())

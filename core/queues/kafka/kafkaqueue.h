@@ -71,9 +71,14 @@ public:
     // queue turning non-empty) and when a held retry falls due, rather than at its next poll.
     std::unique_ptr<MessageWatch> watchMessages(std::function<void()> wake) const override;
 
+    // Commits what is settled. Waiting for the answer only where the partitions are about
+    // to go (a revoke, the end): elsewhere a commit must not hold the turn, as a
+    // coordinator away held each for seconds while fetching and publishing went on.
+    enum class CommitWait { ForAnswer, NoWait };
+    // The group's answer to a commit, by way of librdkafka's opaque pointer: served by a
+    // later poll (NoWait), or by the commit's own call (ForAnswer).
+    void committed(int err, const rd_kafka_topic_partition_list_s *offsets, CommitWait wait);
     // librdkafka's rebalance callback, by way of its opaque pointer.
-    // The group's answer to a commit (librdkafka's offset commit callback, served by a poll).
-    void committed(int err, const rd_kafka_topic_partition_list_s *offsets);
     void rebalanced(int err, rd_kafka_topic_partition_list_s *partitions);
 
 private:
@@ -121,10 +126,6 @@ private:
     void take(rd_kafka_message_s *message);
     void handOut(int max, qint64 leaseMs, QList<QueueMessage> *leased);
     void pauseOrResume();
-    // Commits what is settled. Waiting for the answer only where the partitions are about
-    // to go (a revoke, the end): elsewhere a commit must not hold the turn, as a
-    // coordinator away held each for seconds while fetching and publishing went on.
-    enum class CommitWait { ForAnswer, NoWait };
     void commit(CommitWait wait = CommitWait::NoWait);
     void forget(const PartitionKey &partition);
     // The partitions of a topic, from the cluster's metadata; -1 when it has no such topic.
