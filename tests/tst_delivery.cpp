@@ -113,6 +113,7 @@ private slots:
     void foreignProducerPublishes();
     void aCoordinatorCutOffLosesAndDoublesNothing();
     void aMemberPausedPastItsSessionLosesAndDoublesNothing();
+    void retentionPastTheCommitIsCounted();
 
 private:
     // --- fixture -----------------------------------------------------------------
@@ -1634,6 +1635,81 @@ void DeliveryTest::aMemberPausedPastItsSessionLosesAndDoublesNothing()
                   {QStringLiteral("dead"), 0},
                   {QStringLiteral("acked"), Count},
                   {QStringLiteral("claimed"), 0}});
+}
+
+// Kafka: the cluster's retention deleting messages the group has not read yet (a worker
+// down, or far behind). Those reminders are lost before any worker saw them: once stats
+// says how many, partition by partition, while the group's commit is behind the oldest
+// message left; a worker then starts from that message. The test cluster keeps at most
+// 5 MiB a partition: 8 MiB of 100 KiB reminders on each of four is past it.
+void DeliveryTest::retentionPastTheCommitIsCounted()
+{
+    if (m_queues.kind() != QLatin1String("kafka"))
+        QSKIP("retention by size is asked of Kafka's mock cluster");
+    const auto firstKeys = enqueueReminders(8, QStringLiteral("read"));
+    QCOMPARE(firstKeys.size(), 8);
+    const auto first = runWorker({QStringLiteral("--until-idle")});
+    QVERIFY2(first.exitedWith(0), first.describe().constData());
+    QHash<int, qint64> commits;
+    for (const QJsonValue &partition : stats().value(QStringLiteral("partitions")).toArray()) {
+        if (!partition[QStringLiteral("committed_offset")].isNull())
+            commits.insert(partition[QStringLiteral("partition")].toInt(), partition[QStringLiteral("committed_offset")].toInteger());
+    }
+    QVERIFY2(!commits.isEmpty(), QJsonDocument(stats()).toJson().constData());
+
+    constexpr int Count = 320;
+    const QString body(100 * 1024, u'x');
+    QByteArray content;
+    for (int i = 0; i < Count; ++i) {
+        const ReminderSpec spec = makeReminder(QStringLiteral("big"), i);
+        QJsonObject reminder = QJsonDocument::fromJson(spec.line).object();
+        reminder.insert(QStringLiteral("body"), body);
+        content += QJsonDocument(reminder).toJson(QJsonDocument::Compact) + '\n';
+    }
+    const auto enqueue = run({QStringLiteral("enqueue"), writeFile(QStringLiteral("big.jsonl"), content)});
+    QVERIFY2(enqueue.exitedWith(0), enqueue.describe().constData());
+
+    // Where the group committed: its commit as it was, and what retention took past it.
+    // Where it did not: it reads from the oldest message left, so what went before is lost.
+    const QJsonObject afterRetention = stats();
+    qint64 lost = 0;
+    qint64 lostPastCommits = 0;
+    for (const QJsonValue &partition : afterRetention.value(QStringLiteral("partitions")).toArray()) {
+        const qint64 end = partition[QStringLiteral("end_offset")].toInteger();
+        const qint64 lag = partition[QStringLiteral("lag")].toInteger();
+        const qint64 deleted = partition[QStringLiteral("deleted_unread")].toInteger(-1);
+        const auto commit = commits.constFind(partition[QStringLiteral("partition")].toInt());
+        if (commit == commits.cend()) {
+            QCOMPARE(deleted, 0);
+            lost += end - lag;
+            continue;
+        }
+        QCOMPARE(partition[QStringLiteral("committed_offset")].toInteger(), *commit);
+        QCOMPARE(lag, end - *commit - deleted);
+        lost += deleted;
+        lostPastCommits += deleted;
+    }
+    QVERIFY2(lostPastCommits > 0, QJsonDocument(afterRetention).toJson().constData());
+    const auto said = run({QStringLiteral("stats")});
+    QVERIFY2(said.exitedWith(0), said.describe().constData());
+    QVERIFY2(said.out.contains("deleted by retention unread"), said.out.constData());
+
+    const auto last = runWorker({QStringLiteral("--until-idle")});
+    QVERIFY2(last.exitedWith(0), last.describe().constData());
+    // The worker that resumed past them says so, partition by partition.
+    qint64 lostAsSaid = 0;
+    const QRegularExpression counted(QStringLiteral("\\((\\d+) messages\\) before this group read them"));
+    for (auto match = counted.globalMatch(QString::fromUtf8(last.err)); match.hasNext();)
+        lostAsSaid += match.next().captured(1).toLongLong();
+    QVERIFY2(lostAsSaid == lostPastCommits, last.err.constData());
+    qInfo("%lld of %d reminders deleted by retention before the group read them, %lld of them past its commits",
+          lost, Count, lostPastCommits);
+    QCOMPARE(m_partner->stats().effects, 8 + Count - lost);
+    QCOMPARE(m_partner->stats().duplicateEffects, 0);
+    for (const QJsonValue &partition : stats().value(QStringLiteral("partitions")).toArray()) {
+        QCOMPARE(partition[QStringLiteral("deleted_unread")].toInteger(-1), 0);
+        QCOMPARE(partition[QStringLiteral("lag")].toInteger(-1), 0);
+    }
 }
 
 QTEST_GUILESS_MAIN(DeliveryTest)

@@ -375,7 +375,8 @@ QJsonObject DeliveryStats::toJson() const
                 {QStringLiteral("end_offset"), partition.endOffset},
                 {QStringLiteral("committed_offset"),
                  partition.committedOffset ? QJsonValue(*partition.committedOffset) : QJsonValue(QJsonValue::Null)},
-                {QStringLiteral("lag"), partition.lag}});
+                {QStringLiteral("lag"), partition.lag},
+                {QStringLiteral("deleted_unread"), partition.deletedUnread}});
         object.insert(QStringLiteral("partitions"), partitions);
     }
     // A queue that counts nothing (Pub/Sub): not measured, so not 0.
@@ -395,10 +396,14 @@ QString describePartitionLags(const QList<PartitionLag> &partitions)
         const QString committed = partition.committedOffset
                                       ? QStringLiteral("committed %1").arg(*partition.committedOffset)
                                       : QStringLiteral("nothing committed");
-        parts.append(QStringLiteral("%1: %2 (%3, end %4)")
+        const QString deleted = partition.deletedUnread > 0
+                                    ? QStringLiteral(", %1 deleted by retention unread").arg(formatCount(partition.deletedUnread))
+                                    : QString();
+        parts.append(QStringLiteral("%1: %2 (%3, end %4%5)")
                          .arg(partition.partition)
                          .arg(behind, committed)
-                         .arg(partition.endOffset));
+                         .arg(partition.endOffset)
+                         .arg(deleted));
     }
     return parts.join(QStringLiteral("; "));
 }

@@ -79,7 +79,10 @@ struct PartitionLag
     int partition = 0;
     qint64 endOffset = 0;
     std::optional<qint64> committedOffset; // none: the group has committed nothing there
-    qint64 lag = 0;
+    qint64 lag = 0; // what is left to read: from the commit, or the oldest message left
+    // Messages past the commit that the cluster deleted (retention) before the group read
+    // them: reminders lost before any worker saw them.
+    qint64 deletedUnread = 0;
 };
 
 struct QueueCounts

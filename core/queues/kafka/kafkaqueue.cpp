@@ -319,6 +319,15 @@ void KafkaQueue::rebalanced(int err, rd_kafka_topic_partition_list_t *partitions
         names << QStringLiteral("%1[%2]").arg(QString::fromUtf8(partitions->elems[i].topic)).arg(partitions->elems[i].partition);
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         qCInfo(lcKafka, "assigned %s", qPrintable(names.join(u", ")));
+        rd_kafka_topic_partition_list_t *commits = rd_kafka_topic_partition_list_copy(partitions);
+        if (rd_kafka_committed(m_consumer, commits, CallTimeoutMs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            for (int i = 0; i < commits->cnt; ++i) {
+                if (commits->elems[i].offset >= 0)
+                    m_resumeAt.insert({QString::fromUtf8(commits->elems[i].topic), int(commits->elems[i].partition)},
+                                      commits->elems[i].offset);
+            }
+        }
+        rd_kafka_topic_partition_list_destroy(commits);
         rd_kafka_assign(m_consumer, partitions);
         return;
     }
@@ -331,6 +340,7 @@ void KafkaQueue::rebalanced(int err, rd_kafka_topic_partition_list_t *partitions
         commit(CommitWait::ForAnswer);
     for (int i = 0; i < partitions->cnt; ++i)
         forget({QString::fromUtf8(partitions->elems[i].topic), int(partitions->elems[i].partition)});
+    m_resumeAt.clear();
     rd_kafka_assign(m_consumer, nullptr);
 }
 
@@ -340,6 +350,28 @@ void KafkaQueue::forget(const PartitionKey &partition)
         m_revoked.insert(partition, state->offsets);
     m_partitions.remove(partition);
     m_held.removeIf([&partition](const auto &held) { return held.value().partition == partition; });
+}
+
+// A partition that resumes further on than the group's commit skipped offsets: messages
+// the cluster deleted before the group read them (retention, with the workers down or far
+// behind), and reminders lost before any worker saw them; or gaps that never held a
+// reminder (compaction, transaction markers), which are not said. The oldest offset the
+// cluster still has tells the two apart.
+void KafkaQueue::noteDeletedUnread(const PartitionKey &partition, qint64 resumeAt, qint64 firstOffset)
+{
+    if (firstOffset <= resumeAt)
+        return;
+    int64_t low = 0;
+    int64_t high = 0;
+    const QByteArray topic = partition.first.toUtf8();
+    if (rd_kafka_query_watermark_offsets(m_consumer, topic.constData(), partition.second, &low, &high, CallTimeoutMs)
+        || low <= resumeAt)
+        return;
+    qCWarning(lcKafka,
+              "%s[%d]: the cluster deleted offsets %lld to %lld (%lld messages) before this group read them "
+              "(retention): those reminders were lost unread",
+              topic.constData(), partition.second, static_cast<long long>(resumeAt), static_cast<long long>(low - 1),
+              static_cast<long long>(low - resumeAt));
 }
 
 bool KafkaQueue::produce(const QList<Outgoing> &messages, QString *error)
@@ -414,6 +446,10 @@ void KafkaQueue::take(rd_kafka_message_t *message)
 {
     const QString topic = QString::fromUtf8(rd_kafka_topic_name(message->rkt));
     const PartitionKey key{topic, int(message->partition)};
+    if (const auto resumeAt = m_resumeAt.constFind(key); resumeAt != m_resumeAt.cend()) {
+        noteDeletedUnread(key, *resumeAt, message->offset);
+        m_resumeAt.erase(resumeAt);
+    }
     PartitionState &state = m_partitions[key];
     if (state.offsets.isOpen(message->offset))
         return; // fetched again while this process still has it
@@ -728,7 +764,10 @@ std::optional<QList<KafkaQueue::Span>> KafkaQueue::spans(rd_kafka_t *client, con
             return std::nullopt;
         }
         const qint64 committed = list->elems[p].offset;
-        result.append({p, committed >= 0 ? std::max<qint64>(committed, low) : low, high, committed >= 0});
+        if (committed >= 0)
+            result.append({p, std::max<qint64>(committed, low), high, true, std::max<qint64>(0, low - committed)});
+        else
+            result.append({p, low, high, false});
     }
     rd_kafka_topic_partition_list_destroy(list);
     return result;
@@ -774,8 +813,9 @@ std::optional<QueueCounts> KafkaQueue::counts(QString *error)
     counts.delayed = std::max<qint64>(0, lag(*retries) - heldRetries);
     counts.dead = lag(*dead);
     for (const Span &span : *main)
-        counts.partitions.append({span.partition, span.to, span.committed ? std::optional(span.from) : std::nullopt,
-                                  std::max<qint64>(0, span.to - span.from)});
+        counts.partitions.append({span.partition, span.to,
+                                  span.committed ? std::optional(span.from - span.deletedUnread) : std::nullopt,
+                                  std::max<qint64>(0, span.to - span.from), span.deletedUnread});
     const qint64 now = nowMs();
     for (const PartitionState &state : std::as_const(m_partitions)) {
         for (const Fetched &fetched : state.waiting) {

@@ -140,6 +140,9 @@ private:
         qint64 from = 0;
         qint64 to = 0;
         bool committed = false; // from is the group's commit, not the low watermark
+        // The cluster deleted these (retention) past the group's commit, unread by the
+        // group: from is then the oldest message left, the commit that much lower.
+        qint64 deletedUnread = 0;
     };
     std::optional<QList<Span>> spans(rd_kafka_s *client, const QString &topic, QString *error) const;
     // Reads the dead letters from where the operators' group stands, at most max.
@@ -166,6 +169,10 @@ private:
     // fetched past it: a commit refused or lost in the rebalance brings settled messages
     // back, and those are skipped (take), not dead-lettered or deferred a second time.
     QHash<PartitionKey, KafkaOffsets> m_revoked;
+    // Where each partition given to this member resumes (the group's commit), until its
+    // first message: one further on, past messages the cluster no longer has, is said.
+    QHash<PartitionKey, qint64> m_resumeAt;
+    void noteDeletedUnread(const PartitionKey &partition, qint64 resumeAt, qint64 firstOffset);
     bool m_commitInFlight = false; // one commit without an answer at a time
     QString m_commitFailure;       // said once until a commit is taken again
     // Every delivery handed out and not yet settled, by message id.
