@@ -107,23 +107,30 @@ public:
     {
         if (m_queueScript.isEmpty())
             return QStringLiteral("the %1 test server takes no requests").arg(kind());
-        QProcess script;
-        script.start(m_queueScript, QStringList{action, m_serverDir.path()} + args);
-        if (!script.waitForFinished(30000) || script.exitStatus() != QProcess::NormalExit || script.exitCode() != 0)
-            return QStringLiteral("%1 %2 %3: %4")
-                .arg(m_queueScript, action, args.join(u' '), QString::fromUtf8(script.readAllStandardError()));
-        return {};
+        QString error;
+        runScript(action, args, &error);
+        return error;
     }
 
 private:
     QString queueFromScript(const QString &name) const
     {
+        QString error;
+        const QByteArray url = runScript(QStringLiteral("new-queue"), {name}, &error);
+        if (!error.isEmpty())
+            qFatal("TestQueues: %s", qPrintable(error));
+        return QString::fromUtf8(url.trimmed());
+    }
+
+    // `SCRIPT ACTION DIR ARGS...`: its standard output, or why it failed in *error.
+    QByteArray runScript(const QString &action, const QStringList &args, QString *error) const
+    {
         QProcess script;
-        script.start(m_queueScript, {QStringLiteral("new-queue"), m_serverDir.path(), name});
+        script.start(m_queueScript, QStringList{action, m_serverDir.path()} + args);
         if (!script.waitForFinished(30000) || script.exitStatus() != QProcess::NormalExit || script.exitCode() != 0)
-            qFatal("TestQueues: %s new-queue failed: %s", qPrintable(m_queueScript),
-                   script.readAllStandardError().constData());
-        return QString::fromUtf8(script.readAllStandardOutput().trimmed());
+            *error = QStringLiteral("%1 %2 %3 failed: %4")
+                         .arg(m_queueScript, action, args.join(u' '), QString::fromUtf8(script.readAllStandardError()));
+        return script.readAllStandardOutput();
     }
 
     QString m_kind;
