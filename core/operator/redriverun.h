@@ -150,7 +150,6 @@ public:
     // not, and then it emits nothing.
     bool start(QString *error);
     void cancel() { m_cancelled = true; }
-    const RedriveProgress &progress() const { return m_progress; }
 
 signals:
     void progressed(const once::RedriveProgress &progress);
