@@ -141,6 +141,7 @@ private slots:
     void pipelinedRequestsAreAnsweredInOrder();
     void connectionCloseRequestIsHonoured();
     void latencyDoesNotBlockOtherConnections();
+    void failuresWaitTheirOwnLatency();
     void hundredsOfConcurrentConnections();
     void hostileModesMisbehaveAsTheyClaim_data();
     void hostileModesMisbehaveAsTheyClaim();
@@ -609,6 +610,31 @@ void tst_PartnerSimulator::latencyDoesNotBlockOtherConnections()
     // All twenty waited out the latency together, and none waits any more.
     QCOMPARE(partner.stats().peakHeld, 20);
     QCOMPARE(partner.stats().held, 0);
+}
+
+// A partner failing slowly (timing out behind its load balancer): every 503 comes after
+// failLatencyMs, all of them held together, and nothing is acted on.
+void tst_PartnerSimulator::failuresWaitTheirOwnLatency()
+{
+    PartnerFaults profile;
+    profile.failRate = 1.0;
+    profile.failLatencyMs = 400;
+    PartnerSimulator partner(profile);
+    QVERIFY(partner.listen(QHostAddress::LocalHost, 0));
+    HttpClient client(10);
+
+    QElapsedTimer clock;
+    clock.start();
+    int failed = 0;
+    for (int i = 0; i < 10; ++i) {
+        client.send(reminderPost(partner.port(), "slow-fail-" + QByteArray::number(i)), this,
+                    [&failed](const HttpResult &r) { failed += r.httpStatus == 503 ? 1 : 0; });
+    }
+    QTRY_COMPARE_WITH_TIMEOUT(failed, 10, 10000);
+    QVERIFY2(clock.elapsed() >= 400, qPrintable(QString::number(clock.elapsed())));
+    QCOMPARE(partner.stats().peakHeld, 10);
+    QCOMPARE(partner.stats().held, 0);
+    QCOMPARE(partner.stats().effects, 0);
 }
 
 void tst_PartnerSimulator::hundredsOfConcurrentConnections()

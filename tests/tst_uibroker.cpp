@@ -342,7 +342,7 @@ void TestUiBroker::buryAtTheQueue(OnceRunner &runner, int count, PartnerSimulato
     // have brought, and the mock cluster's first fetch of a partition can take a second.
     PartnerFaults outage;
     outage.failRate = 1.0;
-    outage.latencyMs = 2000;
+    outage.failLatencyMs = 2000;
     partner.setProfile(outage);
     QString error;
     QVERIFY2(runWorkerUntilDrained(runner, workerArgs(partner) + QStringList{QStringLiteral("--concurrency"), QString::number(count)}, &error),

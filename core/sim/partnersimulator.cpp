@@ -524,7 +524,19 @@ void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, Server
         return;
     }
     if (hit(profile.failRate)) {
-        respond(*conn, imitation->failure(503, "temporarily unavailable"), request.keepAlive);
+        const SimAnswer failure = imitation->failure(503, "temporarily unavailable");
+        if (profile.failLatencyMs <= 0) {
+            respond(*conn, failure, request.keepAlive);
+            return;
+        }
+        conn->awaiting = true;
+        stats.peakHeld = std::max(stats.peakHeld, ++stats.held);
+        QTimer::singleShot(profile.failLatencyMs, q, [this, conn, failure, keepAlive = request.keepAlive] {
+            conn->awaiting = false;
+            --q->m_stats.held;
+            respond(*conn, failure, keepAlive);
+            processBuffer(conn);
+        });
         return;
     }
     if (hit(profile.throttleRate)) {

@@ -22,6 +22,7 @@ struct PartnerFaults
     double throttleRate = 0.0;        // answer 429 with Retry-After without acting
     int retryAfterSeconds = 1;
     int latencyMs = 0;                // per request, without blocking other requests
+    int failLatencyMs = 0;            // how long a fail-rate 503 takes (a partner timing out behind its load balancer)
     int outageAfterRequests = 0;      // 0: never; otherwise after this many requests...
     int outageSeconds = 0;            // ...answer 503 to everything for this long
     int outageEverySeconds = 0;       // 0: one outage; otherwise repeat this often after the first
