@@ -285,7 +285,7 @@ void RedriveDialog::buildUi(int idempotencyWindowHours, int defaultRatePerSecond
     updateEstimate();
 
     auto *buttons = new QDialogButtonBox(QDialogButtonBox::Ok);
-    buttons->addButton(QDialogButtonBox::Cancel);
+    m_cancelButton = buttons->addButton(QDialogButtonBox::Cancel);
     m_redriveButton = buttons->button(QDialogButtonBox::Ok);
     m_redriveButton->setText(tr("Redrive %1").arg(locale.toString(count)));
     m_redriveButton->setEnabled(count > 0);
@@ -299,7 +299,7 @@ void RedriveDialog::buildUi(int idempotencyWindowHours, int defaultRatePerSecond
         startRunning();
         emit redriveRequested();
     });
-    connect(buttons->button(QDialogButtonBox::Cancel), &QPushButton::clicked, this, [this] {
+    connect(m_cancelButton, &QPushButton::clicked, this, [this] {
         if (m_running)
             emit cancelRequested();
         else
@@ -483,8 +483,7 @@ void RedriveDialog::startRunning()
     m_runView->show();
     m_redriveButton->hide();
     m_closeButton->show();
-    if (auto *cancel = findChild<QDialogButtonBox *>()->button(QDialogButtonBox::Cancel))
-        cancel->setText(tr("Cancel redrive"));
+    m_cancelButton->setText(tr("Cancel redrive"));
     m_runBar->setRange(0, std::max(1, letterCount()));
     m_runBar->setValue(0);
     m_pace->setText(tr("starting…"));

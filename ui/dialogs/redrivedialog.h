@@ -128,6 +128,7 @@ private:
     QTreeWidget *m_sample = nullptr;
     QPushButton *m_redriveButton = nullptr;
     QPushButton *m_closeButton = nullptr;
+    QPushButton *m_cancelButton = nullptr; // cancels the dialog, or the redrive once it runs
     QLabel *m_split = nullptr;
     QLabel *m_expiredNames = nullptr;
     QCheckBox *m_includeExpired = nullptr;

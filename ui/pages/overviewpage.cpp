@@ -98,6 +98,18 @@ Tile *makeTile(const QString &objectName, const QString &caption)
     return tile;
 }
 
+// A line of text under the tiles, hidden until there is something to say.
+QLabel *makeNote(const QString &objectName, const QString &toolTip = {})
+{
+    auto *note = new QLabel;
+    note->setObjectName(objectName);
+    note->setWordWrap(true);
+    note->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    note->setToolTip(toolTip);
+    note->hide();
+    return note;
+}
+
 } // namespace
 
 OverviewPage::OverviewPage(EngineController *engine, HealthMonitor *health, QWidget *parent)
@@ -120,27 +132,16 @@ OverviewPage::OverviewPage(EngineController *engine, HealthMonitor *health, QWid
     m_queuePlace->setObjectName(QStringLiteral("queueLabel"));
     m_queuePlace->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_queuePlace->setForegroundRole(QPalette::PlaceholderText);
-    m_queueUnavailable = new QLabel;
-    m_queueUnavailable->setObjectName(QStringLiteral("queueUnavailable"));
-    m_queueUnavailable->setWordWrap(true);
-    m_queueUnavailable->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_queueUnavailable->hide();
-    m_pausedPartners = new QLabel;
-    m_pausedPartners->setObjectName(QStringLiteral("pausedPartners"));
-    m_pausedPartners->setWordWrap(true);
-    m_pausedPartners->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_pausedPartners->setToolTip(tr("Reminders put back because their partner is paused, waiting for its resume "
-                                    "(the Worker page's Partners). Those no worker has taken since the pause are "
-                                    "not counted: they wait in Ready or Delayed."));
-    m_pausedPartners->hide();
-    m_partitionLags = new QLabel;
-    m_partitionLags->setObjectName(QStringLiteral("partitionLags"));
-    m_partitionLags->setWordWrap(true);
-    m_partitionLags->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_partitionLags->setToolTip(tr("Per partition of the topic: the messages past the consumer group's last commit, "
-                                   "which wait or are in flight at a worker. A partition far behind the others has a "
-                                   "slow or stuck member."));
-    m_partitionLags->hide();
+    m_queueUnavailable = makeNote(QStringLiteral("queueUnavailable"));
+    m_pausedPartners = makeNote(QStringLiteral("pausedPartners"),
+                                tr("Reminders put back because their partner is paused, waiting for its resume "
+                                   "(the Worker page's Partners). Those no worker has taken since the pause are "
+                                   "not counted: they wait in Ready or Delayed."));
+    m_partitionLags = makeNote(QStringLiteral("partitionLags"),
+                               tr("Per partition of the topic: the messages past the consumer group's last commit, "
+                                  "which wait or are in flight at a worker. A partition far behind the others has a "
+                                  "slow or stuck member. Messages the cluster deleted past the commit before any "
+                                  "worker read them (retention) are counted apart: those reminders are lost."));
 
     m_ready = makeTile(QStringLiteral("readyTile"), tr("Ready"));
     m_inFlight = makeTile(QStringLiteral("inFlightTile"), tr("In flight"));

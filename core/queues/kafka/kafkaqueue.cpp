@@ -899,19 +899,19 @@ bool KafkaQueue::declareTopology(const QueueTopology &, QString *error)
         rd_kafka_queue_destroy(answers);
         rd_kafka_NewTopic_destroy_array(topics.data(), size_t(topics.size()));
     }
-    m_topologyNote = made.isEmpty() ? QString()
-                                    : QStringLiteral("made the topics %1 (%2 partitions; retries kept 7 days, dead "
-                                                     "letters until an operator acts)")
-                                          .arg(made.join(u", "))
-                                          .arg(TopicPartitions);
+    QStringList note;
+    if (!made.isEmpty())
+        note << QStringLiteral("made the topics %1 (%2 partitions; retries kept 7 days, dead letters until an "
+                               "operator acts)")
+                    .arg(made.join(u", "))
+                    .arg(TopicPartitions);
     if (!found.isEmpty())
-        m_topologyNote += (m_topologyNote.isEmpty() ? QString() : QStringLiteral("; "))
-                          + QStringLiteral("found the topics %1").arg(found.join(u", "));
+        note << QStringLiteral("found the topics %1").arg(found.join(u", "));
     if (!notMade.isEmpty())
-        m_topologyNote += (m_topologyNote.isEmpty() ? QString() : QStringLiteral("; "))
-                          + QStringLiteral("could not make the topics (%1): the cluster makes them on first use where "
-                                           "it auto-creates topics, else an administrator must")
-                                .arg(notMade.join(u"; "));
+        note << QStringLiteral("could not make the topics (%1): the cluster makes them on first use where it "
+                               "auto-creates topics, else an administrator must")
+                    .arg(notMade.join(u"; "));
+    m_topologyNote = note.join(u"; ");
     return true;
 }
 
