@@ -21,6 +21,7 @@
 #include <QTimer>
 
 #include <deque>
+#include <functional>
 #include <memory>
 
 namespace {
@@ -157,6 +158,9 @@ struct PartnerSimulator::Private
     };
     void accept(const ConnectionPtr &conn, const SimSend &send, bool keyed, const SimRequest &request,
                 const Answer &answer);
+    // A slow partner: the connection waits delayMs (other connections do not), then is
+    // answered, and what it sent meanwhile is read.
+    void answerAfter(const ConnectionPtr &conn, int delayMs, std::function<void()> answer);
     bool takeHostileTurn();
     void answerHostile(ServerConnection &conn, const Answer &answer, const QByteArray &acceptedBody);
     void respond(ServerConnection &conn, int status, const QByteArray &body, bool keepAlive,
@@ -529,14 +533,8 @@ void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, Server
             respond(*conn, failure, request.keepAlive);
             return;
         }
-        conn->awaiting = true;
-        stats.peakHeld = std::max(stats.peakHeld, ++stats.held);
-        QTimer::singleShot(profile.failLatencyMs, q, [this, conn, failure, keepAlive = request.keepAlive] {
-            conn->awaiting = false;
-            --q->m_stats.held;
-            respond(*conn, failure, keepAlive);
-            processBuffer(conn);
-        });
+        answerAfter(conn, profile.failLatencyMs,
+                    [this, conn, failure, keepAlive = request.keepAlive] { respond(*conn, failure, keepAlive); });
         return;
     }
     if (hit(profile.throttleRate)) {
@@ -590,12 +588,18 @@ void PartnerSimulator::Private::handleReminder(const ConnectionPtr &conn, Server
         accept(conn, send, keyed, asked, answer);
         return;
     }
+    answerAfter(conn, profile.latencyMs, [this, conn, send, keyed, asked, answer] { accept(conn, send, keyed, asked, answer); });
+}
+
+void PartnerSimulator::Private::answerAfter(const ConnectionPtr &conn, int delayMs, std::function<void()> answer)
+{
+    PartnerStats &stats = q->m_stats;
     conn->awaiting = true;
     stats.peakHeld = std::max(stats.peakHeld, ++stats.held);
-    QTimer::singleShot(profile.latencyMs, q, [this, conn, send, keyed, asked, answer] {
+    QTimer::singleShot(delayMs, q, [this, conn, answer = std::move(answer)] {
         conn->awaiting = false;
         --q->m_stats.held;
-        accept(conn, send, keyed, asked, answer);
+        answer();
         processBuffer(conn);
     });
 }
