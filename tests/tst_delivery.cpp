@@ -125,6 +125,9 @@ private:
     QProcess *start(const QStringList &args, const QMap<QString, QString> &env = {}) { return m_once->start(args, env); }
     QProcess *startWorker(const QStringList &extraArgs, const QMap<QString, QString> &env = {});
     static bool workerSaid(QProcess *worker, const QByteArray &text);
+    // SIGTERM to each running worker, as an operator stops one, and what each said as it
+    // finished, in the same order.
+    QList<ProcessResult> stopWorkers(const QList<QProcess *> &workers);
     static bool bothAssignedPartitions(QProcess *first, QProcess *second);
     // eachTurn runs after every batch of events while the process runs.
     ProcessResult waitFor(QProcess *process, int timeoutMs, const std::function<void()> &eachTurn = {})
@@ -292,6 +295,16 @@ bool DeliveryTest::workerSaid(QProcess *worker, const QByteArray &text)
     const bool said = worker->peek(worker->bytesAvailable()).contains(text);
     worker->setReadChannel(QProcess::StandardOutput);
     return said;
+}
+
+QList<ProcessResult> DeliveryTest::stopWorkers(const QList<QProcess *> &workers)
+{
+    for (QProcess *worker : workers)
+        ::kill(pid_t(worker->processId()), SIGTERM);
+    QList<ProcessResult> results;
+    for (QProcess *worker : workers)
+        results << waitFor(worker, WorkerTimeoutMs);
+    return results;
 }
 
 // Whether both members of a Kafka consumer group have said they were given partitions:
@@ -517,12 +530,8 @@ void DeliveryTest::twoWorkersSameKeyPublishedTwice()
                         && counts.value(QStringLiteral("in_flight")).toInt() == 0;
              }, WorkerTimeoutMs),
              QJsonDocument(stats()).toJson().constData());
-    for (QProcess *worker : {first, second})
-        ::kill(pid_t(worker->processId()), SIGTERM);
-    const auto firstResult = waitFor(first, WorkerTimeoutMs);
-    const auto secondResult = waitFor(second, WorkerTimeoutMs);
-    QVERIFY2(firstResult.exitedWith(0), firstResult.describe().constData());
-    QVERIFY2(secondResult.exitedWith(0), secondResult.describe().constData());
+    for (const ProcessResult &stopped : stopWorkers({first, second}))
+        QVERIFY2(stopped.exitedWith(0), stopped.describe().constData());
 
     VERIFY_NO_PROBLEMS(exactlyOnceProblems(keys));
     VERIFY_STATS({{QStringLiteral("ready"), 0},
@@ -1616,14 +1625,11 @@ void DeliveryTest::aMemberPausedPastItsSessionLosesAndDoublesNothing()
                         && counts.value(QStringLiteral("in_flight")).toInt() == 0;
              }, WorkerTimeoutMs),
              QJsonDocument(stats()).toJson().constData());
-    for (QProcess *worker : {paused, other})
-        ::kill(pid_t(worker->processId()), SIGTERM);
-    const auto pausedResult = waitFor(paused, WorkerTimeoutMs);
-    const auto otherResult = waitFor(other, WorkerTimeoutMs);
-    QVERIFY2(pausedResult.exitedWith(0), pausedResult.describe().constData());
-    QVERIFY2(otherResult.exitedWith(0), otherResult.describe().constData());
+    const QList<ProcessResult> stopped = stopWorkers({paused, other});
+    for (const ProcessResult &result : stopped)
+        QVERIFY2(result.exitedWith(0), result.describe().constData());
     // The other member took the paused one's partitions.
-    QVERIFY2(otherResult.err.count("kafka: assigned") >= 2, otherResult.err.constData());
+    QVERIFY2(stopped.last().err.count("kafka: assigned") >= 2, stopped.last().err.constData());
     // A send the paused member still held as the others stopped may have gone to the retry
     // topic since: a last worker finds it applied in the ledger and only acks it.
     const auto last = runWorker({QStringLiteral("--until-idle")});
